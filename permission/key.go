@@ -1,0 +1,300 @@
+package permission
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalidKey is the class of every error from ParseKey and ParsePattern.
+var ErrInvalidKey = errors.New("invalid permission key")
+
+// Key names what a call asks permission for: tool:action[:detail], as in
+// run_command:git:status, write_file:tests/main_test.go, capability:fmt-json.
+//
+// A segment is written bare when it is made only of letters, digits and
+// . _ / + - @ % , = ~ #, and otherwise as a Go double-quoted ASCII string
+// (strconv.QuoteToASCII), so every key prints on one line with control and
+// non-ASCII characters escaped, and parses back to the same Key.
+//
+// A Key whose action is quoted is exact: it is matched only by a pattern of
+// the very same text, never by a wildcard. Compound shell commands key that
+// way, by their whole canonical text (seed 000 ADR 0036):
+//
+//	run_command:"git status && git push"
+//
+// The zero Key is invalid. Keys are comparable values.
+type Key struct {
+	Tool   string // run_command, write_file, capability, …; always bare
+	Action string // the program, the path, the capability's name, or a compound command's text
+	Detail string // optional: the subcommand (first non-flag argument)
+	// Exact is set for keys matched only by the same text (compound commands).
+	Exact bool
+}
+
+// String writes k in the form ParseKey reads.
+func (k Key) String() string {
+	var b strings.Builder
+	b.WriteString(k.Tool)
+	b.WriteByte(':')
+	if k.Exact || !bare(k.Action, false) {
+		b.WriteString(strconv.QuoteToASCII(k.Action))
+	} else {
+		b.WriteString(k.Action)
+	}
+	if k.Detail != "" {
+		b.WriteByte(':')
+		writeSegment(&b, k.Detail, false)
+	}
+	return b.String()
+}
+
+// Valid reports whether k can be printed and parsed back to itself.
+func (k Key) Valid() bool {
+	if !bareTool(k.Tool) || k.Action == "" {
+		return false
+	}
+	if !k.Exact && !bare(k.Action, false) {
+		return false // a non-bare action would print quoted, i.e. as an exact key
+	}
+	return true
+}
+
+// ParseKey reads a key as Key.String writes it. Wildcards are not allowed in
+// a key (see ParsePattern).
+func ParseKey(s string) (Key, error) {
+	segs, quoted, err := splitSegments(s, false)
+	if err != nil {
+		return Key{}, err
+	}
+	k := Key{Tool: segs[0], Action: segs[1], Exact: quoted[1]}
+	if len(segs) == 3 {
+		k.Detail = segs[2]
+	}
+	return k, nil
+}
+
+// MustParseKey is ParseKey for keys written in code; it panics on error.
+func MustParseKey(s string) Key {
+	k, err := ParseKey(s)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Pattern is what a grant or rule is written as: a key, possibly with
+// wildcards in its bare segments.
+//
+//   - run_command:git matches run_command:git with any detail (every git subcommand);
+//   - run_command:git:push matches only the detail push;
+//   - run_command:git:* matches run_command:git with any detail or none;
+//   - run_command:* matches every simple command;
+//   - write_file:tests/** matches every path under tests/; * stops at a slash, ** does not.
+//
+// A pattern never matches an exact key (a compound command) unless it is
+// that very key, quoted text and all.
+type Pattern struct {
+	Tool   string
+	Action string
+	Detail string
+	Exact  bool // the action was quoted: this pattern is an exact key
+}
+
+// ParsePattern reads a pattern. It fails, with class ErrInvalidKey, on text
+// that is not tool:action[:detail], and on a wildcard in the tool segment.
+func ParsePattern(s string) (Pattern, error) {
+	segs, quoted, err := splitSegments(s, true)
+	if err != nil {
+		return Pattern{}, err
+	}
+	p := Pattern{Tool: segs[0], Action: segs[1], Exact: quoted[1]}
+	if len(segs) == 3 {
+		p.Detail = segs[2]
+	}
+	return p, nil
+}
+
+// MustParsePattern is ParsePattern for patterns written in code.
+func MustParsePattern(s string) Pattern {
+	p, err := ParsePattern(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// PatternOf returns the pattern that matches k exactly (and, for a key
+// without detail, every detail of it).
+func PatternOf(k Key) Pattern {
+	return Pattern{Tool: k.Tool, Action: k.Action, Detail: k.Detail, Exact: k.Exact}
+}
+
+// String writes p in the form ParsePattern reads.
+func (p Pattern) String() string {
+	var b strings.Builder
+	b.WriteString(p.Tool)
+	b.WriteByte(':')
+	if p.Exact {
+		b.WriteString(strconv.QuoteToASCII(p.Action))
+	} else {
+		writeSegment(&b, p.Action, true)
+	}
+	if p.Detail != "" {
+		b.WriteByte(':')
+		writeSegment(&b, p.Detail, true)
+	}
+	return b.String()
+}
+
+// Match reports whether p covers k.
+func (p Pattern) Match(k Key) bool {
+	if p.Tool != k.Tool {
+		return false
+	}
+	if k.Exact || p.Exact {
+		return p.Exact && k.Exact && p.Action == k.Action && p.Detail == k.Detail
+	}
+	if !glob(p.Action, k.Action) {
+		return false
+	}
+	switch p.Detail {
+	case "", "*", "**":
+		return true
+	}
+	return k.Detail != "" && glob(p.Detail, k.Detail)
+}
+
+// HasWildcard reports whether p has a * anywhere.
+func (p Pattern) HasWildcard() bool {
+	return !p.Exact && (strings.Contains(p.Action, "*") || strings.Contains(p.Detail, "*"))
+}
+
+// glob matches name against pat, where * matches any run of characters but
+// '/', and ** (or a pattern that is just *) matches any run at all.
+func glob(pat, name string) bool {
+	if pat == "*" || pat == "**" {
+		return true
+	}
+	for len(pat) > 0 {
+		if pat[0] != '*' {
+			if len(name) == 0 || name[0] != pat[0] {
+				return false
+			}
+			pat, name = pat[1:], name[1:]
+			continue
+		}
+		deep := strings.HasPrefix(pat, "**")
+		pat = strings.TrimLeft(pat, "*")
+		for i := 0; i <= len(name); i++ {
+			if glob(pat, name[i:]) {
+				return true
+			}
+			if i < len(name) && name[i] == '/' && !deep {
+				return false
+			}
+		}
+		return false
+	}
+	return len(name) == 0
+}
+
+func writeSegment(b *strings.Builder, s string, pattern bool) {
+	if bare(s, pattern) {
+		b.WriteString(s)
+	} else {
+		b.WriteString(strconv.QuoteToASCII(s))
+	}
+}
+
+// bare reports whether s can be written without quotes.
+func bare(s string, pattern bool) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("._/+-@%,=~#", c) >= 0:
+		case c == '*' && pattern:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func bareTool(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// splitSegments cuts s into 2 or 3 segments, unquoting quoted ones.
+func splitSegments(s string, pattern bool) (segs []string, quoted []bool, err error) {
+	bad := func(why string) error {
+		return fmt.Errorf("%s: %s (want tool:action[:detail], e.g. run_command:git:status): %w",
+			strconv.QuoteToASCII(s), why, ErrInvalidKey)
+	}
+	rest := s
+	for len(rest) > 0 || len(segs) == 0 {
+		if len(segs) == 3 {
+			return nil, nil, bad("more than three segments")
+		}
+		if len(segs) > 0 && len(segs) < 3 && rest == "" {
+			break
+		}
+		var seg string
+		var q bool
+		if strings.HasPrefix(rest, `"`) && len(segs) > 0 {
+			prefix, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return nil, nil, bad("unterminated or malformed quoted segment")
+			}
+			seg, _ = strconv.Unquote(prefix)
+			if seg == "" {
+				return nil, nil, bad("empty quoted segment")
+			}
+			rest, q = rest[len(prefix):], true
+		} else {
+			i := strings.IndexByte(rest, ':')
+			if i < 0 {
+				i = len(rest)
+			}
+			seg, rest = rest[:i], rest[i:]
+			switch {
+			case len(segs) == 0 && !bareTool(seg):
+				return nil, nil, bad(fmt.Sprintf("tool %s must be letters, digits, _ - .", strconv.QuoteToASCII(seg)))
+			case len(segs) > 0 && !bare(seg, pattern):
+				if seg == "" {
+					return nil, nil, bad("empty segment")
+				}
+				return nil, nil, bad(fmt.Sprintf("segment %s needs quotes", strconv.QuoteToASCII(seg)))
+			}
+		}
+		segs, quoted = append(segs, seg), append(quoted, q)
+		if rest == "" {
+			break
+		}
+		if rest[0] != ':' {
+			return nil, nil, bad("text after a quoted segment")
+		}
+		rest = rest[1:]
+		if rest == "" {
+			return nil, nil, bad("trailing colon")
+		}
+	}
+	if len(segs) < 2 {
+		return nil, nil, bad("missing action")
+	}
+	return segs, quoted, nil
+}

@@ -1,0 +1,173 @@
+package permission
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ccrun/ccrun/ceiling"
+)
+
+// Grant and Environment are the ceiling package's, repeated here so that
+// most callers need only this package.
+type (
+	Grant       = ceiling.Grant
+	Environment = ceiling.Environment
+)
+
+// The grants a person can give, from ceiling.
+const (
+	Deny              = ceiling.Deny
+	Once              = ceiling.Once
+	AlwaysThisSession = ceiling.AlwaysThisSession
+	AlwaysThisProject = ceiling.AlwaysThisProject
+)
+
+// Error classes of this package. Test them with errors.Is.
+var (
+	// ErrPermissionDenied: the gate said no, or nobody could be asked.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrInvalidConfig: a settings file or allowlist is malformed or
+	// holds a rule that cannot match.
+	ErrInvalidConfig = errors.New("invalid configuration")
+)
+
+// Permission is what a tool call asks for: None (a call with no side
+// effects, never asked) or Ask(key). The zero Permission is None.
+type Permission struct {
+	key Key
+	ask bool
+}
+
+// None is the permission of a call with no side effects.
+func None() Permission { return Permission{} }
+
+// Ask is the permission of a call that must be allowed under key k.
+func Ask(k Key) Permission { return Permission{key: k, ask: true} }
+
+// IsNone reports whether p is None.
+func (p Permission) IsNone() bool { return !p.ask }
+
+// Key returns the key p asks under; the zero Key for None.
+func (p Permission) Key() Key { return p.key }
+
+// Class is what kind of effect a tool has (seed 003's table; seed 002's
+// Read / Preview / Write / Command / Unknown).
+type Class string
+
+// The classes. Unknown is treated as the most dangerous.
+const (
+	ClassRead     Class = "read"     // reads, changes nothing
+	ClassInternal Class = "internal" // ccrun's own bookkeeping (todos, sub-agent research)
+	ClassWrite    Class = "write"    // writes files
+	ClassExec     Class = "exec"     // runs code: shell commands, capabilities
+	ClassNetwork  Class = "network"  // reaches the network
+	ClassUnknown  Class = "unknown"  // anything not declared
+)
+
+// Directive narrows what one call or turn may do, whatever the mode (seed
+// 002 ExecutionDirective). The zero Directive narrows nothing.
+type Directive string
+
+// The directives.
+const (
+	DirectiveNone     Directive = ""
+	DirectiveReadOnly Directive = "read-only"
+	DirectivePlanOnly Directive = "plan-only"
+	DirectiveAnalyze  Directive = "analyze-only"
+	DirectiveNoEdit   Directive = "do-not-edit"
+)
+
+// Request is one call put before the gate.
+type Request struct {
+	Tool        string      // the tool's name: run_command, write_file, or a capability's name
+	Environment Environment // where the call would run
+	Permission  Permission  // None, or Ask(key)
+	Class       Class       // what kind of effect it has; "" is ClassUnknown
+	// Command is the parsed shell command for run_command calls; nil otherwise.
+	Command *Command
+	// Paths are the file paths the call names (tool arguments, mounts), as given.
+	Paths []string
+	// Digest is the content digest of what runs (a capability's manifest
+	// and artifact, a module); grants are bound to it. Empty: not bound.
+	Digest string
+	// Loosens lists what the call loosens from the sandbox's defaults
+	// (e.g. "network: bridge"), for the person asked.
+	Loosens []string
+	// Directive narrows this call.
+	Directive Directive
+	// Display is what to show a person for this call (the command, the
+	// arguments); the approver escapes it.
+	Display string
+}
+
+// Layer names the step of the gate that decided (DESIGN.md "The gate").
+type Layer string
+
+// The layers, in the gate's order.
+const (
+	LayerScope     Layer = "scope"
+	LayerDenyRule  Layer = "deny-rule"
+	LayerDirective Layer = "directive"
+	LayerNone      Layer = "none-permission"
+	LayerDangerous Layer = "dangerous-path"
+	LayerProject   Layer = "project"
+	LayerSession   Layer = "session"
+	LayerAllowRule Layer = "allow-rule"
+	LayerAskRule   Layer = "ask-rule"
+	LayerMode      Layer = "mode"
+	LayerReadOnly  Layer = "read-only"
+	LayerApprover  Layer = "approver"
+)
+
+// Verdict is the gate's answer.
+type Verdict string
+
+// The verdicts.
+const (
+	Allow   Verdict = "allow"
+	AskUser Verdict = "ask"
+	Refuse  Verdict = "deny"
+)
+
+// Decision is what the gate decided, and why.
+type Decision struct {
+	Verdict Verdict
+	Key     Key   // the key asked under (zero for None)
+	Layer   Layer // the step that decided
+	Reason  string
+	// Rule is the rule or allowlist entry that decided, as written, if any.
+	Rule string
+	// Grant is what the approver chose, when one was asked.
+	Grant Grant
+	// Offer is the highest grant that may be offered when asking
+	// (Once for dangerous paths, the environment's ceiling otherwise).
+	Offer Grant
+	// Diagnostics are problems found on the way that did not decide but
+	// must be shown: ceiling violations, expired or outdated grants.
+	Diagnostics []string
+	// Warnings are short notes for the person asked (destructive forms);
+	// they never change the decision.
+	Warnings []string
+}
+
+// Allowed reports whether the call may run.
+func (d *Decision) Allowed() bool { return d.Verdict == Allow }
+
+// Prompt is what an approver is shown.
+type Prompt struct {
+	Request  *Request
+	Decision *Decision // Verdict AskUser; Offer bounds the choices
+}
+
+// Approver answers an ask: a terminal prompt, an MCP client, a callback,
+// a policy. It returns the grant chosen (Deny to refuse). An error means
+// nobody could answer; the gate then denies.
+type Approver interface {
+	Approve(ctx context.Context, p *Prompt) (Grant, error)
+}
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(ctx context.Context, p *Prompt) (Grant, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, p *Prompt) (Grant, error) { return f(ctx, p) }
