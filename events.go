@@ -1,0 +1,77 @@
+package ccrun
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// State is where a call is in the pipeline (seed 004 §1):
+//
+//	validating → awaiting_approval? → scheduled → executing → success | error | cancelled
+//
+// A call the gate denies goes from validating (or awaiting_approval) to error.
+type State string
+
+// The states of a call.
+const (
+	Validating       State = "validating"
+	AwaitingApproval State = "awaiting_approval"
+	Scheduled        State = "scheduled"
+	Executing        State = "executing"
+	Success          State = "success"
+	Failed           State = "error"
+	Cancelled        State = "cancelled"
+)
+
+// Final reports whether s ends a call.
+func (s State) Final() bool { return s == Success || s == Failed || s == Cancelled }
+
+// Event is one transition of one call.
+type Event struct {
+	Call    string        `json:"call"` // the call's id, unique within the Runtime
+	Tool    string        `json:"tool"`
+	Key     string        `json:"key,omitempty"`
+	State   State         `json:"state"`
+	Time    time.Time     `json:"time"`
+	Elapsed time.Duration `json:"elapsed_ns"` // since the call entered validating
+	// Decision is set from awaiting_approval or scheduled on, and on a deny.
+	Decision *permission.Decision `json:"decision,omitempty"`
+	// Result is set on success, and on error or cancelled when the tool ran.
+	Result *job.Result `json:"result,omitempty"`
+	// Err is set on error.
+	Err string `json:"error,omitempty"`
+}
+
+// bus delivers events to subscribers, synchronously and in order.
+type bus struct {
+	mu   sync.RWMutex
+	next int
+	subs map[int]func(Event)
+}
+
+func (b *bus) subscribe(f func(Event)) (cancel func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[int]func(Event){}
+	}
+	id := b.next
+	b.next++
+	b.subs[id] = f
+	return func() {
+		b.mu.Lock()
+		delete(b.subs, id)
+		b.mu.Unlock()
+	}
+}
+
+func (b *bus) publish(e Event) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, f := range b.subs {
+		f(e)
+	}
+}
