@@ -1,0 +1,286 @@
+package permission
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Never is the Expiry of an entry that lasts as long as its allowlist: the
+// session's lifetime, or the project file.
+const Never int64 = -1
+
+// Error classes of the allowlists. Test them with errors.Is.
+var (
+	// ErrInvalidEntry: an Entry given to Add cannot be kept (no pattern,
+	// a grant that does not persist, a malformed digest or expiry).
+	ErrInvalidEntry = errors.New("invalid allowlist entry")
+	// ErrSessionNotFound: the session does not exist, was ended, or its
+	// lifetime ran out.
+	ErrSessionNotFound = errors.New("session not found")
+	// ErrUnsafeStorage: a session directory or file could be read or
+	// replaced by someone else than the current user (wrong owner, group or
+	// other permission bits, a symbolic link). ccrun refuses to use it.
+	ErrUnsafeStorage = errors.New("unsafe session storage")
+)
+
+// Entry is one grant kept in an allowlist: the pattern it covers, the grant
+// the person chose, until when, and the content it is bound to.
+//
+// The zero Expiry is taken as Never by Add, so Entry{Pattern: p, Grant: g}
+// lasts as long as the allowlist holding it.
+type Entry struct {
+	// Pattern is what the grant covers, matched with Pattern.Match.
+	Pattern Pattern
+	// Grant is AlwaysThisSession or AlwaysThisProject; Once and Deny are
+	// never kept.
+	Grant Grant
+	// Expiry is the unix time (seconds) from which the entry no longer
+	// counts, or Never (-1).
+	Expiry int64
+	// Digest is the content the grant is bound to ("sha256:" and 64
+	// lowercase hex digits: a capability's manifest and artifact), or ""
+	// for none. A bound entry counts only for a call of that same digest.
+	Digest string
+}
+
+// String writes e for a person: pattern, grant, and digest and expiry when set.
+func (e Entry) String() string {
+	var b strings.Builder
+	b.WriteString(e.Pattern.String())
+	b.WriteString(" → ")
+	b.WriteString(e.Grant.String())
+	if e.Digest != "" {
+		b.WriteString(" @")
+		b.WriteString(e.Digest)
+	}
+	if e.Expiry != Never {
+		b.WriteString(" until ")
+		b.WriteString(time.Unix(e.Expiry, 0).UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+// Match is the answer of an allowlist's Lookup.
+//
+// OK is set when an entry matched the key and counts: Entry is that entry.
+// Problems lists, for a person and the audit log, every matching entry that
+// did not count and why: expired, "changed since approval" (its digest is
+// not the call's), or not bound to a digest while the call is. Problems may
+// be non-empty when OK is set (another entry counted). The zero Match is
+// "nothing matched".
+type Match struct {
+	OK       bool
+	Entry    Entry
+	Problems []string
+}
+
+// normalize checks e for keeping in an allowlist and fills a zero Expiry.
+// min is the least grant the allowlist keeps.
+func (e Entry) normalize(min Grant) (Entry, error) {
+	bad := func(format string, args ...any) (Entry, error) {
+		return Entry{}, fmt.Errorf("entry %s: %s: %w", e.Pattern, fmt.Sprintf(format, args...), ErrInvalidEntry)
+	}
+	if e.Pattern.Tool == "" || e.Pattern.Action == "" {
+		return bad("no pattern")
+	}
+	if _, err := ParsePattern(e.Pattern.String()); err != nil {
+		return bad("pattern does not read back: %v", err)
+	}
+	if e.Grant < min || e.Grant > AlwaysThisProject {
+		return bad("grant %s cannot be kept here (want %s)", e.Grant, grantsFrom(min))
+	}
+	switch {
+	case e.Expiry == 0:
+		e.Expiry = Never
+	case e.Expiry < 0 && e.Expiry != Never:
+		return bad("expiry %d: want a unix time or Never (-1)", e.Expiry)
+	}
+	if e.Digest != "" && !validDigest(e.Digest) {
+		return bad("digest %q: want sha256: and 64 lowercase hex digits", e.Digest)
+	}
+	return e, nil
+}
+
+func grantsFrom(min Grant) string {
+	if min >= AlwaysThisProject {
+		return AlwaysThisProject.String()
+	}
+	return AlwaysThisSession.String() + " or " + AlwaysThisProject.String()
+}
+
+// validDigest reports whether d is "sha256:" and 64 lowercase hex digits.
+func validDigest(d string) bool {
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// lookupEntries is the lookup shared by both allowlists: the first
+// matching entry that counts wins; every other matching entry that does
+// not count is reported. where names the allowlist in problems.
+func lookupEntries(entries []Entry, where string, key Key, digest string, now time.Time) Match {
+	var m Match
+	for _, e := range entries {
+		if !e.Pattern.Match(key) {
+			continue
+		}
+		problem := entryProblem(e, digest, now)
+		if problem == "" && !m.OK {
+			m.OK, m.Entry = true, e
+			continue
+		}
+		if problem != "" {
+			m.Problems = append(m.Problems, fmt.Sprintf("%s: %s does not count for %s: %s", where, e.Pattern, key, problem))
+		}
+	}
+	return m
+}
+
+// entryProblem says why e does not count for a call of digest at now, or "".
+func entryProblem(e Entry, digest string, now time.Time) string {
+	switch {
+	case e.Grant < AlwaysThisSession:
+		return fmt.Sprintf("grant %s is not kept in an allowlist", e.Grant)
+	case e.Expiry != Never && now.Unix() >= e.Expiry:
+		return "expired at " + time.Unix(e.Expiry, 0).UTC().Format(time.RFC3339)
+	case digest != "" && e.Digest == "":
+		return fmt.Sprintf("granted without a content digest, and the call runs content %s; ask again", digest)
+	case digest == "" && e.Digest != "":
+		return fmt.Sprintf("bound to content %s, and the call names no digest", e.Digest)
+	case digest != e.Digest:
+		return fmt.Sprintf("changed since approval (approved %s, now %s)", e.Digest, digest)
+	}
+	return ""
+}
+
+// ConfigError is a problem at a place in a configuration file. Its classes
+// are ErrInvalidConfig and those of Err (ErrInvalidKey, ceiling's
+// ErrUnknownGrant, …): test them with errors.Is.
+type ConfigError struct {
+	File   string // the file, as it was named to ccrun
+	Line   int    // 1-based; 0 when the problem has no place in the text
+	Column int    // 1-based, in characters
+	Err    error  // what is wrong
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %v: %v", e.File, e.Err, ErrInvalidConfig)
+	}
+	return fmt.Sprintf("%s:%d:%d: %v: %v", e.File, e.Line, e.Column, e.Err, ErrInvalidConfig)
+}
+
+// Unwrap returns Err and ErrInvalidConfig.
+func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrInvalidConfig} }
+
+// configErrorAt makes a *ConfigError for byte offset off of data.
+func configErrorAt(file string, data []byte, off int64, err error) *ConfigError {
+	line, col := position(data, off)
+	return &ConfigError{File: file, Line: line, Column: col, Err: err}
+}
+
+// position turns a byte offset into a 1-based line and column (characters).
+func position(data []byte, off int64) (line, col int) {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	start := bytes.LastIndexByte(before, '\n') + 1
+	return line, 1 + utf8.RuneCount(before[start:])
+}
+
+// checkJSONSyntax returns a *ConfigError placed at the first syntax error
+// of data, or nil when data is one well-formed JSON value.
+func checkJSONSyntax(file string, data []byte) error {
+	var whole json.RawMessage
+	err := json.Unmarshal(data, &whole)
+	if err == nil {
+		return nil
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return &ConfigError{File: file, Err: err}
+	}
+	off := se.Offset
+	if off > 0 && off <= int64(len(data)) && se.Error() != "unexpected end of JSON input" {
+		off-- // Offset counts the offending byte
+	}
+	return configErrorAt(file, data, off, errors.New(se.Error()))
+}
+
+// testHookBeforeRename, when set, runs after a temp file is written and
+// synced and before it is renamed over its target (tests simulate a crash).
+var testHookBeforeRename func(tmp string)
+
+// writeFileAtomic replaces path with data: a temp file in the same
+// directory, fsync, chmod perm, rename over path, fsync of the directory.
+// A crash at any point leaves either the old or the new file, and at worst
+// a stray temp file named .BASE.tmp-*.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(tmp)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err // some file systems cannot sync a directory: not an error
+	}
+	return nil
+}
