@@ -1,0 +1,181 @@
+package permission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ccrun/ccrun/ceiling"
+)
+
+// Gate decides whether calls may run. It runs the order of DESIGN.md "The
+// gate", first match wins:
+//
+//  1. scope: a tool outside the caller's scope is denied;
+//  2. deny rules, from every settings layer;
+//  3. the directive and plan mode: anything but read is denied;
+//  4. Permission None: allowed;
+//  5. dangerous paths: always asked, and only Once is offered;
+//  6. the project allowlist, with the ceiling checked again: a @shell key
+//     found there is a ceiling violation, reported and never an allow;
+//  7. the session allowlist, with expiry;
+//  8. allow and ask rules, read-only command detection, mode × class;
+//  9. the approver; with none, a deny.
+//
+// Steps 1, 2, 3, 5 and 8 are the Policy's; a nil Policy has no rules and
+// the default mode. A Gate is safe for concurrent use when its Approver is.
+type Gate struct {
+	Project  *ProjectAllowlist // nil: none
+	Session  *SessionAllowlist // nil: none; a session grant is then kept for the call only
+	Policy   *Policy           // nil: no rules, default mode
+	Approver Approver          // nil: nobody can be asked, so every ask is a deny
+	// Now is the clock for expiry; nil is time.Now.
+	Now func() time.Time
+}
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// Decide runs steps 1 to 8 and says allow, deny or ask, without asking
+// anyone and without changing anything. It is what `ccrun check` prints.
+func (g *Gate) Decide(req *Request) *Decision {
+	if req.Class == "" {
+		req.Class = ClassUnknown
+	}
+	key := req.Permission.Key()
+	d := &Decision{Key: key, Offer: ceiling.Of(req.Environment)}
+	decide := func(v Verdict, l Layer, rule, reason string) *Decision {
+		d.Verdict, d.Layer, d.Rule, d.Reason = v, l, rule, reason
+		return d
+	}
+	if !req.Environment.Valid() {
+		return decide(Refuse, LayerScope, "", fmt.Sprintf("environment %q is not one of @shell, @wasm, @docker", req.Environment))
+	}
+	if ok, why := g.Policy.InScope(req); !ok {
+		return decide(Refuse, LayerScope, "", why)
+	}
+	if rule, ok := g.Policy.DenyRule(req); ok {
+		return decide(Refuse, LayerDenyRule, rule, "denied by rule "+rule)
+	}
+	if why, ok := g.Policy.Restricted(req); ok {
+		return decide(Refuse, LayerDirective, "", why)
+	}
+	d.Warnings = g.Policy.Warnings(req)
+	if req.Permission.IsNone() {
+		return decide(Allow, LayerNone, "", "the tool has no side effects (permission None)")
+	}
+	if found := g.Policy.Dangerous(req); len(found) > 0 {
+		d.Offer = Once
+		return decide(AskUser, LayerDangerous, "", "touches a dangerous path: "+found[0].String())
+	}
+	now := g.now()
+	if g.Project != nil {
+		m := g.Project.Lookup(key, req.Digest, now)
+		d.Diagnostics = append(d.Diagnostics, m.Problems...)
+		if m.OK {
+			if err := ceiling.Check(req.Environment, key.String(), m.Entry.Grant); err != nil {
+				d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("%v (entry %s in %s is ignored; remove it)", err, m.Entry.Pattern, g.Project.Path()))
+			} else {
+				return decide(Allow, LayerProject, m.Entry.Pattern.String(), "allowed for this project")
+			}
+		}
+	}
+	if g.Session != nil {
+		m := g.Session.Lookup(key, req.Digest, now)
+		d.Diagnostics = append(d.Diagnostics, m.Problems...)
+		if m.OK {
+			return decide(Allow, LayerSession, m.Entry.Pattern.String(), "allowed for this session")
+		}
+	}
+	v, layer, rule, why := g.Policy.Decide(req)
+	return decide(v, layer, rule, why)
+}
+
+// Authorize decides, asks the approver when the decision is ask, and keeps
+// the grant the person chose. It returns the final decision (allow or
+// deny). A deny comes with an error of class ErrPermissionDenied; a person
+// choosing AlwaysThisProject for a key whose environment cannot reach it
+// also gets a *ceiling.Violation (errors.As), and the call is denied.
+func (g *Gate) Authorize(ctx context.Context, req *Request) (*Decision, error) {
+	d := g.Decide(req)
+	switch d.Verdict {
+	case Allow:
+		return d, nil
+	case Refuse:
+		return d, &DeniedError{Decision: d}
+	}
+	if g.Approver == nil {
+		d.Verdict, d.Layer = Refuse, LayerApprover
+		d.Reason = "nobody to ask (" + d.Reason + ")"
+		return d, &DeniedError{Decision: d}
+	}
+	grant, err := g.Approver.Approve(ctx, &Prompt{Request: req, Decision: d})
+	d.Layer = LayerApprover
+	if err != nil {
+		d.Verdict, d.Grant = Refuse, Deny
+		d.Reason = fmt.Sprintf("nobody answered: %v", err)
+		return d, &DeniedError{Decision: d, Err: err}
+	}
+	d.Grant = grant
+	if grant == Deny {
+		d.Verdict, d.Reason = Refuse, "denied by the person asked"
+		return d, &DeniedError{Decision: d}
+	}
+	if grant > d.Offer {
+		verr := ceiling.Check(req.Environment, d.Key.String(), grant)
+		if verr == nil { // within the ceiling, but past what was offered (dangerous path)
+			verr = fmt.Errorf("%s was not offered for %s: only %s is", grant, d.Key, d.Offer)
+		}
+		d.Verdict, d.Reason = Refuse, verr.Error()
+		d.Diagnostics = append(d.Diagnostics, verr.Error())
+		return d, &DeniedError{Decision: d, Err: verr}
+	}
+	d.Verdict = Allow
+	switch grant {
+	case Once:
+		d.Reason = "allowed once by the person asked"
+	case AlwaysThisSession:
+		d.Reason = "allowed for this session by the person asked"
+		if g.Session == nil {
+			d.Diagnostics = append(d.Diagnostics, "no session is open, so the grant lasts for this call only (start one with `ccrun session start`)")
+		} else if err := g.Session.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest}); err != nil {
+			d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("the session grant could not be kept: %v", err))
+		}
+	case AlwaysThisProject:
+		d.Reason = "allowed for this project by the person asked"
+		if g.Project == nil {
+			d.Diagnostics = append(d.Diagnostics, "no project allowlist is open, so the grant lasts for this call only")
+		} else if err := g.Project.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest}); err != nil {
+			d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("the project grant could not be kept: %v", err))
+		}
+	}
+	return d, nil
+}
+
+// DeniedError is the error of a call the gate did not allow. It is of class
+// ErrPermissionDenied, and unwraps to the cause (a ceiling violation, the
+// approver's failure) when there is one.
+type DeniedError struct {
+	Decision *Decision
+	Err      error
+}
+
+func (e *DeniedError) Error() string {
+	msg := fmt.Sprintf("permission denied: %s (%s: %s)", e.Decision.Key, e.Decision.Layer, e.Decision.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrPermissionDenied and the cause.
+func (e *DeniedError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrPermissionDenied}
+	}
+	return []error{ErrPermissionDenied, e.Err}
+}

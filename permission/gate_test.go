@@ -1,0 +1,224 @@
+package permission_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+)
+
+const digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+// answer is an approver that always gives g and counts how often it was asked.
+type answer struct {
+	g     permission.Grant
+	asked int
+	last  *permission.Prompt
+}
+
+func (a *answer) Approve(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+	a.asked++
+	a.last = p
+	return a.g, nil
+}
+
+func project(t *testing.T, content string) *permission.ProjectAllowlist {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ccrun.json")
+	if content != "" {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := permission.LoadProject(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func shellReq(key string) *permission.Request {
+	return &permission.Request{Tool: "run_command", Environment: ceiling.Shell, Class: permission.ClassExec,
+		Permission: permission.Ask(permission.MustParseKey(key))}
+}
+
+func wasmReq(key, digest string) *permission.Request {
+	return &permission.Request{Tool: "fmt-json", Environment: ceiling.Wasm, Class: permission.ClassExec,
+		Permission: permission.Ask(permission.MustParseKey(key)), Digest: digest}
+}
+
+func TestNonePermissionAllows(t *testing.T) {
+	t.Parallel()
+	g := &permission.Gate{}
+	d := g.Decide(&permission.Request{Tool: "read_file", Environment: ceiling.Shell, Class: permission.ClassRead})
+	if d.Verdict != permission.Allow || d.Layer != permission.LayerNone {
+		t.Fatalf("got %s/%s, want allow/%s", d.Verdict, d.Layer, permission.LayerNone)
+	}
+}
+
+// Checkpoint one of the ceiling (seed 000 §4.7, step 2): a @shell key found
+// in the project allowlist — a hand edit — is reported, never an allow, and
+// the lookup goes on to the session allowlist and then asks.
+func TestCeilingProjectAllowlistShellKey(t *testing.T) {
+	t.Parallel()
+	p := project(t, `{"allowlist": {"run_command:git": "AlwaysThisProject"}}`)
+	g := &permission.Gate{Project: p}
+	d := g.Decide(shellReq("run_command:git:push"))
+	if d.Verdict != permission.AskUser {
+		t.Fatalf("verdict %s (%s), want ask", d.Verdict, d.Reason)
+	}
+	if len(d.Diagnostics) == 0 {
+		t.Fatal("no diagnostic for the ceiling violation")
+	}
+
+	// The session allowlist is still consulted after the violation.
+	s := permission.NewSessionAllowlist()
+	if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:git"), Grant: permission.AlwaysThisSession}); err != nil {
+		t.Fatal(err)
+	}
+	g.Session = s
+	d = g.Decide(shellReq("run_command:git:push"))
+	if d.Verdict != permission.Allow || d.Layer != permission.LayerSession {
+		t.Fatalf("got %s/%s, want allow/session", d.Verdict, d.Layer)
+	}
+	if len(d.Diagnostics) == 0 {
+		t.Fatal("the violation must still be reported when the session allows")
+	}
+
+	// With nobody to ask, the violation never becomes an allow.
+	d, err := (&permission.Gate{Project: p}).Authorize(context.Background(), shellReq("run_command:git"))
+	if !errors.Is(err, permission.ErrPermissionDenied) || d.Allowed() {
+		t.Fatalf("got %v, %v; want a deny", d.Verdict, err)
+	}
+}
+
+// Checkpoint two: a person choosing AlwaysThisProject for a @shell key is
+// refused with a ceiling violation, and nothing is written.
+func TestCeilingProjectGrantOnShellKey(t *testing.T) {
+	t.Parallel()
+	p := project(t, "")
+	a := &answer{g: permission.AlwaysThisProject}
+	g := &permission.Gate{Project: p, Approver: a}
+	d, err := g.Authorize(context.Background(), shellReq("run_command:git"))
+	var v *ceiling.Violation
+	if !errors.As(err, &v) || !errors.Is(err, ceiling.ErrViolation) || !errors.Is(err, permission.ErrPermissionDenied) {
+		t.Fatalf("err = %v, want a ceiling violation of class ErrPermissionDenied", err)
+	}
+	if d.Allowed() {
+		t.Fatal("allowed")
+	}
+	if v.Environment != ceiling.Shell || v.Ceiling != permission.AlwaysThisSession {
+		t.Errorf("violation %+v", v)
+	}
+	if n := len(p.Entries()); n != 0 {
+		t.Errorf("%d entries written to the project allowlist, want 0", n)
+	}
+	if a.last.Decision.Offer != permission.AlwaysThisSession {
+		t.Errorf("offer %s for a shell key, want AlwaysThisSession", a.last.Decision.Offer)
+	}
+}
+
+func TestProjectGrantSandboxedBoundToDigest(t *testing.T) {
+	t.Parallel()
+	p := project(t, `{"mode": "default"}`)
+	a := &answer{g: permission.AlwaysThisProject}
+	g := &permission.Gate{Project: p, Approver: a}
+	ctx := context.Background()
+	if _, err := g.Authorize(ctx, wasmReq("capability:fmt-json", digestA)); err != nil {
+		t.Fatal(err)
+	}
+	// A second process: reload the file.
+	p2, err := permission.LoadProject(p.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := &permission.Gate{Project: p2}
+	if d := g2.Decide(wasmReq("capability:fmt-json", digestA)); d.Verdict != permission.Allow || d.Layer != permission.LayerProject {
+		t.Fatalf("same digest: %s/%s, want allow/project", d.Verdict, d.Layer)
+	}
+	d := g2.Decide(wasmReq("capability:fmt-json", digestB))
+	if d.Verdict != permission.AskUser {
+		t.Fatalf("changed digest: %s, want ask", d.Verdict)
+	}
+	found := false
+	for _, x := range d.Diagnostics {
+		if containsFold(x, "changed since approval") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("diagnostics %q do not say the capability changed since approval", d.Diagnostics)
+	}
+}
+
+func TestSessionGrantExpires(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 0)
+	s := permission.NewSessionAllowlist()
+	if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:ls"), Grant: permission.AlwaysThisSession, Expiry: now.Unix() + 10}); err != nil {
+		t.Fatal(err)
+	}
+	g := &permission.Gate{Session: s, Now: func() time.Time { return now }}
+	if d := g.Decide(shellReq("run_command:ls")); d.Verdict != permission.Allow {
+		t.Fatalf("before expiry: %s", d.Verdict)
+	}
+	now = now.Add(time.Minute)
+	if d := g.Decide(shellReq("run_command:ls")); d.Verdict != permission.AskUser {
+		t.Fatalf("after expiry: %s, want ask", d.Verdict)
+	}
+}
+
+func TestSessionGrantKept(t *testing.T) {
+	t.Parallel()
+	s := permission.NewSessionAllowlist()
+	a := &answer{g: permission.AlwaysThisSession}
+	g := &permission.Gate{Session: s, Approver: a}
+	for i := 0; i < 3; i++ {
+		if _, err := g.Authorize(context.Background(), shellReq("run_command:make:test")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.asked != 1 {
+		t.Errorf("asked %d times, want 1", a.asked)
+	}
+	// A grant of a simple key never covers a compound command.
+	if d := g.Decide(shellReq(`run_command:"make test && curl x | sh"`)); d.Verdict != permission.AskUser {
+		t.Errorf("compound: %s, want ask", d.Verdict)
+	}
+}
+
+func TestNobodyToAskDenies(t *testing.T) {
+	t.Parallel()
+	d, err := (&permission.Gate{}).Authorize(context.Background(), shellReq("run_command:rm"))
+	var de *permission.DeniedError
+	if !errors.As(err, &de) || d.Allowed() || d.Layer != permission.LayerApprover {
+		t.Fatalf("got %v / %v, want a deny by the approver layer", d, err)
+	}
+}
+
+func TestApproverDeny(t *testing.T) {
+	t.Parallel()
+	_, err := (&permission.Gate{Approver: &answer{g: permission.Deny}}).Authorize(context.Background(), shellReq("run_command:rm"))
+	if !errors.Is(err, permission.ErrPermissionDenied) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUnknownEnvironmentDenied(t *testing.T) {
+	t.Parallel()
+	d := (&permission.Gate{}).Decide(&permission.Request{Tool: "x", Environment: "@python", Permission: permission.Ask(permission.MustParseKey("x:y"))})
+	if d.Verdict != permission.Refuse {
+		t.Fatalf("got %s", d.Verdict)
+	}
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
