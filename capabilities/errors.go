@@ -1,0 +1,108 @@
+package capabilities
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Error classes of this package. Test them with errors.Is.
+var (
+	// ErrInvalidManifest: a capability.json is malformed, breaks the
+	// published schema, or names something it may not (a path outside
+	// its directory, an unknown environment). The error is a
+	// *ManifestError listing every problem found.
+	ErrInvalidManifest = errors.New("invalid capability manifest")
+	// ErrNotFound: no capability of that name, or no capability.json in
+	// the directory.
+	ErrNotFound = errors.New("capability not found")
+	// ErrInvalidInput: a call's input does not match the capability's
+	// parameters schema. The error is an *InputError.
+	ErrInvalidInput = errors.New("invalid input")
+)
+
+// FieldError is one problem in a JSON document: a manifest or a call's
+// input. It names the file, the position when known, and the field as a
+// JSON pointer (RFC 6901), e.g. /limits/memory.
+type FieldError struct {
+	File    string // the file as given to Load or Parse; "input" for a call's input
+	Pointer string // JSON pointer of the field; "" for the whole document
+	Line    int    // 1-based; 0 when unknown
+	Column  int    // 1-based, in characters; 0 when unknown
+	Message string // lowercase, says what is wrong and, where it helps, what is wanted
+	// Err is the class or cause, if any (e.g. ceiling.ErrUnknownEnvironment).
+	Err error
+}
+
+// Error writes file:line:col: /pointer: message.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Column))
+	}
+	b.WriteString(": ")
+	if e.Pointer != "" {
+		b.WriteString(e.Pointer + ": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// ManifestError lists every problem found in one capability.json. It is of
+// class ErrInvalidManifest, and errors.As finds each *FieldError in it.
+type ManifestError struct {
+	File   string
+	Errors []*FieldError // at least one, in document order where known
+}
+
+// Error writes one line per problem.
+func (e *ManifestError) Error() string { return joinFieldErrors(e.Errors) }
+
+// Is makes errors.Is(err, ErrInvalidManifest) true.
+func (e *ManifestError) Is(target error) bool { return target == ErrInvalidManifest }
+
+// Unwrap returns the field errors.
+func (e *ManifestError) Unwrap() []error { return fieldErrs(e.Errors) }
+
+// InputError lists every problem found in a call's input. It is of class
+// ErrInvalidInput; its field errors have File "input" and point into the
+// input document.
+type InputError struct {
+	Capability string
+	Errors     []*FieldError
+}
+
+// Error writes one line per problem, each prefixed with the capability.
+func (e *InputError) Error() string {
+	lines := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		lines[i] = "capability " + e.Capability + ": " + fe.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// Unwrap returns the field errors.
+func (e *InputError) Unwrap() []error { return fieldErrs(e.Errors) }
+
+func joinFieldErrors(errs []*FieldError) string {
+	lines := make([]string, len(errs))
+	for i, fe := range errs {
+		lines[i] = fe.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func fieldErrs(errs []*FieldError) []error {
+	out := make([]error, len(errs))
+	for i, fe := range errs {
+		out[i] = fe
+	}
+	return out
+}

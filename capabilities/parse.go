@@ -1,0 +1,278 @@
+package capabilities
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Parse checks data as the capability.json named file (used only in
+// messages) and returns the manifest. It runs every check that needs no
+// file system: the schema, then the rules the schema cannot say (paths stay
+// local, sizes and durations in range, parameters a valid schema). Load adds
+// the checks against the directory. The error is a *ManifestError listing
+// every problem found (class ErrInvalidManifest).
+func Parse(file string, data []byte) (*Manifest, error) {
+	m, _, err := parse(file, data)
+	return m, err
+}
+
+// Validate is Parse for a caller that only wants the verdict.
+func Validate(file string, data []byte) error {
+	_, _, err := parse(file, data)
+	return err
+}
+
+func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
+	fail := func(errs ...*FieldError) (*Manifest, *jsonschema.Schema, error) {
+		return nil, nil, &ManifestError{File: file, Errors: errs}
+	}
+	if len(data) > MaxManifestSize {
+		return fail(&FieldError{File: file, Message: fmt.Sprintf("manifest is larger than %s; a capability.json is at most that", FormatSize(MaxManifestSize))})
+	}
+	doc, fe := parseDocument(file, data)
+	if fe != nil {
+		return fail(fe)
+	}
+	var errs []*FieldError
+	if err := manifestSchema().Validate(doc.value); err != nil {
+		errs = schemaErrors(doc, err, true)
+	}
+	// Decode even past schema errors: when the types are right, the rules
+	// below still run, so that one pass reports as much as it can.
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&m); err != nil {
+		if len(errs) == 0 {
+			errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
+		}
+		return fail(errs...)
+	}
+	sem, params := checkManifest(doc, &m)
+	for _, fe := range sem {
+		if !hasPointer(errs, fe.Pointer) {
+			errs = append(errs, fe)
+		}
+	}
+	if len(errs) > 0 {
+		sortByPosition(errs)
+		return fail(errs...)
+	}
+	return &m, params, nil
+}
+
+func hasPointer(errs []*FieldError, ptr string) bool {
+	for _, fe := range errs {
+		if fe.Pointer == ptr {
+			return true
+		}
+	}
+	return false
+}
+
+// checkManifest runs the rules the schema cannot say. It returns the
+// compiled parameters schema when it compiles.
+func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schema) {
+	var errs []*FieldError
+	bad := func(ptr, format string, args ...any) {
+		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
+	}
+	env := m.Environment
+
+	// Limits: the schema checks the forms; the values are checked here.
+	if lim, ok := doc.value.(map[string]any)["limits"].(map[string]any); ok {
+		if s, ok := lim["timeout"].(string); ok {
+			if d, err := time.ParseDuration(s); err != nil {
+				bad("/limits/timeout", "duration %s: %v", strconv.QuoteToASCII(s), err)
+			} else if d <= 0 {
+				bad("/limits/timeout", "want a timeout above zero")
+			}
+		}
+		for _, f := range []string{"memory", "output"} {
+			var n int64
+			switch v := lim[f].(type) {
+			case string:
+				var err error
+				if n, err = ParseSize(v); err != nil {
+					bad("/limits/"+f, "%v", err)
+					continue
+				}
+			case json.Number:
+				var err error
+				if n, err = v.Int64(); err != nil {
+					bad("/limits/"+f, "size %s: want a whole number of bytes that fits in 63 bits", v)
+					continue
+				}
+			default:
+				continue
+			}
+			if n <= 0 {
+				bad("/limits/"+f, "want a size above zero")
+			} else if f == "memory" && env == ceiling.Docker && n < job.MinMemory {
+				bad("/limits/memory", "%s is below %s, the least a container starts with", FormatSize(n), FormatSize(job.MinMemory))
+			}
+		}
+	}
+	if _, ok := doc.pos["/limits/cpus"]; ok && !validCPUs(m.Limits.CPUs) {
+		bad("/limits/cpus", "want a number of cores above 0 and at most 1024")
+	}
+
+	// Entry.
+	e := m.Entry
+	switch env {
+	case ceiling.Shell:
+		if strings.TrimSpace(e.Command) == "" {
+			bad("/entry/command", "empty command")
+		} else if strings.ContainsRune(e.Command, 0) {
+			bad("/entry/command", "command contains a NUL byte")
+		}
+		if e.Workdir != "" {
+			if _, why := localPath(e.Workdir); why != "" {
+				bad("/entry/workdir", "%s: %s (the project root)", show(e.Workdir), why)
+			}
+		}
+	case ceiling.Wasm:
+		if _, why := localPath(e.Module); why != "" {
+			bad("/entry/module", "%s: %s (the capability's directory)", show(e.Module), why)
+		} else if c, _ := localPath(e.Module); c == "." {
+			bad("/entry/module", "want a file, not the capability's directory")
+		}
+		for i, a := range e.Args {
+			if strings.ContainsRune(a, 0) {
+				bad("/entry/args/"+strconv.Itoa(i), "argument contains a NUL byte")
+			}
+		}
+	case ceiling.Docker:
+		for i, a := range e.Argv {
+			if strings.ContainsRune(a, 0) {
+				bad("/entry/command/"+strconv.Itoa(i), "argument contains a NUL byte")
+			}
+		}
+		if len(e.Argv) > 0 && e.Argv[0] == "" {
+			bad("/entry/command/0", "empty program")
+		}
+		if strings.ContainsAny(e.Image, " \t\r\n\x00") {
+			bad("/entry/image", "image %s: white space or NUL in an image reference", show(e.Image))
+		}
+		if e.Workdir != "" {
+			if why := guestPath(e.Workdir); why != "" {
+				bad("/entry/workdir", "%s: %s (a path in the container)", show(e.Workdir), why)
+			}
+		}
+	}
+
+	// Mounts.
+	guests := map[string]int{}
+	for i, mt := range m.Mounts {
+		ptr := "/mounts/" + strconv.Itoa(i)
+		if _, why := localPath(mt.Host); why != "" {
+			bad(ptr+"/host", "%s: %s (the project root)", show(mt.Host), why)
+		}
+		if why := guestPath(mt.Guest); why != "" {
+			bad(ptr+"/guest", "%s: %s", show(mt.Guest), why)
+		} else if env == ceiling.Docker && mt.Guest == "/" {
+			bad(ptr+"/guest", "a container's root cannot be a mount")
+		} else if j, dup := guests[mt.Guest]; dup {
+			bad(ptr+"/guest", "%s is already mounted by /mounts/%d", show(mt.Guest), j)
+		} else {
+			guests[mt.Guest] = i
+		}
+		if strings.ContainsRune(mt.Host, ':') {
+			bad(ptr+"/host", "':' in a host path is not allowed (it separates fields of --mount)")
+		}
+	}
+
+	// Env.
+	for k, v := range m.Env {
+		if strings.ContainsRune(v, 0) {
+			bad("/env/"+escapePointer(k), "value contains a NUL byte")
+		}
+	}
+
+	// Parameters: a schema of an object, compiled without loading
+	// anything from outside.
+	var params *jsonschema.Schema
+	if len(m.Parameters) > 0 {
+		var err error
+		params, err = compileParameters(m.Parameters)
+		if err != nil {
+			bad("/parameters", "not a valid JSON Schema: %v", err)
+		} else if !objectSchema(params) {
+			bad("/parameters", `want a schema of an object ("type": "object"): a call's input is an object of named parameters`)
+		}
+	} else {
+		params, _ = compileParameters(json.RawMessage(`{"type":"object"}`))
+	}
+	return errs, params
+}
+
+const parametersURL = "urn:ccrun:capability:parameters"
+
+// compileParameters compiles a parameters schema. References outside it are
+// refused, never loaded.
+func compileParameters(raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := newCompiler()
+	if err := c.AddResource(parametersURL, doc); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(parametersURL)
+	if err != nil {
+		return nil, cleanCompileError(err)
+	}
+	return s, nil
+}
+
+// cleanCompileError drops the internal URL from compile errors.
+func cleanCompileError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), parametersURL, "parameters")
+	if len(msg) > 2000 {
+		msg = msg[:2000] + "…"
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// objectSchema reports whether s only accepts objects.
+func objectSchema(s *jsonschema.Schema) bool {
+	if s.Types == nil {
+		return false
+	}
+	t := s.Types.ToStrings()
+	return len(t) == 1 && t[0] == "object"
+}
+
+// inputLimit caps a call's input: 16 MiB.
+const inputLimit = 16 << 20
+
+// validateInput checks input against params.
+func validateInput(name string, params *jsonschema.Schema, input json.RawMessage) error {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	fail := func(errs ...*FieldError) error { return &InputError{Capability: name, Errors: errs} }
+	if len(input) > inputLimit {
+		return fail(&FieldError{File: "input", Message: fmt.Sprintf("input is larger than %s", FormatSize(inputLimit))})
+	}
+	doc, fe := parseDocument("input", input)
+	if fe != nil {
+		return fail(fe)
+	}
+	if params == nil {
+		return fail(&FieldError{File: "input", Message: "capability has no compiled parameters schema"})
+	}
+	if err := params.Validate(doc.value); err != nil {
+		return fail(schemaErrors(doc, err, false)...)
+	}
+	return nil
+}

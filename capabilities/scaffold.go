@@ -1,0 +1,137 @@
+package capabilities
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ccrun/ccrun/ceiling"
+)
+
+// ErrInvalidArgument: a caller passed a name or environment that cannot be
+// used (Scaffold).
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// ScaffoldImage is the image a @docker scaffold names: the test image the
+// Makefile builds FROM scratch with busybox-static (make testimage).
+const ScaffoldImage = "ccrun-test:busybox"
+
+// Scaffold writes a new capability called name into
+// projectDir/.ccrun/capabilities/<name>/ and returns its directory. What it
+// writes loads and runs as written:
+//
+//   - @shell: capability.json and run.sh (executable), which prints the
+//     call's input (given on stdin) back;
+//   - @wasm: capability.json, hello.wasm (a minimal WASI module, assembled
+//     here, that prints "hello") and README.md on building a real module;
+//   - @docker: capability.json running /bin/busybox echo hello in the
+//     image ScaffoldImage.
+//
+// It refuses to touch an existing directory (class fs.ErrExist), and an
+// invalid name or environment (class ErrInvalidArgument). On failure it
+// removes what it wrote.
+func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err error) {
+	if !ValidName(name) {
+		return "", fmt.Errorf("capability %s: want 1 to 63 lowercase letters, digits and dashes, not starting with a dash: %w", show(name), ErrInvalidArgument)
+	}
+	if !env.Valid() {
+		return "", fmt.Errorf("capability %s: environment %s: want @shell, @wasm or @docker: %w",
+			name, show(string(env)), errors.Join(ErrInvalidArgument, ceiling.ErrUnknownEnvironment))
+	}
+	base := filepath.Join(projectDir, filepath.FromSlash(Dir))
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", fmt.Errorf("capability %s: %w", name, err)
+	}
+	dir = filepath.Join(base, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("capability %s: %s already exists; not overwriting it: %w", name, dir, fs.ErrExist)
+		}
+		return "", fmt.Errorf("capability %s: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+			dir = ""
+		}
+	}()
+
+	m := Manifest{Name: name, Environment: env, Parameters: json.RawMessage(`{"type": "object"}`)}
+	m.Limits.Timeout = Duration(30e9)
+	type file struct {
+		data []byte
+		mode fs.FileMode
+	}
+	files := map[string]file{}
+	switch env {
+	case ceiling.Shell:
+		m.Description = "Prints the call's input back (scaffold: edit run.sh)"
+		m.Entry.Command = `"$CCRUN_CAPABILITY_DIR/run.sh"`
+		files["run.sh"] = file{[]byte(shellScript), 0o755}
+	case ceiling.Wasm:
+		m.Description = "Prints hello (scaffold: replace hello.wasm with your module)"
+		m.Entry.Module = "hello.wasm"
+		files["hello.wasm"] = file{HelloWasm(), 0o644}
+		files["README.md"] = file{[]byte(wasmReadme(name)), 0o644}
+	case ceiling.Docker:
+		m.Description = "Prints hello in a container (scaffold: set your image and command)"
+		m.Entry.Image = ScaffoldImage
+		m.Entry.Argv = []string{"/bin/busybox", "echo", "hello"}
+	}
+	manifest, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("capability %s: %w", name, err)
+	}
+	files[ManifestFile] = file{append(manifest, '\n'), 0o644}
+	for f, c := range files {
+		if err := writeNew(filepath.Join(dir, f), c.data, c.mode); err != nil {
+			return "", fmt.Errorf("capability %s: %w", name, err)
+		}
+	}
+	if _, err := Load(dir); err != nil {
+		return "", fmt.Errorf("capability %s: the scaffold does not load (a bug in ccrun): %w", name, err)
+	}
+	return dir, nil
+}
+
+// writeNew creates path, failing if it exists, with mode (umask aside).
+func writeNew(path string, data []byte, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+const shellScript = `#!/bin/sh
+# A ccrun @shell capability. It runs on the host with your rights, from the
+# project root; CCRUN_CAPABILITY_DIR is this directory. The call's input
+# (JSON, checked against "parameters") arrives on stdin.
+set -eu
+cat
+echo
+`
+
+func wasmReadme(name string) string {
+	return "# " + name + "\n\n" +
+		"A ccrun @wasm capability. `hello.wasm` is a minimal WASI module that prints\n" +
+		"`hello`; replace it with your own module and update `entry.module`.\n\n" +
+		"Build a module from Go:\n\n" +
+		"    GOOS=wasip1 GOARCH=wasm go build -o " + name + ".wasm .\n\n" +
+		"or from WAT with wabt:\n\n" +
+		"    wat2wasm " + name + ".wat -o " + name + ".wasm\n\n" +
+		"The module sees no host files, environment or network unless the manifest\n" +
+		"declares them (`mounts`, `env`). Any change to a file here changes the\n" +
+		"capability's digest, and a project grant for it is asked again.\n"
+}
