@@ -101,7 +101,12 @@ func (g *Gate) Decide(req *Request) *Decision {
 // choosing AlwaysThisProject for a key whose environment cannot reach it
 // also gets a *ceiling.Violation (errors.As), and the call is denied.
 func (g *Gate) Authorize(ctx context.Context, req *Request) (*Decision, error) {
-	d := g.Decide(req)
+	return g.Resolve(ctx, req, g.Decide(req))
+}
+
+// Resolve finishes what Decide started: for an ask it asks the approver and
+// keeps the grant, as Authorize does. d must be Decide's answer for req.
+func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decision, error) {
 	switch d.Verdict {
 	case Allow:
 		return d, nil

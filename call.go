@@ -1,0 +1,323 @@
+package ccrun
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// The built-in tools. A capability is a tool of its own name.
+const (
+	ToolRunCommand = "run_command" // Call.Command, @shell
+	ToolRunWasm    = "run_wasm"    // Call.Module, @wasm
+	ToolRunDocker  = "run_docker"  // Call.Image, @docker
+)
+
+// Call is one tool call. Exactly one of Command, Capability, Module and
+// Image names what runs.
+type Call struct {
+	Command    string // a shell command, run on the host by run_command
+	Capability string // the name of a capability under .ccrun/capabilities/
+	Module     string // a .wasm file, run by run_wasm
+	Image      string // a container image, run by run_docker
+
+	// Args are given after the capability's own arguments, to the module
+	// (argv[1:]), as the container's command, or as $1… of a command.
+	Args []string
+	// Input is the call's parameters, a JSON object validated against the
+	// capability's schema before the gate. The tool receives it in the
+	// CCRUN_INPUT environment variable, and on stdin when Stdin is nil.
+	Input json.RawMessage
+	// Mounts add host directories (@wasm, @docker); read-only unless rw.
+	Mounts []job.Mount
+	// Env adds KEY=VALUE variables, given explicitly to the tool.
+	Env []string
+	// Limits override the capability's and the executor's defaults, field
+	// by field (zero: keep).
+	Limits job.Limits
+	// Network loosens a run_docker call's network ("" or "none": none).
+	Network string
+	// Directive narrows this call (read-only, plan-only…).
+	Directive permission.Directive
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Invocation is a call made ready for an executor: what runs, where, with
+// what. Executors must not change it.
+type Invocation struct {
+	Environment ceiling.Environment
+	Tool        string
+	// Command is the parsed shell command (@shell): the same parse tree
+	// the key came from.
+	Command *permission.Command
+	// Capability is set when the call runs a capability.
+	Capability *capabilities.Capability
+	Module     []byte // @wasm: the module's bytes
+	ModuleName string // @wasm: argv[0]
+	Image      string // @docker
+	Args       []string
+	Dir        string // working directory: on the host (@shell) or in the container (@docker)
+	Env        []string
+	Mounts     []job.Mount
+	Limits     job.Limits
+	Network    string
+	Pool       bool
+	Streams    job.Streams
+}
+
+// prepare validates c and builds the gate's request and the invocation.
+func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
+	n := 0
+	for _, s := range []string{c.Command, c.Capability, c.Module, c.Image} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, nil, fmt.Errorf("call: want exactly one of a command, a capability, a module or an image, got %d: %w", n, ErrInvalidCall)
+	}
+	for _, kv := range c.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, nil, fmt.Errorf("call: env %q: want KEY=VALUE: %w", kv, ErrInvalidCall)
+		}
+	}
+	mounts, err := r.absMounts(c.Mounts)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv := &Invocation{
+		Args:    append([]string(nil), c.Args...),
+		Env:     append([]string(nil), c.Env...),
+		Mounts:  mounts,
+		Limits:  c.Limits,
+		Network: c.Network,
+		Streams: job.Streams{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr},
+	}
+	req := &permission.Request{Directive: c.Directive, Class: permission.ClassExec}
+	if len(c.Input) > 0 {
+		if !json.Valid(c.Input) {
+			return nil, nil, fmt.Errorf("call: input is not valid JSON: %w", ErrInvalidCall)
+		}
+		inv.Env = append(inv.Env, "CCRUN_INPUT="+string(c.Input))
+		if inv.Streams.Stdin == nil {
+			inv.Streams.Stdin = bytes.NewReader(c.Input)
+		}
+	}
+	switch {
+	case c.Command != "":
+		if strings.TrimSpace(c.Command) == "" {
+			return nil, nil, fmt.Errorf("call: the command is empty: %w", ErrInvalidCall)
+		}
+		if len(c.Mounts) > 0 {
+			return nil, nil, fmt.Errorf("call: mounts do not apply to @shell (it sees the whole host): %w", ErrInvalidCall)
+		}
+		cmd := permission.ParseCommand(c.Command)
+		if cmd.File == nil {
+			return nil, nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", permission.Escape(c.Command), ErrInvalidCall)
+		}
+		inv.Environment, inv.Tool, inv.Command, inv.Dir = ceiling.Shell, ToolRunCommand, cmd, r.dir
+		req.Tool, req.Command, req.Display = ToolRunCommand, cmd, c.Command
+		req.Permission = permission.Ask(cmd.Key)
+	case c.Capability != "":
+		if err := r.prepareCapability(c, req, inv); err != nil {
+			return nil, nil, err
+		}
+	case c.Module != "":
+		path := c.Module
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(r.dir, path)
+		}
+		mod, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("call: module: %w", err)
+		}
+		inv.Environment, inv.Tool, inv.Module, inv.ModuleName = ceiling.Wasm, ToolRunWasm, mod, filepath.Base(path)
+		req.Tool = ToolRunWasm
+		req.Permission = permission.Ask(pathKey(ToolRunWasm, r.rel(path)))
+		req.Digest = contentDigest(mod, mounts, "")
+		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
+	case c.Image != "":
+		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
+		req.Tool = ToolRunDocker
+		req.Permission = permission.Ask(imageKey(c.Image))
+		req.Digest = contentDigest([]byte(c.Image), mounts, c.Network)
+		req.Display = strings.Join(append([]string{c.Image}, c.Args...), " ")
+		if c.Network != "" && c.Network != "none" {
+			req.Class = permission.ClassNetwork
+		}
+	}
+	req.Environment = inv.Environment
+	for _, m := range inv.Mounts {
+		req.Paths = append(req.Paths, m.Host)
+		if m.Writable && c.Capability == "" {
+			req.Loosens = append(req.Loosens, "writable mount "+m.String())
+		}
+	}
+	if c.Network != "" && c.Network != "none" {
+		req.Loosens = append(req.Loosens, "network: "+c.Network)
+	}
+	return req, inv, nil
+}
+
+func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invocation) error {
+	capa, err := capabilities.Find(r.dir, c.Capability)
+	if err != nil {
+		return err
+	}
+	input := c.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	if err := capa.ValidateInput(input); err != nil {
+		return err
+	}
+	m := &capa.Manifest
+	t := capa.Tool()
+	mounts, err := capa.Mounts()
+	if err != nil {
+		return err
+	}
+	inv.Environment, inv.Tool, inv.Capability = m.Environment, m.Name, capa
+	inv.Mounts = append(mounts, inv.Mounts...)
+	inv.Limits = overlay(m.Limits.Job(), c.Limits)
+	inv.Pool = m.Pool
+	if m.Network != "" && c.Network == "" {
+		inv.Network = string(m.Network)
+	}
+	env := make([]string, 0, len(m.Env)+1)
+	for k, v := range m.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	inv.Env = append(env, inv.Env...)
+	req.Tool, req.Class, req.Digest = m.Name, t.Class, capa.Digest
+	req.Permission = permission.Ask(capa.Key())
+	req.Loosens = append(req.Loosens, m.Loosens()...)
+	switch m.Environment {
+	case ceiling.Shell:
+		cmd := permission.ParseCommand(m.Entry.Command)
+		if cmd.File == nil {
+			return fmt.Errorf("capability %s: entry command does not parse: %w", m.Name, capabilities.ErrInvalidManifest)
+		}
+		inv.Command = cmd
+		inv.Dir = capa.Project
+		if m.Entry.Workdir != "" {
+			inv.Dir = filepath.Join(capa.Project, m.Entry.Workdir)
+		}
+		inv.Env = append(inv.Env, "CCRUN_CAPABILITY_DIR="+capa.Dir)
+		req.Command = cmd
+		req.Display = m.Entry.Command
+	case ceiling.Wasm:
+		mod, err := os.ReadFile(filepath.Join(capa.Dir, m.Entry.Module))
+		if err != nil {
+			return fmt.Errorf("capability %s: %w", m.Name, err)
+		}
+		inv.Module, inv.ModuleName = mod, m.Entry.Module
+		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)
+		req.Display = strings.Join(append([]string{m.Entry.Module}, inv.Args...), " ")
+	case ceiling.Docker:
+		inv.Image, inv.Dir = m.Entry.Image, m.Entry.Workdir
+		inv.Args = append(append([]string(nil), m.Entry.Argv...), inv.Args...)
+		req.Display = strings.Join(append([]string{m.Entry.Image}, inv.Args...), " ")
+	}
+	if len(c.Input) > 0 {
+		req.Display += "\ninput: " + string(c.Input)
+	}
+	return nil
+}
+
+// absMounts makes host paths absolute against the project root.
+func (r *Runtime) absMounts(ms []job.Mount) ([]job.Mount, error) {
+	out := make([]job.Mount, 0, len(ms))
+	for _, m := range ms {
+		if m.Host == "" || m.Guest == "" {
+			return nil, fmt.Errorf("call: mount %s: want HOST:GUEST: %w", m, ErrInvalidCall)
+		}
+		if !filepath.IsAbs(m.Host) {
+			m.Host = filepath.Join(r.dir, m.Host)
+		}
+		if !strings.HasPrefix(m.Guest, "/") {
+			return nil, fmt.Errorf("call: mount %s: the guest path must be absolute: %w", m, ErrInvalidCall)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// rel shows path relative to the project when it is inside it.
+func (r *Runtime) rel(path string) string {
+	if rel, err := filepath.Rel(r.dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+// overlay returns base with every non-zero field of over.
+func overlay(base, over job.Limits) job.Limits {
+	if over.Timeout != 0 {
+		base.Timeout = over.Timeout
+	}
+	if over.Memory != 0 {
+		base.Memory = over.Memory
+	}
+	if over.Output != 0 {
+		base.Output = over.Output
+	}
+	if over.Pids != 0 {
+		base.Pids = over.Pids
+	}
+	if over.CPUs != 0 {
+		base.CPUs = over.CPUs
+	}
+	return base
+}
+
+// pathKey keys a file the call runs: tool:path (quoted, and so exact, when
+// the path is not plain).
+func pathKey(tool, path string) permission.Key {
+	k := permission.Key{Tool: tool, Action: filepath.ToSlash(path)}
+	if !k.Valid() {
+		k.Exact = true
+	}
+	return k
+}
+
+// imageKey keys an image as run_docker:NAME[:TAG], so run_docker:NAME:* and
+// run_docker:NAME cover every tag of NAME.
+func imageKey(image string) permission.Key {
+	k := permission.Key{Tool: ToolRunDocker, Action: image}
+	if i := strings.LastIndexByte(image, ':'); i > 0 && !strings.Contains(image[i:], "/") {
+		k.Action, k.Detail = image[:i], image[i+1:]
+	}
+	if !k.Valid() || (k.Detail != "" && !(permission.Key{Tool: "t", Action: k.Detail}).Valid()) {
+		k = permission.Key{Tool: ToolRunDocker, Action: image, Exact: true}
+	}
+	return k
+}
+
+// contentDigest binds an ad-hoc grant to what runs and what it may reach.
+func contentDigest(content []byte, mounts []job.Mount, network string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "content %d\n", len(content))
+	h.Write(content)
+	for _, m := range mounts {
+		fmt.Fprintf(h, "\nmount %q", m.String())
+	}
+	fmt.Fprintf(h, "\nnetwork %q", network)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,246 @@
+// Package ccrun runs the tools an AI agent calls, each in the environment
+// the tool declares — @shell on the host, @wasm in wazero, @docker in a
+// container — behind one permission gate whose trust ceiling depends on
+// that environment.
+//
+// A Runtime is built once per project with New; its Exec runs one call
+// through the pipeline
+//
+//	validating → [gate] → awaiting_approval? → scheduled → executing → success | error | cancelled
+//
+// publishing every transition to subscribers and appending each decision
+// and execution to the project's audit log. No tool code runs before the
+// gate has said yes.
+//
+// A Runtime is safe for concurrent use.
+package ccrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Error classes of this package, for errors.Is. Permission denials are
+// permission.ErrPermissionDenied; a bad manifest is
+// capabilities.ErrInvalidManifest.
+var (
+	// ErrInvalidCall: the call itself is malformed (no tool, two tools,
+	// input that does not match the schema, an empty command).
+	ErrInvalidCall = errors.New("invalid call")
+	// ErrUnavailable: the environment's executor cannot be reached
+	// (no Docker Engine) or was not configured.
+	ErrUnavailable = errors.New("environment unavailable")
+)
+
+// Executor runs a prepared invocation in one environment. The runtime/...
+// packages provide one each; a caller may plug in its own with
+// WithExecutor. Execute returns an error only when the program could not be
+// run at all; a program's own failure is a Result.
+type Executor interface {
+	Execute(ctx context.Context, inv *Invocation) (*job.Result, error)
+}
+
+// Runtime runs calls for one project. Build it with New.
+type Runtime struct {
+	dir      string
+	gate     *permission.Gate
+	audit    *audit.Log
+	envPass  []string
+	bus      bus
+	ids      atomic.Uint64
+	mu       sync.Mutex
+	execs    map[ceiling.Environment]Executor
+	makers   map[ceiling.Environment]func(context.Context) (Executor, error)
+	closers  []func() error
+	noAudit  bool
+	auditLog string
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime) error
+
+// WithProjectDir sets the project root: where ccrun.json, .ccrun/ and the
+// capabilities are, and the working directory of @shell calls. Default: the
+// nearest directory upwards from the current one that holds ccrun.json,
+// else the current directory (see FindProject).
+func WithProjectDir(dir string) Option {
+	return func(r *Runtime) error {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("project dir %s: %w", dir, err)
+		}
+		r.dir = abs
+		return nil
+	}
+}
+
+// WithApprover sets who answers when the gate asks. Default: nobody, so
+// every ask is a deny (what a CI run wants).
+func WithApprover(a permission.Approver) Option {
+	return func(r *Runtime) error { r.gate.Approver = a; return nil }
+}
+
+// WithSession sets the session allowlist. Default: a fresh in-memory one,
+// which lasts as long as the Runtime.
+func WithSession(s *permission.SessionAllowlist) Option {
+	return func(r *Runtime) error { r.gate.Session = s; return nil }
+}
+
+// WithPolicy sets the policy layer (modes, rules). Default: the policy of
+// the project's settings files, or none when they hold no policy.
+func WithPolicy(p *permission.Policy) Option {
+	return func(r *Runtime) error { r.gate.Policy = p; return nil }
+}
+
+// WithExecutor plugs e in for environment env, in place of the default.
+func WithExecutor(env ceiling.Environment, e Executor) Option {
+	return func(r *Runtime) error {
+		if !env.Valid() {
+			return fmt.Errorf("executor for %q: %w", env, ceiling.ErrUnknownEnvironment)
+		}
+		r.execs[env] = e
+		return nil
+	}
+}
+
+// WithAuditLog sets the audit log's path; "" turns the log off. Default:
+// <project>/.ccrun/audit.jsonl.
+func WithAuditLog(path string) Option {
+	return func(r *Runtime) error {
+		r.auditLog, r.noAudit = path, path == ""
+		return nil
+	}
+}
+
+// WithEnvPass lets the named host variables reach @shell tools on top of
+// the default list (see runtime/shell.FilterEnv), as the project's
+// "env": {"pass": [...]} does. Default: none beyond the default list.
+func WithEnvPass(names ...string) Option {
+	return func(r *Runtime) error { r.envPass = append(r.envPass, names...); return nil }
+}
+
+// New builds a Runtime. It reads the project's ccrun.json (a malformed one
+// is an error of class permission.ErrInvalidConfig, naming file, line and
+// column) and nothing else: executors start on first use.
+func New(opts ...Option) (*Runtime, error) {
+	r := &Runtime{
+		gate:   &permission.Gate{},
+		execs:  map[ceiling.Environment]Executor{},
+		makers: map[ceiling.Environment]func(context.Context) (Executor, error){},
+	}
+	for _, o := range opts {
+		if err := o(r); err != nil {
+			return nil, err
+		}
+	}
+	if r.dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		r.dir = FindProject(wd)
+	}
+	if r.gate.Project == nil {
+		p, err := permission.LoadProject(permission.ProjectFile(r.dir))
+		if err != nil {
+			return nil, err
+		}
+		r.gate.Project = p
+	}
+	cfg, err := loadConfig(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	r.envPass = append(r.envPass, cfg.Env.Pass...)
+	if r.gate.Policy == nil {
+		pol, err := loadPolicy(r.dir)
+		if err != nil {
+			return nil, err
+		}
+		r.gate.Policy = pol
+	}
+	if r.gate.Session == nil {
+		r.gate.Session = permission.NewSessionAllowlist()
+	}
+	if !r.noAudit {
+		if r.auditLog == "" {
+			r.auditLog = filepath.Join(r.dir, ".ccrun", "audit.jsonl")
+		}
+		r.audit = audit.Open(r.auditLog)
+	}
+	r.defaultExecutors()
+	return r, nil
+}
+
+// ProjectDir is the project root.
+func (r *Runtime) ProjectDir() string { return r.dir }
+
+// Gate is the runtime's gate, for callers that decide without running
+// (ccrun check) or reload the project allowlist.
+func (r *Runtime) Gate() *permission.Gate { return r.gate }
+
+// Subscribe calls f with every state transition of every call, in order,
+// on the goroutine running the call. It returns a function that stops it.
+func (r *Runtime) Subscribe(f func(Event)) (cancel func()) { return r.bus.subscribe(f) }
+
+// Close releases the executors (the wasm runtime, the Docker client) and
+// the audit log.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	closers := r.closers
+	r.closers = nil
+	r.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
+	errs = append(errs, r.audit.Close())
+	return errors.Join(errs...)
+}
+
+// executor returns the executor for env, starting it on first use.
+func (r *Runtime) executor(ctx context.Context, env ceiling.Environment) (Executor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.execs[env]; ok {
+		return e, nil
+	}
+	mk, ok := r.makers[env]
+	if !ok {
+		return nil, fmt.Errorf("%s: no executor: %w", env, ErrUnavailable)
+	}
+	e, err := mk(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.execs[env] = e
+	if c, ok := e.(interface{ Close() error }); ok {
+		r.closers = append(r.closers, c.Close)
+	}
+	return e, nil
+}
+
+// FindProject returns the nearest directory from start upwards that holds a
+// ccrun.json, or start itself when none does.
+func FindProject(start string) string {
+	for dir := start; ; {
+		if fi, err := os.Stat(filepath.Join(dir, "ccrun.json")); err == nil && !fi.IsDir() {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return start
+		}
+		dir = parent
+	}
+}

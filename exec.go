@@ -1,0 +1,149 @@
+package ccrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Outcome is how a call ended.
+type Outcome struct {
+	ID       string
+	Tool     string
+	Request  *permission.Request
+	Decision *permission.Decision // nil when the call did not reach the gate
+	Result   *job.Result          // nil when the tool did not run
+}
+
+// Exec runs one call: it validates it, puts it before the gate (asking the
+// approver when the gate says ask), and runs it in its environment. The
+// error is nil when the tool ran, whatever its exit code (see
+// Outcome.Result); it is of class permission.ErrPermissionDenied when the
+// gate said no, ErrInvalidCall or capabilities.ErrInvalidManifest for a bad
+// call, and otherwise says why the tool could not run.
+func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
+	t := r.track(c)
+	req, inv, err := r.prepare(c)
+	t.out.Request = req
+	if err != nil {
+		return t.out, t.fail(err)
+	}
+	t.key = req.Permission.Key().String()
+	t.out.Tool, t.tool = req.Tool, req.Tool
+	t.emit(Validating, nil)
+	d := r.gate.Decide(req)
+	if d.Verdict == permission.AskUser && r.gate.Approver != nil {
+		t.emit(AwaitingApproval, d)
+	}
+	d, err = r.gate.Resolve(ctx, req, d)
+	t.out.Decision = d
+	if aerr := r.auditDecision(t, req, d); aerr != nil {
+		d.Diagnostics = append(d.Diagnostics, aerr.Error())
+	}
+	if err != nil {
+		return t.out, t.fail(err)
+	}
+	t.emit(Scheduled, d)
+	e, err := r.executor(ctx, inv.Environment)
+	if err != nil {
+		return t.out, t.fail(err)
+	}
+	t.emit(Executing, d)
+	start := time.Now()
+	res, err := e.Execute(ctx, inv)
+	t.out.Result = res
+	r.auditExecution(t, req, res, time.Since(start), err)
+	switch {
+	case err != nil:
+		return t.out, t.fail(err)
+	case res.Reason == job.Cancelled:
+		t.emit(Cancelled, d)
+	case res.OK():
+		t.emit(Success, d)
+	default:
+		t.emit(Failed, d)
+	}
+	return t.out, nil
+}
+
+// Check prepares c and runs the gate's steps without asking anyone and
+// without running anything: the decision `ccrun exec` would take with
+// nobody to ask. It appends nothing to the audit log.
+func (r *Runtime) Check(c *Call) (*Outcome, error) {
+	req, _, err := r.prepare(c)
+	if err != nil {
+		return &Outcome{Request: req}, err
+	}
+	d := r.gate.Decide(req)
+	return &Outcome{Tool: req.Tool, Request: req, Decision: d}, nil
+}
+
+// tracker publishes one call's events.
+type tracker struct {
+	r     *Runtime
+	out   *Outcome
+	tool  string
+	key   string
+	start time.Time
+}
+
+func (r *Runtime) track(c *Call) *tracker {
+	id := fmt.Sprintf("c%d", r.ids.Add(1))
+	return &tracker{r: r, out: &Outcome{ID: id}, start: time.Now()}
+}
+
+func (t *tracker) emit(s State, d *permission.Decision) {
+	now := time.Now()
+	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.tool, Key: t.key, State: s, Time: now,
+		Elapsed: now.Sub(t.start), Decision: d, Result: t.out.Result})
+}
+
+func (t *tracker) fail(err error) error {
+	s := Failed
+	if errors.Is(err, context.Canceled) {
+		s = Cancelled
+	}
+	now := time.Now()
+	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.tool, Key: t.key, State: s, Time: now,
+		Elapsed: now.Sub(t.start), Decision: t.out.Decision, Result: t.out.Result, Err: err.Error()})
+	return err
+}
+
+func (r *Runtime) auditDecision(t *tracker, req *permission.Request, d *permission.Decision) error {
+	rec := audit.Record{Kind: "decision", Call: t.out.ID, Tool: req.Tool, Key: t.key,
+		Environment: string(req.Environment), Decision: string(d.Verdict), Layer: string(d.Layer),
+		Reason: d.Reason, Diagnostics: d.Diagnostics}
+	if d.Layer == permission.LayerApprover {
+		rec.Grant = d.Grant.String()
+	}
+	return r.audit.Write(rec)
+}
+
+func (r *Runtime) auditExecution(t *tracker, req *permission.Request, res *job.Result, took time.Duration, err error) {
+	rec := audit.Record{Kind: "execution", Call: t.out.ID, Tool: req.Tool, Key: t.key, Environment: string(req.Environment)}
+	ms := took.Milliseconds()
+	rec.DurationMS = &ms
+	switch {
+	case err != nil:
+		rec.Outcome, rec.Error = "error", err.Error()
+	default:
+		rec.EndReason = string(res.Reason)
+		code := res.ExitCode
+		rec.ExitCode = &code
+		rec.Outcome = "success"
+		if res.Reason == job.Cancelled {
+			rec.Outcome = "cancelled"
+		} else if !res.OK() {
+			rec.Outcome = "error"
+		}
+	}
+	if aerr := r.audit.Write(rec); aerr != nil && res != nil {
+		res.Detail = strings.TrimSpace(res.Detail + "; " + aerr.Error())
+	}
+}
