@@ -319,9 +319,56 @@ func TestGlob(t *testing.T) {
 		{"", "a", false},
 		{"abc", "abc", true},
 		{"abc", "abcd", false},
+		{"*a*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 200), false},
+		{"**a**a**a**a**a**a**a**a**a**a**b", strings.Repeat("a/", 200), false},
 	} {
 		if got := glob(tt.pat, tt.name); got != tt.want {
 			t.Errorf("glob(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
 		}
 	}
+}
+
+// globRef is the backtracking matcher glob replaced (exponential time on
+// some inputs), kept as a reference for FuzzGlob.
+func globRef(pat, name string) bool {
+	if pat == "*" || pat == "**" {
+		return true
+	}
+	for len(pat) > 0 {
+		if pat[0] != '*' {
+			if len(name) == 0 || name[0] != pat[0] {
+				return false
+			}
+			pat, name = pat[1:], name[1:]
+			continue
+		}
+		deep := strings.HasPrefix(pat, "**")
+		pat = strings.TrimLeft(pat, "*")
+		for i := 0; i <= len(name); i++ {
+			if globRef(pat, name[i:]) {
+				return true
+			}
+			if i < len(name) && name[i] == '/' && !deep {
+				return false
+			}
+		}
+		return false
+	}
+	return len(name) == 0
+}
+
+func FuzzGlob(f *testing.F) {
+	for _, s := range [][2]string{
+		{"*", "a/b"}, {"a*b", "axb"}, {"a/**/c", "a/b/c"}, {"*a*b", "aab"}, {"**/x", "a/b/x"}, {"a*/b", "ax/b"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pat, name string) {
+		if len(pat) > 16 || len(name) > 32 {
+			t.Skip() // the reference is exponential
+		}
+		if got, want := glob(pat, name), globRef(pat, name); got != want {
+			t.Fatalf("glob(%q, %q) = %v, reference says %v", pat, name, got, want)
+		}
+	})
 }
