@@ -172,32 +172,43 @@ func (p Pattern) HasWildcard() bool {
 }
 
 // glob matches name against pat, where * matches any run of characters but
-// '/', and ** (or a pattern that is just *) matches any run at all.
+// '/', and ** (or a pattern that is just *) matches any run at all. A run of
+// more than one * is **. It takes time O(len(pat)·len(name)) whatever the
+// inputs: names come from agents, and a backtracking match can be made to
+// take exponential time.
 func glob(pat, name string) bool {
 	if pat == "*" || pat == "**" {
 		return true
 	}
-	for len(pat) > 0 {
-		if pat[0] != '*' {
-			if len(name) == 0 || name[0] != pat[0] {
-				return false
-			}
-			pat, name = pat[1:], name[1:]
-			continue
-		}
-		deep := strings.HasPrefix(pat, "**")
-		pat = strings.TrimLeft(pat, "*")
-		for i := 0; i <= len(name); i++ {
-			if glob(pat, name[i:]) {
-				return true
-			}
-			if i < len(name) && name[i] == '/' && !deep {
-				return false
-			}
-		}
-		return false
+	if strings.IndexByte(pat, '*') < 0 {
+		return pat == name
 	}
-	return len(name) == 0
+	// m[j] reports whether the pattern read so far matches name[:j].
+	m := make([]bool, 2*(len(name)+1))
+	cur, next := m[:len(name)+1], m[len(name)+1:]
+	cur[0] = true
+	for i := 0; i < len(pat); {
+		if pat[i] != '*' {
+			next[0] = false
+			for j := 1; j <= len(name); j++ {
+				next[j] = cur[j-1] && name[j-1] == pat[i]
+			}
+			i++
+		} else {
+			n := i
+			for n < len(pat) && pat[n] == '*' {
+				n++
+			}
+			deep := n-i > 1
+			next[0] = cur[0]
+			for j := 1; j <= len(name); j++ {
+				next[j] = cur[j] || next[j-1] && (deep || name[j-1] != '/')
+			}
+			i = n
+		}
+		cur, next = next, cur
+	}
+	return cur[len(name)]
 }
 
 func writeSegment(b *strings.Builder, s string, pattern bool) {
