@@ -1,0 +1,271 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// run is the state of one Run: why it ended, and the processes it started.
+type run struct {
+	e      *Executor
+	ctx    context.Context // the interpreter's; cancelled by stop
+	cancel context.CancelFunc
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed by the first stop
+	why      job.Reason    // set once, before stopped is closed
+
+	mu       sync.Mutex
+	closed   bool             // no program may start any more
+	inflight sync.WaitGroup   // exec handler calls that may have a live child
+	groups   map[int]struct{} // process groups the run created (= pids of its direct children)
+	children map[int]struct{} // direct children not yet reaped by os/exec
+	leftover int              // processes killed after the script ended by itself
+	files    []*os.File       // pipes to close when Run returns
+	started  bool             // at least one program was started
+}
+
+func newRun(e *Executor) *run {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &run{
+		e:        e,
+		ctx:      ctx,
+		cancel:   cancel,
+		stopped:  make(chan struct{}),
+		groups:   make(map[int]struct{}),
+		children: make(map[int]struct{}),
+	}
+}
+
+// stop records why the run ends (the first call wins). The interpreter and
+// the processes are stopped by shutdown, in that order that keeps the
+// process tree whole until it has been walked.
+func (r *run) stop(why job.Reason) {
+	r.stopOnce.Do(func() {
+		r.why = why
+		close(r.stopped)
+	})
+}
+
+func (r *run) reason() job.Reason {
+	<-r.stopped
+	return r.why
+}
+
+// shutdown makes sure nothing the run started is alive: no new program may
+// start, running ones are killed with their descendants, and the exec
+// handlers have returned.
+func (r *run) shutdown() {
+	r.mu.Lock()
+	r.closed = true
+	started := r.started
+	r.mu.Unlock()
+	if !started {
+		r.cancel()
+		return // only builtins ran: there is nothing to kill
+	}
+	// Walk and kill the tree while it is whole: cancelling first would let
+	// os/exec kill the direct children, orphaning their descendants before
+	// the walk could find them through their parents.
+	killed := r.sweep()
+	// Then stop the interpreter; a program it started during the sweep is
+	// killed with its group by os/exec's Cancel.
+	r.cancel()
+	r.inflight.Wait()
+	killed += r.sweep() // what started during the first sweep
+	if r.why == job.Exit {
+		r.leftover = killed
+	}
+}
+
+// releaseFiles closes the run's pipes.
+func (r *run) releaseFiles() {
+	r.cancel()
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+// sweep kills the run's processes; see killTree.
+func (r *run) sweep() int {
+	r.mu.Lock()
+	groups := make([]int, 0, len(r.groups))
+	for g := range r.groups {
+		groups = append(groups, g)
+	}
+	children := make([]int, 0, len(r.children))
+	for c := range r.children {
+		children = append(children, c)
+	}
+	r.mu.Unlock()
+	return killTree(children, groups)
+}
+
+// middleware is the interpreter's exec handler: it ignores next (the
+// default handler) and starts every program itself.
+func (r *run) middleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
+	return r.exec
+}
+
+// exec starts one program in its own process group and waits for it.
+func (r *run) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	path, err := interp.LookPathDir(hc.Dir, hc.Env, args[0])
+	if err != nil {
+		fmt.Fprintln(hc.Stderr, err)
+		return interp.ExitStatus(127)
+	}
+
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return interp.ExitStatus(job.KilledExitCode)
+	}
+	r.started = true
+	r.inflight.Add(1)
+	r.mu.Unlock()
+	defer r.inflight.Done()
+
+	newCmd := func() *exec.Cmd {
+		cmd := exec.CommandContext(ctx, path)
+		cmd.Args = args
+		cmd.Env = environ(hc.Env)
+		cmd.Dir = hc.Dir
+		if f, ok := hc.Stdin.(*os.File); !ok || f != nil {
+			cmd.Stdin = hc.Stdin
+		}
+		cmd.Stdout = hc.Stdout
+		cmd.Stderr = hc.Stderr
+		cmd.SysProcAttr = procAttr()
+		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+		cmd.WaitDelay = r.e.waitDelay
+		return cmd
+	}
+	cmd := newCmd()
+	err = cmd.Start()
+	// A program written by a concurrent fork may briefly be busy (ETXTBSY,
+	// go.dev/issue/22315): retry a few times.
+	for delay := time.Millisecond; errors.Is(err, syscall.ETXTBSY) && delay < 300*time.Millisecond; delay *= 2 {
+		time.Sleep(delay)
+		cmd = newCmd()
+		err = cmd.Start()
+	}
+	if errors.Is(err, syscall.ENOEXEC) {
+		return r.script(ctx, hc, path, args)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return interp.ExitStatus(job.KilledExitCode)
+		}
+		fmt.Fprintln(hc.Stderr, err)
+		return interp.ExitStatus(126)
+	}
+	pid := cmd.Process.Pid
+	r.mu.Lock()
+	r.groups[pid] = struct{}{}
+	r.children[pid] = struct{}{}
+	r.mu.Unlock()
+
+	err = cmd.Wait()
+
+	r.mu.Lock()
+	delete(r.children, pid)
+	r.mu.Unlock()
+
+	if st := cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return interp.ExitStatus(128 + int(ws.Signal()))
+		}
+		if code := st.ExitCode(); code != 0 {
+			return interp.ExitStatus(code)
+		}
+		return nil // exited 0; ErrWaitDelay only means a leftover held a pipe
+	}
+	fmt.Fprintln(hc.Stderr, err)
+	return interp.ExitStatus(126)
+}
+
+// script runs a file that the kernel refused to execute (no shebang line)
+// as a shell script, as other shells do, in a new interpreter under the
+// same run.
+func (r *run) script(ctx context.Context, hc interp.HandlerContext, path string, args []string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(hc.Stderr, err)
+		return interp.ExitStatus(126)
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	if bytes.IndexByte(line, 0) >= 0 {
+		fmt.Fprintf(hc.Stderr, "%s: cannot execute binary file\n", args[0])
+		return interp.ExitStatus(126)
+	}
+	file, err := syntax.NewParser().Parse(bytes.NewReader(b), args[0])
+	if err != nil {
+		fmt.Fprintln(hc.Stderr, err)
+		return interp.ExitStatus(2)
+	}
+	var stdin *os.File
+	if f, ok := hc.Stdin.(*os.File); ok {
+		stdin = f
+	}
+	sub, err := interp.New(
+		interp.Dir(hc.Dir),
+		interp.Env(expand.ListEnviron(environ(hc.Env)...)),
+		interp.StdIO(stdin, hc.Stdout, hc.Stderr),
+		interp.Params(append([]string{"--"}, args[1:]...)...),
+		interp.ExecHandlers(r.middleware),
+	)
+	if err != nil {
+		fmt.Fprintln(hc.Stderr, err)
+		return interp.ExitStatus(126)
+	}
+	if err := sub.Run(ctx, file); err != nil {
+		var es interp.ExitStatus
+		if errors.As(err, &es) {
+			return es
+		}
+		fmt.Fprintln(hc.Stderr, err)
+		return interp.ExitStatus(2)
+	}
+	return nil
+}
+
+// environ is the environment a program gets: the exported string
+// variables of the interpreter.
+func environ(env expand.Environ) []string {
+	list := make([]string, 0, 32)
+	for name, vr := range env.Each {
+		if !vr.IsSet() {
+			// unset in the runner but set globally: drop it
+			for i, kv := range list {
+				if len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name {
+					list[i] = ""
+				}
+			}
+			continue
+		}
+		if vr.Exported && vr.Kind == expand.String {
+			list = append(list, name+"="+vr.String())
+		}
+	}
+	out := list[:0]
+	for _, kv := range list {
+		if kv != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

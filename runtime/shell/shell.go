@@ -1,0 +1,405 @@
+// Package shell is the @shell executor: it runs a parsed shell command on
+// the host, with the user's own rights, and controls how long it lives,
+// how much it may write and which environment it sees.
+//
+// # What runs
+//
+// The command runs from its parse tree (a *syntax.File from
+// mvdan.cc/sh/v3/syntax), the very tree the permission gate keyed: the
+// executor never reads text again, so no second parser can read it
+// differently. The tree is interpreted by mvdan.cc/sh/v3/interp, a POSIX
+// shell with most of Bash's extensions (the dialect is whatever the parser
+// that built the tree accepted; permission.ParseCommand uses Bash).
+// Builtins (cd, echo, test, read, ...) run inside ccrun; every other program
+// is started through os/exec by the executor's own exec handler. The exec
+// builtin does not replace ccrun: it runs the program through the same
+// handler and then ends the script. Scripts run with source or "." and
+// scripts without a shebang line run in the same interpreter, under the
+// same control.
+//
+// # Lifetime
+//
+// A run ends when the script ends, when Limits.Timeout runs out, when the
+// caller's context is cancelled, or when stdout or stderr passes
+// Limits.Output. In every case no process the run started outlives Run:
+// whatever is left, background children and grandchildren included
+// (`sleep 1000 &` as the last statement, a daemon that a child started), is
+// killed and reaped before Run returns. Tools must not leave daemons.
+//
+// How that is done on Linux: New makes the ccrun process a child subreaper
+// (prctl PR_SET_CHILD_SUBREAPER), so that an orphaned descendant is
+// re-parented to ccrun rather than to init and stays findable. Each program
+// the script starts gets its own process group. At the end of a run the
+// executor walks /proc for the run's processes — the programs it started,
+// their descendants through parent links, and orphans re-parented to ccrun
+// that are still in one of the run's process groups — stops each with
+// SIGSTOP until no new one appears (so nothing can fork away during the
+// sweep), then kills them with SIGKILL and reaps those that became ccrun's
+// children. Processes are addressed through pidfds, so a recycled pid is
+// never signalled.
+//
+// Limits, said honestly: @shell is not a sandbox. A process that leaves the
+// run's process groups (setsid, setpgid) AND whose parent has already exited
+// before the sweep (the classic daemon double fork) is re-parented to ccrun
+// but cannot be told apart from other orphans, so it survives; one whose
+// parent is still in the run is found and killed. $$ is ccrun's own pid, so
+// `kill $$` signals ccrun. If ccrun itself is killed with SIGKILL, the
+// programs it started directly get SIGKILL (PR_SET_PDEATHSIG) but their
+// descendants are left to init. Being a subreaper is process-wide: orphans
+// of programs that the embedding process starts by other means are
+// re-parented to it too and are reaped only by their own code.
+// On other Unix systems only process groups are killed.
+//
+// # Output and environment
+//
+// Output is streamed to Streams.Stdout and Streams.Stderr as it arrives and
+// kept, capped, in the Result. The environment is FilterEnv of the base
+// environment, plus the variables passed by name, plus Spec.Env.
+//
+// An Executor is safe for concurrent use; each Run is independent.
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Errors returned by New and Run, to be tested with errors.Is. A non-zero
+// exit of the script is not an error: it is a Result.
+var (
+	// ErrInvalidSpec: the Spec cannot be run as given (nil Script, a
+	// relative or missing Dir, a malformed Env entry).
+	ErrInvalidSpec = errors.New("invalid spec")
+	// ErrInvalidOption: an Option was given a value it cannot take.
+	ErrInvalidOption = errors.New("invalid option")
+	// ErrExecutor: the executor itself failed (no pipe, no process
+	// control); the script may not have run at all.
+	ErrExecutor = errors.New("shell executor failed")
+)
+
+// Executor runs parsed shell commands on the host. Make one with New and
+// share it: it is safe for concurrent use, and every Run is independent.
+type Executor struct {
+	env       []string      // FilterEnv(base, pass), computed once
+	waitDelay time.Duration // see WithWaitDelay
+	drain     time.Duration // see WithDrainGrace
+}
+
+// Option configures an Executor.
+type Option func(*config) error
+
+type config struct {
+	base      []string
+	baseSet   bool
+	pass      []string
+	waitDelay time.Duration
+	drain     time.Duration
+}
+
+// WithBaseEnv sets the environment that FilterEnv filters. The default is
+// os.Environ() at the time New is called.
+func WithBaseEnv(environ []string) Option {
+	return func(c *config) error {
+		c.base, c.baseSet = append([]string(nil), environ...), true
+		return nil
+	}
+}
+
+// WithEnvPass passes more variables of the base environment by name (a
+// trailing "*" is a prefix; see FilterEnv). The default is none beyond
+// FilterEnv's short list. Calls add up.
+func WithEnvPass(names ...string) Option {
+	return func(c *config) error {
+		for _, n := range names {
+			if n == "" {
+				return fmt.Errorf("env pass: empty name: %w", ErrInvalidOption)
+			}
+		}
+		c.pass = append(c.pass, names...)
+		return nil
+	}
+}
+
+// WithWaitDelay bounds how long, after a program the script started has
+// exited, the executor waits for its output to end when a descendant it left
+// behind still holds the pipe (only inside $(...) and similar captures; the
+// run's own stdout and stderr are never waited on that way). The default is
+// one second.
+func WithWaitDelay(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("wait delay %v: want > 0: %w", d, ErrInvalidOption)
+		}
+		c.waitDelay = d
+		return nil
+	}
+}
+
+// WithDrainGrace bounds how long Run keeps reading stdout and stderr after
+// the run's processes were killed, should a process that escaped the sweep
+// still hold them open. The default is one second.
+func WithDrainGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("drain grace %v: want > 0: %w", d, ErrInvalidOption)
+		}
+		c.drain = d
+		return nil
+	}
+}
+
+// New returns an Executor. On Linux it makes the calling process a child
+// subreaper (see the package documentation); it fails, with ErrExecutor,
+// when that is refused.
+func New(opts ...Option) (*Executor, error) {
+	c := config{waitDelay: time.Second, drain: time.Second}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, fmt.Errorf("shell: %w", err)
+		}
+	}
+	if !c.baseSet {
+		c.base = os.Environ()
+	}
+	if err := becomeSubreaper(); err != nil {
+		return nil, fmt.Errorf("shell: become child subreaper: %w: %w", ErrExecutor, err)
+	}
+	return &Executor{env: FilterEnv(c.base, c.pass), waitDelay: c.waitDelay, drain: c.drain}, nil
+}
+
+// Spec is one run.
+type Spec struct {
+	// Script is the parse tree to run: the one the permission key was made
+	// from. Required.
+	Script *syntax.File
+	// Args are the positional parameters $1, $2, ...
+	Args []string
+	// Dir is the working directory: required, absolute, an existing
+	// directory.
+	Dir string
+	// Env holds extra KEY=VALUE entries given explicitly (a capability's
+	// env, --env). They are not filtered and override the filtered base.
+	Env []string
+	// Streams are stdin and where output is streamed; see job.Streams.
+	Streams job.Streams
+	// Limits bound the run; zero fields take the job defaults. Memory,
+	// Pids and CPUs are not enforced on the host.
+	Limits job.Limits
+}
+
+func (s *Spec) validate() error {
+	if s.Script == nil {
+		return fmt.Errorf("spec: script is nil: %w", ErrInvalidSpec)
+	}
+	if !filepath.IsAbs(s.Dir) {
+		return fmt.Errorf("spec: dir %q: not absolute: %w", s.Dir, ErrInvalidSpec)
+	}
+	if fi, err := os.Stat(s.Dir); err != nil {
+		return fmt.Errorf("spec: dir %q: %w: %w", s.Dir, ErrInvalidSpec, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("spec: dir %q: not a directory: %w", s.Dir, ErrInvalidSpec)
+	}
+	for _, kv := range s.Env {
+		if i := indexByte(kv, '='); i <= 0 {
+			return fmt.Errorf("spec: env %q: want KEY=VALUE: %w", kv, ErrInvalidSpec)
+		}
+	}
+	return nil
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// Run runs s.Script and returns how it ended. A script that exits non-zero,
+// times out, writes too much or is cancelled through ctx is a Result, not an
+// error; Run returns an error only for an invalid Spec (ErrInvalidSpec) or
+// when the executor itself fails (ErrExecutor). When Run returns, every
+// process the run started is gone.
+func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	lim := s.Limits.WithDefaults()
+	start := time.Now()
+	if ctx.Err() != nil {
+		return &job.Result{Reason: job.Cancelled, ExitCode: job.KilledExitCode, Detail: "cancelled before start"}, nil
+	}
+
+	r := newRun(e)
+	defer r.releaseFiles()
+
+	// Output: one OS pipe per stream, so that programs write straight into
+	// it and no copy goroutine of os/exec waits on a grandchild.
+	var err error
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("shell: stdout pipe: %w: %w", ErrExecutor, err)
+	}
+	r.files = append(r.files, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("shell: stderr pipe: %w: %w", ErrExecutor, err)
+	}
+	r.files = append(r.files, errR, errW)
+	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, func() { r.stop(job.OutputCap) })
+	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, func() { r.stop(job.OutputCap) })
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go copyOut(&copies, stdout, outR)
+	go copyOut(&copies, stderr, errR)
+
+	stdin, err := r.stdin(s.Streams.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("shell: stdin: %w: %w", ErrExecutor, err)
+	}
+
+	env := append(append(make([]string, 0, len(e.env)+len(s.Env)), e.env...), s.Env...)
+	runner, err := interp.New(
+		interp.Env(expand.ListEnviron(env...)),
+		interp.Dir(s.Dir),
+		interp.StdIO(stdin, outW, errW),
+		interp.Params(append([]string{"--"}, s.Args...)...),
+		interp.ExecHandlers(r.middleware),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("shell: interpreter: %w: %w", ErrInvalidSpec, err)
+	}
+
+	// Stops: the caller's context, the timeout.
+	stopCancel := context.AfterFunc(ctx, func() { r.stop(job.Cancelled) })
+	defer stopCancel()
+	if lim.Timeout > 0 {
+		t := time.AfterFunc(lim.Timeout, func() { r.stop(job.Timeout) })
+		defer t.Stop()
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(r.ctx, s.Script) }()
+
+	var runErr error
+	finished := false
+	select {
+	case runErr = <-done:
+		finished = true
+		r.stop(job.Exit) // first reason wins: a stop that came first stays
+	case <-r.stopped:
+	}
+
+	// Nothing the run started may outlive it.
+	r.shutdown()
+	if !finished {
+		// The interpreter stops at its next statement now that its context
+		// is done and its programs are dead; do not wait on it for ever.
+		select {
+		case runErr = <-done:
+		case <-time.After(e.drain):
+		}
+	}
+
+	// Close our write ends: once the run's processes are gone the readers
+	// see EOF. A process that escaped the sweep may hold them: bound it.
+	outW.Close()
+	errW.Close()
+	deadline := time.Now().Add(e.drain)
+	outR.SetReadDeadline(deadline)
+	errR.SetReadDeadline(deadline)
+	copies.Wait()
+
+	res := &job.Result{
+		Reason:    r.reason(),
+		Stdout:    stdout.Bytes(),
+		Stderr:    stderr.Bytes(),
+		Duration:  time.Since(start),
+		Truncated: stdout.Exceeded() || stderr.Exceeded(),
+	}
+	switch res.Reason {
+	case job.Exit:
+		code, err := exitCode(runErr)
+		if err != nil {
+			return nil, fmt.Errorf("shell: interpreter: %w: %w", ErrExecutor, err)
+		}
+		res.ExitCode = code
+	case job.Timeout:
+		res.ExitCode = job.TimeoutExit
+		res.Detail = fmt.Sprintf("killed after %v", lim.Timeout)
+	case job.OutputCap:
+		res.ExitCode = job.KilledExitCode
+		res.Detail = fmt.Sprintf("killed after writing more than %d bytes to one stream", lim.Output)
+	case job.Cancelled:
+		res.ExitCode = job.KilledExitCode
+		res.Detail = "killed: cancelled by the caller"
+	}
+	if r.leftover > 0 && res.Detail == "" {
+		res.Detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", r.leftover)
+	}
+	return res, nil
+}
+
+// exitCode reads the interpreter's result.
+func exitCode(err error) (int, error) {
+	if err == nil {
+		return 0, nil
+	}
+	var es interp.ExitStatus
+	if errors.As(err, &es) {
+		return int(es), nil
+	}
+	return 0, err
+}
+
+// copyOut reads one output pipe into its Output until EOF or the deadline.
+func copyOut(wg *sync.WaitGroup, dst *job.Output, src *os.File) {
+	defer wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			dst.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stdin returns what the interpreter reads: the caller's *os.File as it is,
+// nothing for nil, or a pipe fed from the caller's reader. The feeding
+// goroutine ends when the run's files are released and the reader next
+// returns.
+func (r *run) stdin(in io.Reader) (*os.File, error) {
+	switch in := in.(type) {
+	case nil:
+		return nil, nil
+	case *os.File:
+		return in, nil
+	default:
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		r.files = append(r.files, pr, pw)
+		go func() {
+			io.Copy(pw, in)
+			pw.Close()
+		}()
+		return pr, nil
+	}
+}

@@ -1,0 +1,34 @@
+//go:build !linux
+
+package shell
+
+import (
+	"errors"
+	"syscall"
+)
+
+// becomeSubreaper does nothing outside Linux.
+func becomeSubreaper() error { return nil }
+
+// procAttr puts each program in a process group of its own.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup kills a process group.
+func killGroup(pgid int) error {
+	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// killTree kills the run's process groups. Outside Linux a process that
+// left its group is not found. It cannot count, and returns 0.
+func killTree(children, groups []int) int {
+	for _, g := range groups {
+		_ = killGroup(g)
+	}
+	return 0
+}
