@@ -1,0 +1,455 @@
+// Package docker runs a program in a hardened container through the Docker
+// Engine API: the @docker environment of ccrun.
+//
+// By default a container has no network (only a loopback device), a
+// read-only root filesystem, no capabilities, no-new-privileges, the
+// engine's default seccomp profile, a non-root user (65534:65534), an init
+// process as PID 1 (docker-init), pids, memory (no swap) and CPU limits, and
+// a writable /tmp of 64 MiB on tmpfs. Mounts are read-only unless declared
+// writable. A Spec loosens a default only by saying so, and Spec.Loosens
+// lists what it loosens, for the person who approves the run.
+//
+// Run creates the container, attaches to it and registers the wait for its
+// exit before starting it, so no output and no exit is missed. Output is
+// capped per stream; past the cap, past the timeout, or when the caller
+// cancels, the container is killed; an out-of-memory kill is reported as
+// job.Memory. The container is always removed before Run returns, on a
+// context the caller's cancellation cannot cut short.
+//
+// Every container carries the label ccrun=1 and the labels ccrun.host,
+// ccrun.pid and ccrun.start naming the process that owns it. GC removes the
+// containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
+//
+// The warm pool (Spec.Pool) keeps one container created in advance, not
+// started, for each exact Spec; a run claims it (under a lock file shared
+// by the ccrun processes of this host and user), and a fresh one is created
+// in the background, which Close waits for. The idle container outlives the
+// process, so the next ccrun process finds it. It saves the creation of the
+// container, not its start; see docs/docker.md for what that buys.
+//
+// Errors are of the classes ErrUnavailable, ErrPermissionDenied,
+// ErrNotFound and ErrInvalidArgument (errors.Is), with a message that says
+// what to do. A program that exits non-zero is not an error: it is a
+// job.Result.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/docker/docker/pkg/stdcopy"
+	"golang.org/x/term"
+)
+
+// Labels every container of ccrun carries.
+const (
+	LabelOwned = "ccrun"       // "1" on every container ccrun creates
+	LabelHost  = "ccrun.host"  // the hostname of the owning process
+	LabelPID   = "ccrun.pid"   // the pid of the owning process
+	LabelStart = "ccrun.start" // the owning process's start time, in clock ticks since boot (tells pid reuse apart)
+	LabelPool  = "ccrun.pool"  // on pooled containers: the key of the Spec they were made for
+)
+
+// Bounds on the engine calls made after the program ran, which the
+// caller's cancellation does not cut.
+const (
+	cleanupTimeout = 30 * time.Second // kill, wait and remove of one container
+	drainTimeout   = 5 * time.Second  // the output stream closing after exit
+	pingTimeout    = 10 * time.Second // New's first call to the engine
+)
+
+// DefaultPullTimeout bounds an image pull: long enough for a large image on
+// a slow link, short enough that an unreachable registry is an error, not a
+// hang.
+const DefaultPullTimeout = 5 * time.Minute
+
+// Executor runs Specs on one Docker Engine. It is safe for concurrent use;
+// Close it when done.
+type Executor struct {
+	eng         engine
+	host        string // the engine's address, for messages
+	hostname    string
+	owner       owner
+	pullOut     io.Writer
+	pullTerm    bool
+	pullTimeout time.Duration
+	poolDir     string
+
+	refills sync.WaitGroup
+	bg      context.Context // refills; cancelled by Close
+	stop    context.CancelFunc
+}
+
+// Option configures an Executor.
+type Option func(*Executor) error
+
+// WithPullProgress streams image pull progress to w (default: nowhere).
+// When w is a terminal, progress bars redraw in place.
+func WithPullProgress(w io.Writer) Option {
+	return func(e *Executor) error {
+		e.pullOut = w
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			e.pullTerm = true
+		}
+		return nil
+	}
+}
+
+// WithPullTimeout bounds each image pull (default DefaultPullTimeout).
+func WithPullTimeout(d time.Duration) Option {
+	return func(e *Executor) error {
+		if d <= 0 {
+			return newError(ErrInvalidArgument, nil, "docker: pull timeout %s: want a positive duration", d)
+		}
+		e.pullTimeout = d
+		return nil
+	}
+}
+
+// WithPoolDir sets the directory holding the warm pool's lock file
+// (default: ccrun under the user's cache directory). Every ccrun process
+// that shares an engine and claims from the same pool must use the same
+// directory.
+func WithPoolDir(dir string) Option {
+	return func(e *Executor) error {
+		e.poolDir = dir
+		return nil
+	}
+}
+
+// withEngine replaces the Docker client, for tests of the error paths.
+func withEngine(eng engine) Option {
+	return func(e *Executor) error {
+		e.eng = eng
+		return nil
+	}
+}
+
+// New connects to the Docker Engine named by the environment (DOCKER_HOST,
+// DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY; default the
+// local socket), negotiating the API version, and checks that it answers:
+// an engine that does not is ErrUnavailable (or ErrPermissionDenied), with
+// its address in the message.
+func New(ctx context.Context, opts ...Option) (*Executor, error) {
+	e := &Executor{pullTimeout: DefaultPullTimeout}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	if e.eng == nil {
+		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			return nil, newError(ErrInvalidArgument, err, "docker: client from the environment (DOCKER_HOST=%q)", os.Getenv("DOCKER_HOST"))
+		}
+		e.eng = c
+	}
+	e.host = e.eng.DaemonHost()
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	ping, err := e.eng.Ping(pctx)
+	if err != nil {
+		e.eng.Close()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, unavailable(e.host, fmt.Errorf("no answer within %s: %w", pingTimeout, err))
+		}
+		return nil, classify(e.host, "ping", err)
+	}
+	e.eng.NegotiateAPIVersionPing(ping)
+	e.hostname, _ = os.Hostname()
+	e.owner = self()
+	if e.poolDir == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			e.poolDir = filepath.Join(dir, "ccrun")
+		}
+	}
+	e.bg, e.stop = context.WithCancel(context.WithoutCancel(ctx))
+	return e, nil
+}
+
+// Host is the address of the engine, as DOCKER_HOST would name it.
+func (e *Executor) Host() string { return e.host }
+
+// Close waits for the warm pool's refills in flight (at most a minute),
+// then closes the connection to the engine. Run must not be called after.
+func (e *Executor) Close() error {
+	done := make(chan struct{})
+	go func() { e.refills.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+	}
+	e.stop()
+	return e.eng.Close()
+}
+
+// labels are the ownership labels of a container this process creates.
+func (e *Executor) labels() map[string]string {
+	return map[string]string{
+		LabelOwned: "1",
+		LabelHost:  e.hostname,
+		LabelPID:   strconv.Itoa(e.owner.pid),
+		LabelStart: e.owner.start,
+	}
+}
+
+// cleanup is a stack of undo steps, released last first.
+type cleanup []func(context.Context)
+
+func (c *cleanup) push(f func(context.Context)) { *c = append(*c, f) }
+
+func (c cleanup) release(ctx context.Context) {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i](ctx)
+	}
+}
+
+// Run runs s to its end and removes its container. The Result's Reason
+// says how it ended: Exit (with the program's ExitCode), Timeout (124),
+// OutputCap, Memory, or Cancelled when ctx was cancelled while the program
+// ran. An error means the program could not be run: invalid Spec, missing
+// image, unreachable engine.
+func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	lim := s.Limits.WithDefaults()
+	begin := time.Now()
+
+	var undo cleanup
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		undo.release(cctx)
+	}()
+	// Attach and wait live as long as the run, whatever the caller does.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	undo.push(func(context.Context) { rcancel() })
+
+	id, started, err := e.container(ctx, s, lim)
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func(cctx context.Context) {
+		// Force: kill it if it still runs. Gone already is fine.
+		_ = e.eng.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	})
+	abort := func(op string, err error) (*job.Result, error) {
+		started()
+		return nil, classify(e.host, op, err)
+	}
+
+	hj, err := e.eng.ContainerAttach(rctx, id, container.AttachOptions{
+		Stream: true,
+		Stdin:  s.Streams.Stdin != nil,
+		Stdout: true,
+		Stderr: true,
+	})
+	if err != nil {
+		return abort("attach to container", err)
+	}
+	undo.push(func(context.Context) { hj.Close() })
+
+	waitC, waitErrC := e.eng.ContainerWait(rctx, id, container.WaitConditionNextExit)
+
+	overflow := make(chan struct{}, 1)
+	over := func() {
+		select {
+		case overflow <- struct{}{}:
+		default:
+		}
+	}
+	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, over)
+	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, over)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = stdcopy.StdCopy(stdout, stderr, hj.Reader)
+	}()
+
+	if err := ctx.Err(); err != nil {
+		started()
+		return nil, fmt.Errorf("docker: start container: %w", err)
+	}
+	err = e.eng.ContainerStart(rctx, id, container.StartOptions{})
+	started()
+	if err != nil {
+		return nil, classify(e.host, "start container", err)
+	}
+	if in := s.Streams.Stdin; in != nil {
+		go func() {
+			_, _ = io.Copy(hj.Conn, in)
+			_ = hj.CloseWrite()
+		}()
+	}
+
+	var timeout <-chan time.Time
+	if lim.Timeout > 0 {
+		t := time.NewTimer(lim.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	res := &job.Result{Reason: job.Exit}
+	var status container.WaitResponse
+	exited := false
+	select {
+	case status = <-waitC:
+		exited = true
+	case err := <-waitErrC:
+		return nil, classify(e.host, "wait for container", err)
+	case <-timeout:
+		res.Reason, res.ExitCode = job.Timeout, job.TimeoutExit
+		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
+	case <-ctx.Done():
+		res.Reason, res.ExitCode = job.Cancelled, job.KilledExitCode
+		res.Detail = "killed: the caller cancelled the run"
+	case <-overflow:
+		res.Reason, res.ExitCode = job.OutputCap, job.KilledExitCode
+		res.Detail = fmt.Sprintf("killed: output went past %d bytes", lim.Output)
+	}
+	if !exited {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		// Not running any more is fine: the remove in the cleanup stack
+		// forces whatever is left.
+		_ = e.eng.ContainerKill(kctx, id, "KILL")
+		select {
+		case <-waitC:
+		case <-waitErrC:
+		case <-kctx.Done():
+		}
+		cancel()
+	}
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+	}
+
+	if exited {
+		if status.Error != nil && status.Error.Message != "" {
+			return nil, fmt.Errorf("docker: wait for container: %s", status.Error.Message)
+		}
+		res.ExitCode = int(status.StatusCode)
+		if res.ExitCode != 0 {
+			// Only a failed run pays for the inspection.
+			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			ins, err := e.eng.ContainerInspect(ictx, id)
+			cancel()
+			if err == nil && ins.State != nil && ins.State.OOMKilled {
+				res.Reason = job.Memory
+				res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+			}
+		}
+	}
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = stdout.Exceeded() || stderr.Exceeded()
+	res.Duration = time.Since(begin)
+	return res, nil
+}
+
+// container gives the id of a container made for s, not started: a claimed
+// one from the warm pool, or a new one. started must be called once the
+// container was started (or will not be): it releases the pool's claim.
+func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, started func(), err error) {
+	nop := func() {}
+	pulled := false
+	if s.pull() == PullAlways {
+		if err := e.pull(ctx, s.Image); err != nil {
+			return "", nop, err
+		}
+		pulled = true
+	}
+	cfg, hc := s.config(lim, e.labels())
+	if s.Pool && e.poolDir != "" {
+		key, err := e.poolKey(ctx, s, cfg, hc)
+		switch {
+		case err == nil:
+			id, started, ok := e.claim(ctx, key)
+			e.refill(key, cfg, hc)
+			if ok {
+				return id, started, nil
+			}
+		case errors.Is(err, ErrNotFound):
+			// Not local: the cold path below pulls it as the policy says.
+		default:
+			return "", nop, err
+		}
+	}
+	id, err = e.create(ctx, cfg, hc, "")
+	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
+		if err := e.pull(ctx, s.Image); err != nil {
+			return "", nop, err
+		}
+		id, err = e.create(ctx, cfg, hc, "")
+	}
+	if err != nil && errors.Is(err, ErrNotFound) {
+		return "", nop, newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
+	}
+	return id, nop, err
+}
+
+func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig, name string) (string, error) {
+	if name == "" {
+		name = "ccrun-" + randHex(6)
+	}
+	resp, err := e.eng.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	if err != nil {
+		return "", classify(e.host, "create container", err)
+	}
+	return resp.ID, nil
+}
+
+// pull pulls ref, bounded by the pull timeout, streaming progress when
+// asked to. Any failure leaves the image missing: ErrNotFound, saying how
+// to get it.
+func (e *Executor) pull(ctx context.Context, ref string) error {
+	pctx, cancel := context.WithTimeout(ctx, e.pullTimeout)
+	defer cancel()
+	fail := func(err error) error {
+		if client.IsErrConnectionFailed(err) {
+			return classify(e.host, "pull image "+ref, err)
+		}
+		if ctx.Err() != nil { // the caller gave up, not the registry
+			return fmt.Errorf("docker: pull image %s: %w", ref, ctx.Err())
+		}
+		return newError(ErrNotFound, err, "docker: image %s not found locally and could not be pulled from its registry: build it (make testimage) or pull it (docker pull %s, docker login)", ref, ref)
+	}
+	rc, err := e.eng.ImagePull(pctx, ref, image.PullOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	defer rc.Close()
+	out, fd := io.Discard, uintptr(0)
+	if e.pullOut != nil {
+		out = e.pullOut
+		if f, ok := e.pullOut.(*os.File); ok {
+			fd = f.Fd()
+		}
+	}
+	if err := jsonmessage.DisplayJSONMessagesStream(rc, out, fd, e.pullTerm, nil); err != nil {
+		if pctx.Err() != nil {
+			err = fmt.Errorf("no progress within %s: %w", e.pullTimeout, pctx.Err())
+		}
+		return fail(err)
+	}
+	return nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,376 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+)
+
+// sh runs script with the test image's busybox shell.
+func sh(script string) []string { return []string{"/bin/busybox", "sh", "-c", script} }
+
+func run(t *testing.T, e *Executor, s Spec) *job.Result {
+	t.Helper()
+	if s.Image == "" {
+		s.Image = testImage
+	}
+	if s.Limits.Timeout == 0 {
+		s.Limits.Timeout = 30 * time.Second // "it did not hang", not a speed check
+	}
+	res, err := e.Run(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", s.Cmd, err)
+	}
+	return res
+}
+
+// TestHardened runs hostile programs that must each be held by one of the
+// defaults.
+func TestHardened(t *testing.T) {
+	e := executor(t)
+	for _, tc := range []struct {
+		name   string
+		script string
+		want   string // stdout, exactly
+		code   int
+	}{
+		{"only loopback", "ls /sys/class/net", "lo\n", 0},
+		{"no route out", "wget -q -T 3 -O- http://1.1.1.1/ >/dev/null 2>&1 || echo refused", "refused\n", 0},
+		{"no route to the host's bridge", "wget -q -T 3 -O- http://172.17.0.1/ >/dev/null 2>&1 || echo refused", "refused\n", 0},
+		{"root filesystem read-only", "touch /x 2>/dev/null || echo ro", "ro\n", 0},
+		{"bin read-only", "cp /bin/busybox /bin/other 2>/dev/null || echo ro", "ro\n", 0},
+		{"non-root", "id -u; id -g", "65534\n65534\n", 0},
+		{"no effective capabilities", "grep CapEff /proc/self/status", "CapEff:\t0000000000000000\n", 0},
+		{"no permitted capabilities", "grep CapPrm /proc/self/status", "CapPrm:\t0000000000000000\n", 0},
+		{"no bounding capabilities", "grep CapBnd /proc/self/status", "CapBnd:\t0000000000000000\n", 0},
+		{"no new privileges", "grep NoNewPrivs /proc/self/status", "NoNewPrivs:\t1\n", 0},
+		{"seccomp filter on", "grep '^Seccomp:' /proc/self/status", "Seccomp:\t2\n", 0},
+		{"init is pid 1", "cat /proc/1/comm", "docker-init\n", 0},
+		{"tmp writable", "echo hi > /tmp/x && cat /tmp/x", "hi\n", 0},
+		{"tmp capped", "head -c 70m /dev/zero > /tmp/big 2>/dev/null || echo full", "full\n", 0},
+		{"exit code kept", "echo out; exit 3", "out\n", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := run(t, e, Spec{Cmd: sh(tc.script)})
+			if res.Reason != job.Exit || res.ExitCode != tc.code {
+				t.Fatalf("ended %s %d, want exit %d; stderr %q", res.Reason, res.ExitCode, tc.code, res.Stderr)
+			}
+			if got := string(res.Stdout); got != tc.want {
+				t.Errorf("stdout %q, want %q (stderr %q)", got, tc.want, res.Stderr)
+			}
+		})
+	}
+}
+
+func TestStreams(t *testing.T) {
+	e := executor(t)
+	t.Run("demultiplexed", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{Cmd: sh("echo out; echo err >&2")})
+		if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
+			t.Errorf("stdout %q stderr %q, want \"out\\n\" \"err\\n\"", res.Stdout, res.Stderr)
+		}
+	})
+	t.Run("stdin", func(t *testing.T) {
+		t.Parallel()
+		in := strings.Repeat("line\n", 10000)
+		res := run(t, e, Spec{Cmd: []string{"/bin/busybox", "cat"}, Streams: job.Streams{Stdin: strings.NewReader(in)}})
+		if string(res.Stdout) != in {
+			t.Errorf("stdout has %d bytes, want the %d of stdin", len(res.Stdout), len(in))
+		}
+	})
+	t.Run("no stdin is empty", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{Cmd: []string{"/bin/busybox", "wc", "-c"}})
+		if got := strings.TrimSpace(string(res.Stdout)); got != "0" {
+			t.Errorf("wc -c of stdin = %q, want 0", got)
+		}
+	})
+	t.Run("env and dir", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{Cmd: sh(`echo "$GREETING"; pwd`), Env: []string{"GREETING=hello"}, Dir: "/tmp"})
+		if got, want := string(res.Stdout), "hello\n/tmp\n"; got != want {
+			t.Errorf("stdout %q, want %q", got, want)
+		}
+	})
+}
+
+func TestLimits(t *testing.T) {
+	e := executor(t)
+	t.Run("fork bomb contained", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{
+			Cmd:    sh("bomb() { bomb | bomb & }; bomb; sleep 5; echo survived"),
+			Limits: job.Limits{Pids: 32, Timeout: 20 * time.Second},
+		})
+		t.Logf("fork bomb ended %s %d", res.Reason, res.ExitCode)
+		// The host survives and a next run works.
+		if res := run(t, e, Spec{Cmd: sh("echo ok")}); string(res.Stdout) != "ok\n" {
+			t.Errorf("run after the fork bomb: stdout %q", res.Stdout)
+		}
+	})
+	t.Run("memory bomb", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{
+			Cmd:    []string{"/bin/busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"},
+			Limits: job.Limits{Memory: 32 << 20},
+		})
+		if res.Reason != job.Memory {
+			t.Fatalf("ended %s %d, want %s; stderr %q", res.Reason, res.ExitCode, job.Memory, res.Stderr)
+		}
+		if res.Detail == "" {
+			t.Error("no Detail for an out-of-memory kill")
+		}
+	})
+	t.Run("output flood capped", func(t *testing.T) {
+		t.Parallel()
+		const limit = 64 << 10
+		res := run(t, e, Spec{Cmd: []string{"/bin/busybox", "yes"}, Limits: job.Limits{Output: limit}})
+		if res.Reason != job.OutputCap {
+			t.Fatalf("ended %s %d, want %s", res.Reason, res.ExitCode, job.OutputCap)
+		}
+		if len(res.Stdout) != limit || !res.Truncated {
+			t.Errorf("kept %d bytes (truncated %v), want %d (true)", len(res.Stdout), res.Truncated, limit)
+		}
+	})
+	t.Run("timeout kills", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{Cmd: sh("echo started; sleep 60"), Limits: job.Limits{Timeout: time.Second}})
+		if res.Reason != job.Timeout || res.ExitCode != job.TimeoutExit {
+			t.Fatalf("ended %s %d, want %s %d", res.Reason, res.ExitCode, job.Timeout, job.TimeoutExit)
+		}
+		if string(res.Stdout) != "started\n" {
+			t.Errorf("stdout %q, want the output before the kill", res.Stdout)
+		}
+	})
+}
+
+// ours lists the containers this test process owns.
+func ours(t *testing.T, e *Executor, pid int) []container.Summary {
+	t.Helper()
+	list, err := e.eng.ContainerList(context.Background(), container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelPID+"="+strconv.Itoa(pid)), filters.Arg("label", LabelOwned+"=1")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// TestCancelRemoves is not parallel: it checks that this process owns no
+// container once Run returned.
+func TestCancelRemoves(t *testing.T) {
+	e := executor(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(time.Second)
+		cancel()
+	}()
+	res, err := e.Run(ctx, Spec{Image: testImage, Cmd: sh("sleep 60")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != job.Cancelled {
+		t.Errorf("ended %s, want %s", res.Reason, job.Cancelled)
+	}
+	if left := ours(t, e, os.Getpid()); len(left) != 0 {
+		t.Errorf("%d containers left after a cancelled run: %v", len(left), left[0].Names)
+	}
+}
+
+const childEnv = "CCRUN_DOCKER_TEST_CHILD"
+
+// TestGCChild is the ccrun that TestGCAfterKill kills: it starts a long run.
+func TestGCChild(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("the child of TestGCAfterKill")
+	}
+	e, err := New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.Run(context.Background(), Spec{Image: testImage, Cmd: sh("sleep 300")})
+}
+
+// TestGCAfterKill is not parallel: GC sweeps every container of the host,
+// and a parallel GC would take the child's container from under it.
+func TestGCAfterKill(t *testing.T) {
+	e := executor(t)
+	child := exec.Command(os.Args[0], "-test.run=^TestGCChild$")
+	child.Env = append(os.Environ(), childEnv+"=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	var left []container.Summary
+	for time.Now().Before(deadline) {
+		left = ours(t, e, child.Process.Pid)
+		if len(left) == 1 && left[0].State == "running" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(left) != 1 || left[0].State != "running" {
+		t.Fatalf("the child's container did not start: %v", left)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	if still := ours(t, e, child.Process.Pid); len(still) != 1 {
+		t.Fatalf("after SIGKILL: %d containers of the child, want the 1 left behind", len(still))
+	}
+	removed, err := e.GC(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, id := range removed {
+		found = found || id == left[0].ID
+	}
+	if !found {
+		t.Errorf("GC removed %v, not the child's %s", removed, left[0].ID)
+	}
+	if still := ours(t, e, child.Process.Pid); len(still) != 0 {
+		t.Errorf("after GC: %d containers of the child left", len(still))
+	}
+}
+
+func TestGCKeepsLiveOwners(t *testing.T) {
+	e := executor(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.Run(ctx, Spec{Image: testImage, Cmd: sh("sleep 60")})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && len(running(t, e)) == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	removed, err := e.GC(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range removed {
+		for _, c := range running(t, e) {
+			if c.ID == id {
+				t.Errorf("GC removed %s, a container of this live process", id)
+			}
+		}
+	}
+	if len(running(t, e)) == 0 {
+		t.Error("the live run's container is gone after GC")
+	}
+	cancel()
+	<-done
+}
+
+func running(t *testing.T, e *Executor) []container.Summary {
+	var out []container.Summary
+	for _, c := range ours(t, e, os.Getpid()) {
+		if c.State == "running" && strings.Contains(c.Command, "sleep 60") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestMounts(t *testing.T) {
+	e := executor(t)
+	ro := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ro, "in.txt"), []byte("visible\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rw := t.TempDir()
+	if err := os.Chmod(rw, 0o777); err != nil { // the container writes as 65534
+		t.Fatal(err)
+	}
+	t.Run("read-only visible, not writable", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, e, Spec{
+			Cmd:    sh("cat /in/in.txt; touch /in/new 2>/dev/null || echo ro"),
+			Mounts: []job.Mount{{Host: ro, Guest: "/in"}},
+		})
+		if got, want := string(res.Stdout), "visible\nro\n"; got != want {
+			t.Errorf("stdout %q, want %q", got, want)
+		}
+		if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+			t.Error("a file was created through a read-only mount")
+		}
+	})
+	t.Run("writable", func(t *testing.T) {
+		t.Parallel()
+		run(t, e, Spec{
+			Cmd:    sh("echo written > /out/new"),
+			Mounts: []job.Mount{{Host: rw, Guest: "/out", Writable: true}},
+		})
+		b, err := os.ReadFile(filepath.Join(rw, "new"))
+		if err != nil || string(b) != "written\n" {
+			t.Errorf("host sees %q, %v; want \"written\\n\"", b, err)
+		}
+	})
+}
+
+func TestErrors(t *testing.T) {
+	e := executor(t)
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want error
+	}{
+		{"missing image, no registry", Spec{Image: "ccrun-test:no-such-image"}, ErrNotFound},
+		{"missing image, never pull", Spec{Image: "ccrun-test:no-such-image", Pull: PullNever}, ErrNotFound},
+		{"memory too small", Spec{Image: testImage, Limits: job.Limits{Memory: job.MinMemory - 1}}, ErrInvalidArgument},
+		{"mount source missing", Spec{Image: testImage, Mounts: []job.Mount{{Host: missing, Guest: "/in"}}}, ErrInvalidArgument},
+		{"mount source relative", Spec{Image: testImage, Mounts: []job.Mount{{Host: "rel", Guest: "/in"}}}, ErrInvalidArgument},
+		{"mount over root", Spec{Image: testImage, Mounts: []job.Mount{{Host: t.TempDir(), Guest: "/"}}}, ErrInvalidArgument},
+		{"unknown network", Spec{Image: testImage, Network: "container:x"}, ErrInvalidArgument},
+		{"unknown pull policy", Spec{Image: testImage, Pull: "sometimes"}, ErrInvalidArgument},
+		{"no image", Spec{}, ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := e.Run(ctx, tc.spec)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Run = %v, %v; want an error of class %v", res, err, tc.want)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("Run hung until the test's deadline: %v", err)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	_, err := New(context.Background())
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("New = %v, want ErrUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), "unix:///nonexistent.sock") {
+		t.Errorf("error does not name the address: %v", err)
+	}
+	t.Log(err)
+}

@@ -1,0 +1,43 @@
+package docker
+
+import (
+	"context"
+	"io"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// engine is every Docker Engine call this package makes, and nothing more.
+// It is satisfied by *client.Client from github.com/docker/docker (frozen at
+// v28); moving to its successor, github.com/moby/moby/client, means changing
+// this file and the few type names it mentions, not the executor.
+type engine interface {
+	Ping(ctx context.Context) (types.Ping, error)
+	NegotiateAPIVersionPing(ping types.Ping)
+	DaemonHost() string
+	ClientVersion() string
+
+	ContainerCreate(ctx context.Context, config *container.Config, host *container.HostConfig, net *network.NetworkingConfig, platform *ocispec.Platform, name string) (container.CreateResponse, error)
+	ContainerAttach(ctx context.Context, id string, options container.AttachOptions) (types.HijackedResponse, error)
+	ContainerWait(ctx context.Context, id string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
+	ContainerStart(ctx context.Context, id string, options container.StartOptions) error
+	ContainerKill(ctx context.Context, id, signal string) error
+	ContainerRemove(ctx context.Context, id string, options container.RemoveOptions) error
+	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ContainerRename(ctx context.Context, id, name string) error
+
+	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImagePull(ctx context.Context, ref string, options image.PullOptions) (io.ReadCloser, error)
+	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)
+
+	Close() error
+}
+
+var _ engine = (*client.Client)(nil)

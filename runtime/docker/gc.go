@@ -1,0 +1,144 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+)
+
+// owner names a process: its pid and its start time (field 22 of
+// /proc/PID/stat), so that a reused pid does not pass for the owner.
+type owner struct {
+	pid   int
+	start string
+}
+
+func self() owner {
+	pid := os.Getpid()
+	return owner{pid: pid, start: procStart(pid)}
+}
+
+// procStart is the start time of process pid in clock ticks since boot, or
+// "" when it is not running (or /proc cannot tell).
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command (field 2) is in parentheses and may hold spaces: count
+	// the fields after its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 { // field 3 is f[0], field 22 is f[19]
+		return ""
+	}
+	return f[19]
+}
+
+// alive reports whether o still runs on this host.
+func (o owner) alive() bool {
+	if o.pid <= 0 {
+		return false
+	}
+	start := procStart(o.pid)
+	return start != "" && (o.start == "" || start == o.start)
+}
+
+// claimedPrefix starts the name of a pooled container once a run claims
+// it: ccrun-run.PID.START.RANDOM names the claiming process, which the
+// labels (set when the container was created) cannot.
+const claimedPrefix = "ccrun-run."
+
+func claimedName(o owner) string {
+	return fmt.Sprintf("%s%d.%s.%s", claimedPrefix, o.pid, o.start, randHex(4))
+}
+
+// ownerOf is the process a container belongs to: its claimer when it is a
+// claimed pool container, else the process that created it.
+func ownerOf(names []string, labels map[string]string) owner {
+	for _, n := range names {
+		n = strings.TrimPrefix(n, "/")
+		if rest, ok := strings.CutPrefix(n, claimedPrefix); ok {
+			parts := strings.Split(rest, ".")
+			if len(parts) == 3 {
+				pid, _ := strconv.Atoi(parts[0])
+				return owner{pid: pid, start: parts[1]}
+			}
+		}
+	}
+	pid, _ := strconv.Atoi(labels[LabelPID])
+	return owner{pid: pid, start: labels[LabelStart]}
+}
+
+// idle reports whether c waits in the warm pool: pooled and never started.
+func idle(c container.Summary) bool {
+	return c.Labels[LabelPool] != "" && c.State == "created" && !claimed(c.Names)
+}
+
+func claimed(names []string) bool {
+	for _, n := range names {
+		if strings.HasPrefix(strings.TrimPrefix(n, "/"), claimedPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// GC removes, and returns the ids of, the ccrun containers of this host
+// whose owning process is gone: what a ccrun killed mid-run left behind.
+// It leaves alone the containers of live processes, those created from
+// another host (their owner cannot be checked from here), and the idle
+// containers of the warm pool, which are left behind on purpose (DrainPool
+// removes those).
+func (e *Executor) GC(ctx context.Context) ([]string, error) {
+	return e.sweep(ctx, func(c container.Summary) bool {
+		return !idle(c) && !ownerOf(c.Names, c.Labels).alive()
+	})
+}
+
+// DrainPool removes, and returns the ids of, every idle warm-pool container
+// of this host.
+func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
+	return e.sweep(ctx, idle)
+}
+
+func (e *Executor) sweep(ctx context.Context, remove func(container.Summary) bool) ([]string, error) {
+	list, err := e.eng.ContainerList(ctx, container.ListOptions{
+		All: true,
+		Filters: filters.NewArgs(
+			filters.Arg("label", LabelOwned+"=1"),
+			filters.Arg("label", LabelHost+"="+e.hostname),
+		),
+	})
+	if err != nil {
+		return nil, classify(e.host, "list containers", err)
+	}
+	var removed []string
+	var errs []error
+	for _, c := range list {
+		if !remove(c) {
+			continue
+		}
+		err := e.eng.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil:
+			removed = append(removed, c.ID)
+		case errdefs.IsNotFound(err), errdefs.IsConflict(err):
+			// Gone already, or being removed by someone else.
+		default:
+			errs = append(errs, classify(e.host, "remove container "+c.ID, err))
+		}
+	}
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,135 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/gofrs/flock"
+)
+
+// poolMu serialises claims inside this process; the lock file serialises
+// them between processes (flock(2) also excludes two descriptors of one
+// process, the mutex only saves the system calls).
+var poolMu sync.Mutex
+
+func isNotFound(err error) bool { return errdefs.IsNotFound(err) }
+
+// poolKey is what a pooled container must match to serve s: the whole
+// container configuration (command, environment, mounts, limits, user,
+// network...) and the id the image reference names now, so that a rebuilt
+// image is never served from an old container. ErrNotFound: the image is
+// not local.
+func (e *Executor) poolKey(ctx context.Context, s Spec, cfg *container.Config, hc *container.HostConfig) (string, error) {
+	img, err := e.eng.ImageInspect(ctx, s.Image)
+	if err != nil {
+		return "", classify(e.host, "inspect image "+s.Image, err)
+	}
+	c := *cfg
+	c.Labels = nil // the owner differs from run to run
+	b, err := json.Marshal(struct {
+		Image  string
+		Config container.Config
+		Host   *container.HostConfig
+	}{img.ID, c, hc})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+func (e *Executor) lockFile() (*flock.Flock, error) {
+	if err := os.MkdirAll(e.poolDir, 0o700); err != nil {
+		return nil, err
+	}
+	return flock.New(filepath.Join(e.poolDir, "docker-pool.lock")), nil
+}
+
+// claim takes an idle pooled container made for key, if there is one. The
+// claim holds the pool lock until started is called, after the container
+// was started: a claimer looks only at containers still "created", under
+// the lock, so no two runs ever start the same container. The container is
+// renamed to name its claimer, for GC.
+func (e *Executor) claim(ctx context.Context, key string) (id string, started func(), ok bool) {
+	list, err := e.eng.ContainerList(ctx, container.ListOptions{
+		All: true,
+		Filters: filters.NewArgs(
+			filters.Arg("label", LabelPool+"="+key),
+			filters.Arg("label", LabelHost+"="+e.hostname),
+			filters.Arg("status", "created"),
+		),
+	})
+	if err != nil || len(list) == 0 {
+		return "", nil, false
+	}
+	lock, err := e.lockFile()
+	if err != nil {
+		return "", nil, false
+	}
+	poolMu.Lock()
+	if err := lock.Lock(); err != nil {
+		poolMu.Unlock()
+		return "", nil, false
+	}
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			_ = lock.Unlock()
+			poolMu.Unlock()
+		})
+	}
+	for _, c := range list {
+		ins, err := e.eng.ContainerInspect(ctx, c.ID)
+		if err != nil || ins.State == nil || ins.State.Status != "created" {
+			continue
+		}
+		if err := e.eng.ContainerRename(ctx, c.ID, claimedName(e.owner)); err != nil {
+			continue
+		}
+		return c.ID, release, true
+	}
+	release()
+	return "", nil, false
+}
+
+// refill creates, in the background, an idle container for key unless one
+// already waits. Close waits for it.
+func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostConfig) {
+	labels := e.labels()
+	labels[LabelPool] = key
+	c := *cfg
+	c.Labels = labels
+	e.refills.Add(1)
+	go func() {
+		defer e.refills.Done()
+		list, err := e.eng.ContainerList(e.bg, container.ListOptions{
+			All: true,
+			Filters: filters.NewArgs(
+				filters.Arg("label", LabelPool+"="+key),
+				filters.Arg("label", LabelHost+"="+e.hostname),
+				filters.Arg("status", "created"),
+			),
+		})
+		if err != nil {
+			return
+		}
+		for _, s := range list {
+			if idle(s) {
+				return // one waits already
+			}
+		}
+		_, err = e.create(e.bg, &c, hc, "ccrun-pool-"+randHex(6))
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return // a pool that cannot be refilled is only a cold next run
+		}
+	}()
+}
