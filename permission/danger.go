@@ -1,0 +1,337 @@
+package permission
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// DangerKind says why a path is dangerous (seed 003).
+type DangerKind string
+
+// The kinds.
+const (
+	// DangerLeak: reading it puts a secret in the conversation, writing it
+	// replaces a credential. Asked for reads and writes.
+	DangerLeak DangerKind = "leak"
+	// DangerImplant: one write makes something run later, every time (a
+	// shell rc file, a git hook, an editor's or agent's config, ccrun's own
+	// config). Asked for writes.
+	DangerImplant DangerKind = "implant"
+)
+
+// Finding is one dangerous path a call touches.
+type Finding struct {
+	Given    string // as written in the call
+	Resolved string // absolute, after ~, .. and symlinks
+	Kind     DangerKind
+	What     string // what lives there, for the person asked
+}
+
+// String says what was found, for a prompt.
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s (%s: %s)", f.Given, f.Kind, f.What)
+	if f.Resolved != "" && f.Resolved != f.Given {
+		s += " → " + f.Resolved
+	}
+	return s
+}
+
+// dangerRule matches a run of path components anywhere in a path: as a
+// directory the path is in (dir) or as its last components (file).
+// Components are globs (* within one component).
+type dangerRule struct {
+	seq  []string
+	dir  bool
+	kind DangerKind
+	what string
+}
+
+func dr(kind DangerKind, dir bool, what string, seqs ...string) []dangerRule {
+	out := make([]dangerRule, len(seqs))
+	for i, s := range seqs {
+		out[i] = dangerRule{seq: strings.Split(s, "/"), dir: dir, kind: kind, what: what}
+	}
+	return out
+}
+
+// dangerRules is the dangerous path list (docs/policy.md). A rule matches
+// wherever the components occur, not only under the home directory: a copy
+// of ~/.ssh is as secret as the original.
+var dangerRules = concat(
+	dr(DangerLeak, true, "SSH keys", ".ssh"),
+	dr(DangerLeak, true, "cloud credentials", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
+		".config/gh", ".terraform.d", ".oci", ".config/doctl"),
+	dr(DangerLeak, true, "keys", ".gnupg", ".password-store"),
+	dr(DangerLeak, false, "package registry credentials", ".npmrc", ".pypirc", ".cargo/credentials",
+		".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml"),
+	dr(DangerLeak, false, "stored passwords", ".netrc", "_netrc", ".pgpass", ".git-credentials",
+		".my.cnf", ".vault-token", ".config/git/credentials"),
+	dr(DangerLeak, false, "private keys", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*"),
+	dr(DangerLeak, false, "environment secrets", ".env", ".env.*"),
+	dr(DangerImplant, false, "a shell startup file", ".bashrc", ".bash_profile", ".bash_login",
+		".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+		".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc"),
+	dr(DangerImplant, true, "a shell startup file", ".config/fish", ".oh-my-zsh", ".config/environment.d"),
+	dr(DangerImplant, true, "git hooks", ".git/hooks", ".husky"),
+	dr(DangerImplant, false, "git configuration", ".git/config", ".gitconfig", ".config/git/config"),
+	dr(DangerImplant, true, "an editor's or agent's configuration", ".vscode", ".idea", ".claude",
+		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
+		".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents"),
+	dr(DangerImplant, false, "an editor's or agent's configuration", ".mcp.json", ".claude.json",
+		".vimrc", ".exrc", ".cursorrules"),
+	dr(DangerImplant, false, "ccrun's own configuration", "ccrun.json", "ccrun.local.json"),
+	dr(DangerImplant, true, "ccrun's own configuration", ".ccrun"),
+)
+
+func concat(lists ...[]dangerRule) []dangerRule {
+	var out []dangerRule
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// match reports whether the absolute, clean path p is covered by r.
+func (r dangerRule) match(p string) bool {
+	comps := strings.Split(strings.Trim(p, "/"), "/")
+	n := len(r.seq)
+	for i := 0; i+n <= len(comps); i++ {
+		if !r.dir && i+n != len(comps) {
+			continue
+		}
+		ok := true
+		for j, pat := range r.seq {
+			if m, _ := path.Match(pat, comps[i+j]); !m {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// DangerousPaths lists the dangerous paths req touches: in req.Paths, and,
+// for a shell command, in every word of it — arguments, redirection
+// targets, assignments, the text of bash -c and eval, the parts of a word
+// around = and : — taken generously: any word that could be a path is one.
+// Paths are compared after expanding ~ (and $HOME), taking relative paths
+// against projectDir, and resolving .. and symlinks (both the text's
+// reading and the file system's are checked). Leak-class paths count for
+// any access; implant-class paths for writes, which is every access but
+// that of a read or internal call, or of a read-only shell command (see
+// IsReadOnly). Empty projectDir: the working directory; empty home: $HOME.
+//
+// A call with any finding is always asked, whatever the mode, grants or
+// allow rules, and only Once is offered (AskDangerous). DangerousPaths is
+// safe for concurrent use.
+func DangerousPaths(req *Request, projectDir, home string) []Finding {
+	if projectDir == "" {
+		projectDir, _ = os.Getwd()
+	}
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	d := dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}}
+	write := !(req.Class == ClassRead || req.Class == ClassInternal)
+	for _, p := range req.Paths {
+		d.check(p, write)
+	}
+	if isShell(req) {
+		if f, ok := commandFile(req); ok {
+			ro, _ := IsReadOnly(f)
+			d.shell(f, !ro, 0)
+		} else if req.Command != nil {
+			d.tokens(req.Command.Source, true)
+		}
+	}
+	return d.out
+}
+
+type dangerScan struct {
+	projectDir, home string
+	seen             map[string]bool
+	out              []Finding
+}
+
+func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Redirect:
+			if n.Word != nil && n.Hdoc == nil {
+				w := write
+				switch n.Op {
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+					syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
+					w = true
+				}
+				d.word(n.Word, w, depth)
+			}
+			if n.Hdoc != nil {
+				d.word(n.Hdoc, write, depth)
+			}
+			return n.Hdoc == nil
+		case *syntax.Word:
+			d.word(n, write, depth)
+		}
+		return true
+	})
+}
+
+func (d *dangerScan) word(w *syntax.Word, write bool, depth int) {
+	s := d.loose(w)
+	d.tokens(s, write)
+	// a word that is itself shell text (bash -c, eval): look at its words too
+	if depth < maxNesting && strings.ContainsAny(s, " \t\n;|&<>") {
+		if f, ok := parseShell(s); ok {
+			d.shell(f, write, depth+1)
+		}
+	}
+}
+
+// tokens checks s whole and each piece of it between blanks, quotes,
+// shell operators, = , and :.
+func (d *dangerScan) tokens(s string, write bool) {
+	d.check(s, write)
+	for _, t := range strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(" \t\n\r'\"`;|&<>()=:,@", r)
+	}) {
+		if t != s {
+			d.check(t, write)
+		}
+	}
+}
+
+// loose renders w as well as can be told before running: $HOME and ~ as
+// the home directory, other expansions as nothing.
+func (d *dangerScan) loose(w *syntax.Word) string {
+	var b strings.Builder
+	var part func(p syntax.WordPart)
+	part = func(p syntax.WordPart) {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value, false))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				part(q)
+			}
+		case *syntax.ParamExp:
+			if p.Param != nil && p.Param.Value == "HOME" {
+				b.WriteString(d.home)
+			}
+		}
+	}
+	for _, p := range w.Parts {
+		part(p)
+	}
+	return b.String()
+}
+
+func (d *dangerScan) check(given string, write bool) {
+	given = strings.TrimSpace(given)
+	if given == "" || strings.ContainsRune(given, 0) {
+		return
+	}
+	p := given
+	switch {
+	case p == "~":
+		p = d.home
+	case strings.HasPrefix(p, "~/"):
+		p = filepath.Join(d.home, p[2:])
+	case strings.HasPrefix(p, "file://"):
+		p = strings.TrimPrefix(p, "file://")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(d.projectDir, p)
+	}
+	lexical := filepath.Clean(p)
+	physical := resolve(p)
+	for _, cand := range []string{lexical, physical} {
+		for _, r := range dangerRules {
+			if r.kind == DangerImplant && !write {
+				continue
+			}
+			if !r.match(filepath.ToSlash(cand)) {
+				continue
+			}
+			key := string(r.kind) + "\x00" + physical
+			if d.seen[key] {
+				break
+			}
+			d.seen[key] = true
+			d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: r.kind, What: r.what})
+			break
+		}
+	}
+}
+
+// resolve returns p with every symlink of its existing part followed and
+// .. taken on the real directories, as the kernel would; the part that does
+// not exist is joined lexically.
+func resolve(p string) string {
+	comps := strings.Split(filepath.ToSlash(p), "/")
+	cur := "/"
+	links := 0
+	for i := 0; i < len(comps); i++ {
+		c := comps[i]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Clean(filepath.Join(append([]string{next}, comps[i+1:]...)...))
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		links++
+		if links > 40 {
+			return filepath.Clean(filepath.Join(append([]string{next}, comps[i+1:]...)...))
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			cur = next
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(cur, target)
+		} else {
+			cur = "/"
+		}
+		// splice the target's components in place of this one
+		rest := append(strings.Split(filepath.ToSlash(target), "/"), comps[i+1:]...)
+		comps, i, cur = rest, -1, "/"
+	}
+	return cur
+}
+
+// AskDangerous is the decision of the gate's step 5 when DangerousPaths
+// found something: ask, offering Once only — never a session or project
+// grant, so that one "always" cannot become a lasting back door.
+func AskDangerous(findings []Finding) Decision {
+	parts := make([]string, len(findings))
+	for i, f := range findings {
+		parts[i] = f.String()
+	}
+	return Decision{
+		Verdict: AskUser,
+		Layer:   LayerDangerous,
+		Reason:  "touches a dangerous path: " + strings.Join(parts, "; "),
+		Offer:   Once,
+	}
+}

@@ -1,0 +1,394 @@
+package permission
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ccrun/ccrun/ceiling"
+)
+
+// Mode is the default stance of the gate for calls no rule, allowlist or
+// read-only detection has decided (seed 002 modes, seed 003 modes, seed 004
+// modes). The zero Mode is ModeDefault.
+//
+// The mode × class matrix (also in docs/policy.md):
+//
+//	mode          read   internal  write  exec  network  unknown
+//	plan          allow  allow     deny   deny  deny     deny
+//	default       allow  allow     ask    ask   ask      ask
+//	accept-edits  allow  allow     allow  ask   ask      ask
+//	trust         allow  allow     allow  allow allow    allow
+//
+// In every mode the ceiling still holds (trust never writes a @shell key to
+// the project allowlist), deny rules still deny, and dangerous paths are
+// still asked.
+type Mode string
+
+// The modes, from strictest to loosest.
+const (
+	ModePlan        Mode = "plan"
+	ModeDefault     Mode = "default"
+	ModeAcceptEdits Mode = "accept-edits"
+	ModeTrust       Mode = "trust"
+)
+
+// Modes lists the modes from strictest to loosest.
+var Modes = []Mode{ModePlan, ModeDefault, ModeAcceptEdits, ModeTrust}
+
+// ParseMode reads a mode's name or one of the seeds' names for it
+// (case-insensitive):
+//
+//	plan:          plan, strict, safe, read-only
+//	default:       default, balanced, ask
+//	accept-edits:  accept-edits, accept_edits, acceptEdits, edit, edits
+//	trust:         trust, auto, solo, yolo
+//
+// "safe" (seed 002: everything asks) and "strict" (seed 003: exec and
+// network denied, writes asked) map to plan, which is stricter than both:
+// what a person calls safe must not be looser than they meant. "auto" is
+// seed 004's 自动模式 (everything allowed), not codebot's alias of
+// accept-edits. The empty string is ModeDefault. Anything else is an error
+// of class ErrInvalidConfig.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "plan", "strict", "safe", "read-only", "readonly":
+		return ModePlan, nil
+	case "", "default", "balanced", "ask":
+		return ModeDefault, nil
+	case "accept-edits", "accept_edits", "acceptedits", "edit", "edits":
+		return ModeAcceptEdits, nil
+	case "trust", "auto", "solo", "yolo":
+		return ModeTrust, nil
+	}
+	return "", fmt.Errorf("mode %q: want plan, default, accept-edits or trust: %w", s, ErrInvalidConfig)
+}
+
+// rank orders modes, strictest first; an unknown mode ranks as plan.
+func (m Mode) rank() int {
+	switch m {
+	case ModeDefault, "":
+		return 1
+	case ModeAcceptEdits:
+		return 2
+	case ModeTrust:
+		return 3
+	}
+	return 0
+}
+
+// matrix is THE mode × class table. Unknown classes read as ClassUnknown.
+var matrix = map[Mode]map[Class]Verdict{
+	ModePlan: {ClassRead: Allow, ClassInternal: Allow, ClassWrite: Refuse,
+		ClassExec: Refuse, ClassNetwork: Refuse, ClassUnknown: Refuse},
+	ModeDefault: {ClassRead: Allow, ClassInternal: Allow, ClassWrite: AskUser,
+		ClassExec: AskUser, ClassNetwork: AskUser, ClassUnknown: AskUser},
+	ModeAcceptEdits: {ClassRead: Allow, ClassInternal: Allow, ClassWrite: Allow,
+		ClassExec: AskUser, ClassNetwork: AskUser, ClassUnknown: AskUser},
+	ModeTrust: {ClassRead: Allow, ClassInternal: Allow, ClassWrite: Allow,
+		ClassExec: Allow, ClassNetwork: Allow, ClassUnknown: Allow},
+}
+
+// Verdict returns the matrix's answer for a call of class c in mode m. An
+// empty or unknown class is ClassUnknown; an unknown mode is ModePlan.
+func (m Mode) Verdict(c Class) Verdict {
+	row, ok := matrix[m]
+	if m == "" {
+		row, ok = matrix[ModeDefault], true
+	}
+	if !ok {
+		row = matrix[ModePlan]
+	}
+	v, ok := row[c]
+	if !ok {
+		v = row[ClassUnknown]
+	}
+	return v
+}
+
+// ErrDepthExceeded is the class of the error of SubAgent on a policy that
+// is already a sub-agent's: sub-agents are one level deep (seed 000 §4.8).
+var ErrDepthExceeded = errors.New("sub-agent depth exceeded")
+
+// MaxSubAgentDepth is how deep sub-agents nest: a sub-agent cannot derive
+// another one.
+const MaxSubAgentDepth = 1
+
+// Config builds a Policy.
+type Config struct {
+	// Layers are the settings layers, any order (each says which it is);
+	// nil entries are skipped. No layers: mode default, no rules.
+	Layers []*Settings
+	// ProjectDir is the project's directory: relative paths in calls are
+	// taken against it. Empty: the current directory.
+	ProjectDir string
+	// Home is the user's home directory, for ~ in paths. Empty: $HOME.
+	Home string
+	// Scope is the caller's scope. Default: ScopeFull.
+	Scope Scope
+}
+
+// Policy is the merged settings of every layer and the hooks the gate
+// calls at its steps 1, 2, 3, 5 and 8 (DESIGN.md "The gate"). A Policy is
+// immutable and safe for concurrent use; WithMode and SubAgent return new
+// ones.
+type Policy struct {
+	mode       Mode
+	capMode    Mode // the managed layer's mode: nothing looser; "" none
+	allow      []Rule
+	ask        []Rule
+	deny       []Rule
+	scope      Scope
+	depth      int
+	projectDir string
+	home       string
+}
+
+// New merges the layers. Lists merge across layers (deny beats ask beats
+// allow whatever the order or layer); the mode is the one of the most
+// specific layer that sets it (session, then flags, local, project, user),
+// capped by the managed layer's mode: a managed "plan" makes every looser
+// mode plan. A layer that does not say which it is is an error of class
+// ErrInvalidConfig.
+func New(cfg Config) (*Policy, error) {
+	p := &Policy{mode: ModeDefault, scope: cfg.Scope, projectDir: cfg.ProjectDir, home: cfg.Home}
+	best := -1
+	for _, s := range cfg.Layers {
+		if s == nil {
+			continue
+		}
+		order, ok := originOrder[s.Origin]
+		if !ok {
+			return nil, fmt.Errorf("settings %s: unknown origin %q: %w", s.Name, s.Origin, ErrInvalidConfig)
+		}
+		if s.Origin == OriginManaged {
+			if s.Mode != "" && (p.capMode == "" || s.Mode.rank() < p.capMode.rank()) {
+				p.capMode = s.Mode
+			}
+		} else if s.Mode != "" && order >= best {
+			p.mode, best = s.Mode, order
+		}
+		src := s.Name
+		if src == "" {
+			src = string(s.Origin)
+		}
+		if s.Origin == OriginProject {
+			if err := s.checkProject(); err != nil {
+				return nil, err
+			}
+		}
+		for _, pat := range s.Allow {
+			p.allow = append(p.allow, Rule{Pattern: pat, Source: src, Origin: s.Origin})
+		}
+		for _, pat := range s.Ask {
+			p.ask = append(p.ask, Rule{Pattern: pat, Source: src, Origin: s.Origin})
+		}
+		for _, pat := range s.Deny {
+			p.deny = append(p.deny, Rule{Pattern: pat, Source: src, Origin: s.Origin})
+		}
+	}
+	p.mode = p.capped(p.mode)
+	return p, nil
+}
+
+func (p *Policy) capped(m Mode) Mode {
+	if p.capMode != "" && m.rank() > p.capMode.rank() {
+		return p.capMode
+	}
+	return m
+}
+
+// Mode returns the mode in force (after the managed cap).
+func (p *Policy) Mode() Mode { return p.mode }
+
+// Scope returns the caller's scope.
+func (p *Policy) Scope() Scope { return p.scope }
+
+// Depth returns 0 for a top-level policy, 1 for a sub-agent's.
+func (p *Policy) Depth() int { return p.depth }
+
+// Rules returns copies of the merged allow, ask and deny lists.
+func (p *Policy) Rules() (allow, ask, deny []Rule) {
+	return append([]Rule(nil), p.allow...), append([]Rule(nil), p.ask...), append([]Rule(nil), p.deny...)
+}
+
+// WithMode returns a copy of p in mode m (a person switched modes), still
+// capped by the managed layer: the mode it returns may be stricter than m.
+func (p *Policy) WithMode(m Mode) *Policy {
+	q := *p
+	q.mode = p.capped(m)
+	return &q
+}
+
+// SubAgent returns the policy of a sub-agent derived from p's caller: scope
+// read-only (it sees only None-permission tools; any other call is denied
+// at step 1), mode plan, p's deny and ask rules inherited, no allow rules.
+// A sub-agent cannot derive another: on a sub-agent's policy SubAgent fails
+// with ErrDepthExceeded.
+func (p *Policy) SubAgent() (*Policy, error) {
+	if p.depth >= MaxSubAgentDepth {
+		return nil, fmt.Errorf("sub-agent at depth %d: cannot derive another (max %d): %w", p.depth, MaxSubAgentDepth, ErrDepthExceeded)
+	}
+	q := *p
+	q.depth = p.depth + 1
+	q.scope = ScopeReadOnly
+	q.mode = ModePlan
+	q.allow = nil
+	q.ask = append([]Rule(nil), p.ask...)
+	q.deny = append([]Rule(nil), p.deny...)
+	return &q, nil
+}
+
+// Visible reports whether a tool is listed to the caller at all: its scope
+// sees it (none: the tool's permission is None), and no deny rule covers
+// every call of it (tool:* — or capability:NAME for a capability named
+// NAME). The gate denies such a tool again at execution (seed 004 §3: deny
+// is applied twice, in case the tool was registered later).
+func (p *Policy) Visible(tool string, none bool) bool {
+	if !p.scope.Sees(none) {
+		return false
+	}
+	for _, r := range p.deny {
+		pat := r.Pattern
+		if toolWide(pat) && pat.Tool == tool {
+			return false
+		}
+		if pat.Tool == "capability" && !pat.Exact && glob(pat.Action, tool) &&
+			(pat.Detail == "" || pat.Detail == "*" || pat.Detail == "**") {
+			return false
+		}
+	}
+	return true
+}
+
+// InScope is the gate's step 1: whether req's tool is within the caller's
+// scope. When not, reason says why (the gate denies with LayerScope).
+func (p *Policy) InScope(req *Request) (ok bool, reason string) {
+	if p.scope.Sees(req.Permission.IsNone()) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("%s is outside the %s scope (only tools that never ask are visible)", req.Tool, p.scope)
+}
+
+// DenyRule is the gate's step 2: the first deny rule, of any layer, that
+// covers req — its own key, every call of its tool, or, for a shell
+// command, any command anywhere inside it (substitutions, pipelines,
+// bash -c, eval, wrappers such as sudo or xargs). A command word that is
+// not literal, a non-literal eval, a shell reading an unseen script, or
+// text that does not parse matches every run_command deny rule. rule is
+// written "PATTERN (SOURCE)".
+func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
+	for _, r := range p.deny {
+		if matchInside(r.Pattern, req) {
+			return r.String(), true
+		}
+	}
+	return "", false
+}
+
+// effectiveClass is req's class, with a read-only shell command read.
+func effectiveClass(req *Request) (Class, bool) {
+	c := req.Class
+	if c == "" {
+		c = ClassUnknown
+	}
+	if isShell(req) && (c == ClassExec || c == ClassUnknown) {
+		if f, ok := commandFile(req); ok {
+			if ro, _ := IsReadOnly(f); ro {
+				return ClassRead, true
+			}
+		}
+	}
+	return c, false
+}
+
+// Restricted is the gate's step 3: whether the call's directive or plan
+// mode forbids it. read-only, plan-only and analyze-only (and plan mode)
+// allow only read and internal calls (a read-only shell command is a read);
+// do-not-edit forbids writes, shell commands that are not read-only and
+// unknown calls. An unknown directive forbids everything but reads. When
+// ok, reason says why (the gate denies with LayerDirective).
+func (p *Policy) Restricted(req *Request) (reason string, ok bool) {
+	c, _ := effectiveClass(req)
+	readish := c == ClassRead || c == ClassInternal
+	switch req.Directive {
+	case DirectiveNone:
+	case DirectiveReadOnly, DirectivePlanOnly, DirectiveAnalyze:
+		if !readish {
+			return fmt.Sprintf("directive %s allows only reads (this call is %s)", req.Directive, c), true
+		}
+	case DirectiveNoEdit:
+		if c == ClassWrite || c == ClassExec || c == ClassUnknown {
+			return fmt.Sprintf("directive %s forbids %s calls", req.Directive, c), true
+		}
+	default:
+		if c != ClassRead {
+			return fmt.Sprintf("unknown directive %q allows only reads", req.Directive), true
+		}
+	}
+	if p.mode == ModePlan && !readish {
+		return fmt.Sprintf("plan mode allows only reads (this call is %s)", c), true
+	}
+	return "", false
+}
+
+// Dangerous is the gate's step 5: the dangerous paths req touches (see
+// DangerousPaths), taken against the policy's project and home
+// directories. Any finding means: ask, offering Once only (AskDangerous).
+func (p *Policy) Dangerous(req *Request) []Finding {
+	return DangerousPaths(req, p.projectDir, p.home)
+}
+
+// Decide is the gate's step 8, for a call that no earlier step decided:
+//
+//  1. ask rules, of any layer, looking inside compound commands like deny
+//     rules do: ask (LayerAskRule) — ask beats allow;
+//  2. allow rules, matching the call's own key only (never a command
+//     inside a compound one): allow (LayerAllowRule);
+//  3. read-only detection, for a shell command in a mode whose matrix would
+//     not simply allow exec: a read-only command is a read (LayerReadOnly);
+//  4. the mode × class matrix (LayerMode).
+//
+// why is the rule ("PATTERN (SOURCE)") for rule layers, else a reason.
+func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
+	for _, r := range p.ask {
+		if matchInside(r.Pattern, req) {
+			return AskUser, LayerAskRule, r.String()
+		}
+	}
+	note := ""
+	for _, r := range p.allow {
+		if !matchOwn(r.Pattern, req) {
+			continue
+		}
+		if r.Origin == OriginProject && req.Environment == ceiling.Shell && req.Class != ClassRead && req.Class != ClassInternal && req.Class != ClassWrite {
+			// a committed file cannot trust host code for good: the ceiling
+			note = "; allow rule " + r.String() + " is in the committed project file and cannot allow @shell code (ceiling)"
+			continue
+		}
+		return Allow, LayerAllowRule, r.String()
+	}
+	class := req.Class
+	if class == "" {
+		class = ClassUnknown
+	}
+	if p.mode.Verdict(class) != Allow {
+		if c, ro := effectiveClass(req); ro {
+			if v := p.mode.Verdict(c); v == Allow {
+				return Allow, LayerReadOnly, "a read-only command" + note
+			}
+		}
+	}
+	v = p.mode.Verdict(class)
+	return v, LayerMode, fmt.Sprintf("mode %s: %s calls %s%s", p.mode, class, verb(v), note)
+}
+
+func verb(v Verdict) string {
+	switch v {
+	case Allow:
+		return "are allowed"
+	case AskUser:
+		return "ask"
+	}
+	return "are denied"
+}

@@ -1,0 +1,49 @@
+package permission
+
+import "fmt"
+
+// Scope decides which tools a caller sees (seed 002 Tool Scope, seed 000
+// §4.8). A tool outside the caller's scope is not listed to it and is
+// denied at the gate's first step. The zero Scope is ScopeFull.
+type Scope string
+
+// The scopes.
+const (
+	// ScopeFull sees every tool (a deny rule may still hide one).
+	ScopeFull Scope = ""
+	// ScopeReadOnly sees only tools whose permission is None: tools that
+	// never ask because they change nothing. It is the scope of a
+	// sub-agent.
+	ScopeReadOnly Scope = "read-only"
+)
+
+// Sees reports whether a caller in scope s sees a tool whose permission is
+// None (none true) or Ask (none false).
+func (s Scope) Sees(none bool) bool {
+	switch s {
+	case ScopeFull:
+		return true
+	case ScopeReadOnly:
+		return none
+	}
+	return false // an unknown scope sees nothing
+}
+
+// String names the scope.
+func (s Scope) String() string {
+	if s == ScopeFull {
+		return "full"
+	}
+	return string(s)
+}
+
+// ParseScope reads "full" (or "") and "read-only".
+func ParseScope(s string) (Scope, error) {
+	switch s {
+	case "", "full", "full-access":
+		return ScopeFull, nil
+	case "read-only", "readonly", "read-only-explorer":
+		return ScopeReadOnly, nil
+	}
+	return "", fmt.Errorf("scope %q: want full or read-only: %w", s, ErrInvalidConfig)
+}

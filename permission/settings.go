@@ -1,0 +1,373 @@
+package permission
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Origin names a settings layer. Rules of every origin merge; the origin
+// only decides which mode wins and what a layer may say.
+type Origin string
+
+// The settings layers, from least to most specific. The managed policy is
+// apart: it caps the mode and its rules merge like any other's (and since
+// deny beats ask beats allow, a project cannot lift a managed deny).
+const (
+	OriginManaged Origin = "managed" // a system file: /etc/ccrun/managed.json
+	OriginUser    Origin = "user"    // $XDG_CONFIG_HOME/ccrun/config.json
+	OriginProject Origin = "project" // ccrun.json, committed
+	OriginLocal   Origin = "local"   // ccrun.local.json, not committed
+	OriginFlags   Origin = "flags"   // the command line
+	OriginSession Origin = "session" // set while running
+)
+
+var originOrder = map[Origin]int{
+	OriginManaged: 0, OriginUser: 1, OriginProject: 2, OriginLocal: 3, OriginFlags: 4, OriginSession: 5,
+}
+
+// Settings is one layer's settings, as read from a file or built from flags.
+//
+// The file format (ccrun.json, ccrun.local.json, the user config, the
+// managed policy) is a JSON object with these members, all optional:
+//
+//	{
+//	  "$schema": "…",                       // ignored
+//	  "mode": "default",                    // see ParseMode
+//	  "permissions": {
+//	    "allow": ["write_file:docs/**"],
+//	    "ask":   ["run_command:npm:publish"],
+//	    "deny":  ["run_command:git:push", "web_fetch"]
+//	  },
+//	  "allowlist": { … },                   // the project allowlist: kept raw here
+//	  "env": { … }                          // the runtime's: kept raw here
+//	}
+//
+// Any other member, at the top or in "permissions", a duplicated member, a
+// rule that is not a valid pattern, or an unknown mode is an error of class
+// ErrInvalidConfig naming the file, line and column.
+type Settings struct {
+	Origin Origin
+	// Name is where the settings come from (a path, "flags"), for messages.
+	Name string
+	// Mode is the layer's mode; "" when it does not set one.
+	Mode Mode
+	// Allow, Ask and Deny are the layer's rules.
+	Allow, Ask, Deny []Pattern
+	// Allowlist is the raw "allowlist" member; nil when absent.
+	Allowlist json.RawMessage
+	// Env is the raw "env" member; nil when absent.
+	Env json.RawMessage
+}
+
+// checkProject enforces what a committed project file may not say: it is
+// written by whoever wrote the repository, so it may not loosen the mode
+// past default, nor allow shell commands (a @shell grant never outlives
+// the session: the ceiling).
+func (s *Settings) checkProject() error {
+	if s.Mode.rank() > ModeDefault.rank() {
+		return fmt.Errorf("%s: mode %s may not be set in a committed project file (use ccrun.local.json, the user config or --mode): %w", s.Name, s.Mode, ErrInvalidConfig)
+	}
+	for _, p := range s.Allow {
+		if p.Tool == shellTool {
+			return fmt.Errorf("%s: allow rule %s: a committed project file cannot allow shell commands (the @shell ceiling is the session; use ccrun.local.json or the user config): %w", s.Name, p, ErrInvalidConfig)
+		}
+	}
+	return nil
+}
+
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env"}
+
+// ParseSettings reads a settings file's content. name is used in errors.
+func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
+	if _, ok := originOrder[origin]; !ok {
+		return nil, fmt.Errorf("%s: unknown origin %q: %w", name, origin, ErrInvalidConfig)
+	}
+	s := &Settings{Origin: origin, Name: name}
+	members, err := objectMembers(data, 0, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		at := position(data, m.keyOff)
+		if !slices.Contains(knownTop, m.key) {
+			return nil, fmt.Errorf("%s:%s: unknown member %q (want one of %s; rules go under \"permissions\"): %w",
+				name, at, m.key, strings.Join(knownTop, ", "), ErrInvalidConfig)
+		}
+		switch m.key {
+		case "mode":
+			var str string
+			if err := json.Unmarshal(m.raw, &str); err != nil {
+				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, position(data, m.valOff), ErrInvalidConfig)
+			}
+			mode, err := ParseMode(str)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%s: %w", name, position(data, m.valOff), err)
+			}
+			s.Mode = mode
+		case "allowlist":
+			s.Allowlist = m.raw
+		case "env":
+			s.Env = m.raw
+		case "permissions":
+			if err := s.parsePermissions(data, m.valOff, name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *Settings) parsePermissions(data []byte, off int, name string) error {
+	members, err := objectMembers(data, off, name)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		var dst *[]Pattern
+		switch m.key {
+		case "allow":
+			dst = &s.Allow
+		case "ask":
+			dst = &s.Ask
+		case "deny":
+			dst = &s.Deny
+		default:
+			return fmt.Errorf("%s:%s: unknown member %q of permissions (want allow, ask, deny): %w",
+				name, position(data, m.keyOff), m.key, ErrInvalidConfig)
+		}
+		elems, err := arrayElements(data, m.valOff, name)
+		if err != nil {
+			return err
+		}
+		for _, e := range elems {
+			var str string
+			if err := json.Unmarshal(e.raw, &str); err != nil {
+				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, position(data, e.off), m.key, ErrInvalidConfig)
+			}
+			p, err := ParseRule(str)
+			if err != nil {
+				return fmt.Errorf("%s:%s: %s %w", name, position(data, e.off), m.key, err)
+			}
+			*dst = append(*dst, p)
+		}
+	}
+	return nil
+}
+
+// LoadSettings reads the settings file at path. A missing file is an error
+// that errors.Is(err, fs.ErrNotExist).
+func LoadSettings(path string, origin Origin) (*Settings, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	return ParseSettings(data, path, origin)
+}
+
+// DefaultManagedPath is where the managed policy is read from unless
+// Locations says otherwise.
+const DefaultManagedPath = "/etc/ccrun/managed.json"
+
+// Locations are the settings files of the four file layers. An empty
+// field skips that layer.
+type Locations struct {
+	Managed string // default DefaultManagedPath
+	User    string // default $XDG_CONFIG_HOME/ccrun/config.json (os.UserConfigDir)
+	Project string // default PROJECT/ccrun.json
+	Local   string // default PROJECT/ccrun.local.json
+}
+
+// DefaultLocations returns the usual files for a project directory.
+func DefaultLocations(projectDir string) Locations {
+	loc := Locations{
+		Managed: DefaultManagedPath,
+		Project: filepath.Join(projectDir, "ccrun.json"),
+		Local:   filepath.Join(projectDir, "ccrun.local.json"),
+	}
+	if dir := os.Getenv("XDG_CONFIG_HOME"); dir != "" && filepath.IsAbs(dir) {
+		loc.User = filepath.Join(dir, "ccrun", "config.json")
+	} else if dir, err := os.UserConfigDir(); err == nil {
+		loc.User = filepath.Join(dir, "ccrun", "config.json")
+	}
+	return loc
+}
+
+// LoadLayers reads every file of loc that exists, in the order managed,
+// user, project, local. A file that exists but cannot be read or parsed is
+// an error: a broken managed policy must not silently vanish.
+func LoadLayers(loc Locations) ([]*Settings, error) {
+	var out []*Settings
+	for _, l := range []struct {
+		path   string
+		origin Origin
+	}{{loc.Managed, OriginManaged}, {loc.User, OriginUser}, {loc.Project, OriginProject}, {loc.Local, OriginLocal}} {
+		if l.path == "" {
+			continue
+		}
+		s, err := LoadSettings(l.path, l.origin)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// FlagSettings builds the command line's layer: --mode and repeated
+// --allow, --ask, --deny values. Errors are of class ErrInvalidConfig.
+func FlagSettings(mode string, allow, ask, deny []string) (*Settings, error) {
+	s := &Settings{Origin: OriginFlags, Name: "flags"}
+	if mode != "" {
+		m, err := ParseMode(mode)
+		if err != nil {
+			return nil, fmt.Errorf("--mode: %w", err)
+		}
+		s.Mode = m
+	}
+	for _, l := range []struct {
+		flag string
+		in   []string
+		out  *[]Pattern
+	}{{"--allow", allow, &s.Allow}, {"--ask", ask, &s.Ask}, {"--deny", deny, &s.Deny}} {
+		for _, r := range l.in {
+			p, err := ParseRule(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", l.flag, err)
+			}
+			*l.out = append(*l.out, p)
+		}
+	}
+	return s, nil
+}
+
+type member struct {
+	key            string
+	keyOff, valOff int
+	raw            json.RawMessage
+}
+
+type element struct {
+	off int
+	raw json.RawMessage
+}
+
+// objectMembers reads the JSON object starting at data[off:].
+func objectMembers(data []byte, off int, name string) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(data[off:]))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonError(data, off, name, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, position(data, off), ErrInvalidConfig)
+	}
+	var out []member
+	seen := map[string]bool{}
+	for dec.More() {
+		keyOff := off + int(dec.InputOffset())
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, jsonError(data, off, name, err)
+		}
+		key := tok.(string)
+		if seen[key] {
+			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, position(data, keyOff), key, ErrInvalidConfig)
+		}
+		seen[key] = true
+		valOff := off + int(dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(data, off, name, err)
+		}
+		out = append(out, member{key: key, keyOff: keyOff, valOff: skipSpace(data, valOff, true), raw: raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonError(data, off, name, err)
+	}
+	if off == 0 {
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("%s:%s: text after the JSON object: %w", name, position(data, int(dec.InputOffset())), ErrInvalidConfig)
+		}
+	}
+	return out, nil
+}
+
+// arrayElements reads the JSON array starting at data[off:].
+func arrayElements(data []byte, off int, name string) ([]element, error) {
+	dec := json.NewDecoder(bytes.NewReader(data[off:]))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonError(data, off, name, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, position(data, off), ErrInvalidConfig)
+	}
+	var out []element
+	for dec.More() {
+		at := off + int(dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(data, off, name, err)
+		}
+		out = append(out, element{off: skipSpace(data, at, true), raw: raw})
+	}
+	return out, nil
+}
+
+func jsonError(data []byte, base int, name string, err error) error {
+	off := base
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off += int(se.Offset)
+	case errors.As(err, &te):
+		off += int(te.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		off = len(data)
+	}
+	return fmt.Errorf("%s:%s: malformed JSON: %w: %w", name, position(data, off), ErrInvalidConfig, err)
+}
+
+// skipSpace moves past white space (and, when sep, the , and : between
+// members) so that an offset points at the next token.
+func skipSpace(data []byte, off int, sep bool) int {
+	for off < len(data) {
+		switch data[off] {
+		case ' ', '\t', '\n', '\r':
+		case ',', ':':
+			if !sep {
+				return off
+			}
+		default:
+			return off
+		}
+		off++
+	}
+	return off
+}
+
+// position turns a byte offset into "line:col" (1-based, col in bytes).
+func position(data []byte, off int) string {
+	off = skipSpace(data, min(off, len(data)), true)
+	line, col := 1, 1
+	for _, c := range data[:min(off, len(data))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("%d:%d", line, col)
+}
