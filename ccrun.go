@@ -27,7 +27,9 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // Error classes of this package, for errors.Is. Permission denials are
@@ -64,6 +66,9 @@ type Runtime struct {
 	closers  []func() error
 	noAudit  bool
 	auditLog string
+	layers   []*permission.Settings
+	docker   []docker.Option
+	wasm     []wasm.Option
 }
 
 // Option configures a Runtime.
@@ -100,6 +105,23 @@ func WithSession(s *permission.SessionAllowlist) Option {
 // the project's settings files, or none when they hold no policy.
 func WithPolicy(p *permission.Policy) Option {
 	return func(r *Runtime) error { r.gate.Policy = p; return nil }
+}
+
+// WithSettings adds settings layers (CLI flags, a session's) on top of the
+// files New reads: the managed policy, the user's config, ccrun.json and
+// ccrun.local.json. Ignored when WithPolicy is given.
+func WithSettings(layers ...*permission.Settings) Option {
+	return func(r *Runtime) error { r.layers = append(r.layers, layers...); return nil }
+}
+
+// WithDockerOptions passes options to the default @docker executor.
+func WithDockerOptions(opts ...docker.Option) Option {
+	return func(r *Runtime) error { r.docker = append(r.docker, opts...); return nil }
+}
+
+// WithWasmOptions passes options to the default @wasm executor.
+func WithWasmOptions(opts ...wasm.Option) Option {
+	return func(r *Runtime) error { r.wasm = append(r.wasm, opts...); return nil }
 }
 
 // WithExecutor plugs e in for environment env, in place of the default.
@@ -163,7 +185,7 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	r.envPass = append(r.envPass, cfg.Env.Pass...)
 	if r.gate.Policy == nil {
-		pol, err := loadPolicy(r.dir)
+		pol, err := loadPolicy(r.dir, r.layers)
 		if err != nil {
 			return nil, err
 		}

@@ -33,6 +33,9 @@ type Gate struct {
 	Now func() time.Time
 }
 
+// defaultPolicy is the policy of a Gate without one: default mode, no rules.
+var defaultPolicy, _ = New(Config{})
+
 func (g *Gate) now() time.Time {
 	if g.Now != nil {
 		return g.Now()
@@ -46,6 +49,10 @@ func (g *Gate) Decide(req *Request) *Decision {
 	if req.Class == "" {
 		req.Class = ClassUnknown
 	}
+	pol := g.Policy
+	if pol == nil {
+		pol = defaultPolicy
+	}
 	key := req.Permission.Key()
 	d := &Decision{Key: key, Offer: ceiling.Of(req.Environment)}
 	decide := func(v Verdict, l Layer, rule, reason string) *Decision {
@@ -55,20 +62,20 @@ func (g *Gate) Decide(req *Request) *Decision {
 	if !req.Environment.Valid() {
 		return decide(Refuse, LayerScope, "", fmt.Sprintf("environment %q is not one of @shell, @wasm, @docker", req.Environment))
 	}
-	if ok, why := g.Policy.InScope(req); !ok {
+	if ok, why := pol.InScope(req); !ok {
 		return decide(Refuse, LayerScope, "", why)
 	}
-	if rule, ok := g.Policy.DenyRule(req); ok {
+	if rule, ok := pol.DenyRule(req); ok {
 		return decide(Refuse, LayerDenyRule, rule, "denied by rule "+rule)
 	}
-	if why, ok := g.Policy.Restricted(req); ok {
+	if why, ok := pol.Restricted(req); ok {
 		return decide(Refuse, LayerDirective, "", why)
 	}
-	d.Warnings = g.Policy.Warnings(req)
+	d.Warnings = Warnings(req)
 	if req.Permission.IsNone() {
 		return decide(Allow, LayerNone, "", "the tool has no side effects (permission None)")
 	}
-	if found := g.Policy.Dangerous(req); len(found) > 0 {
+	if found := pol.Dangerous(req); len(found) > 0 {
 		d.Offer = Once
 		return decide(AskUser, LayerDangerous, "", "touches a dangerous path: "+found[0].String())
 	}
@@ -91,7 +98,11 @@ func (g *Gate) Decide(req *Request) *Decision {
 			return decide(Allow, LayerSession, m.Entry.Pattern.String(), "allowed for this session")
 		}
 	}
-	v, layer, rule, why := g.Policy.Decide(req)
+	v, layer, why := pol.Decide(req)
+	rule := ""
+	if layer == LayerAskRule || layer == LayerAllowRule {
+		rule, why = why, "rule "+why
+	}
 	return decide(v, layer, rule, why)
 }
 

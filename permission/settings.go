@@ -96,7 +96,7 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 		return nil, err
 	}
 	for _, m := range members {
-		at := position(data, m.keyOff)
+		at := posString(data, m.keyOff)
 		if !slices.Contains(knownTop, m.key) {
 			return nil, fmt.Errorf("%s:%s: unknown member %q (want one of %s; rules go under \"permissions\"): %w",
 				name, at, m.key, strings.Join(knownTop, ", "), ErrInvalidConfig)
@@ -105,11 +105,11 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 		case "mode":
 			var str string
 			if err := json.Unmarshal(m.raw, &str); err != nil {
-				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, position(data, m.valOff), ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, posString(data, m.valOff), ErrInvalidConfig)
 			}
 			mode, err := ParseMode(str)
 			if err != nil {
-				return nil, fmt.Errorf("%s:%s: %w", name, position(data, m.valOff), err)
+				return nil, fmt.Errorf("%s:%s: %w", name, posString(data, m.valOff), err)
 			}
 			s.Mode = mode
 		case "allowlist":
@@ -141,7 +141,7 @@ func (s *Settings) parsePermissions(data []byte, off int, name string) error {
 			dst = &s.Deny
 		default:
 			return fmt.Errorf("%s:%s: unknown member %q of permissions (want allow, ask, deny): %w",
-				name, position(data, m.keyOff), m.key, ErrInvalidConfig)
+				name, posString(data, m.keyOff), m.key, ErrInvalidConfig)
 		}
 		elems, err := arrayElements(data, m.valOff, name)
 		if err != nil {
@@ -150,11 +150,11 @@ func (s *Settings) parsePermissions(data []byte, off int, name string) error {
 		for _, e := range elems {
 			var str string
 			if err := json.Unmarshal(e.raw, &str); err != nil {
-				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, position(data, e.off), m.key, ErrInvalidConfig)
+				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, posString(data, e.off), m.key, ErrInvalidConfig)
 			}
 			p, err := ParseRule(str)
 			if err != nil {
-				return fmt.Errorf("%s:%s: %s %w", name, position(data, e.off), m.key, err)
+				return fmt.Errorf("%s:%s: %s %w", name, posString(data, e.off), m.key, err)
 			}
 			*dst = append(*dst, p)
 		}
@@ -270,7 +270,7 @@ func objectMembers(data []byte, off int, name string) ([]member, error) {
 		return nil, jsonError(data, off, name, err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, position(data, off), ErrInvalidConfig)
+		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, posString(data, off), ErrInvalidConfig)
 	}
 	var out []member
 	seen := map[string]bool{}
@@ -282,7 +282,7 @@ func objectMembers(data []byte, off int, name string) ([]member, error) {
 		}
 		key := tok.(string)
 		if seen[key] {
-			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, position(data, keyOff), key, ErrInvalidConfig)
+			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, posString(data, keyOff), key, ErrInvalidConfig)
 		}
 		seen[key] = true
 		valOff := off + int(dec.InputOffset())
@@ -290,14 +290,14 @@ func objectMembers(data []byte, off int, name string) ([]member, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, jsonError(data, off, name, err)
 		}
-		out = append(out, member{key: key, keyOff: keyOff, valOff: skipSpace(data, valOff, true), raw: raw})
+		out = append(out, member{key: key, keyOff: keyOff, valOff: skipWS(data, valOff, true), raw: raw})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, jsonError(data, off, name, err)
 	}
 	if off == 0 {
 		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("%s:%s: text after the JSON object: %w", name, position(data, int(dec.InputOffset())), ErrInvalidConfig)
+			return nil, fmt.Errorf("%s:%s: text after the JSON object: %w", name, posString(data, int(dec.InputOffset())), ErrInvalidConfig)
 		}
 	}
 	return out, nil
@@ -311,7 +311,7 @@ func arrayElements(data []byte, off int, name string) ([]element, error) {
 		return nil, jsonError(data, off, name, err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, position(data, off), ErrInvalidConfig)
+		return nil, fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, posString(data, off), ErrInvalidConfig)
 	}
 	var out []element
 	for dec.More() {
@@ -320,7 +320,7 @@ func arrayElements(data []byte, off int, name string) ([]element, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, jsonError(data, off, name, err)
 		}
-		out = append(out, element{off: skipSpace(data, at, true), raw: raw})
+		out = append(out, element{off: skipWS(data, at, true), raw: raw})
 	}
 	return out, nil
 }
@@ -337,12 +337,12 @@ func jsonError(data []byte, base int, name string, err error) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		off = len(data)
 	}
-	return fmt.Errorf("%s:%s: malformed JSON: %w: %w", name, position(data, off), ErrInvalidConfig, err)
+	return fmt.Errorf("%s:%s: malformed JSON: %w: %w", name, posString(data, off), ErrInvalidConfig, err)
 }
 
 // skipSpace moves past white space (and, when sep, the , and : between
 // members) so that an offset points at the next token.
-func skipSpace(data []byte, off int, sep bool) int {
+func skipWS(data []byte, off int, sep bool) int {
 	for off < len(data) {
 		switch data[off] {
 		case ' ', '\t', '\n', '\r':
@@ -359,15 +359,7 @@ func skipSpace(data []byte, off int, sep bool) int {
 }
 
 // position turns a byte offset into "line:col" (1-based, col in bytes).
-func position(data []byte, off int) string {
-	off = skipSpace(data, min(off, len(data)), true)
-	line, col := 1, 1
-	for _, c := range data[:min(off, len(data))] {
-		if c == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
+func posString(data []byte, off int) string {
+	line, col := position(data, int64(skipWS(data, min(off, len(data)), true)))
 	return fmt.Sprintf("%d:%d", line, col)
 }

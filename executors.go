@@ -1,0 +1,61 @@
+package ccrun
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/docker"
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/shell"
+)
+
+// defaultExecutors registers the runtime/... executors, each started on
+// first use, for the environments no WithExecutor option took.
+func (r *Runtime) defaultExecutors() {
+	r.makers[ceiling.Shell] = func(context.Context) (Executor, error) {
+		e, err := shell.New(shell.WithEnvPass(r.envPass...))
+		if err != nil {
+			return nil, err
+		}
+		return shellExecutor{e}, nil
+	}
+	r.makers[ceiling.Docker] = func(ctx context.Context) (Executor, error) {
+		e, err := docker.New(ctx, r.docker...)
+		if err != nil {
+			return nil, fmt.Errorf("@docker: %w", err)
+		}
+		return &dockerExecutor{e}, nil
+	}
+	r.makers[ceiling.Wasm] = r.wasmMaker()
+}
+
+type shellExecutor struct{ e *shell.Executor }
+
+func (s shellExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
+	if inv.Command == nil || inv.Command.File == nil {
+		return nil, fmt.Errorf("@shell: no parsed command: %w", ErrInvalidCall)
+	}
+	return s.e.Run(ctx, shell.Spec{Script: inv.Command.File, Args: inv.Args, Dir: inv.Dir,
+		Env: inv.Env, Streams: inv.Streams, Limits: inv.Limits})
+}
+
+type dockerExecutor struct{ e *docker.Executor }
+
+func (d *dockerExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
+	return d.e.Run(ctx, docker.Spec{Image: inv.Image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
+		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: inv.Pool})
+}
+
+func (d *dockerExecutor) Close() error { return d.e.Close() }
+
+// loadPolicy merges the settings layers that apply to the project: the
+// managed policy, the user's config, ccrun.json and ccrun.local.json.
+func loadPolicy(dir string, extra []*permission.Settings) (*permission.Policy, error) {
+	layers, err := permission.LoadLayers(permission.DefaultLocations(dir))
+	if err != nil {
+		return nil, err
+	}
+	return permission.New(permission.Config{Layers: append(layers, extra...), ProjectDir: dir})
+}
