@@ -1,0 +1,409 @@
+package wasm
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+	"time"
+
+	esys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// rootFS is the file system a guest sees at one mount. Every lookup goes
+// through an *os.Root, which resolves each path component itself and
+// refuses to leave the mounted directory, whether by "..", by an absolute
+// path, or by a symbolic link (one that was already there, or one the guest
+// made) pointing out. wazero's own directory mounts (sysfs.DirFS) join the
+// guest path onto the host path and let the kernel follow symbolic links,
+// which leaves the tree; see docs/wasm.md.
+//
+// A read-only rootFS refuses every change with EROFS before touching the
+// host. A writable one still refuses to create a symbolic link whose target
+// is absolute or climbs out of the mount, so that nothing the guest leaves
+// behind points the host (or a later run) outside the mount.
+//
+// A rootFS is used by one module instance; os.Root is safe for concurrent
+// use, so instances never share state through it beyond the host directory.
+type rootFS struct {
+	esys.UnimplementedFS
+	root     *os.Root
+	writable bool
+}
+
+// rel turns the path wazero hands over (already cleaned and relative to
+// the mount, possibly with a trailing slash) into a name for os.Root.
+func rel(p string) string {
+	switch p {
+	case "", ".", "/":
+		return "."
+	}
+	if p[0] == '/' {
+		p = p[1:]
+	}
+	return p
+}
+
+// errno maps a host error to the errno the guest sees. An escape refused
+// by os.Root (not a system error) becomes EPERM.
+func errno(err error) esys.Errno {
+	if err == nil {
+		return 0
+	}
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return esys.UnwrapOSError(se)
+	}
+	e := esys.UnwrapOSError(err)
+	if e == esys.EIO {
+		return esys.EPERM
+	}
+	return e
+}
+
+const writeFlags = esys.O_WRONLY | esys.O_RDWR | esys.O_APPEND | esys.O_CREAT | esys.O_TRUNC
+
+func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.File, esys.Errno) {
+	name := rel(p)
+	if !r.writable && flag&writeFlags != 0 {
+		return nil, esys.EROFS
+	}
+	if flag&esys.O_DIRECTORY != 0 && flag&(esys.O_WRONLY|esys.O_RDWR) != 0 {
+		return nil, esys.EISDIR
+	}
+	if flag&esys.O_NOFOLLOW != 0 {
+		if st, err := r.root.Lstat(name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, esys.ELOOP
+		}
+	}
+	var of int
+	switch {
+	case flag&esys.O_RDWR != 0:
+		of = os.O_RDWR
+	case flag&esys.O_WRONLY != 0:
+		of = os.O_WRONLY
+	default:
+		of = os.O_RDONLY
+	}
+	if flag&esys.O_APPEND != 0 {
+		of |= os.O_APPEND
+	}
+	if flag&esys.O_CREAT != 0 {
+		of |= os.O_CREATE
+	}
+	if flag&esys.O_EXCL != 0 {
+		of |= os.O_EXCL
+	}
+	if flag&esys.O_TRUNC != 0 {
+		of |= os.O_TRUNC
+	}
+	if flag&(esys.O_SYNC|esys.O_DSYNC|esys.O_RSYNC) != 0 {
+		of |= os.O_SYNC
+	}
+	f, err := r.root.OpenFile(name, of, perm)
+	if err != nil {
+		e := errno(err)
+		if e == esys.ENOTDIR && flag&esys.O_DIRECTORY == 0 {
+			e = esys.ENOENT
+		}
+		return nil, e
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, errno(err)
+	}
+	if flag&esys.O_DIRECTORY != 0 && !st.IsDir() {
+		_ = f.Close()
+		return nil, esys.ENOTDIR
+	}
+	return &rootFile{seeker: seeker[int64]{sf: f, dir: st.IsDir()}, f: f, st: st, append: of&os.O_APPEND != 0, ro: !r.writable}, 0
+}
+
+func (r *rootFS) Lstat(p string) (sys.Stat_t, esys.Errno) {
+	st, err := r.root.Lstat(rel(p))
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(st), 0
+}
+
+func (r *rootFS) Stat(p string) (sys.Stat_t, esys.Errno) {
+	st, err := r.root.Stat(rel(p))
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(st), 0
+}
+
+func (r *rootFS) Mkdir(p string, perm fs.FileMode) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	e := errno(r.root.Mkdir(rel(p), perm))
+	if e == esys.ENOTDIR {
+		e = esys.ENOENT
+	}
+	return e
+}
+
+func (r *rootFS) Chmod(p string, perm fs.FileMode) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	return errno(r.root.Chmod(rel(p), perm))
+}
+
+func (r *rootFS) Rename(from, to string) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	return errno(r.root.Rename(rel(from), rel(to)))
+}
+
+func (r *rootFS) Rmdir(p string) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	name := rel(p)
+	st, err := r.root.Lstat(name)
+	if err != nil {
+		return errno(err)
+	}
+	if !st.IsDir() {
+		return esys.ENOTDIR
+	}
+	return errno(r.root.Remove(name))
+}
+
+func (r *rootFS) Unlink(p string) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	name := rel(p)
+	st, err := r.root.Lstat(name)
+	if err != nil {
+		return errno(err)
+	}
+	if st.IsDir() {
+		return esys.EISDIR
+	}
+	return errno(r.root.Remove(name))
+}
+
+func (r *rootFS) Link(oldPath, newPath string) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	return errno(r.root.Link(rel(oldPath), rel(newPath)))
+}
+
+// Symlink refuses a target that is absolute or that, read from the link's
+// directory, climbs out of the mount: such a link could only be followed
+// outside the sandbox, by the host.
+func (r *rootFS) Symlink(target, link string) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	if path.IsAbs(target) || target == "" {
+		return esys.EPERM
+	}
+	if !fs.ValidPath(path.Join(path.Dir(rel(link)), target)) {
+		return esys.EPERM
+	}
+	return errno(r.root.Symlink(target, rel(link)))
+}
+
+func (r *rootFS) Readlink(p string) (string, esys.Errno) {
+	s, err := r.root.Readlink(rel(p))
+	if err != nil {
+		return "", errno(err)
+	}
+	return s, 0
+}
+
+func (r *rootFS) Utimens(p string, atim, mtim int64) esys.Errno {
+	if !r.writable {
+		return esys.EROFS
+	}
+	name := rel(p)
+	st, err := r.root.Stat(name)
+	if err != nil {
+		return errno(err)
+	}
+	cur := sys.NewStat_t(st)
+	return errno(r.root.Chtimes(name, utime(atim, cur.Atim), utime(mtim, cur.Mtim)))
+}
+
+func utime(t, cur int64) time.Time {
+	if t == esys.UTIME_OMIT {
+		t = cur
+	}
+	return time.Unix(0, t)
+}
+
+// rootFile is an open file or directory of a rootFS. It only ever acts on
+// its descriptor, never on a path, so it cannot be steered elsewhere.
+var _ esys.File = (*rootFile)(nil)
+
+type rootFile struct {
+	seeker[int64]
+	f      *os.File
+	st     fs.FileInfo // at open: device, inode and type do not change
+	append bool
+	ro     bool // opened from a read-only mount: no change, not even metadata
+}
+
+func (f *rootFile) Dev() (uint64, esys.Errno) { return sys.NewStat_t(f.st).Dev, 0 }
+
+func (f *rootFile) Ino() (sys.Inode, esys.Errno) { return sys.NewStat_t(f.st).Ino, 0 }
+
+func (f *rootFile) IsDir() (bool, esys.Errno) { return f.st.IsDir(), 0 }
+
+func (f *rootFile) IsAppend() bool { return f.append }
+
+func (f *rootFile) SetAppend(enable bool) esys.Errno {
+	if f.ro {
+		return esys.EROFS
+	}
+	if e := setAppend(f.f, enable); e != 0 {
+		return e
+	}
+	f.append = enable
+	return 0
+}
+
+func (f *rootFile) Stat() (sys.Stat_t, esys.Errno) {
+	st, err := f.f.Stat()
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(st), 0
+}
+
+func (f *rootFile) Read(buf []byte) (int, esys.Errno) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	if f.st.IsDir() {
+		return 0, esys.EISDIR
+	}
+	n, err := f.f.Read(buf)
+	return n, errno(eofOK(err))
+}
+
+func (f *rootFile) Pread(buf []byte, off int64) (int, esys.Errno) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	if f.st.IsDir() {
+		return 0, esys.EISDIR
+	}
+	n, err := f.f.ReadAt(buf, off)
+	return n, errno(eofOK(err))
+}
+
+func eofOK(err error) error {
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// seeker gives rootFile the Seek that sys.File wants. It is generic only
+// because go vet's stdmethods check reports any non-generic method named
+// Seek that does not return error, as sys.File's must.
+type seeker[T ~int64] struct {
+	sf  *os.File
+	dir bool
+}
+
+func (s *seeker[T]) Seek(offset T, whence int) (int64, esys.Errno) {
+	if s.dir && (offset != 0 || whence != io.SeekStart) {
+		return 0, esys.EISDIR
+	}
+	n, err := s.sf.Seek(int64(offset), whence)
+	return n, errno(err)
+}
+
+func (f *rootFile) Readdir(n int) ([]esys.Dirent, esys.Errno) {
+	if !f.st.IsDir() {
+		return nil, esys.EBADF
+	}
+	ents, err := f.f.ReadDir(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, errno(err)
+	}
+	out := make([]esys.Dirent, 0, len(ents))
+	for _, e := range ents {
+		d := esys.Dirent{Name: e.Name(), Type: e.Type()}
+		if info, err := e.Info(); err == nil {
+			d.Ino = sys.NewStat_t(info).Ino
+		}
+		out = append(out, d)
+	}
+	return out, 0
+}
+
+func (f *rootFile) Write(buf []byte) (int, esys.Errno) {
+	if f.ro {
+		return 0, esys.EBADF
+	}
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	if f.st.IsDir() {
+		return 0, esys.EBADF
+	}
+	n, err := f.f.Write(buf)
+	return n, errno(err)
+}
+
+func (f *rootFile) Pwrite(buf []byte, off int64) (int, esys.Errno) {
+	if f.ro {
+		return 0, esys.EBADF
+	}
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	if f.st.IsDir() {
+		return 0, esys.EBADF
+	}
+	n, err := f.f.WriteAt(buf, off)
+	return n, errno(err)
+}
+
+func (f *rootFile) Truncate(size int64) esys.Errno {
+	if f.ro {
+		return esys.EBADF
+	}
+	if f.st.IsDir() {
+		return esys.EISDIR
+	}
+	if size < 0 {
+		return esys.EINVAL
+	}
+	return errno(f.f.Truncate(size))
+}
+
+func (f *rootFile) Sync() esys.Errno {
+	err := f.f.Sync()
+	if f.st.IsDir() && errors.Is(err, syscall.EINVAL) {
+		return 0
+	}
+	return errno(err)
+}
+
+func (f *rootFile) Datasync() esys.Errno { return f.Sync() }
+
+func (f *rootFile) Utimens(atim, mtim int64) esys.Errno {
+	if f.ro {
+		return esys.EROFS
+	}
+	return futimens(f.f, atim, mtim)
+}
+
+func (f *rootFile) Close() esys.Errno { return errno(f.f.Close()) }

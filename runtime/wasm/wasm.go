@@ -1,0 +1,610 @@
+// Package wasm runs WebAssembly modules (WASI preview 1, a `_start`
+// command) in wazero, confined: a guest sees only the arguments, the
+// environment variables and the directories its Spec declares, has no
+// network, and is held to the memory, time and output limits of
+// job.Limits.
+//
+// Directories are mounted through os.Root, never through wazero's own
+// directory mounts, so that no path, symbolic link or hard link leads a
+// guest outside them (see docs/wasm.md for the cases tested).
+//
+// An Executor compiles each distinct module once (cached in memory by the
+// SHA-256 of its bytes, and on disk across processes) and runs any number
+// of instances of it at once. An Executor is safe for concurrent use.
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	esys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Error classes returned by Run and New. Test them with errors.Is.
+var (
+	// ErrNotWasm: the bytes are not a WebAssembly binary module.
+	ErrNotWasm = errors.New("not a wasm module")
+	// ErrTruncated: the module ends before its sections do.
+	ErrTruncated = errors.New("truncated wasm module")
+	// ErrInvalidModule: the module does not decode, validate or link (an
+	// import that is neither WASI preview 1 nor satisfied, for example).
+	ErrInvalidModule = errors.New("invalid wasm module")
+	// ErrMissingStart: the module exports no `_start` function, so it is
+	// not a WASI command.
+	ErrMissingStart = errors.New("wasm module has no _start function")
+	// ErrInvalidSpec: the Spec itself is wrong (a bad mount, env entry or
+	// argument).
+	ErrInvalidSpec = errors.New("invalid wasm run")
+	// ErrClosed: the Executor was closed.
+	ErrClosed = errors.New("wasm executor closed")
+)
+
+// TrapExit is the exit code reported for a guest that trapped (hit
+// `unreachable`, accessed memory out of bounds, divided by zero...): the
+// code of an aborted process (128+SIGABRT), as wasmtime reports it.
+const TrapExit = 134
+
+// Executor runs modules. Build one with New; it is safe for concurrent use
+// and should be closed with Close.
+type Executor struct {
+	rt        wazero.Runtime
+	cache     wazero.CompilationCache
+	cacheDir  string // "" when there is no disk cache; symlinks resolved
+	memory    int64
+	interrupt bool
+
+	// mountFS makes the file system of one mount; tests swap in wazero's
+	// own to compare.
+	mountFS func(r *os.Root, m job.Mount) esys.FS
+
+	mu      sync.Mutex
+	modules map[[sha256.Size]byte]*compiled
+	closed  bool
+}
+
+type compiled struct {
+	ready chan struct{} // closed once mod or err is set
+	mod   wazero.CompiledModule
+	err   error
+}
+
+type config struct {
+	cacheDir  string
+	memory    int64
+	interrupt bool
+}
+
+// Option configures an Executor.
+type Option func(*config) error
+
+// WithCacheDir keeps compiled modules on disk in dir (created 0700 when
+// missing), so that a new process does not compile them again. Default:
+// os.UserCacheDir()/ccrun/wasm, or no disk cache when the user has no cache
+// directory. "" disables the disk cache. No guest can reach dir: a mount
+// that contains it or lies inside it is refused.
+func WithCacheDir(dir string) Option {
+	return func(c *config) error {
+		c.cacheDir = dir
+		return nil
+	}
+}
+
+// WithMemoryLimit sets the memory cap, in bytes, of a run whose
+// Limits.Memory is zero. Default: job.DefaultMemory (256 MiB).
+func WithMemoryLimit(bytes int64) Option {
+	return func(c *config) error {
+		if bytes <= 0 {
+			return fmt.Errorf("memory limit %d: %w", bytes, ErrInvalidSpec)
+		}
+		c.memory = bytes
+		return nil
+	}
+}
+
+// WithInterrupt says whether compiled code checks, at every function entry
+// and loop, whether its run was stopped (wazero's CloseOnContextDone).
+// Default: true — without it a guest that loops without calling the host
+// cannot be stopped by Limits.Timeout or the output cap and runs to its
+// end. Turn it off only for trusted modules; see docs/wasm.md for its cost.
+func WithInterrupt(on bool) Option {
+	return func(c *config) error {
+		c.interrupt = on
+		return nil
+	}
+}
+
+// New returns an Executor. The context is used to create the wazero
+// runtime only.
+func New(ctx context.Context, opts ...Option) (*Executor, error) {
+	c := config{memory: job.DefaultMemory, interrupt: true}
+	if d, err := os.UserCacheDir(); err == nil {
+		c.cacheDir = filepath.Join(d, "ccrun", "wasm")
+	}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, modules: map[[sha256.Size]byte]*compiled{}, mountFS: confined}
+	if c.cacheDir != "" {
+		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
+			return nil, fmt.Errorf("wasm cache dir: %w", err)
+		}
+		real, err := filepath.EvalSymlinks(c.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm cache dir: %w", err)
+		}
+		e.cacheDir = real
+		if e.cache, err = wazero.NewCompilationCacheWithDir(real); err != nil {
+			return nil, fmt.Errorf("wasm cache dir: %w", err)
+		}
+	} else {
+		e.cache = wazero.NewCompilationCache()
+	}
+	rc := wazero.NewRuntimeConfigCompiler().
+		WithCloseOnContextDone(c.interrupt).
+		WithCompilationCache(e.cache)
+	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+		_ = e.rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
+	}
+	return e, nil
+}
+
+// Close releases the runtime and every compiled module. Runs still going
+// are stopped. The disk cache stays.
+func (e *Executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	err := e.rt.Close(ctx)
+	return errors.Join(err, e.cache.Close(ctx))
+}
+
+// Spec is one run of a module.
+type Spec struct {
+	// Module is the module's bytes. When nil, the module is read from Path.
+	Module []byte
+	// Path is the module's file, read when Module is nil.
+	Path string
+	// Name is argv[0]. Default: the base name of Path, or "module.wasm".
+	Name string
+	// Args are argv[1:]. Nothing else is passed; an empty argument is
+	// refused by wazero (ErrInvalidSpec).
+	Args []string
+	// Env is the guest's whole environment, as KEY=value entries. Nothing
+	// from the host's environment is passed.
+	Env []string
+	// Mounts are the only host directories the guest sees, each read-only
+	// unless Writable. Guest paths must be absolute and distinct.
+	Mounts []job.Mount
+	// Streams are stdin (nil: empty) and the writers output is copied to as
+	// it comes (the Result keeps it too).
+	Streams job.Streams
+	// Limits bound the run; zero fields take job's defaults, except Memory,
+	// whose default is the Executor's (WithMemoryLimit). Pids and CPUs do
+	// not apply: a guest has one thread.
+	Limits job.Limits
+	// Deterministic gives the guest a fixed clock that only advances when
+	// read, sleeps that return at once, and a seeded random source, so that
+	// runs repeat exactly. Default false: the host's clocks, real sleeps,
+	// crypto/rand.
+	Deterministic bool
+}
+
+// Run compiles (or finds compiled) the module and runs its `_start`. A
+// guest's exit, whatever its code, and a guest stopped by a limit are a
+// Result, not an error. A trap is Reason Exit with ExitCode TrapExit and
+// Detail naming the trap and the function. Errors are ErrNotWasm,
+// ErrTruncated, ErrInvalidModule, ErrMissingStart, ErrInvalidSpec,
+// ErrClosed, or a failure to read Path.
+func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+	start := time.Now()
+	bin, name := s.Module, s.Name
+	if bin == nil {
+		if s.Path == "" {
+			return nil, fmt.Errorf("wasm: no module and no path: %w", ErrInvalidSpec)
+		}
+		b, err := os.ReadFile(s.Path)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: read module: %w", err)
+		}
+		bin = b
+	}
+	if name == "" {
+		name = "module.wasm"
+		if s.Path != "" {
+			name = filepath.Base(s.Path)
+		}
+	}
+	lim := s.Limits
+	if lim.Memory == 0 {
+		lim.Memory = e.memory
+	}
+	lim = lim.WithDefaults()
+
+	mod, err := e.compile(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, func() { cancel(errOutputCap) })
+	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, func() { cancel(errOutputCap) })
+	result := func(r job.Reason, code int, detail string) *job.Result {
+		return &job.Result{
+			Reason: r, ExitCode: code, Detail: detail,
+			Stdout: stdout.Bytes(), Stderr: stderr.Bytes(),
+			Truncated: stdout.Exceeded() || stderr.Exceeded(),
+			Duration:  time.Since(start),
+		}
+	}
+
+	for _, m := range mod.ExportedMemories() {
+		if int64(m.Min())*65536 > lim.Memory {
+			return result(job.Memory, job.KilledExitCode,
+				fmt.Sprintf("the module needs %d bytes of memory at start, over the limit of %d", int64(m.Min())*65536, lim.Memory)), nil
+		}
+	}
+
+	cfg, closeFS, err := e.moduleConfig(runCtx, s, name)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFS()
+	cfg = cfg.WithStdout(stdout).WithStderr(stderr)
+
+	if lim.Timeout > 0 {
+		t := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
+		defer t.Stop()
+	}
+	mem := &allocator{limit: uint64(lim.Memory)}
+	instCtx := experimental.WithMemoryAllocator(runCtx, mem)
+	runErr := instantiate(instCtx, e.rt, mod, cfg)
+	return e.classify(ctx, runCtx, runErr, mem, result, lim)
+}
+
+var (
+	errTimeout   = errors.New("timeout")
+	errOutputCap = errors.New("output cap")
+)
+
+// instantiate runs the module; a panic inside wazero becomes an error.
+func instantiate(ctx context.Context, rt wazero.Runtime, mod wazero.CompiledModule, cfg wazero.ModuleConfig) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("wazero panic: %v", p)
+		}
+	}()
+	m, err := rt.InstantiateModule(ctx, mod, cfg)
+	if m != nil {
+		_ = m.Close(context.WithoutCancel(ctx))
+	}
+	return err
+}
+
+func (e *Executor) classify(ctx, runCtx context.Context, err error, mem *allocator, result func(job.Reason, int, string) *job.Result, lim job.Limits) (*job.Result, error) {
+	var exit *sys.ExitError
+	stopped := errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeContextCanceled || exit.ExitCode() == sys.ExitCodeDeadlineExceeded)
+	cause := context.Cause(runCtx)
+	switch {
+	case err == nil:
+		if cause == errOutputCap {
+			return result(job.OutputCap, 0, "output went past the limit"), nil
+		}
+		return result(job.Exit, 0, ""), nil
+	case mem.denied.Load():
+		return result(job.Memory, job.KilledExitCode, fmt.Sprintf("memory limit of %d bytes reached", lim.Memory)), nil
+	case (stopped || cause != nil) && cause == errOutputCap:
+		return result(job.OutputCap, job.KilledExitCode, "output went past the limit of "+fmt.Sprint(lim.Output)+" bytes"), nil
+	case (stopped || cause != nil) && cause == errTimeout:
+		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
+	case (stopped || cause != nil) && ctx.Err() != nil:
+		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
+	case exit != nil:
+		return result(job.Exit, int(exit.ExitCode()), ""), nil
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "wasm error:") {
+		return result(job.Exit, TrapExit, trapDetail(msg)), nil
+	}
+	return nil, fmt.Errorf("wasm: instantiate: %v: %w", err, ErrInvalidModule)
+}
+
+// trapDetail turns wazero's trap error ("wasm error: unreachable\nwasm
+// stack trace:\n\tmod.fn()\n...") into "trap: unreachable in fn".
+func trapDetail(msg string) string {
+	lines := strings.Split(msg, "\n")
+	what := strings.TrimSpace(strings.TrimPrefix(lines[0], "wasm error:"))
+	if i := strings.Index(lines[0], "wasm error:"); i >= 0 {
+		what = strings.TrimSpace(lines[0][i+len("wasm error:"):])
+	}
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "wasm stack trace:") && i+1 < len(lines) {
+			fn := strings.TrimSpace(lines[i+1])
+			if j := strings.Index(fn, "("); j > 0 {
+				fn = fn[:j]
+			}
+			if j := strings.Index(fn, "."); j >= 0 {
+				fn = fn[j+1:]
+			}
+			return "trap: " + what + " in function " + fn
+		}
+	}
+	return "trap: " + what
+}
+
+// compile returns the compiled module for bin, compiling it at most once
+// per Executor however many runs ask for it at the same time.
+func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
+	if err := checkHeader(bin); err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(bin)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
+	}
+	c, ok := e.modules[key]
+	if !ok {
+		c = &compiled{ready: make(chan struct{})}
+		e.modules[key] = c
+	}
+	e.mu.Unlock()
+	if ok {
+		select {
+		case <-c.ready:
+			return c.mod, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c.mod, c.err = e.compileNow(context.WithoutCancel(ctx), bin)
+	close(c.ready)
+	if c.err != nil {
+		e.mu.Lock()
+		delete(e.modules, key) // errors are not kept: they are cheap to find again
+		e.mu.Unlock()
+	}
+	return c.mod, c.err
+}
+
+func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
+	mod, err := e.rt.CompileModule(ctx, bin)
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end") {
+			return nil, fmt.Errorf("wasm: compile: %v: %w", err, ErrTruncated)
+		}
+		return nil, fmt.Errorf("wasm: compile: %v: %w", err, ErrInvalidModule)
+	}
+	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
+		_ = mod.Close(ctx)
+		return nil, fmt.Errorf("wasm: compile: %w", ErrMissingStart)
+	}
+	return mod, nil
+}
+
+var magic = []byte("\x00asm")
+
+// checkHeader sorts out what is not a wasm binary before wazero looks.
+func checkHeader(bin []byte) error {
+	n := min(len(bin), 4)
+	if !bytes.Equal(bin[:n], magic[:n]) {
+		return fmt.Errorf("wasm: %w: no \\0asm magic number", ErrNotWasm)
+	}
+	if len(bin) < 8 {
+		return fmt.Errorf("wasm: %w: %d bytes", ErrTruncated, len(bin))
+	}
+	if !bytes.Equal(bin[4:8], []byte{1, 0, 0, 0}) {
+		return fmt.Errorf("wasm: %w: binary version %x, want 1 (a core module, not a component)", ErrNotWasm, bin[4:8])
+	}
+	return nil
+}
+
+// moduleConfig builds the guest's whole world: argv, env, mounts, stdin,
+// clocks and randomness. The returned func closes the mounts.
+func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wazero.ModuleConfig, func(), error) {
+	cfg := wazero.NewModuleConfig().WithName("")
+	for _, a := range s.Args {
+		if a == "" || strings.IndexByte(a, 0) >= 0 {
+			return nil, nil, fmt.Errorf("wasm: argument %q: empty or with NUL: %w", a, ErrInvalidSpec)
+		}
+	}
+	cfg = cfg.WithArgs(append([]string{name}, s.Args...)...)
+	for _, kv := range s.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			return nil, nil, fmt.Errorf("wasm: env entry %q: want KEY=value: %w", kv, ErrInvalidSpec)
+		}
+		cfg = cfg.WithEnv(k, v)
+	}
+	// Deterministic runs keep wazero's defaults: a fake clock, no-op
+	// sleeps, a seeded random source.
+	if !s.Deterministic {
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
+			WithNanosleep(func(ns int64) {
+				t := time.NewTimer(time.Duration(ns))
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-runCtx.Done():
+				}
+			})
+	}
+	cfg = cfg.WithStdin(stdin(runCtx, s.Streams.Stdin))
+
+	var roots []*os.Root
+	closeAll := func() {
+		for _, r := range roots {
+			_ = r.Close()
+		}
+	}
+	fsc := wazero.NewFSConfig()
+	seen := map[string]bool{}
+	for _, m := range s.Mounts {
+		g := m.Guest
+		if !path.IsAbs(g) {
+			closeAll()
+			return nil, nil, fmt.Errorf("wasm: mount %s: guest path not absolute: %w", m, ErrInvalidSpec)
+		}
+		g = path.Clean(g)
+		if seen[g] {
+			closeAll()
+			return nil, nil, fmt.Errorf("wasm: mount %s: guest path mounted twice: %w", m, ErrInvalidSpec)
+		}
+		seen[g] = true
+		if err := e.checkMountHost(m.Host); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("wasm: mount %s: %w", m, err)
+		}
+		r, err := os.OpenRoot(m.Host)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("wasm: mount %s: %v: %w", m, err, ErrInvalidSpec)
+		}
+		roots = append(roots, r)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(e.mountFS(r, m), g)
+	}
+	return cfg.WithFSConfig(fsc), closeAll, nil
+}
+
+// confined is the file system of a mount: the host directory through
+// os.Root.
+func confined(r *os.Root, m job.Mount) esys.FS {
+	return &rootFS{root: r, writable: m.Writable}
+}
+
+// checkMountHost refuses a host directory that is not a directory or that
+// overlaps the compilation cache (which holds native code the host runs).
+func (e *Executor) checkMountHost(host string) error {
+	real, err := filepath.EvalSymlinks(host)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, ErrInvalidSpec)
+	}
+	if st, err := os.Stat(real); err != nil || !st.IsDir() {
+		return fmt.Errorf("host path is not a directory: %w", ErrInvalidSpec)
+	}
+	if e.cacheDir != "" && (within(real, e.cacheDir) || within(e.cacheDir, real)) {
+		return fmt.Errorf("host path overlaps the compilation cache %s: %w", e.cacheDir, ErrInvalidSpec)
+	}
+	return nil
+}
+
+// within reports whether p is dir or inside it (both absolute, clean).
+func within(p, dir string) bool {
+	r, err := filepath.Rel(dir, p)
+	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
+}
+
+// stdin returns what the guest reads as stdin: nothing when r is nil, r
+// itself when reading it cannot block, and otherwise a reader whose Read
+// gives up when the run is stopped, so that a guest blocked on stdin does
+// not outlive its timeout.
+func stdin(ctx context.Context, r io.Reader) io.Reader {
+	switch r.(type) {
+	case nil:
+		return bytes.NewReader(nil)
+	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
+		return r
+	}
+	return &stoppable{ctx: ctx, r: r}
+}
+
+type stoppable struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+type readResult struct {
+	b   []byte
+	err error
+}
+
+// Read reads into a buffer of its own in another goroutine: when the run
+// is stopped it returns at once, and the read left behind writes into
+// nothing the guest owns.
+func (s *stoppable) Read(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("stdin: run stopped: %w", err)
+	}
+	ch := make(chan readResult, 1)
+	buf := make([]byte, len(p))
+	go func() {
+		n, err := s.r.Read(buf)
+		ch <- readResult{buf[:n], err}
+	}()
+	select {
+	case res := <-ch:
+		return copy(p, res.b), res.err
+	case <-s.ctx.Done():
+		return 0, fmt.Errorf("stdin: run stopped: %w", s.ctx.Err())
+	}
+}
+
+// allocator backs each run's linear memory with a Go slice that never
+// grows past limit: memory.grow beyond it fails (and is remembered, so the
+// run ends with Reason Memory), whatever maximum the module declares.
+type allocator struct {
+	limit  uint64
+	denied atomic.Bool
+}
+
+func (a *allocator) Allocate(_, _ uint64) experimental.LinearMemory {
+	return &linearMemory{a: a}
+}
+
+type linearMemory struct {
+	a   *allocator
+	buf []byte
+}
+
+func (m *linearMemory) Reallocate(size uint64) []byte {
+	if size > m.a.limit {
+		m.a.denied.Store(true)
+		return nil
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size] // never used before: still zero
+		return m.buf
+	}
+	c := max(size, min(2*uint64(cap(m.buf)), m.a.limit))
+	b := make([]byte, size, c)
+	copy(b, m.buf)
+	m.buf = b
+	return b
+}
+
+func (m *linearMemory) Free() { m.buf = nil }

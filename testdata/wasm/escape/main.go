@@ -1,0 +1,213 @@
+//go:build wasip1
+
+// Command escape is a hostile guest: it tries one way out of its mounts and
+// prints "DONE: ..." when the attempt worked or "BLOCKED: ..." when the
+// host refused it. It talks WASI directly (go:wasmimport), so that the paths
+// it sends are exactly the ones given, not cleaned by Go's os package.
+//
+// Usage (DIR is a guest mount point such as /rw; PATH is sent as is,
+// relative to that preopened directory):
+//
+//	escape read DIR PATH              open PATH (following symlinks) and read it
+//	escape read-nofollow DIR PATH     the same without following a final symlink
+//	escape write DIR PATH DATA        open PATH for writing (create) and write DATA
+//	escape symlink DIR TARGET LINK    create LINK -> TARGET, then read LINK
+//	escape link DIR1 OLD DIR2 NEW DATA  hard-link OLD to NEW, then write DATA to NEW
+//	escape rename DIR1 OLD DIR2 NEW   rename OLD to NEW
+//	escape mkdir DIR PATH             create directory PATH
+//	escape unlink DIR PATH            remove file PATH
+//	escape list DIR PATH              list directory PATH
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unsafe"
+)
+
+//go:wasmimport wasi_snapshot_preview1 path_open
+func pathOpen(fd int32, dirflags uint32, path unsafe.Pointer, pathLen uint32, oflags uint32, rightsBase uint64, rightsInheriting uint64, fdflags uint32, result unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_symlink
+func pathSymlink(old unsafe.Pointer, oldLen uint32, fd int32, newPath unsafe.Pointer, newLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_link
+func pathLink(oldFd int32, oldFlags uint32, old unsafe.Pointer, oldLen uint32, newFd int32, newPath unsafe.Pointer, newLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_rename
+func pathRename(fd int32, old unsafe.Pointer, oldLen uint32, newFd int32, newPath unsafe.Pointer, newLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_create_directory
+func pathCreateDirectory(fd int32, path unsafe.Pointer, pathLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_unlink_file
+func pathUnlinkFile(fd int32, path unsafe.Pointer, pathLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_prestat_get
+func fdPrestatGet(fd int32, buf unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_prestat_dir_name
+func fdPrestatDirName(fd int32, buf unsafe.Pointer, bufLen uint32) uint32
+
+const (
+	lookupFollow = 1
+	oCreat       = 1
+	oDirectory   = 2
+	oTrunc       = 8
+	rightRead    = 1 << 1
+	rightWrite   = 1 << 6
+	rightReaddir = 1 << 14
+)
+
+func ptr(s string) (unsafe.Pointer, uint32) {
+	b := []byte(s)
+	if len(b) == 0 {
+		b = []byte{0}
+		return unsafe.Pointer(&b[0]), 0
+	}
+	return unsafe.Pointer(&b[0]), uint32(len(b))
+}
+
+// preopen finds the descriptor of the preopened directory named dir.
+func preopen(dir string) int32 {
+	for fd := int32(3); fd < 64; fd++ {
+		var st [8]byte
+		if fdPrestatGet(fd, unsafe.Pointer(&st[0])) != 0 {
+			continue
+		}
+		n := uint32(st[4]) | uint32(st[5])<<8 | uint32(st[6])<<16 | uint32(st[7])<<24
+		name := make([]byte, n+1)
+		if fdPrestatDirName(fd, unsafe.Pointer(&name[0]), n) != 0 {
+			continue
+		}
+		if strings.TrimRight(string(name[:n]), "\x00") == dir {
+			return fd
+		}
+	}
+	fmt.Println("SETUP: no preopen", dir)
+	os.Exit(3)
+	return -1
+}
+
+func open(dir, path string, follow, write, directory bool) (*os.File, uint32) {
+	var flags uint32
+	if follow {
+		flags = lookupFollow
+	}
+	var oflags uint32
+	rights := uint64(rightRead)
+	if write {
+		oflags = oCreat | oTrunc
+		rights |= rightWrite
+	}
+	if directory {
+		oflags = oDirectory
+		rights = rightRead | rightReaddir
+	}
+	p, n := ptr(path)
+	var fd int32
+	if e := pathOpen(preopen(dir), flags, p, n, oflags, rights, rights, 0, unsafe.Pointer(&fd)); e != 0 {
+		return nil, e
+	}
+	return os.NewFile(uintptr(fd), path), 0
+}
+
+func blocked(what string, errno uint32) {
+	fmt.Printf("BLOCKED: %s: errno %d\n", what, errno)
+	os.Exit(0)
+}
+
+func blockedErr(what string, err error) {
+	fmt.Printf("BLOCKED: %s: %v\n", what, err)
+	os.Exit(0)
+}
+
+func readPath(dir, path string, follow bool) {
+	f, e := open(dir, path, follow, false, false)
+	if e != 0 {
+		blocked("open", e)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		blockedErr("read", err)
+	}
+	fmt.Printf("DONE: read %q\n", b)
+}
+
+func writePath(dir, path, data string) {
+	f, e := open(dir, path, true, true, false)
+	if e != 0 {
+		blocked("open", e)
+	}
+	if _, err := f.Write([]byte(data)); err != nil {
+		blockedErr("write", err)
+	}
+	if err := f.Close(); err != nil {
+		blockedErr("close", err)
+	}
+	fmt.Println("DONE: wrote", len(data), "bytes")
+}
+
+func main() {
+	a := os.Args[1:]
+	if len(a) < 3 {
+		fmt.Println("usage: escape ATTACK ARGS...")
+		os.Exit(2)
+	}
+	switch a[0] {
+	case "read":
+		readPath(a[1], a[2], true)
+	case "read-nofollow":
+		readPath(a[1], a[2], false)
+	case "write":
+		writePath(a[1], a[2], a[3])
+	case "symlink":
+		tp, tn := ptr(a[2])
+		lp, ln := ptr(a[3])
+		if e := pathSymlink(tp, tn, preopen(a[1]), lp, ln); e != 0 {
+			blocked("symlink", e)
+		}
+		readPath(a[1], a[3], true)
+	case "link":
+		op, on := ptr(a[2])
+		np, nn := ptr(a[4])
+		if e := pathLink(preopen(a[1]), lookupFollow, op, on, preopen(a[3]), np, nn); e != 0 {
+			blocked("link", e)
+		}
+		writePath(a[3], a[4], a[5])
+	case "rename":
+		op, on := ptr(a[2])
+		np, nn := ptr(a[4])
+		if e := pathRename(preopen(a[1]), op, on, preopen(a[3]), np, nn); e != 0 {
+			blocked("rename", e)
+		}
+		fmt.Println("DONE: renamed")
+	case "mkdir":
+		p, n := ptr(a[2])
+		if e := pathCreateDirectory(preopen(a[1]), p, n); e != 0 {
+			blocked("mkdir", e)
+		}
+		fmt.Println("DONE: made directory")
+	case "unlink":
+		p, n := ptr(a[2])
+		if e := pathUnlinkFile(preopen(a[1]), p, n); e != 0 {
+			blocked("unlink", e)
+		}
+		fmt.Println("DONE: removed")
+	case "list":
+		f, e := open(a[1], a[2], true, false, true)
+		if e != 0 {
+			blocked("open", e)
+		}
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			blockedErr("readdir", err)
+		}
+		fmt.Printf("DONE: listed %q\n", names)
+	default:
+		fmt.Println("unknown attack", a[0])
+		os.Exit(2)
+	}
+}
