@@ -9,6 +9,7 @@ import (
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // defaultExecutors registers the runtime/... executors, each started on
@@ -59,3 +60,22 @@ func loadPolicy(dir string, extra []*permission.Settings) (*permission.Policy, e
 	}
 	return permission.New(permission.Config{Layers: append(layers, extra...), ProjectDir: dir})
 }
+
+func (r *Runtime) wasmMaker() func(context.Context) (Executor, error) {
+	return func(ctx context.Context) (Executor, error) {
+		e, err := wasm.New(ctx, r.wasm...)
+		if err != nil {
+			return nil, fmt.Errorf("@wasm: %w", err)
+		}
+		return &wasmExecutor{e}, nil
+	}
+}
+
+type wasmExecutor struct{ e *wasm.Executor }
+
+func (w *wasmExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
+	return w.e.Run(ctx, wasm.Spec{Module: inv.Module, Name: inv.ModuleName, Args: inv.Args, Env: inv.Env,
+		Mounts: inv.Mounts, Streams: inv.Streams, Limits: inv.Limits})
+}
+
+func (w *wasmExecutor) Close() error { return w.e.Close(context.Background()) }

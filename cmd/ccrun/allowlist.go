@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+)
+
+func (a *app) allowlistCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "allowlist",
+		Short: "List, add, remove and lint grants (session and project allowlists)",
+	}
+	var scope string
+	add := &cobra.Command{
+		Use:   "add KEY --scope session|project",
+		Short: "Grant a key pattern for the session or the project",
+		Long: `Grant a key pattern. --scope project writes it to ccrun.json (atomically, under a lock);
+a @shell key (run_command:…, or a @shell capability) is refused there by the ceiling.
+A capability grant is bound to the capability's current digest: if its files change, it
+is asked again. --scope session needs a session (eval "$(ccrun session start)").`,
+		Example: `  ccrun allowlist add capability:fmt-json --scope project
+  ccrun allowlist add 'run_command:git:*' --scope session`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			p, err := permission.ParsePattern(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			env, capa, err := rt.EnvironmentOf(p)
+			if err != nil {
+				return usageError{err}
+			}
+			e := permission.Entry{Pattern: p, Expiry: permission.Never}
+			if capa != nil {
+				e.Digest = capa.Digest
+			}
+			switch scope {
+			case "project":
+				e.Grant = ceiling.AlwaysThisProject
+				if err := ceiling.Check(env, p.String(), e.Grant); err != nil {
+					return usageError{fmt.Errorf("%w; use --scope session", err)}
+				}
+				if err := rt.Gate().Project.Add(e); err != nil {
+					return err
+				}
+			case "session":
+				e.Grant = ceiling.AlwaysThisSession
+				s, err := openSession()
+				if err != nil {
+					return usageError{err}
+				}
+				if s == nil {
+					return usagef("no session: start one with eval \"$(ccrun session start)\"")
+				}
+				if err := s.Add(e); err != nil {
+					return err
+				}
+			default:
+				return usagef("--scope %q: want session or project", scope)
+			}
+			fmt.Fprintf(a.io.out, "added %s\n", e)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&scope, "scope", "", "session or project (required)")
+	_ = add.MarkFlagRequired("scope")
+
+	var rmScope string
+	remove := &cobra.Command{
+		Use:   "remove KEY",
+		Short: "Remove a grant from the project allowlist (or the session's with --scope session)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if rmScope != "project" {
+				return usagef("--scope %q: only project grants can be removed one by one; end the session to drop its grants", rmScope)
+			}
+			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			ok, err := rt.Gate().Project.Remove(args[0])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return usagef("%s is not in %s", args[0], rt.Gate().Project.Path())
+			}
+			fmt.Fprintf(a.io.out, "removed %s\n", args[0])
+			return nil
+		},
+	}
+	remove.Flags().StringVar(&rmScope, "scope", "project", "project")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the project's and the session's grants",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			fmt.Fprintf(a.io.out, "project (%s):\n", rt.Gate().Project.Path())
+			for _, e := range rt.Gate().Project.Entries() {
+				note := ""
+				if _, err := lintEntry(rt, e); err != nil {
+					note = "   ! " + err.Error()
+				}
+				fmt.Fprintf(a.io.out, "  %s%s\n", e, note)
+			}
+			s, err := openSession()
+			if err != nil {
+				return usageError{err}
+			}
+			if s != nil {
+				fmt.Fprintf(a.io.out, "session %s:\n", s.ID())
+				for _, e := range s.Entries() {
+					fmt.Fprintf(a.io.out, "  %s\n", e)
+				}
+			}
+			return nil
+		},
+	}
+
+	lint := &cobra.Command{
+		Use:   "lint",
+		Short: "Check the project allowlist: exits non-zero on a ceiling violation or an unknown key form",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			var bad []error
+			for _, e := range rt.Gate().Project.Entries() {
+				if warn, err := lintEntry(rt, e); err != nil {
+					bad = append(bad, err)
+					fmt.Fprintf(a.io.err, "%s: %s: %v\n", rt.Gate().Project.Path(), e.Pattern, err)
+				} else if warn != "" {
+					fmt.Fprintf(a.io.err, "%s: %s: warning: %s\n", rt.Gate().Project.Path(), e.Pattern, warn)
+				}
+			}
+			if len(bad) > 0 {
+				return &lintError{n: len(bad), errs: bad}
+			}
+			fmt.Fprintf(a.io.out, "%s: %d entries, no problems\n", rt.Gate().Project.Path(), len(rt.Gate().Project.Entries()))
+			return nil
+		},
+	}
+	c.AddCommand(list, add, remove, lint)
+	return c
+}
+
+// lintEntry checks one project entry: an unknown key form or a grant past
+// the ceiling is an error; a capability that changed since approval is a
+// warning.
+func lintEntry(rt *ccrun.Runtime, e permission.Entry) (warning string, err error) {
+	env, capa, err := rt.EnvironmentOf(e.Pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
+		return "", err
+	}
+	if capa != nil && e.Digest != "" && e.Digest != capa.Digest {
+		return "the capability changed since approval; it will be asked again", nil
+	}
+	if capa != nil && e.Digest == "" {
+		return "not bound to a digest, so it allows nothing; grant it again with ccrun allowlist add", nil
+	}
+	return "", nil
+}
+
+// lintError is a failed lint: a configuration error.
+type lintError struct {
+	n    int
+	errs []error
+}
+
+func (e *lintError) Error() string {
+	return fmt.Sprintf("allowlist lint: %d problem(s)", e.n)
+}
+
+func (e *lintError) Unwrap() []error {
+	return append([]error{permission.ErrInvalidConfig}, e.errs...)
+}
+

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/permission"
+)
+
+// checkReport is what `ccrun check --json` prints. Its fields are stable:
+// users test their policies against them in CI. Add fields; never rename.
+type checkReport struct {
+	Decision    string   `json:"decision"`  // allow, ask or deny: the gate's own answer
+	WouldRun    bool     `json:"would_run"` // whether exec would run it with nobody to ask (only on allow)
+	Key         string   `json:"key"`
+	Compound    bool     `json:"compound"` // an exact key: a compound shell command, matched only by its own text
+	Tool        string   `json:"tool"`
+	Environment string   `json:"environment"`
+	Layer       string   `json:"layer"`          // the gate step that decided
+	Rule        string   `json:"rule,omitempty"` // the rule or allowlist entry that decided
+	Reason      string   `json:"reason"`
+	Offer       string   `json:"offer,omitempty"` // on ask: the most a person may grant
+	Digest      string   `json:"digest,omitempty"`
+	Loosens     []string `json:"loosens"`
+	Diagnostics []string `json:"diagnostics"`
+	Warnings    []string `json:"warnings"`
+}
+
+func (a *app) checkCommand() *cobra.Command {
+	var f callFlags
+	var asJSON bool
+	var sessionAllow []string
+	c := &cobra.Command{
+		Use:   "check [--json] [--session-allow KEY]... (--command CMD | NAME | --wasm FILE | --docker IMAGE)",
+		Short: "Print the decision exec would take with nobody to ask, and run nothing",
+		Long: `Print the decision that ccrun exec would take with nobody to ask: allow, ask or deny, the
+key (and whether it is compound), the gate step that decided, the rule, the reason and any
+diagnostics (such as a ceiling violation). Nothing runs and nothing is written. With
+nobody to ask, an ask is a deny: would_run is true only for allow. Exits 0 when the
+decision could be made; the JSON fields are stable.`,
+		Example: `  ccrun check --command 'git status && git push'
+  ccrun check --json --session-allow run_command:git --command 'git push'`,
+		RunE: func(c *cobra.Command, args []string) error {
+			call, err := f.call(c, args)
+			if err != nil {
+				return err
+			}
+			layer, err := f.settings()
+			if err != nil {
+				return err
+			}
+			sess := permission.NewSessionAllowlist()
+			if cur, err := openSession(); err != nil {
+				return usageError{err}
+			} else if cur != nil {
+				for _, e := range cur.Entries() {
+					if err := sess.Add(e); err != nil {
+						return err
+					}
+				}
+			}
+			for _, k := range sessionAllow {
+				p, err := permission.ParsePattern(k)
+				if err != nil {
+					return usagef("--session-allow: %w", err)
+				}
+				if err := sess.Add(permission.Entry{Pattern: p, Grant: permission.AlwaysThisSession}); err != nil {
+					return usagef("--session-allow %s: %w", k, err)
+				}
+			}
+			rt, err := a.runtime(nil, layer, ccrun.WithSession(sess), ccrun.WithAuditLog(""))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			out, err := rt.Check(call)
+			if err != nil {
+				return err
+			}
+			r := checkReportOf(out)
+			if asJSON {
+				enc := json.NewEncoder(a.io.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			printReport(a, r)
+			return nil
+		},
+	}
+	f.register(c, false)
+	c.Flags().StringVar(&f.shell, "command", "", "the shell command to check (bash syntax)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	c.Flags().StringArrayVar(&sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")
+	c.MarkFlagsMutuallyExclusive("command", "shell")
+	return c
+}
+
+func checkReportOf(out *ccrun.Outcome) checkReport {
+	d, req := out.Decision, out.Request
+	r := checkReport{
+		Decision: string(d.Verdict), WouldRun: d.Verdict == permission.Allow,
+		Key: d.Key.String(), Compound: d.Key.Exact, Tool: req.Tool, Environment: string(req.Environment),
+		Layer: string(d.Layer), Rule: d.Rule, Reason: d.Reason, Digest: req.Digest,
+		Loosens: nonNil(req.Loosens), Diagnostics: nonNil(d.Diagnostics), Warnings: nonNil(d.Warnings),
+	}
+	if req.Permission.IsNone() {
+		r.Key = ""
+	}
+	if d.Verdict == permission.AskUser {
+		r.Offer = d.Offer.String()
+	}
+	return r
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func printReport(a *app, r checkReport) {
+	w := a.io.out
+	fmt.Fprintf(w, "decision:    %s\n", r.Decision)
+	if r.Decision == "ask" {
+		fmt.Fprintf(w, "             (with nobody to ask, exec denies; a person may grant up to %s)\n", r.Offer)
+	}
+	kind := "simple"
+	if r.Compound {
+		kind = "compound: matched only by this exact key"
+	}
+	fmt.Fprintf(w, "key:         %s (%s)\n", r.Key, kind)
+	fmt.Fprintf(w, "tool:        %s (%s)\n", r.Tool, r.Environment)
+	fmt.Fprintf(w, "layer:       %s\n", r.Layer)
+	if r.Rule != "" {
+		fmt.Fprintf(w, "rule:        %s\n", r.Rule)
+	}
+	fmt.Fprintf(w, "reason:      %s\n", r.Reason)
+	for _, l := range r.Loosens {
+		fmt.Fprintf(w, "loosens:     %s\n", l)
+	}
+	for _, x := range r.Diagnostics {
+		fmt.Fprintf(w, "diagnostic:  %s\n", x)
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintf(w, "warnings:    %s\n", strings.Join(r.Warnings, "; "))
+	}
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/docker"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// callFlags are the flags every environment shares, for exec and check.
+type callFlags struct {
+	shell, wasmFile, image string
+	timeout                time.Duration
+	memory, output         string
+	mounts, env            []string
+	input                  string
+	network                string
+	directive              string
+	mode                   string
+	allow, ask, deny       []string
+}
+
+func (f *callFlags) register(c *cobra.Command, withLimits bool) {
+	fl := c.Flags()
+	fl.StringVar(&f.shell, "shell", "", "run this shell command (bash syntax) with the run_command tool, on the host")
+	fl.StringVar(&f.wasmFile, "wasm", "", "run this WebAssembly (WASI preview 1) module with the run_wasm tool")
+	fl.StringVar(&f.image, "docker", "", "run this container image with the run_docker tool; the command follows --")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "mount HOST:GUEST[:ro|rw] into a @wasm or @docker tool (read-only unless rw; repeatable)")
+	fl.StringVar(&f.network, "network", "", "@docker network: none (default), bridge or host; anything but none loosens the sandbox")
+	fl.StringVar(&f.input, "input", "", "the call's parameters as a JSON object, validated against the capability's schema")
+	fl.StringArrayVar(&f.env, "env", nil, "give the tool KEY=VALUE (repeatable)")
+	fl.StringVar(&f.mode, "mode", "", "permission mode: plan, default, accept-edits or trust (default: from the settings files, else default)")
+	fl.StringArrayVar(&f.allow, "allow", nil, "allow rule for this run, a key pattern (repeatable)")
+	fl.StringArrayVar(&f.ask, "ask", nil, "ask rule for this run (repeatable)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "deny rule for this run (repeatable)")
+	fl.StringVar(&f.directive, "directive", "", "narrow this call: read-only, plan-only, analyze-only or do-not-edit")
+	if withLimits {
+		fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit, e.g. 30s (default: the capability's, else 10m)")
+		fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 64MiB (@wasm, @docker; default: the capability's, else 256MiB)")
+		fl.StringVar(&f.output, "output", "", "limit of each output stream, e.g. 1MiB (default: the capability's, else 4MiB)")
+	}
+	c.MarkFlagsMutuallyExclusive("shell", "wasm", "docker")
+}
+
+// call builds the call from the flags and the arguments (args before --
+// name a capability; args after it are the tool's).
+func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
+	var name string
+	var rest []string
+	dash := c.ArgsLenAtDash()
+	before := args
+	if dash >= 0 {
+		before, rest = args[:dash], args[dash:]
+	}
+	picked := 0
+	for _, s := range []string{f.shell, f.wasmFile, f.image} {
+		if s != "" {
+			picked++
+		}
+	}
+	switch {
+	case picked == 0 && len(before) == 1:
+		name = before[0]
+	case picked == 0 && len(before) == 0:
+		return nil, usagef("name a capability, or give --shell 'CMD', --wasm FILE or --docker IMAGE")
+	case picked == 0:
+		return nil, usagef("one capability at a time (got %q); put the tool's arguments after --", before)
+	case len(before) > 0:
+		return nil, usagef("unexpected arguments %q; put the tool's arguments after --", before)
+	}
+	if f.shell != "" && strings.TrimSpace(f.shell) == "" {
+		return nil, usagef("--shell: the command is empty")
+	}
+	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image,
+		Args: rest, Env: f.env, Network: f.network, Directive: permission.Directive(f.directive)}
+	for _, m := range f.mounts {
+		mt, err := job.ParseMount(m)
+		if err != nil {
+			return nil, usagef("--mount: %w", err)
+		}
+		call.Mounts = append(call.Mounts, mt)
+	}
+	if f.input != "" {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(f.input), &obj); err != nil {
+			return nil, usagef("--input: want a JSON object: %v", err)
+		}
+		call.Input = json.RawMessage(f.input)
+	}
+	call.Limits.Timeout = f.timeout
+	if f.timeout < 0 {
+		return nil, usagef("--timeout %s: must be positive", f.timeout)
+	}
+	for _, s := range []struct {
+		flag, val string
+		dst       *int64
+	}{{"memory", f.memory, &call.Limits.Memory}, {"output", f.output, &call.Limits.Output}} {
+		if s.val == "" {
+			continue
+		}
+		n, err := capabilities.ParseSize(s.val)
+		if err != nil || n <= 0 {
+			return nil, usagef("--%s %q: want a size such as 64MiB", s.flag, s.val)
+		}
+		*s.dst = n
+	}
+	return call, nil
+}
+
+// settings is the CLI-flags settings layer, or nil when no flag sets one.
+func (f *callFlags) settings() (*permission.Settings, error) {
+	if f.mode == "" && len(f.allow)+len(f.ask)+len(f.deny) == 0 {
+		return nil, nil
+	}
+	s, err := permission.FlagSettings(f.mode, f.allow, f.ask, f.deny)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+func (a *app) execCommand() *cobra.Command {
+	var f callFlags
+	var approve, events string
+	c := &cobra.Command{
+		Use:   "exec (NAME | --shell CMD | --wasm FILE | --docker IMAGE) [-- ARGS...]",
+		Short: "Run a capability or an ad-hoc tool behind the permission gate",
+		Long: `Run a capability (a directory .ccrun/capabilities/NAME/) or an ad-hoc tool, after the
+permission gate allows it. When the gate asks and stdin and stderr are terminals, you are
+prompted; otherwise --approve answers in advance, and without it an ask is a deny (exit 77).
+The tool's exit code becomes ccrun's.`,
+		Example: `  ccrun exec --shell 'git status'
+  ccrun exec fmt-json --input '{"indent": 2}'
+  ccrun exec --wasm hello.wasm --mount data:/data -- --verbose
+  ccrun exec --docker ccrun-test:busybox -- /bin/busybox echo hi`,
+		RunE: func(c *cobra.Command, args []string) error {
+			call, err := f.call(c, args)
+			if err != nil {
+				return err
+			}
+			var approver permission.Approver
+			if approve != "" {
+				g, err := ceiling.ParseGrant(approve)
+				if err != nil || g == ceiling.Deny {
+					return usagef("--approve %q: want once, session or project", approve)
+				}
+				approver = fixedApprover(g)
+			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
+				approver = &prompt.Terminal{In: a.io.in, Out: a.io.err}
+			}
+			layer, err := f.settings()
+			if err != nil {
+				return err
+			}
+			rt, err := a.runtime(approver, layer)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			call.Stdout, call.Stderr = a.io.out, a.io.err
+			if call.Input == nil { // with --input, the input is the tool's stdin
+				call.Stdin = a.io.in
+			}
+			switch events {
+			case "":
+				if isTerminal(a.io.err) {
+					st := newStatus(a.io.err)
+					call.Stderr = st.writer(a.io.err)
+					call.Stdout = st.writer(a.io.out)
+					defer rt.Subscribe(st.update)()
+					defer st.stop()
+				}
+			case "json":
+				enc := json.NewEncoder(a.io.err)
+				defer rt.Subscribe(func(e ccrun.Event) { _ = enc.Encode(e) })()
+			default:
+				return usagef("--events %q: want json", events)
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out, err := rt.Exec(ctx, call)
+			if out != nil {
+				a.result = out.Result
+			}
+			if err != nil {
+				return explain(out, err)
+			}
+			if out.Result != nil && out.Result.Reason != job.Exit {
+				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s%s\n", out.Tool, out.Result.Reason, detail(out.Result))
+			}
+			return nil
+		},
+	}
+	f.register(c, true)
+	c.Flags().StringVar(&approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell)")
+	c.Flags().StringVar(&events, "events", "", "print each state transition as a JSON line on stderr: json")
+	return c
+}
+
+func detail(r *job.Result) string {
+	if r.Detail == "" {
+		return ""
+	}
+	return " (" + r.Detail + ")"
+}
+
+// explain turns a deny into the one line a person needs: the key, why, and
+// how to allow it.
+func explain(out *ccrun.Outcome, err error) error {
+	var de *permission.DeniedError
+	if !errors.As(err, &de) || out == nil || out.Request == nil {
+		return err
+	}
+	d := de.Decision
+	var how string
+	switch {
+	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
+		how = "change the rule or mode that denies it"
+	case errors.Is(err, ceiling.ErrViolation):
+		how = "a @shell key can be granted at most for the session: --approve session"
+	case d.Offer == ceiling.Once:
+		how = "it touches a dangerous path, so only a person at a terminal or --approve once can allow it"
+	case out.Request.Environment == ceiling.Shell:
+		how = fmt.Sprintf("run it at a terminal, pass --approve once|session, or in a session: ccrun allowlist add '%s' --scope session", d.Key)
+	default:
+		how = fmt.Sprintf("run it at a terminal, pass --approve once|session|project, or: ccrun allowlist add '%s' --scope project", d.Key)
+	}
+	msg := fmt.Sprintf("denied: %s (%s: %s); to allow it, %s", d.Key, d.Layer, d.Reason, how)
+	for _, x := range d.Diagnostics {
+		msg += "\nccrun: note: " + x
+	}
+	return &denied{msg: msg, err: err}
+}
+
+type denied struct {
+	msg string
+	err error
+}
+
+func (d *denied) Error() string { return d.msg }
+func (d *denied) Unwrap() error { return d.err }
+
+// fixedApprover answers every ask with the same grant (--approve).
+type fixedApprover ceiling.Grant
+
+func (g fixedApprover) Approve(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+	return ceiling.Grant(g), nil
+}
+
+// runtime builds the Runtime for this run of the CLI.
+func (a *app) runtime(approver permission.Approver, layer *permission.Settings, extra ...ccrun.Option) (*ccrun.Runtime, error) {
+	dir, err := a.project()
+	if err != nil {
+		return nil, err
+	}
+	opts := []ccrun.Option{ccrun.WithProjectDir(dir)}
+	if approver != nil {
+		opts = append(opts, ccrun.WithApprover(approver))
+	}
+	if layer != nil {
+		opts = append(opts, ccrun.WithSettings(layer))
+	}
+	sess, err := openSession()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if sess != nil {
+		opts = append(opts, ccrun.WithSession(sess))
+	}
+	if isTerminal(a.io.err) {
+		opts = append(opts, ccrun.WithDockerOptions(docker.WithPullProgress(a.io.err)))
+	}
+	return ccrun.New(append(opts, extra...)...)
+}
+
+// isTerminal reports whether v is a terminal file.
+func isTerminal(v any) bool {
+	f, ok := v.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun/runtime/docker"
+)
+
+func (a *app) gcCommand() *cobra.Command {
+	var pool bool
+	c := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove the containers a killed ccrun left behind",
+		Long: `Remove every container labelled by ccrun whose owning process is gone (a ccrun killed
+mid-run). With --pool, also remove the idle warm-pool containers.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			e, err := docker.New(c.Context())
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			removed, err := e.GC(c.Context())
+			if pool && err == nil {
+				var more []string
+				more, err = e.DrainPool(c.Context())
+				removed = append(removed, more...)
+			}
+			for _, id := range removed {
+				fmt.Fprintf(a.io.out, "removed %s\n", id)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.out, "%d containers removed\n", len(removed))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&pool, "pool", false, "also remove idle warm-pool containers")
+	return c
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// app is one run of the CLI: its streams, global flags, and the result of
+// the tool it ran, if any.
+type app struct {
+	io         stdio
+	projectDir string
+	result     *job.Result
+}
+
+// run is main without os.Exit, for tests: it parses args, runs the command
+// and returns the exit code.
+func run(args []string, io stdio) int {
+	a := &app{io: io}
+	root := a.command()
+	root.SetArgs(args)
+	root.SetIn(io.in)
+	root.SetOut(io.out)
+	root.SetErr(io.err)
+	err := root.Execute()
+	if err != nil {
+		report(io.err, err)
+		if isCobraUsage(err) {
+			err = usageError{err}
+		}
+	}
+	return exitCode(a.result, err)
+}
+
+// isCobraUsage tells cobra's own argument errors, which carry no class.
+func isCobraUsage(err error) bool {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
+		"invalid argument", "accepts ", "requires at least", "requires at most", "if any flags in the group",
+		"none of the others can be", "at least one of the flags"} {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) command() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ccrun",
+		Short: "Run the tools an AI agent calls, each in its environment, behind one permission gate",
+		Long: `ccrun runs agent tools — @shell on the host, @wasm in wazero, @docker in a container —
+behind one permission gate. A @shell grant lasts at most for the session; a sandboxed
+(@wasm, @docker) one may be kept for the project in ccrun.json.
+
+Exit codes: the tool's own code when it ran; 64 bad usage; 77 denied; 78 bad
+configuration; 124 timeout; 125 ccrun's own failure; 137 stopped by ccrun (memory,
+output limit, cancelled).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else the current one)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
+		a.sessionCommand(), a.gcCommand(), a.versionCommand())
+	return root
+}
+
+// project returns the project root the flags point at.
+func (a *app) project() (string, error) {
+	if a.projectDir != "" {
+		fi, err := os.Stat(a.projectDir)
+		if err != nil {
+			return "", usagef("--project-dir: %w", err)
+		}
+		if !fi.IsDir() {
+			return "", usagef("--project-dir %s: not a directory", a.projectDir)
+		}
+		return a.projectDir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return ccrun.FindProject(wd), nil
+}
+
+// session opens the session named by $CCRUN_SESSION, or returns nil when
+// none is set.
+func openSession() (*permission.SessionAllowlist, error) {
+	id := os.Getenv("CCRUN_SESSION")
+	if id == "" {
+		return nil, nil
+	}
+	s, err := permission.OpenSession(sessionDir(), id)
+	if err != nil {
+		return nil, fmt.Errorf("CCRUN_SESSION=%s: %w (start a new one: eval \"$(ccrun session start)\", or unset CCRUN_SESSION)", id, err)
+	}
+	return s, nil
+}
+
+func sessionDir() string {
+	if d := os.Getenv("CCRUN_SESSION_DIR"); d != "" {
+		return d
+	}
+	return permission.DefaultSessionDir()
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print ccrun's version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			v := "(devel)"
+			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+				v = bi.Main.Version
+			}
+			fmt.Fprintf(a.io.out, "ccrun %s\n", v)
+			return nil
+		},
+	}
+}
