@@ -1,29 +1,349 @@
 package permission
 
-import "mvdan.cc/sh/v3/syntax"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// ShellVariant is the shell language ParseCommand reads: Bash, as the
+// @shell executor (mvdan.cc/sh/v3/interp) runs bash-like syntax.
+const ShellVariant = syntax.LangBash
+
+// ShellTool is the tool name of the keys ParseCommand makes.
+const ShellTool = "run_command"
+
+// Canonical texts that no printer output can equal: the printer never
+// starts its output with '#', since comments are dropped when parsing and a
+// word starting with '#' is printed escaped or quoted.
+const (
+	// CanonicalEmpty is the canonical text (and exact key action) of a
+	// command with no statement at all: empty, blank or only comments.
+	CanonicalEmpty = "#empty"
+	// UnparsedPrefix starts the canonical text (and exact key action) of a
+	// command that does not parse; the source follows it unchanged.
+	UnparsedPrefix = "#unparsed:"
+)
+
+// ErrUnparsable is the class of Command.Err: the text is not a shell
+// program ParseCommand accepts.
+var ErrUnparsable = errors.New("shell command does not parse")
 
 // Command is a shell command as the gate and the @shell executor see it:
 // parsed once, keyed from that parse, and run from that same parse.
+//
+// A Command is not modified after ParseCommand returns it and may then be
+// read from many goroutines; File must be treated as read-only.
 type Command struct {
 	// Source is the text as given.
 	Source string
-	// File is the parse tree; nil when the text does not parse.
+	// File is the parse tree the executor runs; nil when the text does not
+	// parse. For a compound command it is the parse of Canonical, so that
+	// two commands with the same key run the very same tree; for a simple
+	// command it is the parse of Source, from which the key was taken.
 	File *syntax.File
-	// Canonical is the syntax printer's output for File (Source when it
-	// does not parse). Compound keys are made of it.
+	// Canonical is the syntax printer's output for the parse of Source,
+	// without its final newline. It is CanonicalEmpty for a command with
+	// no statement, and UnparsedPrefix+Source for text that does not
+	// parse. Compound keys are made of it.
 	Canonical string
-	// Compound is set for anything but one plain simple command.
+	// Compound is set for anything but one plain simple command (see
+	// ParseCommand).
 	Compound bool
 	// Key is run_command:PROGRAM[:DETAIL] for a simple command, and the
 	// exact key run_command:"CANONICAL" for a compound one.
 	Key Key
-	// Program and Args are the literal words of a simple command.
+	// Program and Args are the words of a simple command (empty for a
+	// compound one). Program is after quote removal. Args[i] is the
+	// argument's value after quote removal when Literal[i] is set, and
+	// otherwise the word as the printer writes it (e.g. "$HOME", *.go):
+	// a word that expands to something not known before it runs.
 	Program string
 	Args    []string
+	// Literal[i] reports whether Args[i] is a fully literal word: only
+	// plain text and '…' or "…" quoting, with no expansion of any kind
+	// (parameter, tilde, glob, brace) left in it.
+	Literal []bool
+	// Err says why the text does not parse (class ErrUnparsable); nil
+	// otherwise.
+	Err error
 }
 
-// ParseCommand parses src as a shell command and keys it. It never fails:
-// text that does not parse is a compound command.
+var (
+	parsers  = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(ShellVariant)) }}
+	printers = sync.Pool{New: func() any { return syntax.NewPrinter() }}
+)
+
+// ParseCommand parses src as a Bash program (syntax.LangBash, comments
+// dropped) and keys it. It never fails: text that does not parse is a
+// compound command with a nil File and Err set. It is safe for concurrent
+// use.
+//
+// A command is simple when it is exactly one statement that is a plain
+// call: no assignment, redirection, &, !, coprocess or time; no command
+// or process substitution, arithmetic expansion, or parameter expansion
+// beyond a plain $name or ${name} in any word; and a program word that is
+// literal text, quotes allowed, whose value after quote removal is bare
+// (letters, digits and . _ / + - @ % , = #), with no ~, no line
+// continuation and no control byte in its source. A simple command keys
+// by its program as written, path and all (./git is not git), with as
+// detail its first argument not starting with '-', when that argument is
+// literal and bare (otherwise no detail):
+//
+//	git status         run_command:git:status
+//	"git" status       run_command:git:status (so do g''it and \git)
+//	./git status       run_command:./git:status
+//	git -C dir push    run_command:git:dir
+//	git "$X" push      run_command:git
+//
+// Everything else is compound and keys exactly by its canonical text:
+//
+//	git status && git push    run_command:"git status && git push"
+//
+// Text with no statement keys as run_command:"#empty"; text that does not
+// parse (or holds a NUL byte, which the parser would silently drop) as
+// run_command:"#unparsed:SOURCE". Neither can collide with a parsed
+// command's key: printer output never starts with '#'.
 func ParseCommand(src string) *Command {
-	panic("TODO: issue 2 keys helper")
+	c := &Command{Source: src}
+	if strings.IndexByte(src, 0) >= 0 {
+		return c.unparsed(errors.New("NUL byte in command"))
+	}
+	f, err := parse(src)
+	if err != nil {
+		return c.unparsed(err)
+	}
+	if len(f.Stmts) == 0 {
+		c.File, c.Canonical, c.Compound = f, CanonicalEmpty, true
+		c.Key = Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}
+		return c
+	}
+	c.Canonical = printFile(f)
+	if c.simple(src, f) {
+		c.File = f
+		return c
+	}
+	// Run what was keyed: the parse of the canonical text. The printer is
+	// meant to print a tree that parses back to itself; if it ever did not,
+	// fail closed.
+	g, err := parse(c.Canonical)
+	if err != nil {
+		return c.unparsed(fmt.Errorf("printed form does not parse back: %v", err))
+	}
+	c.File, c.Compound = g, true
+	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
+	return c
+}
+
+func (c *Command) unparsed(err error) *Command {
+	*c = Command{
+		Source:    c.Source,
+		Canonical: UnparsedPrefix + c.Source,
+		Compound:  true,
+		Err:       fmt.Errorf("%s: %v: %w", Escape(c.Source), err, ErrUnparsable),
+	}
+	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
+	return c
+}
+
+func parse(src string) (*syntax.File, error) {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	return p.Parse(strings.NewReader(src), "")
+}
+
+func printFile(f *syntax.File) string {
+	p := printers.Get().(*syntax.Printer)
+	defer printers.Put(p)
+	var b strings.Builder
+	if err := p.Print(&b, f); err != nil {
+		// Writing to a strings.Builder does not fail.
+		panic(fmt.Sprintf("permission: printing a parsed command: %v", err))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// simple fills in c as a simple command if f is one.
+func (c *Command) simple(src string, f *syntax.File) bool {
+	if len(f.Stmts) != 1 {
+		return false
+	}
+	st := f.Stmts[0]
+	if st.Negated || st.Background || st.Coprocess || st.Disown || len(st.Redirs) > 0 {
+		return false
+	}
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 {
+		return false
+	}
+	prog := call.Args[0]
+	raw := src[prog.Pos().Offset():prog.End().Offset()]
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < 0x20 || raw[i] >= 0x7f {
+			return false // line continuation, NUL or other hidden byte
+		}
+	}
+	name, ok := literal(prog)
+	if !ok || !bare(name, false) || strings.IndexByte(name, '~') >= 0 {
+		return false
+	}
+	args := make([]string, len(call.Args)-1)
+	lit := make([]bool, len(args))
+	for i, w := range call.Args[1:] {
+		if !plainWord(w) {
+			return false
+		}
+		args[i], lit[i] = literal(w)
+		if !lit[i] {
+			args[i] = printWord(w)
+		}
+	}
+	c.Program, c.Args, c.Literal = name, args, lit
+	c.Key = Key{Tool: ShellTool, Action: name}
+	for i, a := range args {
+		if lit[i] && strings.HasPrefix(a, "-") {
+			continue
+		}
+		if lit[i] && bare(a, false) {
+			c.Key.Detail = a
+		}
+		break
+	}
+	return true
+}
+
+func printWord(w *syntax.Word) string {
+	p := printers.Get().(*syntax.Printer)
+	defer printers.Put(p)
+	var b strings.Builder
+	_ = p.Print(&b, w) // a strings.Builder does not fail
+	return b.String()
+}
+
+// plainWord reports whether w runs nothing when expanded: only text,
+// quotes, extended globs and plain parameter expansions.
+func plainWord(w *syntax.Word) bool {
+	return plainParts(w.Parts)
+}
+
+func plainParts(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted, *syntax.ExtGlob:
+		case *syntax.DblQuoted:
+			if !plainParts(p.Parts) {
+				return false
+			}
+		case *syntax.ParamExp:
+			// $x and ${x} only: indexes and operators hold arithmetic and
+			// words that may run code; Bash evaluates some of them from
+			// the variable's value (${x@P}, ${a[$i]}).
+			if p.Excl || p.Length || p.Width || p.IsSet || p.Flags != nil ||
+				p.NestedParam != nil || p.Index != nil || p.Modifiers != nil ||
+				p.Slice != nil || p.Repl != nil || p.Names != 0 || p.Exp != nil ||
+				p.Split != 0 || p.GlobSubst != 0 || p.RcExpand != 0 {
+				return false
+			}
+		default: // command, process and arithmetic substitution, and anything new
+			return false
+		}
+	}
+	return true
+}
+
+// literal returns the value of w after quote removal when w is fully
+// literal: plain text and '…' or "…" quoting only, and no unquoted
+// character that expands (* ? [ { ~).
+func literal(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if !unquote(&b, p.Value, false) {
+				return "", false
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok || !unquote(&b, l.Value, true) {
+					return "", false
+				}
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unquote removes backslash quoting from the source text of a literal,
+// unquoted or inside double quotes, and reports false when an unquoted
+// character in it would expand.
+func unquote(b *strings.Builder, s string, dbl bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			n := s[i+1]
+			if !dbl || strings.IndexByte("$`\"\\\n", n) >= 0 {
+				i++
+				if n != '\n' {
+					b.WriteByte(n)
+				}
+				continue
+			}
+		}
+		if !dbl && strings.IndexByte("*?[{~", c) >= 0 {
+			return false
+		}
+		if !dbl && c == '\\' { // a lone trailing backslash
+			return false
+		}
+		b.WriteByte(c)
+	}
+	return true
+}
+
+// Escape returns s for showing to a person on one line: printable ASCII
+// is kept as is, except the backslash, written \\; every other character
+// is escaped as in a Go string literal (\n, \t, \x1b, \u0456, \U0001f600),
+// and so is each byte that is not valid UTF-8 (\xff). Two different
+// strings never escape to the same text. Escape is for display only; it
+// is not shell quoting.
+func Escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			if c == '\\' {
+				b.WriteString(`\\`)
+			} else {
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&b, `\x%02x`, c)
+			i++
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+		i += n
+	}
+	return b.String()
 }
