@@ -130,3 +130,16 @@ func (v *Violation) Error() string {
 
 // Is makes errors.Is(err, ErrViolation) true for every *Violation.
 func (v *Violation) Is(target error) bool { return target == ErrViolation }
+
+// MarshalText writes g's name, so grants are strings in JSON.
+func (g Grant) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalText reads a grant as ParseGrant does.
+func (g *Grant) UnmarshalText(b []byte) error {
+	v, err := ParseGrant(string(b))
+	if err != nil {
+		return err
+	}
+	*g = v
+	return nil
+}

@@ -309,3 +309,38 @@ func splitSegments(s string, pattern bool) (segs []string, quoted []bool, err er
 	}
 	return segs, quoted, nil
 }
+
+// MarshalText writes k as String does, so keys are strings in JSON.
+func (k Key) MarshalText() ([]byte, error) {
+	if k == (Key{}) {
+		return nil, nil
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText reads a key as ParseKey does.
+func (k *Key) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*k = Key{}
+		return nil
+	}
+	v, err := ParseKey(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
+// MarshalText writes p as String does.
+func (p Pattern) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads a pattern as ParsePattern does.
+func (p *Pattern) UnmarshalText(b []byte) error {
+	v, err := ParsePattern(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}

@@ -123,7 +123,7 @@ func roCall(c *syntax.CallExpr, depth int) (bool, string) {
 			return false, "assigns a variable that can change what runs"
 		}
 		if a.Value != nil {
-			if w := literal(a.Value); !w.lit {
+			if w := wordOf(a.Value); !w.lit {
 				return false, "assigns a value that is not literal"
 			}
 		}
@@ -131,7 +131,7 @@ func roCall(c *syntax.CallExpr, depth int) (bool, string) {
 	argv := make([]string, len(c.Args))
 	globs := false
 	for i, w := range c.Args {
-		lw := literal(w)
+		lw := wordOf(w)
 		if !lw.lit {
 			return false, "has an expansion or substitution ($…, `…`, <(…))"
 		}

@@ -148,7 +148,7 @@ func walkSegments(node syntax.Node, depth int, out *[]segment) {
 		}
 		argv := make([]word, len(call.Args))
 		for i, w := range call.Args {
-			argv[i] = literal(w)
+			argv[i] = wordOf(w)
 		}
 		expandArgv(argv, st, depth, out)
 		return true // substitutions inside the words are walked too
@@ -319,12 +319,12 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 			if r.Hdoc == nil {
 				continue
 			}
-			if w := literal(r.Hdoc); w.lit {
+			if w := wordOf(r.Hdoc); w.lit {
 				nestedText(w.val, depth, out)
 				continue
 			}
 		case syntax.WordHdoc:
-			if w := literal(r.Word); w.lit {
+			if w := wordOf(r.Word); w.lit {
 				nestedText(w.val, depth, out)
 				continue
 			}
@@ -405,7 +405,7 @@ func skipPositional(args []word, n int) []word {
 
 // literal returns w's value after quote removal, and whether it is known
 // before running (only literal text and quotes; $'…' counts as unknown).
-func literal(w *syntax.Word) word {
+func wordOf(w *syntax.Word) word {
 	var b strings.Builder
 	lit := true
 	for _, part := range w.Parts {

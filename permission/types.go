@@ -131,23 +131,23 @@ const (
 
 // Decision is what the gate decided, and why.
 type Decision struct {
-	Verdict Verdict
-	Key     Key   // the key asked under (zero for None)
-	Layer   Layer // the step that decided
-	Reason  string
+	Verdict Verdict `json:"verdict"`
+	Key     Key     `json:"key"`   // the key asked under (zero for None)
+	Layer   Layer   `json:"layer"` // the step that decided
+	Reason  string  `json:"reason"`
 	// Rule is the rule or allowlist entry that decided, as written, if any.
-	Rule string
+	Rule string `json:"rule,omitempty"`
 	// Grant is what the approver chose, when one was asked.
-	Grant Grant
+	Grant Grant `json:"grant,omitempty"`
 	// Offer is the highest grant that may be offered when asking
 	// (Once for dangerous paths, the environment's ceiling otherwise).
-	Offer Grant
+	Offer Grant `json:"offer"`
 	// Diagnostics are problems found on the way that did not decide but
 	// must be shown: ceiling violations, expired or outdated grants.
-	Diagnostics []string
+	Diagnostics []string `json:"diagnostics,omitempty"`
 	// Warnings are short notes for the person asked (destructive forms);
 	// they never change the decision.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Allowed reports whether the call may run.

@@ -48,7 +48,7 @@ func Warnings(req *Request) []string {
 				add("defines a function that calls itself (a fork bomb?)")
 			}
 		case *syntax.Word:
-			if w := literal(n); sqlDrop.MatchString(w.val) {
+			if w := wordOf(n); sqlDrop.MatchString(w.val) {
 				add("may drop database objects")
 			}
 		}

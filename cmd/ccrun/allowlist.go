@@ -197,4 +197,3 @@ func (e *lintError) Error() string {
 func (e *lintError) Unwrap() []error {
 	return append([]error{permission.ErrInvalidConfig}, e.errs...)
 }
-

@@ -85,6 +85,7 @@ decision could be made; the JSON fields are stable.`,
 			if asJSON {
 				enc := json.NewEncoder(a.io.out)
 				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
 				return enc.Encode(r)
 			}
 			printReport(a, r)

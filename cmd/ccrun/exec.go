@@ -188,6 +188,7 @@ The tool's exit code becomes ccrun's.`,
 				}
 			case "json":
 				enc := json.NewEncoder(a.io.err)
+				enc.SetEscapeHTML(false)
 				defer rt.Subscribe(func(e ccrun.Event) { _ = enc.Encode(e) })()
 			default:
 				return usagef("--events %q: want json", events)
@@ -200,6 +201,9 @@ The tool's exit code becomes ccrun's.`,
 			}
 			if err != nil {
 				return explain(out, err)
+			}
+			for _, x := range out.Decision.Diagnostics {
+				fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
 			}
 			if out.Result != nil && out.Result.Reason != job.Exit {
 				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s%s\n", out.Tool, out.Result.Reason, detail(out.Result))

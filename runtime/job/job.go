@@ -126,7 +126,7 @@ type Result struct {
 	ExitCode int           `json:"exit_code"` // the program's code; TimeoutExit or KilledExitCode when ccrun stopped it
 	Stdout   []byte        `json:"-"`         // captured, at most Limits.Output bytes
 	Stderr   []byte        `json:"-"`         // captured, at most Limits.Output bytes
-	Duration time.Duration `json:"duration"`
+	Duration time.Duration `json:"duration_ns"`
 	// Truncated is set when either stream went past Limits.Output.
 	Truncated bool `json:"truncated,omitempty"`
 	// Detail says more about an abnormal end, for a person: the trap and
