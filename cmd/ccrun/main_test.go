@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"ccrun": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
+	})
+}
+
+// TestScripts runs the transcripts in testdata/script: each `exec ccrun` is
+// a process of its own, as when an agent calls ccrun again and again.
+// Exit codes are checked through `sh -c '…; echo exit=$?'`.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("CCRUN_SESSION_DIR", filepath.Join(env.WorkDir, ".sessions"))
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
+			return nil
+		},
+		RequireExplicitExec: true,
+	})
+}
