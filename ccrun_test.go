@@ -1,0 +1,215 @@
+package ccrun_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// recorder is an executor that records what it was asked to run.
+type recorder struct {
+	mu   sync.Mutex
+	runs int
+}
+
+func (r *recorder) Execute(ctx context.Context, inv *ccrun.Invocation) (*job.Result, error) {
+	r.mu.Lock()
+	r.runs++
+	r.mu.Unlock()
+	return &job.Result{Reason: job.Exit}, nil
+}
+
+func grant(g permission.Grant) permission.Approver {
+	return permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) { return g, nil })
+}
+
+func newRuntime(t *testing.T, opts ...ccrun.Option) (*ccrun.Runtime, *recorder, []ccrun.State) {
+	t.Helper()
+	rec := &recorder{}
+	opts = append([]ccrun.Option{ccrun.WithProjectDir(t.TempDir()), ccrun.WithExecutor(ceiling.Shell, rec)}, opts...)
+	rt, err := ccrun.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt, rec, nil
+}
+
+func states(rt *ccrun.Runtime) *[]ccrun.State {
+	var mu sync.Mutex
+	got := &[]ccrun.State{}
+	rt.Subscribe(func(e ccrun.Event) {
+		mu.Lock()
+		*got = append(*got, e.State)
+		mu.Unlock()
+	})
+	return got
+}
+
+func TestEventsOfAnApprovedCall(t *testing.T) {
+	t.Parallel()
+	rt, rec, _ := newRuntime(t, ccrun.WithApprover(grant(permission.Once)))
+	got := states(rt)
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Command: "touch x"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []ccrun.State{ccrun.Validating, ccrun.AwaitingApproval, ccrun.Scheduled, ccrun.Executing, ccrun.Success}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if rec.runs != 1 {
+		t.Errorf("ran %d times, want 1", rec.runs)
+	}
+}
+
+// The gate decides before the executor can run: a denied call never
+// reaches it, whatever the reason for the deny.
+func TestDeniedNeverExecutes(t *testing.T) {
+	t.Parallel()
+	for name, opt := range map[string]ccrun.Option{
+		"nobody to ask": func(*ccrun.Runtime) error { return nil },
+		"person denies": ccrun.WithApprover(grant(permission.Deny)),
+		"project grant for shell": ccrun.WithApprover(grant(permission.AlwaysThisProject)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rt, rec, _ := newRuntime(t, opt)
+			got := states(rt)
+			out, err := rt.Exec(context.Background(), &ccrun.Call{Command: "rm -rf build"})
+			if !errors.Is(err, permission.ErrPermissionDenied) {
+				t.Fatalf("err = %v, want ErrPermissionDenied", err)
+			}
+			if rec.runs != 0 || out.Result != nil {
+				t.Fatal("a denied call reached the executor")
+			}
+			if last := (*got)[len(*got)-1]; last != ccrun.Failed {
+				t.Errorf("last state %s, want %s", last, ccrun.Failed)
+			}
+		})
+	}
+}
+
+func TestAuditLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rt, _, _ := newRuntime(t, ccrun.WithProjectDir(dir), ccrun.WithApprover(grant(permission.AlwaysThisSession)))
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: "make test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, ".ccrun", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []audit.Record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4 (two decisions, two executions)", len(recs))
+	}
+	first, second := recs[0], recs[2]
+	if first.Kind != "decision" || first.Layer != "approver" || first.Grant != "AlwaysThisSession" || first.Key != "run_command:make:test" || first.Environment != "@shell" {
+		t.Errorf("first decision %+v", first)
+	}
+	if second.Layer != "session" {
+		t.Errorf("second decision decided by %q, want session", second.Layer)
+	}
+	if recs[1].Kind != "execution" || recs[1].ExitCode == nil || *recs[1].ExitCode != 0 || recs[1].DurationMS == nil {
+		t.Errorf("execution %+v", recs[1])
+	}
+}
+
+func TestInvalidCalls(t *testing.T) {
+	t.Parallel()
+	rt, _, _ := newRuntime(t)
+	for name, c := range map[string]*ccrun.Call{
+		"nothing":       {},
+		"two tools":     {Command: "ls", Image: "x"},
+		"blank command": {Command: "   "},
+		"bad env":       {Command: "ls", Env: []string{"NOEQUALS"}},
+		"bad input":     {Command: "ls", Input: json.RawMessage(`{`)},
+		"shell mount":   {Command: "ls", Mounts: []job.Mount{{Host: "/", Guest: "/x"}}},
+	} {
+		if _, err := rt.Exec(context.Background(), c); !errors.Is(err, ccrun.ErrInvalidCall) {
+			t.Errorf("%s: err = %v, want ErrInvalidCall", name, err)
+		}
+	}
+}
+
+// Many goroutines run calls on one Runtime at once (run with -race).
+func TestConcurrentExec(t *testing.T) {
+	t.Parallel()
+	rt, rec, _ := newRuntime(t, ccrun.WithApprover(grant(permission.AlwaysThisSession)))
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				if _, err := rt.Exec(context.Background(), &ccrun.Call{Command: "go test ./..."}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if rec.runs != 320 {
+		t.Errorf("%d runs, want 320", rec.runs)
+	}
+}
+
+func TestFindProject(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := ccrun.FindProject(deep); got != deep {
+		t.Errorf("no ccrun.json: got %s, want %s", got, deep)
+	}
+	if err := os.WriteFile(filepath.Join(root, "ccrun.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := ccrun.FindProject(deep); got != root {
+		t.Errorf("got %s, want %s", got, root)
+	}
+}
+
+func TestMalformedConfigIsAnError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := []byte("{\n  \"allowlist\": {\"capability:x\": \"AlwaysThisProject\",}\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ccrun.New(ccrun.WithProjectDir(dir))
+	if !errors.Is(err, permission.ErrInvalidConfig) {
+		t.Fatalf("err = %v, want ErrInvalidConfig", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "ccrun.json")); string(data) != string(bad) {
+		t.Error("the malformed file was changed")
+	}
+}

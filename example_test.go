@@ -1,0 +1,42 @@
+package ccrun_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/permission"
+)
+
+// An agent embeds ccrun to run the shell commands its model asks for. The
+// approver is the agent's own: here a callback that allows each call once.
+func Example() {
+	dir, _ := os.MkdirTemp("", "ccrun-example")
+	defer os.RemoveAll(dir)
+
+	ask := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+		fmt.Println("asked for", p.Decision.Key)
+		return permission.Once, nil
+	})
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(ask))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	out, err := rt.Exec(context.Background(), &ccrun.Call{
+		Command: "mkdir build && echo built",
+		Stdout:  os.Stdout,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("exit", out.Result.ExitCode, "decided by", out.Decision.Layer)
+	// Output:
+	// asked for run_command:"mkdir build && echo built"
+	// built
+	// exit 0 decided by approver
+}
