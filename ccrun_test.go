@@ -80,8 +80,8 @@ func TestEventsOfAnApprovedCall(t *testing.T) {
 func TestDeniedNeverExecutes(t *testing.T) {
 	t.Parallel()
 	for name, opt := range map[string]ccrun.Option{
-		"nobody to ask": func(*ccrun.Runtime) error { return nil },
-		"person denies": ccrun.WithApprover(grant(permission.Deny)),
+		"nobody to ask":           func(*ccrun.Runtime) error { return nil },
+		"person denies":           ccrun.WithApprover(grant(permission.Deny)),
 		"project grant for shell": ccrun.WithApprover(grant(permission.AlwaysThisProject)),
 	} {
 		t.Run(name, func(t *testing.T) {
