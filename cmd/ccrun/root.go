@@ -75,7 +75,7 @@ output limit, cancelled).`,
 	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else the current one)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.gcCommand(), a.versionCommand())
+		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand())
 	return root
 }
 

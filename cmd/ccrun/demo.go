@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+)
+
+// demoCommand runs ccrun's main job on an embedded default: it writes the
+// bundled @wasm capability into a fresh project and runs it through the
+// gate, twice — asked the first time, allowed by the project grant the
+// second. It needs no daemon and no network.
+func (a *app) demoCommand() *cobra.Command {
+	var keep bool
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the bundled @wasm example through the gate (no daemon, no network)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			dir, err := os.MkdirTemp("", "ccrun-demo-")
+			if err != nil {
+				return err
+			}
+			if !keep {
+				defer os.RemoveAll(dir)
+			}
+			w := a.io.out
+			fmt.Fprintf(w, "project %s\n", dir)
+			capDir, err := capabilities.Scaffold(dir, "hello", ceiling.Wasm)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "capability %s (a bundled WASI module)\n", capDir)
+			ask := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+				fmt.Fprintf(w, "gate asks: %s (%s) under %s; the demo answers %s\n",
+					p.Request.Tool, p.Request.Environment, p.Decision.Key, permission.AlwaysThisProject)
+				return permission.AlwaysThisProject, nil
+			})
+			rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(ask))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			for i := 1; i <= 2; i++ {
+				fmt.Fprintf(w, "\nrun %d: ccrun exec hello\n", i)
+				out, err := rt.Exec(c.Context(), &ccrun.Call{Capability: "hello", Stdout: w, Stderr: a.io.err})
+				if err != nil {
+					return err
+				}
+				d := out.Decision
+				fmt.Fprintf(w, "decision: %s by %s (%s); exit %d in %s\n", d.Verdict, d.Layer, d.Reason,
+					out.Result.ExitCode, out.Result.Duration.Round(1000))
+			}
+			data, err := os.ReadFile(permission.ProjectFile(dir))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "\nccrun.json now holds the grant, bound to the capability's digest:\n%s", data)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&keep, "keep", false, "keep the demo project instead of removing it")
+	return c
+}
