@@ -119,7 +119,7 @@ func digest(root *os.Root, dir string, manifest []byte) (string, error) {
 			total += n
 		default:
 			return "", &ManifestError{File: where, Errors: []*FieldError{{File: where,
-				Message: fmt.Sprintf("a %s has no place in a capability's directory; want files, directories and links inside it", e.mode.Type())}}}
+				Message: fmt.Sprintf("a %s has no place in a capability's directory; want files, directories and links inside it", fileKind(e.mode))}}}
 		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
@@ -138,7 +138,7 @@ func hashFile(h hash.Hash, root *os.Root, rel string, room int64) (int64, error)
 		return 0, err
 	}
 	if !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("changed into a %s while digesting", fi.Mode().Type())
+		return 0, fmt.Errorf("changed into a %s while digesting", fileKind(fi.Mode()))
 	}
 	size := fi.Size()
 	if size > room {

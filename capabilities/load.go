@@ -134,7 +134,7 @@ func readManifest(root *os.Root, file string) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("capability %s: %w", filepath.Dir(file), err)
 	case !fi.Mode().IsRegular():
-		return nil, manifestErr(file, "", fmt.Sprintf("not a regular file (%s); want a plain file", fi.Mode().Type()))
+		return nil, manifestErr(file, "", fmt.Sprintf("a %s, not a regular file; want a plain file", fileKind(fi.Mode())))
 	}
 	f, err := root.OpenFile(ManifestFile, openFlags, 0)
 	if err != nil {
@@ -152,6 +152,26 @@ func readManifest(root *os.Root, file string) ([]byte, error) {
 		return nil, manifestErr(file, "", fmt.Sprintf("manifest is larger than %s; a capability.json is at most that", FormatSize(MaxManifestSize)))
 	}
 	return data, nil
+}
+
+// fileKind names the type of a file for a person.
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "regular file"
+	case t&fs.ModeDir != 0:
+		return "directory"
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	default:
+		return "special file (" + t.String() + ")"
+	}
 }
 
 // projectOf returns the project root of a capability directory: three

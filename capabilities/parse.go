@@ -46,11 +46,17 @@ func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
 	if err := manifestSchema().Validate(doc.value); err != nil {
 		errs = schemaErrors(doc, err, true)
 	}
+	for _, fe := range checkLimits(doc) {
+		if !hasPointer(errs, fe.Pointer) {
+			errs = append(errs, fe)
+		}
+	}
 	// Decode even past schema errors: when the types are right, the rules
 	// below still run, so that one pass reports as much as it can.
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
+		sortByPosition(errs)
 		if len(errs) == 0 {
 			errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
 		}
@@ -78,17 +84,16 @@ func hasPointer(errs []*FieldError, ptr string) bool {
 	return false
 }
 
-// checkManifest runs the rules the schema cannot say. It returns the
-// compiled parameters schema when it compiles.
-func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schema) {
+// checkLimits checks the values of the limits whose forms the schema
+// checks: durations and sizes that parse but are out of range. It works on
+// the raw document, so it runs even when the manifest cannot be decoded.
+func checkLimits(doc *document) []*FieldError {
 	var errs []*FieldError
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
 	}
-	env := m.Environment
-
-	// Limits: the schema checks the forms; the values are checked here.
-	if lim, ok := doc.value.(map[string]any)["limits"].(map[string]any); ok {
+	top, _ := doc.value.(map[string]any)
+	if lim, ok := top["limits"].(map[string]any); ok {
 		if s, ok := lim["timeout"].(string); ok {
 			if d, err := time.ParseDuration(s); err != nil {
 				bad("/limits/timeout", "duration %s: %v", strconv.QuoteToASCII(s), err)
@@ -116,13 +121,27 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schem
 			}
 			if n <= 0 {
 				bad("/limits/"+f, "want a size above zero")
-			} else if f == "memory" && env == ceiling.Docker && n < job.MinMemory {
-				bad("/limits/memory", "%s is below %s, the least a container starts with", FormatSize(n), FormatSize(job.MinMemory))
 			}
 		}
 	}
+
+	return errs
+}
+
+// checkManifest runs the rules the schema cannot say. It returns the
+// compiled parameters schema when it compiles.
+func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schema) {
+	var errs []*FieldError
+	bad := func(ptr, format string, args ...any) {
+		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
+	}
+	env := m.Environment
+
 	if _, ok := doc.pos["/limits/cpus"]; ok && !validCPUs(m.Limits.CPUs) {
 		bad("/limits/cpus", "want a number of cores above 0 and at most 1024")
+	}
+	if env == ceiling.Docker && m.Limits.Memory > 0 && m.Limits.Memory < job.MinMemory {
+		bad("/limits/memory", "%s is below %s, the least a container starts with", FormatSize(int64(m.Limits.Memory)), FormatSize(job.MinMemory))
 	}
 
 	// Entry.

@@ -28,18 +28,29 @@ func parseDocument(file string, data []byte) (*document, *FieldError) {
 	dec.UseNumber()
 	v, err := d.walk(dec, "")
 	if err == nil {
+		off := d.skipSpace(int(dec.InputOffset()))
 		if _, terr := dec.Token(); terr != io.EOF {
-			err = &syntaxError{off: d.skipSpace(int(dec.InputOffset())), msg: "text after the end of the JSON value"}
+			err = &syntaxError{off: off, msg: "text after the end of the JSON value"}
 		}
 	}
 	if err != nil {
 		var se *syntaxError
 		var je *json.SyntaxError
-		switch {
-		case errors.As(err, &se):
+		if errors.As(err, &se) {
 			return nil, d.errorAt(se.off, se.ptr, se.msg)
+		}
+		// A Decoder's offsets are not always the document's: ask
+		// Unmarshal, which checks the whole text first, where it failed.
+		if uerr := json.Unmarshal(data, new(any)); uerr != nil {
+			err = uerr
+		}
+		switch {
 		case errors.As(err, &je):
-			return nil, d.errorAt(int(je.Offset), "", "malformed JSON: "+je.Error())
+			off := int(je.Offset)
+			if off > 0 && off <= len(data) && je.Error() != "unexpected end of JSON input" {
+				off-- // Offset counts the offending byte; point at it
+			}
+			return nil, d.errorAt(off, "", "malformed JSON: "+je.Error())
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, d.errorAt(len(data), "", "malformed JSON: unexpected end of file")
 		default:
