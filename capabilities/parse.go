@@ -3,6 +3,7 @@ package capabilities
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,13 +55,15 @@ func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
 	// Decode even past schema errors: when the types are right, the rules
 	// below still run, so that one pass reports as much as it can.
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&m); err != nil {
-		sortByPosition(errs)
-		if len(errs) == 0 {
-			errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
+	if err := json.Unmarshal(data, &m); err != nil {
+		// Drop the fields already found wrong and decode the rest.
+		if len(errs) == 0 || decodeWithout(doc.value, errs, &m) != nil {
+			sortByPosition(errs)
+			if len(errs) == 0 {
+				errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
+			}
+			return fail(errs...)
 		}
-		return fail(errs...)
 	}
 	sem, params := checkManifest(doc, &m)
 	for _, fe := range sem {
@@ -82,6 +85,62 @@ func hasPointer(errs []*FieldError, ptr string) bool {
 		}
 	}
 	return false
+}
+
+// decodeWithout decodes v into m with the values at the errors' pointers
+// set to null (so the decoder leaves them zero).
+func decodeWithout(v any, errs []*FieldError, m *Manifest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var cp any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&cp); err != nil {
+		return err
+	}
+	for _, fe := range errs {
+		if fe.Pointer == "" {
+			return errors.New("the document itself is wrong")
+		}
+		nullAt(cp, strings.Split(fe.Pointer[1:], "/"))
+	}
+	if b, err = json.Marshal(cp); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, m)
+}
+
+// nullAt sets the value at the reference tokens path to null, if present.
+func nullAt(v any, path []string) {
+	for i, tok := range path {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		last := i == len(path)-1
+		switch c := v.(type) {
+		case map[string]any:
+			if _, ok := c[tok]; !ok {
+				return
+			}
+			if last {
+				c[tok] = nil
+				return
+			}
+			v = c[tok]
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(c) {
+				return
+			}
+			if last {
+				c[n] = nil
+				return
+			}
+			v = c[n]
+		default:
+			return
+		}
+	}
 }
 
 // checkLimits checks the values of the limits whose forms the schema
