@@ -69,9 +69,20 @@ type syntaxError struct {
 
 func (e *syntaxError) Error() string { return e.msg }
 
+// maxDepth bounds the nesting of a document, so that a hostile one cannot
+// exhaust the stack: no manifest or tool input needs more.
+const maxDepth = 200
+
 // walk reads one value, recording its position under ptr.
 func (d *document) walk(dec *json.Decoder, ptr string) (any, error) {
+	return d.walkDepth(dec, ptr, 0)
+}
+
+func (d *document) walkDepth(dec *json.Decoder, ptr string, depth int) (any, error) {
 	start := d.skipSpace(int(dec.InputOffset()))
+	if depth > maxDepth {
+		return nil, &syntaxError{off: start, ptr: ptr, msg: fmt.Sprintf("nested more than %d levels deep", maxDepth)}
+	}
 	if _, ok := d.pos[ptr]; !ok {
 		d.pos[ptr] = start
 	}
@@ -97,7 +108,7 @@ func (d *document) walk(dec *json.Decoder, ptr string) (any, error) {
 				return nil, &syntaxError{off: keyOff, ptr: child, msg: fmt.Sprintf("duplicate field %s", strconv.QuoteToASCII(key))}
 			}
 			d.pos[child] = keyOff
-			v, err := d.walk(dec, child)
+			v, err := d.walkDepth(dec, child, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +121,7 @@ func (d *document) walk(dec *json.Decoder, ptr string) (any, error) {
 	case json.Delim('['):
 		arr := []any{}
 		for i := 0; dec.More(); i++ {
-			v, err := d.walk(dec, ptr+"/"+strconv.Itoa(i))
+			v, err := d.walkDepth(dec, ptr+"/"+strconv.Itoa(i), depth+1)
 			if err != nil {
 				return nil, err
 			}
