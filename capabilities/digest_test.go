@@ -1,6 +1,7 @@
 package capabilities
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -152,5 +153,71 @@ func TestLinkStaysInside(t *testing.T) {
 		if got := linkStaysInside(tt.rel, tt.target); got != tt.want {
 			t.Errorf("linkStaysInside(%q, %q) = %v; want %v", tt.rel, tt.target, got, tt.want)
 		}
+	}
+}
+
+func TestVerifyAndReadModule(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, dir string)
+		change func(t *testing.T, dir string)
+	}{
+		{"module changed", nil, func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "fmt-json.wasm"), "evil") }},
+		{"other file changed", nil, func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "lib/a.txt"), "b") }},
+		{"manifest changed", nil, func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, ManifestFile), wasmManifest+" ") }},
+		{"module via link, target changed",
+			func(t *testing.T, dir string) {
+				writeFile(t, filepath.Join(dir, "lib/real.wasm"), string(HelloWasm()))
+				os.Remove(filepath.Join(dir, "fmt-json.wasm"))
+				symlink(t, "lib/real.wasm", filepath.Join(dir, "fmt-json.wasm"))
+			},
+			func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "lib/real.wasm"), "evil") }},
+		{"module via linked directory, relinked",
+			func(t *testing.T, dir string) {
+				writeFile(t, filepath.Join(dir, "v1/m.wasm"), string(HelloWasm()))
+				writeFile(t, filepath.Join(dir, "v2/m.wasm"), "evil")
+				symlink(t, "v1", filepath.Join(dir, "cur"))
+				os.Remove(filepath.Join(dir, "fmt-json.wasm"))
+				symlink(t, "cur/m.wasm", filepath.Join(dir, "fmt-json.wasm"))
+			},
+			func(t *testing.T, dir string) {
+				os.Remove(filepath.Join(dir, "cur"))
+				symlink(t, "v2", filepath.Join(dir, "cur"))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeCap(t, t.TempDir(), "fmt-json", wasmManifest, map[string]string{"fmt-json.wasm": string(HelloWasm()), "lib/a.txt": "a"})
+			if tt.setup != nil {
+				tt.setup(t, dir)
+			}
+			c, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Verify(); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			m, err := c.ReadModule()
+			if err != nil || string(m) != string(HelloWasm()) {
+				t.Fatalf("ReadModule = %d bytes, %v; want the hello module", len(m), err)
+			}
+			tt.change(t, dir)
+			if err := c.Verify(); !errors.Is(err, ErrChanged) {
+				t.Errorf("Verify after change: %v; want class ErrChanged", err)
+			}
+			if m, err := c.ReadModule(); !errors.Is(err, ErrChanged) {
+				t.Errorf("ReadModule after change = %q, %v; want class ErrChanged", m, err)
+			}
+		})
+	}
+	shell, err := Load(writeCap(t, t.TempDir(), "s", `{"name": "s", "description": "d", "environment": "@shell", "entry": {"command": "true"}}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shell.ReadModule(); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("ReadModule of a @shell capability: %v; want class ErrInvalidArgument", err)
 	}
 }

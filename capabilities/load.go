@@ -113,7 +113,7 @@ func Load(dir string) (*Capability, error) {
 	if len(errs) > 0 {
 		return nil, &ManifestError{File: file, Errors: errs}
 	}
-	c.Digest, err = digest(root, abs, data)
+	c.Digest, _, err = digest(root, abs, data, "")
 	if err != nil {
 		return nil, err
 	}

@@ -111,6 +111,8 @@ func TestParseInvalid(t *testing.T) {
 		{"wasm with command", `{` + ok + `, "environment": "@wasm", "entry": {"module": "m.wasm", "command": "x"}}`, []string{"/entry/command"}},
 		{"wasm with network", `{` + ok + `, "environment": "@wasm", "entry": {"module": "m.wasm"}, "network": "none"}`, []string{"/network"}},
 		{"shell with mounts", `{` + ok + `, "environment": "@shell", "entry": {"command": "x"}, "mounts": [{"host": "a", "guest": "/a"}]}`, []string{"/mounts"}},
+		{"shell with memory limit", `{` + ok + `, "environment": "@shell", "entry": {"command": "x"}, "limits": {"memory": "1GiB"}}`, []string{"/limits/memory"}},
+		{"wasm with pids", `{` + ok + `, "environment": "@wasm", "entry": {"module": "m"}, "limits": {"pids": 5, "cpus": 1}}`, []string{"/limits/cpus", "/limits/pids"}},
 		{"shell with pool", `{` + ok + `, "environment": "@shell", "entry": {"command": "x"}, "pool": true}`, []string{"/pool"}},
 		{"shell with array command", `{` + ok + `, "environment": "@shell", "entry": {"command": ["x"]}}`, []string{"/entry/command"}},
 		{"shell blank command", `{` + ok + `, "environment": "@shell", "entry": {"command": "   "}}`, []string{"/entry/command"}},
