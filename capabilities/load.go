@@ -78,12 +78,11 @@ func Load(dir string) (*Capability, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, params, err := parse(file, data)
+	m, params, doc, err := parse(file, data)
 	if err != nil {
 		return nil, err
 	}
 	c := &Capability{Dir: abs, Project: projectOf(abs), Manifest: *m, params: params}
-	doc, _ := parseDocument(file, data) // for positions; it parsed above
 	var errs []*FieldError
 	if base := filepath.Base(abs); m.Name != base {
 		errs = append(errs, doc.errorFor("/name", fmt.Sprintf("name %s differs from the directory's name %s", show(m.Name), show(base)), nil))

@@ -22,19 +22,21 @@ import (
 // the checks against the directory. The error is a *ManifestError listing
 // every problem found (class ErrInvalidManifest).
 func Parse(file string, data []byte) (*Manifest, error) {
-	m, _, err := parse(file, data)
+	m, _, _, err := parse(file, data)
 	return m, err
 }
 
 // Validate is Parse for a caller that only wants the verdict.
 func Validate(file string, data []byte) error {
-	_, _, err := parse(file, data)
+	_, _, _, err := parse(file, data)
 	return err
 }
 
-func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
-	fail := func(errs ...*FieldError) (*Manifest, *jsonschema.Schema, error) {
-		return nil, nil, &ManifestError{File: file, Errors: errs}
+// parse returns the manifest, its compiled parameters and the parsed
+// document (for the positions of later errors).
+func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, *document, error) {
+	fail := func(errs ...*FieldError) (*Manifest, *jsonschema.Schema, *document, error) {
+		return nil, nil, nil, &ManifestError{File: file, Errors: errs}
 	}
 	if len(data) > MaxManifestSize {
 		return fail(&FieldError{File: file, Message: fmt.Sprintf("manifest is larger than %s; a capability.json is at most that", FormatSize(MaxManifestSize))})
@@ -75,7 +77,7 @@ func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
 		sortByPosition(errs)
 		return fail(errs...)
 	}
-	return &m, params, nil
+	return &m, params, doc, nil
 }
 
 func hasPointer(errs []*FieldError, ptr string) bool {
