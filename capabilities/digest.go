@@ -1,6 +1,7 @@
 package capabilities
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ccrun/ccrun/ceiling"
 )
 
 // Limits of what Digest reads, so a hostile directory cannot stall a load.
@@ -40,7 +43,8 @@ func Digest(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digest(root, abs, data)
+	d, _, err := digest(root, abs, data, "")
+	return d, err
 }
 
 // digest hashes the tree under root: for every entry, in order of its
@@ -52,7 +56,10 @@ func Digest(dir string) (string, error) {
 // directory, and any entry that is not a directory, a regular file or a
 // link (a FIFO, a socket, a device), is an error of class
 // ErrInvalidManifest.
-func digest(root *os.Root, dir string, manifest []byte) (string, error) {
+//
+// When tee names a regular file, its contents are also hashed on their own
+// and that SHA-256 is returned: what was read for the digest, byte for byte.
+func digest(root *os.Root, dir string, manifest []byte, tee string) (string, []byte, error) {
 	type entry struct {
 		rel  string
 		mode fs.FileMode
@@ -77,14 +84,15 @@ func digest(root *os.Root, dir string, manifest []byte) (string, error) {
 	})
 	if walkErr != nil {
 		if _, ok := walkErr.(*ManifestError); ok {
-			return "", walkErr
+			return "", nil, walkErr
 		}
-		return "", fmt.Errorf("capability %s: digest: %w", dir, walkErr)
+		return "", nil, fmt.Errorf("capability %s: digest: %w", dir, walkErr)
 	}
 	slices.SortFunc(ents, func(a, b entry) int { return strings.Compare(a.rel, b.rel) })
 
 	h := sha256.New()
 	io.WriteString(h, digestHeader)
+	var teeSum hash.Hash
 	var total int64
 	for _, e := range ents {
 		where := filepath.Join(dir, filepath.FromSlash(e.rel))
@@ -94,10 +102,10 @@ func digest(root *os.Root, dir string, manifest []byte) (string, error) {
 		case e.mode&fs.ModeSymlink != 0:
 			target, err := root.Readlink(e.rel)
 			if err != nil {
-				return "", fmt.Errorf("capability %s: digest: %w", dir, err)
+				return "", nil, fmt.Errorf("capability %s: digest: %w", dir, err)
 			}
 			if !linkStaysInside(e.rel, target) {
-				return "", &ManifestError{File: where, Errors: []*FieldError{{File: where,
+				return "", nil, &ManifestError{File: where, Errors: []*FieldError{{File: where,
 					Message: fmt.Sprintf("symbolic link to %s leads outside the capability's directory", show(target))}}}
 			}
 			writeRecord(h, 'l', e.rel)
@@ -112,22 +120,32 @@ func digest(root *os.Root, dir string, manifest []byte) (string, error) {
 				writeBytes(h, manifest)
 				continue
 			}
-			n, err := hashFile(h, root, e.rel, MaxTreeBytes-total)
+			var also io.Writer
+			if e.rel == tee {
+				teeSum = sha256.New()
+				also = teeSum
+			}
+			n, err := hashFile(h, also, root, e.rel, MaxTreeBytes-total)
 			if err != nil {
-				return "", fmt.Errorf("capability %s: digest %s: %w", dir, e.rel, err)
+				return "", nil, fmt.Errorf("capability %s: digest %s: %w", dir, e.rel, err)
 			}
 			total += n
 		default:
-			return "", &ManifestError{File: where, Errors: []*FieldError{{File: where,
-				Message: fmt.Sprintf("a %s has no place in a capability's directory; want files, directories and links inside it", e.mode.Type())}}}
+			return "", nil, &ManifestError{File: where, Errors: []*FieldError{{File: where,
+				Message: fmt.Sprintf("a %s has no place in a capability's directory; want files, directories and links inside it", fileKind(e.mode))}}}
 		}
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	var sum []byte
+	if teeSum != nil {
+		sum = teeSum.Sum(nil)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), sum, nil
 }
 
 // hashFile writes the length and contents of the regular file rel, which
-// must not change size while it is read.
-func hashFile(h hash.Hash, root *os.Root, rel string, room int64) (int64, error) {
+// must not change size while it is read, to h, and the contents alone to
+// also when it is not nil.
+func hashFile(h io.Writer, also io.Writer, root *os.Root, rel string, room int64) (int64, error) {
 	f, err := root.OpenFile(rel, openFlags, 0)
 	if err != nil {
 		return 0, err
@@ -138,7 +156,7 @@ func hashFile(h hash.Hash, root *os.Root, rel string, room int64) (int64, error)
 		return 0, err
 	}
 	if !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("changed into a %s while digesting", fi.Mode().Type())
+		return 0, fmt.Errorf("changed into a %s while digesting", fileKind(fi.Mode()))
 	}
 	size := fi.Size()
 	if size > room {
@@ -147,7 +165,11 @@ func hashFile(h hash.Hash, root *os.Root, rel string, room int64) (int64, error)
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(size))
 	h.Write(n[:])
-	got, err := io.Copy(h, io.LimitReader(f, size+1))
+	w := h
+	if also != nil {
+		w = io.MultiWriter(h, also)
+	}
+	got, err := io.Copy(w, io.LimitReader(f, size+1))
 	if err != nil {
 		return 0, err
 	}
@@ -178,4 +200,116 @@ func linkStaysInside(rel, target string) bool {
 	}
 	p := path.Join(path.Dir(rel), target)
 	return p != "." && filepath.IsLocal(filepath.FromSlash(p))
+}
+
+// Verify digests c's directory again and returns an error of class
+// ErrChanged when the digest is no longer c.Digest. Call it right before a
+// run, after the gate: what runs must be what was approved.
+func (c *Capability) Verify() error {
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return fmt.Errorf("capability %s: %w", c.Manifest.Name, err)
+	}
+	defer root.Close()
+	data, err := readManifest(root, filepath.Join(c.Dir, ManifestFile))
+	if err != nil {
+		return err
+	}
+	d, _, err := digest(root, c.Dir, data, "")
+	if err != nil {
+		return err
+	}
+	if d != c.Digest {
+		return fmt.Errorf("capability %s: digest %s, loaded as %s: %w", c.Manifest.Name, d, c.Digest, ErrChanged)
+	}
+	return nil
+}
+
+// ReadModule returns the @wasm module's bytes, read through the capability's
+// directory (never outside it), and guaranteed to be the very module of
+// c.Digest: the module is read, the directory digested again with the
+// module hashed on its own on the way, and both must agree with what was
+// loaded, else the error is of class ErrChanged. This closes the window in
+// which a file could be swapped between approval and run. The wasm
+// executor should take the module from here.
+func (c *Capability) ReadModule() ([]byte, error) {
+	if c.Manifest.Environment != ceiling.Wasm {
+		return nil, fmt.Errorf("capability %s: a %s capability has no module: %w", c.Manifest.Name, c.Manifest.Environment, ErrInvalidArgument)
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("capability %s: %w", c.Manifest.Name, err)
+	}
+	defer root.Close()
+	rel, err := resolveInside(root, c.Manifest.Entry.Module)
+	if err != nil {
+		return nil, fmt.Errorf("capability %s: module: %w", c.Manifest.Name, err)
+	}
+	f, err := root.OpenFile(rel, openFlags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("capability %s: module: %w", c.Manifest.Name, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("capability %s: module %s is not a regular file: %w", c.Manifest.Name, show(rel), ErrChanged)
+	}
+	module, err := io.ReadAll(io.LimitReader(f, MaxTreeBytes+1))
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("capability %s: module: %w", c.Manifest.Name, err)
+	}
+	data, err := readManifest(root, filepath.Join(c.Dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	d, sum, err := digest(root, c.Dir, data, rel)
+	if err != nil {
+		return nil, err
+	}
+	got := sha256.Sum256(module)
+	if d != c.Digest || sum == nil || !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("capability %s: module %s: %w", c.Manifest.Name, show(c.Manifest.Entry.Module), ErrChanged)
+	}
+	return module, nil
+}
+
+// resolveInside follows symbolic links from rel, each of which must stay
+// inside the directory, to the path of a file that is not a link.
+func resolveInside(root *os.Root, rel string) (string, error) {
+	p, why := localPath(rel)
+	if why != "" {
+		return "", fmt.Errorf("%s: %s", show(rel), why)
+	}
+	for hops := 0; hops < 40; hops++ {
+		// Resolve links in the directories on the way, one by one.
+		parts := strings.Split(p, "/")
+		resolved := ""
+		link := false
+		for i, part := range parts {
+			cur := path.Join(resolved, part)
+			fi, err := root.Lstat(cur)
+			if err != nil {
+				return "", err
+			}
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				resolved = cur
+				continue
+			}
+			target, err := root.Readlink(cur)
+			if err != nil {
+				return "", err
+			}
+			if !linkStaysInside(cur, target) {
+				return "", fmt.Errorf("%s: symbolic link to %s leads outside the capability's directory", show(cur), show(target))
+			}
+			p = path.Join(append([]string{path.Dir(cur), target}, parts[i+1:]...)...)
+			link = true
+			break
+		}
+		if !link {
+			return resolved, nil
+		}
+	}
+	return "", fmt.Errorf("%s: too many symbolic links", show(rel))
 }

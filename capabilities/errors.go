@@ -19,6 +19,14 @@ var (
 	// ErrInvalidInput: a call's input does not match the capability's
 	// parameters schema. The error is an *InputError.
 	ErrInvalidInput = errors.New("invalid input")
+	// ErrChanged: a capability's files are no longer those it was loaded
+	// (and approved) with (Verify, ReadModule). Load it again, and ask
+	// again.
+	ErrChanged = errors.New("capability changed since it was loaded")
+	// ErrInvalidArgument: a caller passed a name or environment that
+	// cannot be used (Scaffold), or asked a capability for what it has not
+	// (ReadModule of a non-@wasm capability).
+	ErrInvalidArgument = errors.New("invalid argument")
 )
 
 // FieldError is one problem in a JSON document: a manifest or a call's

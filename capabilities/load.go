@@ -78,12 +78,11 @@ func Load(dir string) (*Capability, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, params, err := parse(file, data)
+	m, params, doc, err := parse(file, data)
 	if err != nil {
 		return nil, err
 	}
 	c := &Capability{Dir: abs, Project: projectOf(abs), Manifest: *m, params: params}
-	doc, _ := parseDocument(file, data) // for positions; it parsed above
 	var errs []*FieldError
 	if base := filepath.Base(abs); m.Name != base {
 		errs = append(errs, doc.errorFor("/name", fmt.Sprintf("name %s differs from the directory's name %s", show(m.Name), show(base)), nil))
@@ -113,7 +112,7 @@ func Load(dir string) (*Capability, error) {
 	if len(errs) > 0 {
 		return nil, &ManifestError{File: file, Errors: errs}
 	}
-	c.Digest, err = digest(root, abs, data)
+	c.Digest, _, err = digest(root, abs, data, "")
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +133,7 @@ func readManifest(root *os.Root, file string) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("capability %s: %w", filepath.Dir(file), err)
 	case !fi.Mode().IsRegular():
-		return nil, manifestErr(file, "", fmt.Sprintf("not a regular file (%s); want a plain file", fi.Mode().Type()))
+		return nil, manifestErr(file, "", fmt.Sprintf("a %s, not a regular file; want a plain file", fileKind(fi.Mode())))
 	}
 	f, err := root.OpenFile(ManifestFile, openFlags, 0)
 	if err != nil {
@@ -152,6 +151,26 @@ func readManifest(root *os.Root, file string) ([]byte, error) {
 		return nil, manifestErr(file, "", fmt.Sprintf("manifest is larger than %s; a capability.json is at most that", FormatSize(MaxManifestSize)))
 	}
 	return data, nil
+}
+
+// fileKind names the type of a file for a person.
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "regular file"
+	case t&fs.ModeDir != 0:
+		return "directory"
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	default:
+		return "special file (" + t.String() + ")"
+	}
 }
 
 // projectOf returns the project root of a capability directory: three

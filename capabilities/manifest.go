@@ -13,7 +13,20 @@
 //
 // A Capability carries a Digest over its manifest and every file of its
 // directory. The gate binds a project grant to it, so a capability that
-// changed since it was approved is asked about again.
+// changed since it was approved is asked about again. The digest is
+// sha256:<hex> of a versioned header followed by one record per entry of
+// the directory, in order of relative path: a kind (directory, file,
+// executable file, symbolic link), the path, and the contents or the
+// link's text, each length-prefixed, so that no two trees share a digest.
+// A link leading outside the directory, a FIFO, a socket or a device makes
+// the capability invalid. Verify and ReadModule check, right before a run,
+// that the files are still those of the digest.
+//
+// Errors come in classes (ErrInvalidManifest, ErrNotFound, ErrInvalidInput,
+// ErrChanged, ErrInvalidArgument), tested with errors.Is. A manifest's
+// problems are listed in a *ManifestError, one *FieldError each, written
+//
+//	.ccrun/capabilities/fmt-json/capability.json:7:14: /limits/memory: size "64XB": want …
 //
 // This package knows nothing of executors: it turns a directory into plain
 // data (a Manifest, a Tool, a permission key) that the root package wires

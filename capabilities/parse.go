@@ -3,6 +3,7 @@ package capabilities
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,19 +22,21 @@ import (
 // the checks against the directory. The error is a *ManifestError listing
 // every problem found (class ErrInvalidManifest).
 func Parse(file string, data []byte) (*Manifest, error) {
-	m, _, err := parse(file, data)
+	m, _, _, err := parse(file, data)
 	return m, err
 }
 
 // Validate is Parse for a caller that only wants the verdict.
 func Validate(file string, data []byte) error {
-	_, _, err := parse(file, data)
+	_, _, _, err := parse(file, data)
 	return err
 }
 
-func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
-	fail := func(errs ...*FieldError) (*Manifest, *jsonschema.Schema, error) {
-		return nil, nil, &ManifestError{File: file, Errors: errs}
+// parse returns the manifest, its compiled parameters and the parsed
+// document (for the positions of later errors).
+func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, *document, error) {
+	fail := func(errs ...*FieldError) (*Manifest, *jsonschema.Schema, *document, error) {
+		return nil, nil, nil, &ManifestError{File: file, Errors: errs}
 	}
 	if len(data) > MaxManifestSize {
 		return fail(&FieldError{File: file, Message: fmt.Sprintf("manifest is larger than %s; a capability.json is at most that", FormatSize(MaxManifestSize))})
@@ -46,15 +49,23 @@ func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
 	if err := manifestSchema().Validate(doc.value); err != nil {
 		errs = schemaErrors(doc, err, true)
 	}
+	for _, fe := range checkLimits(doc) {
+		if !hasPointer(errs, fe.Pointer) {
+			errs = append(errs, fe)
+		}
+	}
 	// Decode even past schema errors: when the types are right, the rules
 	// below still run, so that one pass reports as much as it can.
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&m); err != nil {
-		if len(errs) == 0 {
-			errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
+	if err := json.Unmarshal(data, &m); err != nil {
+		// Drop the fields already found wrong and decode the rest.
+		if len(errs) == 0 || decodeWithout(doc.value, errs, &m) != nil {
+			sortByPosition(errs)
+			if len(errs) == 0 {
+				errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
+			}
+			return fail(errs...)
 		}
-		return fail(errs...)
 	}
 	sem, params := checkManifest(doc, &m)
 	for _, fe := range sem {
@@ -66,7 +77,7 @@ func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, error) {
 		sortByPosition(errs)
 		return fail(errs...)
 	}
-	return &m, params, nil
+	return &m, params, doc, nil
 }
 
 func hasPointer(errs []*FieldError, ptr string) bool {
@@ -78,17 +89,72 @@ func hasPointer(errs []*FieldError, ptr string) bool {
 	return false
 }
 
-// checkManifest runs the rules the schema cannot say. It returns the
-// compiled parameters schema when it compiles.
-func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schema) {
+// decodeWithout decodes v into m with the values at the errors' pointers
+// set to null (so the decoder leaves them zero).
+func decodeWithout(v any, errs []*FieldError, m *Manifest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var cp any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&cp); err != nil {
+		return err
+	}
+	for _, fe := range errs {
+		if fe.Pointer == "" {
+			return errors.New("the document itself is wrong")
+		}
+		nullAt(cp, strings.Split(fe.Pointer[1:], "/"))
+	}
+	if b, err = json.Marshal(cp); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, m)
+}
+
+// nullAt sets the value at the reference tokens path to null, if present.
+func nullAt(v any, path []string) {
+	for i, tok := range path {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		last := i == len(path)-1
+		switch c := v.(type) {
+		case map[string]any:
+			if _, ok := c[tok]; !ok {
+				return
+			}
+			if last {
+				c[tok] = nil
+				return
+			}
+			v = c[tok]
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(c) {
+				return
+			}
+			if last {
+				c[n] = nil
+				return
+			}
+			v = c[n]
+		default:
+			return
+		}
+	}
+}
+
+// checkLimits checks the values of the limits whose forms the schema
+// checks: durations and sizes that parse but are out of range. It works on
+// the raw document, so it runs even when the manifest cannot be decoded.
+func checkLimits(doc *document) []*FieldError {
 	var errs []*FieldError
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
 	}
-	env := m.Environment
-
-	// Limits: the schema checks the forms; the values are checked here.
-	if lim, ok := doc.value.(map[string]any)["limits"].(map[string]any); ok {
+	top, _ := doc.value.(map[string]any)
+	if lim, ok := top["limits"].(map[string]any); ok {
 		if s, ok := lim["timeout"].(string); ok {
 			if d, err := time.ParseDuration(s); err != nil {
 				bad("/limits/timeout", "duration %s: %v", strconv.QuoteToASCII(s), err)
@@ -116,13 +182,27 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schem
 			}
 			if n <= 0 {
 				bad("/limits/"+f, "want a size above zero")
-			} else if f == "memory" && env == ceiling.Docker && n < job.MinMemory {
-				bad("/limits/memory", "%s is below %s, the least a container starts with", FormatSize(n), FormatSize(job.MinMemory))
 			}
 		}
 	}
+
+	return errs
+}
+
+// checkManifest runs the rules the schema cannot say. It returns the
+// compiled parameters schema when it compiles.
+func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schema) {
+	var errs []*FieldError
+	bad := func(ptr, format string, args ...any) {
+		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
+	}
+	env := m.Environment
+
 	if _, ok := doc.pos["/limits/cpus"]; ok && !validCPUs(m.Limits.CPUs) {
 		bad("/limits/cpus", "want a number of cores above 0 and at most 1024")
+	}
+	if env == ceiling.Docker && m.Limits.Memory > 0 && m.Limits.Memory < job.MinMemory {
+		bad("/limits/memory", "%s is below %s, the least a container starts with", FormatSize(int64(m.Limits.Memory)), FormatSize(job.MinMemory))
 	}
 
 	// Entry.

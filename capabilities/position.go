@@ -28,18 +28,29 @@ func parseDocument(file string, data []byte) (*document, *FieldError) {
 	dec.UseNumber()
 	v, err := d.walk(dec, "")
 	if err == nil {
+		off := d.skipSpace(int(dec.InputOffset()))
 		if _, terr := dec.Token(); terr != io.EOF {
-			err = &syntaxError{off: d.skipSpace(int(dec.InputOffset())), msg: "text after the end of the JSON value"}
+			err = &syntaxError{off: off, msg: "text after the end of the JSON value"}
 		}
 	}
 	if err != nil {
 		var se *syntaxError
 		var je *json.SyntaxError
-		switch {
-		case errors.As(err, &se):
+		if errors.As(err, &se) {
 			return nil, d.errorAt(se.off, se.ptr, se.msg)
+		}
+		// A Decoder's offsets are not always the document's: ask
+		// Unmarshal, which checks the whole text first, where it failed.
+		if uerr := json.Unmarshal(data, new(any)); uerr != nil {
+			err = uerr
+		}
+		switch {
 		case errors.As(err, &je):
-			return nil, d.errorAt(int(je.Offset), "", "malformed JSON: "+je.Error())
+			off := int(je.Offset)
+			if off > 0 && off <= len(data) && je.Error() != "unexpected end of JSON input" {
+				off-- // Offset counts the offending byte; point at it
+			}
+			return nil, d.errorAt(off, "", "malformed JSON: "+je.Error())
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, d.errorAt(len(data), "", "malformed JSON: unexpected end of file")
 		default:
@@ -58,9 +69,20 @@ type syntaxError struct {
 
 func (e *syntaxError) Error() string { return e.msg }
 
+// maxDepth bounds the nesting of a document, so that a hostile one cannot
+// exhaust the stack: no manifest or tool input needs more.
+const maxDepth = 200
+
 // walk reads one value, recording its position under ptr.
 func (d *document) walk(dec *json.Decoder, ptr string) (any, error) {
+	return d.walkDepth(dec, ptr, 0)
+}
+
+func (d *document) walkDepth(dec *json.Decoder, ptr string, depth int) (any, error) {
 	start := d.skipSpace(int(dec.InputOffset()))
+	if depth > maxDepth {
+		return nil, &syntaxError{off: start, ptr: ptr, msg: fmt.Sprintf("nested more than %d levels deep", maxDepth)}
+	}
 	if _, ok := d.pos[ptr]; !ok {
 		d.pos[ptr] = start
 	}
@@ -86,7 +108,7 @@ func (d *document) walk(dec *json.Decoder, ptr string) (any, error) {
 				return nil, &syntaxError{off: keyOff, ptr: child, msg: fmt.Sprintf("duplicate field %s", strconv.QuoteToASCII(key))}
 			}
 			d.pos[child] = keyOff
-			v, err := d.walk(dec, child)
+			v, err := d.walkDepth(dec, child, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -99,7 +121,7 @@ func (d *document) walk(dec *json.Decoder, ptr string) (any, error) {
 	case json.Delim('['):
 		arr := []any{}
 		for i := 0; dec.More(); i++ {
-			v, err := d.walk(dec, ptr+"/"+strconv.Itoa(i))
+			v, err := d.walkDepth(dec, ptr+"/"+strconv.Itoa(i), depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -11,10 +11,6 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 )
 
-// ErrInvalidArgument: a caller passed a name or environment that cannot be
-// used (Scaffold).
-var ErrInvalidArgument = errors.New("invalid argument")
-
 // ScaffoldImage is the image a @docker scaffold names: the test image the
 // Makefile builds FROM scratch with busybox-static (make testimage).
 const ScaffoldImage = "ccrun-test:busybox"

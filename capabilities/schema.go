@@ -68,6 +68,7 @@ func schemaErrors(doc *document, err error, manifest bool) []*FieldError {
 	env, _ := topString(doc.value, "environment")
 	var out []*FieldError
 	seen := map[string]bool{}
+	notAllowed := map[string]bool{} // a field not allowed at all needs no other complaint
 	add := func(fe *FieldError) {
 		k := fe.Pointer + "\x00" + fe.Message
 		if !seen[k] {
@@ -113,6 +114,7 @@ func schemaErrors(doc *document, err error, manifest bool) []*FieldError {
 			return
 		case *kind.FalseSchema:
 			if manifest {
+				notAllowed[ptr] = true
 				add(doc.errorFor(ptr, fmt.Sprintf("not allowed for %s", env), nil))
 				return
 			}
@@ -126,8 +128,14 @@ func schemaErrors(doc *document, err error, manifest bool) []*FieldError {
 		add(doc.errorFor(ptr, e.BasicOutput().Error.String(), nil))
 	}
 	visit(ve)
-	sortByPosition(out)
-	return out
+	kept := out[:0]
+	for _, fe := range out {
+		if !notAllowed[fe.Pointer] || strings.HasPrefix(fe.Message, "not allowed for ") {
+			kept = append(kept, fe)
+		}
+	}
+	sortByPosition(kept)
+	return kept
 }
 
 // objectWith finds the object at depth that has a member called prop. The

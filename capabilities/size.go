@@ -82,6 +82,9 @@ type Size int64
 
 // UnmarshalJSON reads "64MiB" or 67108864.
 func (s *Size) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // as encoding/json does for other types
+	}
 	var v any
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.UseNumber()
@@ -115,6 +118,9 @@ type Duration time.Duration
 
 // UnmarshalJSON reads a duration string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration: want a string like \"30s\": %w", err)
