@@ -223,9 +223,10 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		req.Command = cmd
 		req.Display = m.Entry.Command
 	case ceiling.Wasm:
-		mod, err := os.ReadFile(filepath.Join(capa.Dir, m.Entry.Module))
+		// The bytes that run are the bytes of the digest the gate sees.
+		mod, err := capa.ReadModule()
 		if err != nil {
-			return fmt.Errorf("capability %s: %w", m.Name, err)
+			return err
 		}
 		inv.Module, inv.ModuleName = mod, m.Entry.Module
 		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)

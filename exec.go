@@ -49,6 +49,12 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 	if err != nil {
 		return t.out, t.fail(err)
 	}
+	if c := inv.Capability; c != nil && inv.Module == nil {
+		// What runs must be what was approved: digest the files again.
+		if err := c.Verify(); err != nil {
+			return t.out, t.fail(err)
+		}
+	}
 	t.emit(Scheduled, d)
 	e, err := r.executor(ctx, inv.Environment)
 	if err != nil {

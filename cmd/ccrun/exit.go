@@ -17,7 +17,7 @@ import (
 const (
 	exitOK       = 0
 	exitUsage    = 64  // bad usage: flags, arguments, input, an unknown capability
-	exitDenied   = 77  // the gate did not allow the call
+	exitDenied   = 77  // the gate did not allow the call, or what runs changed since it did
 	exitConfig   = 78  // bad configuration: ccrun.json, a settings file, a manifest
 	exitTimeout  = 124 // the tool ran past its timeout and was killed
 	exitInternal = 125 // ccrun itself failed, or the environment is unavailable
@@ -57,7 +57,8 @@ func exitCode(res *job.Result, err error) int {
 		errors.Is(err, capabilities.ErrInvalidInput),
 		errors.Is(err, capabilities.ErrNotFound):
 		return exitUsage
-	case errors.Is(err, permission.ErrPermissionDenied):
+	case errors.Is(err, permission.ErrPermissionDenied),
+		errors.Is(err, capabilities.ErrChanged):
 		return exitDenied
 	case errors.Is(err, permission.ErrInvalidConfig),
 		errors.Is(err, capabilities.ErrInvalidManifest):
