@@ -102,6 +102,13 @@ func (r *run) releaseFiles() {
 // sweep kills the run's processes; see killTree.
 func (r *run) sweep() int {
 	r.mu.Lock()
+	if len(r.children) == 0 && !r.anyGroup() {
+		// Every program has exited and left nothing in its group: what
+		// could be left has left the run's groups and has no parent in the
+		// run, and the walk could not attribute it anyway.
+		r.mu.Unlock()
+		return 0
+	}
 	groups := make([]int, 0, len(r.groups))
 	for g := range r.groups {
 		groups = append(groups, g)
@@ -112,6 +119,18 @@ func (r *run) sweep() int {
 	}
 	r.mu.Unlock()
 	return killTree(children, groups)
+}
+
+// anyGroup reports whether one of the run's process groups still has a
+// process (a zombie counts: it may be ours to reap). Called with mu held.
+func (r *run) anyGroup() bool {
+	for g := range r.groups {
+		if !groupGone(g) {
+			return true
+		}
+		delete(r.groups, g)
+	}
+	return false
 }
 
 // middleware is the interpreter's exec handler: it ignores next (the
@@ -183,6 +202,12 @@ func (r *run) exec(ctx context.Context, args []string) error {
 
 	r.mu.Lock()
 	delete(r.children, pid)
+	if groupGone(pid) {
+		// Nothing is left in the program's group, and nothing can join an
+		// empty group: forget it, so that the sweep has less to look for
+		// (and nothing at all after a script of programs that all exited).
+		delete(r.groups, pid)
+	}
 	r.mu.Unlock()
 
 	if st := cmd.ProcessState; st != nil {

@@ -365,10 +365,14 @@ func exitCode(err error) (int, error) {
 	return 0, err
 }
 
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // copyOut reads one output pipe into its Output until EOF or the deadline.
 func copyOut(wg *sync.WaitGroup, dst *job.Output, src *os.File) {
 	defer wg.Done()
-	buf := make([]byte, 32<<10)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -145,17 +146,15 @@ func TestStreamedAsItArrives(t *testing.T) {
 		done <- runSrc(t, e, `echo first; sh -c 'while [ ! -e seen ]; do sleep 0.01; done; echo second'`,
 			Spec{Dir: dir, Streams: job.Streams{Stdout: w}})
 	}()
-	buf := make([]byte, 64)
-	n, _ := r.Read(buf)
-	if got := string(buf[:n]); got != "first\n" {
-		t.Fatalf("first read %q, want %q", got, "first\n")
+	br := bufio.NewReader(r)
+	if got, err := br.ReadString('\n'); got != "first\n" {
+		t.Fatalf("first line %q (%v), want %q", got, err, "first\n")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "seen"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, _ = r.Read(buf)
-	if got := string(buf[:n]); got != "second\n" {
-		t.Fatalf("second read %q, want %q", got, "second\n")
+	if got, err := br.ReadString('\n'); got != "second\n" {
+		t.Fatalf("second line %q (%v), want %q", got, err, "second\n")
 	}
 	res := <-done
 	if !res.OK() || string(res.Stdout) != "first\nsecond\n" {

@@ -42,6 +42,12 @@ func killGroup(pgid int) error {
 	return err
 }
 
+// groupGone reports whether process group pgid has no process left, not
+// even a zombie.
+func groupGone(pgid int) bool {
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
 // proc is one line of /proc/PID/stat.
 type proc struct {
 	pid, ppid, pgid int
@@ -51,10 +57,17 @@ type proc struct {
 
 // readStat reads /proc/PID/stat.
 func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return proc{}, false
 	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return proc{}, false
+	}
+	b := buf[:n]
 	// pid (comm) state ppid pgrp session ... starttime is field 22; comm
 	// may hold spaces and parentheses, so cut at the last ')'.
 	i := bytes.LastIndexByte(b, ')')

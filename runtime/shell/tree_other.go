@@ -24,6 +24,11 @@ func killGroup(pgid int) error {
 	return err
 }
 
+// groupGone reports whether process group pgid has no process left.
+func groupGone(pgid int) bool {
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
 // killTree kills the run's process groups. Outside Linux a process that
 // left its group is not found. It cannot count, and returns 0.
 func killTree(children, groups []int) int {

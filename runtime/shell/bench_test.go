@@ -1,0 +1,40 @@
+package shell
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+)
+
+// The in-process cost of a run, side by side with what it replaces:
+//
+//	go test -run '^$' -bench . -benchtime 200x ./runtime/shell/
+//
+// BenchmarkRunTrue runs the builtin true (no process at all);
+// BenchmarkRunBinTrue starts /bin/true, so it pays for a process and for the
+// sweep that makes sure nothing outlived it; BenchmarkShTrue is os/exec
+// running `sh -c true`, the baseline.
+
+func benchRun(b *testing.B, src string) {
+	e := newExecutor(b)
+	s := Spec{Script: parse(b, src), Dir: b.TempDir()}
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := e.Run(ctx, s)
+		if err != nil || !res.OK() {
+			b.Fatalf("got %v, %v", res, err)
+		}
+	}
+}
+
+func BenchmarkRunTrue(b *testing.B)    { benchRun(b, "true") }
+func BenchmarkRunBinTrue(b *testing.B) { benchRun(b, "/bin/true") }
+
+func BenchmarkShTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("sh", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
