@@ -3,6 +3,8 @@ package shell
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +19,13 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 )
+
+// MarkerVar is the variable that every program of a run finds in its
+// environment, set to an identifier of the run (24 hex digits). Processes
+// inherit it, and the executor uses it to recognise the run's orphans that
+// left its process groups (daemons). A process started with a cleared
+// environment (env -i) cannot be recognised that way.
+const MarkerVar = "CCRUN_RUN"
 
 // run is the state of one Run: why it ended, and the processes it started.
 type run struct {
@@ -36,11 +45,15 @@ type run struct {
 	leftover int              // processes killed after the script ended by itself
 	files    []*os.File       // pipes to close when Run returns
 	started  bool             // at least one program was started
+	marker   string           // MarkerVar=<id of the run>, in every program's environment
 }
 
 func newRun(e *Executor) *run {
 	ctx, cancel := context.WithCancel(context.Background())
+	var id [12]byte
+	rand.Read(id[:]) // never fails (crypto/rand)
 	return &run{
+		marker:   MarkerVar + "=" + hex.EncodeToString(id[:]),
 		e:        e,
 		ctx:      ctx,
 		cancel:   cancel,
@@ -102,13 +115,7 @@ func (r *run) releaseFiles() {
 // sweep kills the run's processes; see killTree.
 func (r *run) sweep() int {
 	r.mu.Lock()
-	if len(r.children) == 0 && !r.anyGroup() {
-		// Every program has exited and left nothing in its group: what
-		// could be left has left the run's groups and has no parent in the
-		// run, and the walk could not attribute it anyway.
-		r.mu.Unlock()
-		return 0
-	}
+	r.pruneGroups()
 	groups := make([]int, 0, len(r.groups))
 	for g := range r.groups {
 		groups = append(groups, g)
@@ -118,19 +125,18 @@ func (r *run) sweep() int {
 		children = append(children, c)
 	}
 	r.mu.Unlock()
-	return killTree(children, groups)
+	return killTree(children, groups, r.marker)
 }
 
-// anyGroup reports whether one of the run's process groups still has a
-// process (a zombie counts: it may be ours to reap). Called with mu held.
-func (r *run) anyGroup() bool {
+// pruneGroups forgets the process groups that have no process left (a
+// zombie counts: it may be ours to reap). Nothing can join an empty group,
+// and its number may be reused. Called with mu held.
+func (r *run) pruneGroups() {
 	for g := range r.groups {
-		if !groupGone(g) {
-			return true
+		if groupGone(g) {
+			delete(r.groups, g)
 		}
-		delete(r.groups, g)
 	}
-	return false
 }
 
 // middleware is the interpreter's exec handler: it ignores next (the
@@ -148,20 +154,10 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		return interp.ExitStatus(127)
 	}
 
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return interp.ExitStatus(job.KilledExitCode)
-	}
-	r.started = true
-	r.inflight.Add(1)
-	r.mu.Unlock()
-	defer r.inflight.Done()
-
 	newCmd := func() *exec.Cmd {
 		cmd := exec.CommandContext(ctx, path)
 		cmd.Args = args
-		cmd.Env = environ(hc.Env)
+		cmd.Env = append(environ(hc.Env), r.marker)
 		cmd.Dir = hc.Dir
 		if f, ok := hc.Stdin.(*os.File); !ok || f != nil {
 			cmd.Stdin = hc.Stdin
@@ -173,6 +169,17 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		cmd.WaitDelay = r.e.waitDelay
 		return cmd
 	}
+	// Start and register under the lock, so that the sweep, which runs
+	// once closed is set, knows every direct child: it must never reap one
+	// of them in os/exec's place.
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return interp.ExitStatus(job.KilledExitCode)
+	}
+	r.started = true
+	r.inflight.Add(1)
+	defer r.inflight.Done()
 	cmd := newCmd()
 	err = cmd.Start()
 	// A program written by a concurrent fork may briefly be busy (ETXTBSY,
@@ -182,6 +189,11 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		cmd = newCmd()
 		err = cmd.Start()
 	}
+	if err == nil {
+		r.groups[cmd.Process.Pid] = struct{}{}
+		r.children[cmd.Process.Pid] = struct{}{}
+	}
+	r.mu.Unlock()
 	if errors.Is(err, syscall.ENOEXEC) {
 		return r.script(ctx, hc, path, args)
 	}
@@ -193,19 +205,13 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		return interp.ExitStatus(126)
 	}
 	pid := cmd.Process.Pid
-	r.mu.Lock()
-	r.groups[pid] = struct{}{}
-	r.children[pid] = struct{}{}
-	r.mu.Unlock()
-
 	err = cmd.Wait()
 
 	r.mu.Lock()
 	delete(r.children, pid)
 	if groupGone(pid) {
-		// Nothing is left in the program's group, and nothing can join an
-		// empty group: forget it, so that the sweep has less to look for
-		// (and nothing at all after a script of programs that all exited).
+		// Nothing is left in the program's group: forget it now, so that a
+		// long script does not pile up groups to check.
 		delete(r.groups, pid)
 	}
 	r.mu.Unlock()

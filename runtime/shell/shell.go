@@ -29,26 +29,32 @@
 // How that is done on Linux: New makes the ccrun process a child subreaper
 // (prctl PR_SET_CHILD_SUBREAPER), so that an orphaned descendant is
 // re-parented to ccrun rather than to init and stays findable. Each program
-// the script starts gets its own process group. At the end of a run the
+// the script starts gets its own process group, and finds MarkerVar, an
+// identifier of the run, in its environment. At the end of a run the
 // executor walks /proc for the run's processes — the programs it started,
-// their descendants through parent links, and orphans re-parented to ccrun
-// that are still in one of the run's process groups — stops each with
-// SIGSTOP until no new one appears (so nothing can fork away during the
-// sweep), then kills them with SIGKILL and reaps those that became ccrun's
-// children. Processes are addressed through pidfds, so a recycled pid is
-// never signalled.
+// their descendants through parent links, and the orphans re-parented to
+// ccrun that are still in one of the run's process groups or carry its
+// marker — and stops each with SIGSTOP until no new one appears (so nothing
+// can fork away during the walk), then kills them all with SIGKILL and
+// reaps those that became ccrun's children. Processes are addressed
+// through pidfds, so a recycled pid is never signalled. The walk is skipped
+// when the run started no program (builtins only).
 //
-// Limits, said honestly: @shell is not a sandbox. A process that leaves the
-// run's process groups (setsid, setpgid) AND whose parent has already exited
-// before the sweep (the classic daemon double fork) is re-parented to ccrun
-// but cannot be told apart from other orphans, so it survives; one whose
-// parent is still in the run is found and killed. $$ is ccrun's own pid, so
-// `kill $$` signals ccrun. If ccrun itself is killed with SIGKILL, the
-// programs it started directly get SIGKILL (PR_SET_PDEATHSIG) but their
-// descendants are left to init. Being a subreaper is process-wide: orphans
-// of programs that the embedding process starts by other means are
-// re-parented to it too and are reaped only by their own code.
-// On other Unix systems only process groups are killed.
+// Limits, said honestly: @shell is not a sandbox, and a process that tries
+// can escape. A process that leaves the run's process groups (setsid,
+// setpgid), loses the marker (env -i, or a setuid program whose environment
+// ccrun may not read) and whose parent exited before the walk is not
+// recognised and survives; so does anything that escapes the subreaper
+// (a double fork under another subreaper, a service started through a
+// daemon such as systemd or dockerd). A daemon that leaves the run's
+// groups and exits by itself before the walk stays a zombie child of ccrun
+// (it cannot be told apart from the embedding program's own children). $$
+// is ccrun's own pid: `kill $$` signals ccrun. If ccrun dies, the programs
+// it started directly get SIGKILL (PR_SET_PDEATHSIG) but their descendants
+// are left to init. Being a subreaper is process-wide: orphans of programs
+// that the embedding process starts by other means are re-parented to it
+// too, and are reaped only by its own code. On other Unix systems only the
+// process groups are killed.
 //
 // # Output and environment
 //

@@ -290,6 +290,26 @@ sleep 1000 &
 	assertGone(t, readPids(t, filepath.Join(dir, "pids"), 2))
 }
 
+// TestDaemonKilled: a daemon (double fork into a new session, its parent
+// gone before the run ends) is found by the run's marker and killed.
+func TestDaemonKilled(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid(1)")
+	}
+	e := newExecutor(t)
+	dir := t.TempDir()
+	res := runSrc(t, e, `
+setsid -f sh -c 'echo $$ >> pids; exec sleep 1000'
+sh -c 'setsid sh -c "sleep 1000 & echo \$! >> pids" &'
+while [ "$(cat pids | wc -l)" -lt 2 ]; do sleep 0.01; done
+`, Spec{Dir: dir})
+	if !res.OK() {
+		t.Errorf("got %s %d %q", res.Reason, res.ExitCode, res.Stderr)
+	}
+	assertGone(t, readPids(t, filepath.Join(dir, "pids"), 2))
+}
+
 // TestCaptureWithLeftover: $(...) of a program that leaves a child holding
 // the pipe ends after the wait delay instead of hanging.
 func TestCaptureWithLeftover(t *testing.T) {

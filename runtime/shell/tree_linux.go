@@ -85,6 +85,69 @@ func readStat(pid int) (proc, bool) {
 	return p, true
 }
 
+// hasChildrenFiles reports whether the kernel lists a task's children in
+// /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN).
+var hasChildrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/children")
+	return err == nil
+})
+
+// listProcs returns the descendants of self: walked down from self through
+// the children files when the kernel has them, or else every process in
+// /proc (attribute only follows parent links from self either way).
+func listProcs(self int) map[int]proc {
+	if !hasChildrenFiles() {
+		return scan()
+	}
+	procs := make(map[int]proc)
+	queue := []int{self}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		tids, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, tid := range tids {
+			b, err := os.ReadFile(dir + tid + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range bytes.Fields(b) {
+				c, err := strconv.Atoi(string(f))
+				if err != nil {
+					continue
+				}
+				if _, ok := procs[c]; ok {
+					continue
+				}
+				if p, ok := readStat(c); ok {
+					procs[c] = p
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return procs
+}
+
+// hasMarker reports whether process pid was started with marker in its
+// environment. A zombie has no environment left.
+func hasMarker(pid int, marker string) bool {
+	if marker == "" {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	m := []byte(marker + "\x00")
+	return bytes.HasPrefix(b, m) || bytes.Contains(b, append([]byte{0}, m...))
+}
+
 // scan reads every process in /proc.
 func scan() map[int]proc {
 	d, err := os.Open("/proc")
@@ -106,10 +169,10 @@ func scan() map[int]proc {
 	return procs
 }
 
-// attribute returns the processes of a run: its live direct children, the
-// orphans re-parented to this process that are still in one of its groups,
-// and every descendant of those.
-func attribute(procs map[int]proc, self int, children, groups []int) []proc {
+// attribute returns the processes of a run: its live direct children; the
+// orphans re-parented to this process that are still in one of its groups
+// or carry its marker; and every descendant of those.
+func attribute(procs map[int]proc, self int, children, groups []int, marker string) []proc {
 	kids := make(map[int][]int, len(procs))
 	for _, p := range procs {
 		kids[p.ppid] = append(kids[p.ppid], p.pid)
@@ -126,11 +189,15 @@ func attribute(procs map[int]proc, self int, children, groups []int) []proc {
 			seen[c] = true
 		}
 	}
-	// An orphan is never the leader of its group: the leaders are the
-	// direct children. So a process leading a group, even one whose number
-	// was once the run's, is another run's program and never taken here.
+	// Orphans: by group, or by marker for those that left the run's
+	// groups. An orphan in one of the run's groups is never its leader (the
+	// leaders are the direct children), so a leader of a group whose number
+	// was once the run's is another run's program and never taken here.
 	for _, pid := range kids[self] {
-		if p := procs[pid]; !seen[pid] && p.pgid != pid && inGroups[p.pgid] {
+		if seen[pid] {
+			continue
+		}
+		if p := procs[pid]; (p.pgid != pid && inGroups[p.pgid]) || hasMarker(pid, marker) {
 			queue = append(queue, pid)
 			seen[pid] = true
 		}
@@ -233,7 +300,7 @@ func (t *target) close() {
 // (os/exec reaps those). It first stops them all with SIGSTOP, rescanning
 // until no new process appears, so that none can fork away while it works.
 // It returns how many processes it killed.
-func killTree(children, groups []int) int {
+func killTree(children, groups []int, marker string) int {
 	self := os.Getpid()
 	direct := make(map[int]bool, len(children))
 	for _, c := range children {
@@ -247,7 +314,7 @@ func killTree(children, groups []int) int {
 	}()
 	for range 100 {
 		fresh := 0
-		for _, p := range attribute(scan(), self, children, groups) {
+		for _, p := range attribute(listProcs(self), self, children, groups, marker) {
 			if t, ok := held[p.pid]; ok && t.start == p.start {
 				continue
 			}

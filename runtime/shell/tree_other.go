@@ -31,7 +31,7 @@ func groupGone(pgid int) bool {
 
 // killTree kills the run's process groups. Outside Linux a process that
 // left its group is not found. It cannot count, and returns 0.
-func killTree(children, groups []int) int {
+func killTree(children, groups []int, marker string) int {
 	for _, g := range groups {
 		_ = killGroup(g)
 	}
