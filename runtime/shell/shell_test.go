@@ -211,6 +211,62 @@ func assertGone(t *testing.T, pids []int) {
 	}
 }
 
+// survivors returns the pids of the live processes whose environment holds
+// tag (given to a run through Spec.Env): after Run, there must be none. (A
+// zombie shows no environment; assertGone covers those.)
+func survivors(tag string) []int {
+	var out []int
+	names, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil || !bytes.Contains(b, []byte(tag+"\x00")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(n, "/")[2])
+		if pid == os.Getpid() {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// tag returns a KEY=VALUE unique to the test, for Spec.Env and survivors.
+func tag(t *testing.T) string {
+	return "CCRUN_TEST_TAG=" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + strconv.Itoa(os.Getpid())
+}
+
+// TestNothingOutlivesRun runs scripts that leave processes behind in every
+// way the executor knows of, ended in every way, and then looks through
+// all of /proc for anything of theirs.
+func TestNothingOutlivesRun(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	for _, tc := range []struct {
+		name string
+		src  string
+		lim  job.Limits
+	}{
+		{"fork loop, timeout", "while true; do sh -c 'sleep 1000 & sleep 1000 &'; done", job.Limits{Timeout: time.Second}},
+		{"background loop, exit", "for i in 1 2 3 4 5 6 7 8; do sleep 1000 & done; sh -c 'sleep 1000 &'", job.Limits{}},
+		{"pipeline, timeout", "yes | sh -c 'sleep 1000 & cat' | cat > /dev/null", job.Limits{Timeout: time.Second}},
+		{"flood, output cap", "sh -c 'sleep 1000 & yes'", job.Limits{Output: 4096}},
+		{"daemons, exit", "setsid -f sleep 1000; sh -c 'setsid sleep 1000 &'; (sleep 1000 &)", job.Limits{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tg := tag(t)
+			res := runSrc(t, e, tc.src, Spec{Env: []string{tg}, Limits: tc.lim})
+			if left := survivors(tg); len(left) > 0 {
+				t.Errorf("%d processes outlived the run (%s): %v", len(left), res.Reason, left)
+				for _, pid := range left {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
+	}
+}
+
 // treeScript starts, in the background, the shapes of descendants a run
 // must not leave behind, and has each write its pid to file pids:
 //   - a program started by the script itself (`... &`);
