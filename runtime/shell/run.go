@@ -92,13 +92,16 @@ func (r *run) shutdown() {
 	}
 	// Walk and kill the tree while it is whole: cancelling first would let
 	// os/exec kill the direct children, orphaning their descendants before
-	// the walk could find them through their parents.
+	// the walk could find them through their parents. No program can start
+	// now (closed), so the walk sees every direct child.
 	killed := r.sweep()
-	// Then stop the interpreter; a program it started during the sweep is
-	// killed with its group by os/exec's Cancel.
+	// Then stop the interpreter, and wait for the exec handlers, whose
+	// programs are dead, to return.
 	r.cancel()
 	r.inflight.Wait()
-	killed += r.sweep() // what started during the first sweep
+	if killed > 0 {
+		killed += r.sweep() // belt and braces: there should be nothing left
+	}
 	if r.why == job.Exit {
 		r.leftover = killed
 	}

@@ -29,7 +29,9 @@
 // How that is done on Linux: New makes the ccrun process a child subreaper
 // (prctl PR_SET_CHILD_SUBREAPER), so that an orphaned descendant is
 // re-parented to ccrun rather than to init and stays findable. Each program
-// the script starts gets its own process group, and finds MarkerVar, an
+// the script starts gets a session and process group of its own (and so no
+// controlling terminal: a program that opens /dev/tty to prompt fails
+// instead of waiting for ever), and finds MarkerVar, an
 // identifier of the run, in its environment. At the end of a run the
 // executor walks /proc for the run's processes — the programs it started,
 // their descendants through parent links, and the orphans re-parented to

@@ -273,7 +273,7 @@ func TestNothingOutlivesRun(t *testing.T) {
 //   - a grandchild left by a program that has exited (an orphan);
 //   - a grandchild that left the process group with setsid, under a parent
 //     that is still alive;
-//   - a grandchild in a process group of its own (set -m style).
+//   - a grandchild under a parent that waits for it.
 //
 // Then it waits until the pids are written and, in the foreground, sleeps.
 const treeScript = `
@@ -615,6 +615,16 @@ func TestRunsTheParseTree(t *testing.T) {
 	}
 	if out, err := exec.Command("sh", "-c", src).Output(); err == nil && string(out) == string(res.Stdout) {
 		t.Logf("sh -c reads %q the same way here (%q): no witness on this host", src, out)
+	}
+}
+
+// TestNoControllingTerminal: a program that wants to prompt on /dev/tty
+// fails at once rather than waiting, stopped, for the timeout.
+func TestNoControllingTerminal(t *testing.T) {
+	t.Parallel()
+	res := runSrc(t, newExecutor(t), `sh -c 'exec 3</dev/tty' 2>/dev/null; echo $?`, Spec{Limits: job.Limits{Timeout: time.Minute}})
+	if res.Reason != job.Exit || string(res.Stdout) == "0\n" {
+		t.Errorf("got %s %q, want /dev/tty to fail to open", res.Reason, res.Stdout)
 	}
 }
 

@@ -25,12 +25,21 @@ func becomeSubreaper() error {
 	return subreaperErr
 }
 
-// procAttr puts each program in a process group of its own, and kills it if
-// ccrun dies first. (PR_SET_PDEATHSIG fires when the thread that started
-// the program exits; Go only ends a thread when a goroutine locked to it
-// with runtime.LockOSThread returns, which this package never does.)
+// procAttr puts each program in a session, and so a process group, of its
+// own, and kills it if ccrun dies first.
+//
+// A session rather than only a group: the program then has no controlling
+// terminal, so one that opens /dev/tty to ask something (sudo, ssh) fails
+// at once instead of being stopped by SIGTTIN until the timeout, as a
+// background group of ccrun's terminal would be. A terminal given as stdin
+// is read normally. Ctrl-C in ccrun's terminal reaches ccrun alone, which
+// cancels the run.
+//
+// PR_SET_PDEATHSIG fires when the thread that started the program exits;
+// Go ends a thread only when a goroutine locked to it with
+// runtime.LockOSThread returns, which this package never does.
 func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
 
 // killGroup kills a process group.
@@ -299,7 +308,7 @@ func (t *target) close() {
 // that end up as this process's children, except the direct children
 // (os/exec reaps those). It first stops them all with SIGSTOP, rescanning
 // until no new process appears, so that none can fork away while it works.
-// It returns how many processes it killed.
+// It returns how many live processes it killed.
 func killTree(children, groups []int, marker string) int {
 	self := os.Getpid()
 	direct := make(map[int]bool, len(children))
@@ -307,6 +316,7 @@ func killTree(children, groups []int, marker string) int {
 		direct[c] = true
 	}
 	held := make(map[int]*target)
+	live := 0 // processes found alive, the ones killed
 	defer func() {
 		for _, t := range held {
 			t.close()
@@ -328,6 +338,7 @@ func killTree(children, groups []int, marker string) int {
 			held[p.pid] = t
 			if !p.zombie {
 				t.signal(syscall.SIGSTOP)
+				live++
 			}
 			fresh++
 		}
@@ -356,5 +367,5 @@ func killTree(children, groups []int, marker string) int {
 		}
 		time.Sleep(delay)
 	}
-	return len(held)
+	return live
 }

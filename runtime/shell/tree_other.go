@@ -10,9 +10,10 @@ import (
 // becomeSubreaper does nothing outside Linux.
 func becomeSubreaper() error { return nil }
 
-// procAttr puts each program in a process group of its own.
+// procAttr puts each program in a session, and so a process group, of its
+// own (see tree_linux.go).
 func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	return &syscall.SysProcAttr{Setsid: true}
 }
 
 // killGroup kills a process group.
