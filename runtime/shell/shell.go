@@ -17,6 +17,16 @@
 // scripts without a shebang line run in the same interpreter, under the
 // same control.
 //
+// # Dialect
+//
+// What the interpreter supports, in short: POSIX sh plus Bash's [[ ]],
+// arrays and associative arrays, arithmetic, brace expansion, process
+// substitution, functions, traps, pipefail. Where it differs from bash, as
+// a tool author would notice: the kill, jobs, ulimit and similar builtins
+// are not supported (status 2, "unsupported builtin"; /bin/kill works);
+// there is no job control (set -m); $! is a job name such as g1 that wait
+// accepts, not a pid; $$ is ccrun's pid and $0 is "gosh".
+//
 // # Lifetime
 //
 // A run ends when the script ends, when Limits.Timeout runs out, when the
