@@ -61,7 +61,7 @@
 // daemon such as systemd or dockerd). A daemon that leaves the run's
 // groups and exits by itself before the walk stays a zombie child of ccrun
 // (it cannot be told apart from the embedding program's own children). $$
-// is ccrun's own pid: `kill $$` signals ccrun. If ccrun dies, the programs
+// is ccrun's own pid: `/bin/kill $$` signals ccrun. If ccrun dies, the programs
 // it started directly get SIGKILL (PR_SET_PDEATHSIG) but their descendants
 // are left to init. Being a subreaper is process-wide: orphans of programs
 // that the embedding process starts by other means are re-parented to it
@@ -72,7 +72,8 @@
 //
 // Output is streamed to Streams.Stdout and Streams.Stderr as it arrives and
 // kept, capped, in the Result. The environment is FilterEnv of the base
-// environment, plus the variables passed by name, plus Spec.Env.
+// environment, plus the variables passed by name, plus Spec.Env; programs
+// also find MarkerVar.
 //
 // An Executor is safe for concurrent use; each Run is independent.
 package shell
