@@ -85,6 +85,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,20 +232,11 @@ func (s *Spec) validate() error {
 		return fmt.Errorf("spec: dir %q: not a directory: %w", s.Dir, ErrInvalidSpec)
 	}
 	for _, kv := range s.Env {
-		if i := indexByte(kv, '='); i <= 0 {
+		if i := strings.IndexByte(kv, '='); i <= 0 {
 			return fmt.Errorf("spec: env %q: want KEY=VALUE: %w", kv, ErrInvalidSpec)
 		}
 	}
 	return nil
-}
-
-func indexByte(s string, b byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return i
-		}
-	}
-	return -1
 }
 
 // Run runs s.Script and returns how it ended. A script that exits non-zero,
@@ -351,11 +343,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	switch res.Reason {
 	case job.Exit:
-		code, err := exitCode(runErr)
-		if err != nil {
-			return nil, fmt.Errorf("shell: interpreter: %w: %w", ErrExecutor, err)
-		}
-		res.ExitCode = code
+		res.ExitCode, res.Detail = exitCode(runErr)
 	case job.Timeout:
 		res.ExitCode = job.TimeoutExit
 		res.Detail = fmt.Sprintf("killed after %v", lim.Timeout)
@@ -366,22 +354,26 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		res.ExitCode = job.KilledExitCode
 		res.Detail = "killed: cancelled by the caller"
 	}
-	if r.leftover > 0 && res.Detail == "" {
+	if r.leftover > 0 && res.Detail == "" && res.Reason == job.Exit {
 		res.Detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", r.leftover)
 	}
 	return res, nil
 }
 
-// exitCode reads the interpreter's result.
-func exitCode(err error) (int, error) {
+// exitCode reads the interpreter's result. A fatal error of the
+// interpreter (`pwd -P` in a deleted directory, no file descriptor left for
+// a pipe) ends the script the way a shell's fatal error does: status 2,
+// with the error as the detail. The script caused it; it is not an error
+// of Run.
+func exitCode(err error) (int, string) {
 	if err == nil {
-		return 0, nil
+		return 0, ""
 	}
 	var es interp.ExitStatus
 	if errors.As(err, &es) {
-		return int(es), nil
+		return int(es), ""
 	}
-	return 0, err
+	return 2, "shell: " + err.Error()
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

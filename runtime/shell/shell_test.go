@@ -628,6 +628,17 @@ func TestNoControllingTerminal(t *testing.T) {
 	}
 }
 
+// TestInterpreterFatal: a fatal error of the interpreter that the script
+// caused is a result, not an error of Run.
+func TestInterpreterFatal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	res := runSrc(t, newExecutor(t), `mkdir gone; cd gone; rmdir ../gone; pwd -P; echo not reached`, Spec{Dir: dir})
+	if res.Reason != job.Exit || res.ExitCode != 2 || res.Detail == "" || len(res.Stdout) > 0 {
+		t.Errorf("got %s %d %q %q, want exit 2 with a detail", res.Reason, res.ExitCode, res.Detail, res.Stdout)
+	}
+}
+
 func TestExecBuiltin(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
