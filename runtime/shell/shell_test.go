@@ -141,10 +141,14 @@ func TestStreamedAsItArrives(t *testing.T) {
 	dir := t.TempDir()
 	r, w := osPipe(t)
 	done := make(chan *job.Result, 1)
+	script := parse(t, `echo first; sh -c 'while [ ! -e seen ]; do sleep 0.01; done; echo second'`)
 	go func() {
 		// The program waits for the test to have seen its first line.
-		done <- runSrc(t, e, `echo first; sh -c 'while [ ! -e seen ]; do sleep 0.01; done; echo second'`,
-			Spec{Dir: dir, Streams: job.Streams{Stdout: w}})
+		res, err := e.Run(context.Background(), Spec{Script: script, Dir: dir, Streams: job.Streams{Stdout: w}, Limits: job.Limits{Timeout: time.Minute}})
+		if err != nil {
+			res = &job.Result{Detail: err.Error()}
+		}
+		done <- res
 	}()
 	br := bufio.NewReader(r)
 	if got, err := br.ReadString('\n'); got != "first\n" {
@@ -158,7 +162,7 @@ func TestStreamedAsItArrives(t *testing.T) {
 	}
 	res := <-done
 	if !res.OK() || string(res.Stdout) != "first\nsecond\n" {
-		t.Errorf("got %s %d %q", res.Reason, res.ExitCode, res.Stdout)
+		t.Errorf("got %s %d %q %s", res.Reason, res.ExitCode, res.Stdout, res.Detail)
 	}
 }
 
@@ -306,21 +310,26 @@ func TestCancelKillsTree(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var pids []int
 	go func() {
-		pids = readPids(t, filepath.Join(dir, "pids"), 4)
+		// Cancel once the script says its children are up (or give up, and
+		// let the timeout below end the run and the test fail).
+		for range 3000 {
+			if b, _ := os.ReadFile(filepath.Join(dir, "ready")); len(b) > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		cancel()
 	}()
-	res, err := e.Run(ctx, Spec{Script: parse(t, treeScript), Dir: dir})
+	script := strings.Replace(treeScript, "echo ready", "echo ready > ready", 1)
+	res, err := e.Run(ctx, Spec{Script: parse(t, script), Dir: dir, Limits: job.Limits{Timeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Reason != job.Cancelled || res.ExitCode != job.KilledExitCode {
 		t.Errorf("got %s %d, want cancelled %d", res.Reason, res.ExitCode, job.KilledExitCode)
 	}
-	<-ctx.Done()
 	assertGone(t, readPids(t, filepath.Join(dir, "pids"), 4))
-	_ = pids
 }
 
 // TestLeftoversKilledAtExit: when the script ends by itself, what it left
@@ -718,22 +727,36 @@ func TestCancelledBeforeStart(t *testing.T) {
 func TestConcurrentRuns(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
+	dir := t.TempDir()
+	run := func(src string, lim job.Limits) *job.Result {
+		f, err := syntax.NewParser().Parse(strings.NewReader(src), "")
+		if err != nil {
+			t.Errorf("parse %q: %v", src, err)
+			return &job.Result{}
+		}
+		res, err := e.Run(context.Background(), Spec{Script: f, Dir: dir, Limits: lim})
+		if err != nil {
+			t.Errorf("Run(%q): %v", src, err)
+			return &job.Result{}
+		}
+		return res
+	}
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {
 			switch i % 3 {
 			case 0:
-				res := runSrc(t, e, fmt.Sprintf("sh -c 'sleep 0.05; echo %d'; sh -c 'exit %d'", i, i), Spec{})
+				res := run(fmt.Sprintf("sh -c 'sleep 0.05; echo %d'; sh -c 'exit %d'", i, i), job.Limits{})
 				if res.Reason != job.Exit || res.ExitCode != i || string(res.Stdout) != fmt.Sprintf("%d\n", i) {
 					t.Errorf("run %d: got %s %d %q", i, res.Reason, res.ExitCode, res.Stdout)
 				}
 			case 1:
-				res := runSrc(t, e, "sh -c 'sleep 1000 & sleep 1000'", Spec{Limits: job.Limits{Timeout: 200 * time.Millisecond}})
+				res := run("sh -c 'sleep 1000 & sleep 1000'", job.Limits{Timeout: 200 * time.Millisecond})
 				if res.Reason != job.Timeout {
 					t.Errorf("run %d: got %s, want timeout", i, res.Reason)
 				}
 			case 2:
-				res := runSrc(t, e, "sh -c 'sleep 1000 &'; yes", Spec{Limits: job.Limits{Output: 1 << 10}})
+				res := run("sh -c 'sleep 1000 &'; yes", job.Limits{Output: 1 << 10})
 				if res.Reason != job.OutputCap {
 					t.Errorf("run %d: got %s, want output cap", i, res.Reason)
 				}
