@@ -85,6 +85,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,9 @@ var (
 	// control); the script may not have run at all.
 	ErrExecutor = errors.New("shell executor failed")
 )
+
+// DefaultPath is the PATH a run gets when the base environment has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 // Executor runs parsed shell commands on the host. Make one with New and
 // share it: it is safe for concurrent use, and every Run is independent.
@@ -196,7 +200,13 @@ func New(opts ...Option) (*Executor, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, fmt.Errorf("shell: become child subreaper: %w: %w", ErrExecutor, err)
 	}
-	return &Executor{env: FilterEnv(c.base, c.pass), waitDelay: c.waitDelay, drain: c.drain}, nil
+	env := FilterEnv(c.base, c.pass)
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		// With no PATH the interpreter would look for programs in the
+		// working directory: a file named git in the project would run.
+		env = append(env, "PATH="+DefaultPath)
+	}
+	return &Executor{env: env, waitDelay: c.waitDelay, drain: c.drain}, nil
 }
 
 // Spec is one run.

@@ -495,6 +495,20 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestNoPath: without a PATH in the base environment, a program is not
+// looked up in the working directory.
+func TestNoPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ls"), []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := runSrc(t, newExecutor(t, WithBaseEnv(nil)), `ls; echo "$PATH"`, Spec{Dir: dir})
+	if got, want := string(res.Stdout), "ls\n"+DefaultPath+"\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // TestEnvironmentFromParent uses the real process environment (the default
 // base), so it cannot run in parallel.
 func TestEnvironmentFromParent(t *testing.T) {
