@@ -133,7 +133,8 @@ type config struct {
 }
 
 // WithBaseEnv sets the environment that FilterEnv filters. The default is
-// os.Environ() at the time New is called.
+// os.Environ() at the time New is called. When what passes has no PATH,
+// runs get DefaultPath.
 func WithBaseEnv(environ []string) Option {
 	return func(c *config) error {
 		c.base, c.baseSet = append([]string(nil), environ...), true
@@ -173,7 +174,9 @@ func WithWaitDelay(d time.Duration) Option {
 
 // WithDrainGrace bounds how long Run keeps reading stdout and stderr after
 // the run's processes were killed, should a process that escaped the sweep
-// still hold them open. The default is one second.
+// still hold them open, and how long a stopped run waits for the
+// interpreter to notice (it checks between commands). The default is one
+// second.
 func WithDrainGrace(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
