@@ -167,7 +167,7 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		}
 		cmd.Stdout = hc.Stdout
 		cmd.Stderr = hc.Stderr
-		cmd.SysProcAttr = procAttr()
+		cmd.SysProcAttr = procAttr(r.e.detach)
 		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 		cmd.WaitDelay = r.e.waitDelay
 		return cmd

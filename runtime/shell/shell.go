@@ -39,9 +39,10 @@
 // How that is done on Linux: New makes the ccrun process a child subreaper
 // (prctl PR_SET_CHILD_SUBREAPER), so that an orphaned descendant is
 // re-parented to ccrun rather than to init and stays findable. Each program
-// the script starts gets a session and process group of its own (and so no
-// controlling terminal: a program that opens /dev/tty to prompt fails
-// instead of waiting for ever), and finds MarkerVar, an
+// the script starts gets a process group of its own — a session of its own
+// when ccrun has a controlling terminal, so that a program that reads the
+// terminal or opens /dev/tty to prompt fails instead of waiting, stopped,
+// for the timeout — and finds MarkerVar, an
 // identifier of the run, in its environment. At the end of a run the
 // executor walks /proc for the run's processes — the programs it started,
 // their descendants through parent links, and the orphans re-parented to
@@ -119,6 +120,7 @@ type Executor struct {
 	env       []string      // FilterEnv(base, pass), computed once
 	waitDelay time.Duration // see WithWaitDelay
 	drain     time.Duration // see WithDrainGrace
+	detach    bool          // ccrun has a controlling terminal: a session per program
 }
 
 // Option configures an Executor.
@@ -209,7 +211,7 @@ func New(opts ...Option) (*Executor, error) {
 		// working directory: a file named git in the project would run.
 		env = append(env, "PATH="+DefaultPath)
 	}
-	return &Executor{env: env, waitDelay: c.waitDelay, drain: c.drain}, nil
+	return &Executor{env: env, waitDelay: c.waitDelay, drain: c.drain, detach: hasTerminal()}, nil
 }
 
 // Spec is one run.

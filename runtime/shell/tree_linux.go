@@ -25,21 +25,34 @@ func becomeSubreaper() error {
 	return subreaperErr
 }
 
-// procAttr puts each program in a session, and so a process group, of its
-// own, and kills it if ccrun dies first.
-//
-// A session rather than only a group: the program then has no controlling
-// terminal, so one that opens /dev/tty to ask something (sudo, ssh) fails
-// at once instead of being stopped by SIGTTIN until the timeout, as a
-// background group of ccrun's terminal would be. A terminal given as stdin
-// is read normally. Ctrl-C in ccrun's terminal reaches ccrun alone, which
-// cancels the run.
+// procAttr puts each program in a process group of its own, and kills it
+// if ccrun dies first. When ccrun has a controlling terminal (detach set),
+// the program gets a session of its own instead: it then has no
+// controlling terminal, so one that reads the terminal or opens /dev/tty to
+// ask something (sudo, ssh) fails at once instead of being stopped by
+// SIGTTIN until the timeout, as a background group of ccrun's terminal
+// would be. A new session is not free (with sched_autogroup it costs about
+// a millisecond per program), hence only when there is a terminal to leave.
+// Ctrl-C in ccrun's terminal reaches ccrun alone, which cancels the run.
 //
 // PR_SET_PDEATHSIG fires when the thread that started the program exits;
 // Go ends a thread only when a goroutine locked to it with
 // runtime.LockOSThread returns, which this package never does.
-func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+func procAttr(detach bool) *syscall.SysProcAttr {
+	if detach {
+		return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// hasTerminal reports whether this process has a controlling terminal.
+func hasTerminal() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // killGroup kills a process group.

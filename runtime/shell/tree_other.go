@@ -4,16 +4,30 @@ package shell
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
 // becomeSubreaper does nothing outside Linux.
 func becomeSubreaper() error { return nil }
 
-// procAttr puts each program in a session, and so a process group, of its
-// own (see tree_linux.go).
-func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true}
+// procAttr puts each program in a process group of its own, or a session
+// when ccrun has a controlling terminal (see tree_linux.go).
+func procAttr(detach bool) *syscall.SysProcAttr {
+	if detach {
+		return &syscall.SysProcAttr{Setsid: true}
+	}
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// hasTerminal reports whether this process has a controlling terminal.
+func hasTerminal() bool {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // killGroup kills a process group.
