@@ -294,7 +294,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
 	dir := t.TempDir()
-	res := runSrc(t, e, treeScript, Spec{Dir: dir, Limits: job.Limits{Timeout: 3 * time.Second}})
+	res := runSrc(t, e, treeScript, Spec{Dir: dir, Limits: job.Limits{Timeout: 5 * time.Second}})
 	if res.Reason != job.Timeout || res.ExitCode != job.TimeoutExit {
 		t.Errorf("got %s %d, want timeout %d", res.Reason, res.ExitCode, job.TimeoutExit)
 	}
