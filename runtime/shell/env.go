@@ -41,6 +41,12 @@ var defaultPass = []string{
 //
 // Entries without "=" or with an empty name are dropped. FilterEnv does not
 // modify its arguments.
+//
+// The filter keeps secrets from being handed to tools, which then pass them
+// on, log them or send them away by accident. It does not hide them from a
+// tool that looks for them: a @shell tool runs with the user's rights and
+// can read /proc/$$/environ (ccrun's own environment) as it can read
+// ~/.aws/credentials.
 func FilterEnv(environ []string, pass []string) []string {
 	out := make([]string, 0, len(defaultPass)+len(pass))
 	for _, kv := range environ {

@@ -3,6 +3,8 @@ package shell
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +19,13 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 )
+
+// MarkerVar is the variable that every program of a run finds in its
+// environment, set to an identifier of the run (24 hex digits). Processes
+// inherit it, and the executor uses it to recognise the run's orphans that
+// left its process groups (daemons). A process started with a cleared
+// environment (env -i) cannot be recognised that way.
+const MarkerVar = "CCRUN_RUN"
 
 // run is the state of one Run: why it ended, and the processes it started.
 type run struct {
@@ -36,11 +45,15 @@ type run struct {
 	leftover int              // processes killed after the script ended by itself
 	files    []*os.File       // pipes to close when Run returns
 	started  bool             // at least one program was started
+	marker   string           // MarkerVar=<id of the run>, in every program's environment
 }
 
 func newRun(e *Executor) *run {
 	ctx, cancel := context.WithCancel(context.Background())
+	var id [12]byte
+	rand.Read(id[:]) // never fails (crypto/rand)
 	return &run{
+		marker:   MarkerVar + "=" + hex.EncodeToString(id[:]),
 		e:        e,
 		ctx:      ctx,
 		cancel:   cancel,
@@ -79,13 +92,16 @@ func (r *run) shutdown() {
 	}
 	// Walk and kill the tree while it is whole: cancelling first would let
 	// os/exec kill the direct children, orphaning their descendants before
-	// the walk could find them through their parents.
+	// the walk could find them through their parents. No program can start
+	// now (closed), so the walk sees every direct child.
 	killed := r.sweep()
-	// Then stop the interpreter; a program it started during the sweep is
-	// killed with its group by os/exec's Cancel.
+	// Then stop the interpreter, and wait for the exec handlers, whose
+	// programs are dead, to return.
 	r.cancel()
 	r.inflight.Wait()
-	killed += r.sweep() // what started during the first sweep
+	if killed > 0 {
+		killed += r.sweep() // belt and braces: there should be nothing left
+	}
 	if r.why == job.Exit {
 		r.leftover = killed
 	}
@@ -102,6 +118,7 @@ func (r *run) releaseFiles() {
 // sweep kills the run's processes; see killTree.
 func (r *run) sweep() int {
 	r.mu.Lock()
+	r.pruneGroups()
 	groups := make([]int, 0, len(r.groups))
 	for g := range r.groups {
 		groups = append(groups, g)
@@ -111,7 +128,18 @@ func (r *run) sweep() int {
 		children = append(children, c)
 	}
 	r.mu.Unlock()
-	return killTree(children, groups)
+	return killTree(children, groups, r.marker)
+}
+
+// pruneGroups forgets the process groups that have no process left (a
+// zombie counts: it may be ours to reap). Nothing can join an empty group,
+// and its number may be reused. Called with mu held.
+func (r *run) pruneGroups() {
+	for g := range r.groups {
+		if groupGone(g) {
+			delete(r.groups, g)
+		}
+	}
 }
 
 // middleware is the interpreter's exec handler: it ignores next (the
@@ -129,6 +157,24 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		return interp.ExitStatus(127)
 	}
 
+	newCmd := func() *exec.Cmd {
+		cmd := exec.CommandContext(ctx, path)
+		cmd.Args = args
+		cmd.Env = append(environ(hc.Env), r.marker)
+		cmd.Dir = hc.Dir
+		if f, ok := hc.Stdin.(*os.File); !ok || f != nil {
+			cmd.Stdin = hc.Stdin
+		}
+		cmd.Stdout = hc.Stdout
+		cmd.Stderr = hc.Stderr
+		cmd.SysProcAttr = procAttr(r.e.detach)
+		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+		cmd.WaitDelay = r.e.waitDelay
+		return cmd
+	}
+	// Start and register under the lock, so that the sweep, which runs
+	// once closed is set, knows every direct child: it must never reap one
+	// of them in os/exec's place.
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -136,24 +182,7 @@ func (r *run) exec(ctx context.Context, args []string) error {
 	}
 	r.started = true
 	r.inflight.Add(1)
-	r.mu.Unlock()
 	defer r.inflight.Done()
-
-	newCmd := func() *exec.Cmd {
-		cmd := exec.CommandContext(ctx, path)
-		cmd.Args = args
-		cmd.Env = environ(hc.Env)
-		cmd.Dir = hc.Dir
-		if f, ok := hc.Stdin.(*os.File); !ok || f != nil {
-			cmd.Stdin = hc.Stdin
-		}
-		cmd.Stdout = hc.Stdout
-		cmd.Stderr = hc.Stderr
-		cmd.SysProcAttr = procAttr()
-		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-		cmd.WaitDelay = r.e.waitDelay
-		return cmd
-	}
 	cmd := newCmd()
 	err = cmd.Start()
 	// A program written by a concurrent fork may briefly be busy (ETXTBSY,
@@ -163,6 +192,11 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		cmd = newCmd()
 		err = cmd.Start()
 	}
+	if err == nil {
+		r.groups[cmd.Process.Pid] = struct{}{}
+		r.children[cmd.Process.Pid] = struct{}{}
+	}
+	r.mu.Unlock()
 	if errors.Is(err, syscall.ENOEXEC) {
 		return r.script(ctx, hc, path, args)
 	}
@@ -174,15 +208,15 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		return interp.ExitStatus(126)
 	}
 	pid := cmd.Process.Pid
-	r.mu.Lock()
-	r.groups[pid] = struct{}{}
-	r.children[pid] = struct{}{}
-	r.mu.Unlock()
-
 	err = cmd.Wait()
 
 	r.mu.Lock()
 	delete(r.children, pid)
+	if groupGone(pid) {
+		// Nothing is left in the program's group: forget it now, so that a
+		// long script does not pile up groups to check.
+		delete(r.groups, pid)
+	}
 	r.mu.Unlock()
 
 	if st := cmd.ProcessState; st != nil {

@@ -17,6 +17,16 @@
 // scripts without a shebang line run in the same interpreter, under the
 // same control.
 //
+// # Dialect
+//
+// What the interpreter supports, in short: POSIX sh plus Bash's [[ ]],
+// arrays and associative arrays, arithmetic, brace expansion, process
+// substitution, functions, traps, pipefail. Where it differs from bash, as
+// a tool author would notice: the kill, jobs, ulimit and similar builtins
+// are not supported (status 2, "unsupported builtin"; /bin/kill works);
+// there is no job control (set -m); $! is a job name such as g1 that wait
+// accepts, not a pid; $$ is ccrun's pid and $0 is "gosh".
+//
 // # Lifetime
 //
 // A run ends when the script ends, when Limits.Timeout runs out, when the
@@ -29,32 +39,42 @@
 // How that is done on Linux: New makes the ccrun process a child subreaper
 // (prctl PR_SET_CHILD_SUBREAPER), so that an orphaned descendant is
 // re-parented to ccrun rather than to init and stays findable. Each program
-// the script starts gets its own process group. At the end of a run the
+// the script starts gets a process group of its own — a session of its own
+// when ccrun has a controlling terminal, so that a program that reads the
+// terminal or opens /dev/tty to prompt fails instead of waiting, stopped,
+// for the timeout — and finds MarkerVar, an
+// identifier of the run, in its environment. At the end of a run the
 // executor walks /proc for the run's processes — the programs it started,
-// their descendants through parent links, and orphans re-parented to ccrun
-// that are still in one of the run's process groups — stops each with
-// SIGSTOP until no new one appears (so nothing can fork away during the
-// sweep), then kills them with SIGKILL and reaps those that became ccrun's
-// children. Processes are addressed through pidfds, so a recycled pid is
-// never signalled.
+// their descendants through parent links, and the orphans re-parented to
+// ccrun that are still in one of the run's process groups or carry its
+// marker — and stops each with SIGSTOP until no new one appears (so nothing
+// can fork away during the walk), then kills them all with SIGKILL and
+// reaps those that became ccrun's children. Processes are addressed
+// through pidfds, so a recycled pid is never signalled. The walk is skipped
+// when the run started no program (builtins only).
 //
-// Limits, said honestly: @shell is not a sandbox. A process that leaves the
-// run's process groups (setsid, setpgid) AND whose parent has already exited
-// before the sweep (the classic daemon double fork) is re-parented to ccrun
-// but cannot be told apart from other orphans, so it survives; one whose
-// parent is still in the run is found and killed. $$ is ccrun's own pid, so
-// `kill $$` signals ccrun. If ccrun itself is killed with SIGKILL, the
-// programs it started directly get SIGKILL (PR_SET_PDEATHSIG) but their
-// descendants are left to init. Being a subreaper is process-wide: orphans
-// of programs that the embedding process starts by other means are
-// re-parented to it too and are reaped only by their own code.
-// On other Unix systems only process groups are killed.
+// Limits, said honestly: @shell is not a sandbox, and a process that tries
+// can escape. A process that leaves the run's process groups (setsid,
+// setpgid), loses the marker (env -i, or a setuid program whose environment
+// ccrun may not read) and whose parent exited before the walk is not
+// recognised and survives; so does anything that escapes the subreaper
+// (a double fork under another subreaper, a service started through a
+// daemon such as systemd or dockerd). A daemon that leaves the run's
+// groups and exits by itself before the walk stays a zombie child of ccrun
+// (it cannot be told apart from the embedding program's own children). $$
+// is ccrun's own pid: `/bin/kill $$` signals ccrun. If ccrun dies, the programs
+// it started directly get SIGKILL (PR_SET_PDEATHSIG) but their descendants
+// are left to init. Being a subreaper is process-wide: orphans of programs
+// that the embedding process starts by other means are re-parented to it
+// too, and are reaped only by its own code. On other Unix systems only the
+// process groups are killed.
 //
 // # Output and environment
 //
 // Output is streamed to Streams.Stdout and Streams.Stderr as it arrives and
 // kept, capped, in the Result. The environment is FilterEnv of the base
-// environment, plus the variables passed by name, plus Spec.Env.
+// environment, plus the variables passed by name, plus Spec.Env; programs
+// also find MarkerVar.
 //
 // An Executor is safe for concurrent use; each Run is independent.
 package shell
@@ -66,6 +86,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,12 +111,16 @@ var (
 	ErrExecutor = errors.New("shell executor failed")
 )
 
+// DefaultPath is the PATH a run gets when the base environment has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
 // Executor runs parsed shell commands on the host. Make one with New and
 // share it: it is safe for concurrent use, and every Run is independent.
 type Executor struct {
 	env       []string      // FilterEnv(base, pass), computed once
 	waitDelay time.Duration // see WithWaitDelay
 	drain     time.Duration // see WithDrainGrace
+	detach    bool          // ccrun has a controlling terminal: a session per program
 }
 
 // Option configures an Executor.
@@ -109,7 +135,8 @@ type config struct {
 }
 
 // WithBaseEnv sets the environment that FilterEnv filters. The default is
-// os.Environ() at the time New is called.
+// os.Environ() at the time New is called. When what passes has no PATH,
+// runs get DefaultPath.
 func WithBaseEnv(environ []string) Option {
 	return func(c *config) error {
 		c.base, c.baseSet = append([]string(nil), environ...), true
@@ -149,7 +176,9 @@ func WithWaitDelay(d time.Duration) Option {
 
 // WithDrainGrace bounds how long Run keeps reading stdout and stderr after
 // the run's processes were killed, should a process that escaped the sweep
-// still hold them open. The default is one second.
+// still hold them open, and how long a stopped run waits for the
+// interpreter to notice (it checks between commands). The default is one
+// second.
 func WithDrainGrace(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -176,7 +205,13 @@ func New(opts ...Option) (*Executor, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, fmt.Errorf("shell: become child subreaper: %w: %w", ErrExecutor, err)
 	}
-	return &Executor{env: FilterEnv(c.base, c.pass), waitDelay: c.waitDelay, drain: c.drain}, nil
+	env := FilterEnv(c.base, c.pass)
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		// With no PATH the interpreter would look for programs in the
+		// working directory: a file named git in the project would run.
+		env = append(env, "PATH="+DefaultPath)
+	}
+	return &Executor{env: env, waitDelay: c.waitDelay, drain: c.drain, detach: hasTerminal()}, nil
 }
 
 // Spec is one run.
@@ -212,20 +247,11 @@ func (s *Spec) validate() error {
 		return fmt.Errorf("spec: dir %q: not a directory: %w", s.Dir, ErrInvalidSpec)
 	}
 	for _, kv := range s.Env {
-		if i := indexByte(kv, '='); i <= 0 {
+		if i := strings.IndexByte(kv, '='); i <= 0 {
 			return fmt.Errorf("spec: env %q: want KEY=VALUE: %w", kv, ErrInvalidSpec)
 		}
 	}
 	return nil
-}
-
-func indexByte(s string, b byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return i
-		}
-	}
-	return -1
 }
 
 // Run runs s.Script and returns how it ended. A script that exits non-zero,
@@ -332,11 +358,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	switch res.Reason {
 	case job.Exit:
-		code, err := exitCode(runErr)
-		if err != nil {
-			return nil, fmt.Errorf("shell: interpreter: %w: %w", ErrExecutor, err)
-		}
-		res.ExitCode = code
+		res.ExitCode, res.Detail = exitCode(runErr)
 	case job.Timeout:
 		res.ExitCode = job.TimeoutExit
 		res.Detail = fmt.Sprintf("killed after %v", lim.Timeout)
@@ -347,28 +369,36 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		res.ExitCode = job.KilledExitCode
 		res.Detail = "killed: cancelled by the caller"
 	}
-	if r.leftover > 0 && res.Detail == "" {
+	if r.leftover > 0 && res.Detail == "" && res.Reason == job.Exit {
 		res.Detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", r.leftover)
 	}
 	return res, nil
 }
 
-// exitCode reads the interpreter's result.
-func exitCode(err error) (int, error) {
+// exitCode reads the interpreter's result. A fatal error of the
+// interpreter (`pwd -P` in a deleted directory, no file descriptor left for
+// a pipe) ends the script the way a shell's fatal error does: status 2,
+// with the error as the detail. The script caused it; it is not an error
+// of Run.
+func exitCode(err error) (int, string) {
 	if err == nil {
-		return 0, nil
+		return 0, ""
 	}
 	var es interp.ExitStatus
 	if errors.As(err, &es) {
-		return int(es), nil
+		return int(es), ""
 	}
-	return 0, err
+	return 2, "shell: " + err.Error()
 }
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // copyOut reads one output pipe into its Output until EOF or the deadline.
 func copyOut(wg *sync.WaitGroup, dst *job.Output, src *os.File) {
 	defer wg.Done()
-	buf := make([]byte, 32<<10)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -140,26 +141,28 @@ func TestStreamedAsItArrives(t *testing.T) {
 	dir := t.TempDir()
 	r, w := osPipe(t)
 	done := make(chan *job.Result, 1)
+	script := parse(t, `echo first; sh -c 'while [ ! -e seen ]; do sleep 0.01; done; echo second'`)
 	go func() {
 		// The program waits for the test to have seen its first line.
-		done <- runSrc(t, e, `echo first; sh -c 'while [ ! -e seen ]; do sleep 0.01; done; echo second'`,
-			Spec{Dir: dir, Streams: job.Streams{Stdout: w}})
+		res, err := e.Run(context.Background(), Spec{Script: script, Dir: dir, Streams: job.Streams{Stdout: w}, Limits: job.Limits{Timeout: time.Minute}})
+		if err != nil {
+			res = &job.Result{Detail: err.Error()}
+		}
+		done <- res
 	}()
-	buf := make([]byte, 64)
-	n, _ := r.Read(buf)
-	if got := string(buf[:n]); got != "first\n" {
-		t.Fatalf("first read %q, want %q", got, "first\n")
+	br := bufio.NewReader(r)
+	if got, err := br.ReadString('\n'); got != "first\n" {
+		t.Fatalf("first line %q (%v), want %q", got, err, "first\n")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "seen"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, _ = r.Read(buf)
-	if got := string(buf[:n]); got != "second\n" {
-		t.Fatalf("second read %q, want %q", got, "second\n")
+	if got, err := br.ReadString('\n'); got != "second\n" {
+		t.Fatalf("second line %q (%v), want %q", got, err, "second\n")
 	}
 	res := <-done
 	if !res.OK() || string(res.Stdout) != "first\nsecond\n" {
-		t.Errorf("got %s %d %q", res.Reason, res.ExitCode, res.Stdout)
+		t.Errorf("got %s %d %q %s", res.Reason, res.ExitCode, res.Stdout, res.Detail)
 	}
 }
 
@@ -212,13 +215,69 @@ func assertGone(t *testing.T, pids []int) {
 	}
 }
 
+// survivors returns the pids of the live processes whose environment holds
+// tag (given to a run through Spec.Env): after Run, there must be none. (A
+// zombie shows no environment; assertGone covers those.)
+func survivors(tag string) []int {
+	var out []int
+	names, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil || !bytes.Contains(b, []byte(tag+"\x00")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(n, "/")[2])
+		if pid == os.Getpid() {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// tag returns a KEY=VALUE unique to the test, for Spec.Env and survivors.
+func tag(t *testing.T) string {
+	return "CCRUN_TEST_TAG=" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + strconv.Itoa(os.Getpid())
+}
+
+// TestNothingOutlivesRun runs scripts that leave processes behind in every
+// way the executor knows of, ended in every way, and then looks through
+// all of /proc for anything of theirs.
+func TestNothingOutlivesRun(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	for _, tc := range []struct {
+		name string
+		src  string
+		lim  job.Limits
+	}{
+		{"fork loop, timeout", "while true; do sh -c 'sleep 1000 & sleep 1000 &'; done", job.Limits{Timeout: time.Second}},
+		{"background loop, exit", "for i in 1 2 3 4 5 6 7 8; do sleep 1000 & done; sh -c 'sleep 1000 &'", job.Limits{}},
+		{"pipeline, timeout", "yes | sh -c 'sleep 1000 & cat' | cat > /dev/null", job.Limits{Timeout: time.Second}},
+		{"flood, output cap", "sh -c 'sleep 1000 & yes'", job.Limits{Output: 4096}},
+		{"daemons, exit", "setsid -f sleep 1000; sh -c 'setsid sleep 1000 &'; (sleep 1000 &)", job.Limits{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tg := tag(t)
+			res := runSrc(t, e, tc.src, Spec{Env: []string{tg}, Limits: tc.lim})
+			if left := survivors(tg); len(left) > 0 {
+				t.Errorf("%d processes outlived the run (%s): %v", len(left), res.Reason, left)
+				for _, pid := range left {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
+	}
+}
+
 // treeScript starts, in the background, the shapes of descendants a run
 // must not leave behind, and has each write its pid to file pids:
 //   - a program started by the script itself (`... &`);
 //   - a grandchild left by a program that has exited (an orphan);
 //   - a grandchild that left the process group with setsid, under a parent
 //     that is still alive;
-//   - a grandchild in a process group of its own (set -m style).
+//   - a grandchild under a parent that waits for it.
 //
 // Then it waits until the pids are written and, in the foreground, sleeps.
 const treeScript = `
@@ -235,7 +294,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
 	dir := t.TempDir()
-	res := runSrc(t, e, treeScript, Spec{Dir: dir, Limits: job.Limits{Timeout: 3 * time.Second}})
+	res := runSrc(t, e, treeScript, Spec{Dir: dir, Limits: job.Limits{Timeout: 5 * time.Second}})
 	if res.Reason != job.Timeout || res.ExitCode != job.TimeoutExit {
 		t.Errorf("got %s %d, want timeout %d", res.Reason, res.ExitCode, job.TimeoutExit)
 	}
@@ -251,21 +310,26 @@ func TestCancelKillsTree(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var pids []int
 	go func() {
-		pids = readPids(t, filepath.Join(dir, "pids"), 4)
+		// Cancel once the script says its children are up (or give up, and
+		// let the timeout below end the run and the test fail).
+		for range 3000 {
+			if b, _ := os.ReadFile(filepath.Join(dir, "ready")); len(b) > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		cancel()
 	}()
-	res, err := e.Run(ctx, Spec{Script: parse(t, treeScript), Dir: dir})
+	script := strings.Replace(treeScript, "echo ready", "echo ready > ready", 1)
+	res, err := e.Run(ctx, Spec{Script: parse(t, script), Dir: dir, Limits: job.Limits{Timeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Reason != job.Cancelled || res.ExitCode != job.KilledExitCode {
 		t.Errorf("got %s %d, want cancelled %d", res.Reason, res.ExitCode, job.KilledExitCode)
 	}
-	<-ctx.Done()
 	assertGone(t, readPids(t, filepath.Join(dir, "pids"), 4))
-	_ = pids
 }
 
 // TestLeftoversKilledAtExit: when the script ends by itself, what it left
@@ -287,6 +351,26 @@ sleep 1000 &
 	}
 	if !strings.Contains(res.Detail, "leftover") {
 		t.Errorf("detail %q, want a word on the leftovers", res.Detail)
+	}
+	assertGone(t, readPids(t, filepath.Join(dir, "pids"), 2))
+}
+
+// TestDaemonKilled: a daemon (double fork into a new session, its parent
+// gone before the run ends) is found by the run's marker and killed.
+func TestDaemonKilled(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid(1)")
+	}
+	e := newExecutor(t)
+	dir := t.TempDir()
+	res := runSrc(t, e, `
+setsid -f sh -c 'echo $$ >> pids; exec sleep 1000'
+sh -c 'setsid sh -c "sleep 1000 & echo \$! >> pids" &'
+while [ "$(cat pids | wc -l)" -lt 2 ]; do sleep 0.01; done
+`, Spec{Dir: dir})
+	if !res.OK() {
+		t.Errorf("got %s %d %q", res.Reason, res.ExitCode, res.Stderr)
 	}
 	assertGone(t, readPids(t, filepath.Join(dir, "pids"), 2))
 }
@@ -408,6 +492,20 @@ func TestEnvironment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNoPath: without a PATH in the base environment, a program is not
+// looked up in the working directory.
+func TestNoPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ls"), []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := runSrc(t, newExecutor(t, WithBaseEnv(nil)), `ls; echo "$PATH"`, Spec{Dir: dir})
+	if got, want := string(res.Stdout), "ls\n"+DefaultPath+"\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 
@@ -543,6 +641,27 @@ func TestRunsTheParseTree(t *testing.T) {
 	}
 }
 
+// TestNoControllingTerminal: a program that wants to prompt on /dev/tty
+// fails at once rather than waiting, stopped, for the timeout.
+func TestNoControllingTerminal(t *testing.T) {
+	t.Parallel()
+	res := runSrc(t, newExecutor(t), `sh -c 'exec 3</dev/tty' 2>/dev/null; echo $?`, Spec{Limits: job.Limits{Timeout: time.Minute}})
+	if res.Reason != job.Exit || string(res.Stdout) == "0\n" {
+		t.Errorf("got %s %q, want /dev/tty to fail to open", res.Reason, res.Stdout)
+	}
+}
+
+// TestInterpreterFatal: a fatal error of the interpreter that the script
+// caused is a result, not an error of Run.
+func TestInterpreterFatal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	res := runSrc(t, newExecutor(t), `mkdir gone; cd gone; rmdir ../gone; pwd -P; echo not reached`, Spec{Dir: dir})
+	if res.Reason != job.Exit || res.ExitCode != 2 || res.Detail == "" || len(res.Stdout) > 0 {
+		t.Errorf("got %s %d %q %q, want exit 2 with a detail", res.Reason, res.ExitCode, res.Detail, res.Stdout)
+	}
+}
+
 func TestExecBuiltin(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
@@ -622,22 +741,36 @@ func TestCancelledBeforeStart(t *testing.T) {
 func TestConcurrentRuns(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
+	dir := t.TempDir()
+	run := func(src string, lim job.Limits) *job.Result {
+		f, err := syntax.NewParser().Parse(strings.NewReader(src), "")
+		if err != nil {
+			t.Errorf("parse %q: %v", src, err)
+			return &job.Result{}
+		}
+		res, err := e.Run(context.Background(), Spec{Script: f, Dir: dir, Limits: lim})
+		if err != nil {
+			t.Errorf("Run(%q): %v", src, err)
+			return &job.Result{}
+		}
+		return res
+	}
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {
 			switch i % 3 {
 			case 0:
-				res := runSrc(t, e, fmt.Sprintf("sh -c 'sleep 0.05; echo %d'; sh -c 'exit %d'", i, i), Spec{})
+				res := run(fmt.Sprintf("sh -c 'sleep 0.05; echo %d'; sh -c 'exit %d'", i, i), job.Limits{})
 				if res.Reason != job.Exit || res.ExitCode != i || string(res.Stdout) != fmt.Sprintf("%d\n", i) {
 					t.Errorf("run %d: got %s %d %q", i, res.Reason, res.ExitCode, res.Stdout)
 				}
 			case 1:
-				res := runSrc(t, e, "sh -c 'sleep 1000 & sleep 1000'", Spec{Limits: job.Limits{Timeout: 200 * time.Millisecond}})
+				res := run("sh -c 'sleep 1000 & sleep 1000'", job.Limits{Timeout: 200 * time.Millisecond})
 				if res.Reason != job.Timeout {
 					t.Errorf("run %d: got %s, want timeout", i, res.Reason)
 				}
 			case 2:
-				res := runSrc(t, e, "sh -c 'sleep 1000 &'; yes", Spec{Limits: job.Limits{Output: 1 << 10}})
+				res := run("sh -c 'sleep 1000 &'; yes", job.Limits{Output: 1 << 10})
 				if res.Reason != job.OutputCap {
 					t.Errorf("run %d: got %s, want output cap", i, res.Reason)
 				}

@@ -25,12 +25,34 @@ func becomeSubreaper() error {
 	return subreaperErr
 }
 
-// procAttr puts each program in a process group of its own, and kills it if
-// ccrun dies first. (PR_SET_PDEATHSIG fires when the thread that started
-// the program exits; Go only ends a thread when a goroutine locked to it
-// with runtime.LockOSThread returns, which this package never does.)
-func procAttr() *syscall.SysProcAttr {
+// procAttr puts each program in a process group of its own, and kills it
+// if ccrun dies first. When ccrun has a controlling terminal (detach set),
+// the program gets a session of its own instead: it then has no
+// controlling terminal, so one that reads the terminal or opens /dev/tty to
+// ask something (sudo, ssh) fails at once instead of being stopped by
+// SIGTTIN until the timeout, as a background group of ccrun's terminal
+// would be. A new session is not free (with sched_autogroup it costs about
+// a millisecond per program), hence only when there is a terminal to leave.
+// Ctrl-C in ccrun's terminal reaches ccrun alone, which cancels the run.
+//
+// PR_SET_PDEATHSIG fires when the thread that started the program exits;
+// Go ends a thread only when a goroutine locked to it with
+// runtime.LockOSThread returns, which this package never does.
+func procAttr(detach bool) *syscall.SysProcAttr {
+	if detach {
+		return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	}
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// hasTerminal reports whether this process has a controlling terminal.
+func hasTerminal() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // killGroup kills a process group.
@@ -42,6 +64,12 @@ func killGroup(pgid int) error {
 	return err
 }
 
+// groupGone reports whether process group pgid has no process left, not
+// even a zombie.
+func groupGone(pgid int) bool {
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
 // proc is one line of /proc/PID/stat.
 type proc struct {
 	pid, ppid, pgid int
@@ -51,10 +79,17 @@ type proc struct {
 
 // readStat reads /proc/PID/stat.
 func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return proc{}, false
 	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return proc{}, false
+	}
+	b := buf[:n]
 	// pid (comm) state ppid pgrp session ... starttime is field 22; comm
 	// may hold spaces and parentheses, so cut at the last ')'.
 	i := bytes.LastIndexByte(b, ')')
@@ -70,6 +105,73 @@ func readStat(pid int) (proc, bool) {
 	p.pgid, _ = strconv.Atoi(string(f[2]))
 	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
 	return p, true
+}
+
+// hasChildrenFiles reports whether the kernel lists a task's children in
+// /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN).
+var hasChildrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/children")
+	return err == nil
+})
+
+// scanOnly makes listProcs scan all of /proc even where the kernel has
+// children files; the tests set it to cover both ways.
+var scanOnly = false
+
+// listProcs returns the descendants of self: walked down from self through
+// the children files when the kernel has them, or else every process in
+// /proc (attribute only follows parent links from self either way).
+func listProcs(self int) map[int]proc {
+	if scanOnly || !hasChildrenFiles() {
+		return scan()
+	}
+	procs := make(map[int]proc)
+	queue := []int{self}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		tids, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, tid := range tids {
+			b, err := os.ReadFile(dir + tid + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range bytes.Fields(b) {
+				c, err := strconv.Atoi(string(f))
+				if err != nil {
+					continue
+				}
+				if _, ok := procs[c]; ok {
+					continue
+				}
+				if p, ok := readStat(c); ok {
+					procs[c] = p
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return procs
+}
+
+// hasMarker reports whether process pid was started with marker in its
+// environment. A zombie has no environment left.
+func hasMarker(pid int, marker string) bool {
+	if marker == "" {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	m := []byte(marker + "\x00")
+	return bytes.HasPrefix(b, m) || bytes.Contains(b, append([]byte{0}, m...))
 }
 
 // scan reads every process in /proc.
@@ -93,10 +195,10 @@ func scan() map[int]proc {
 	return procs
 }
 
-// attribute returns the processes of a run: its live direct children, the
-// orphans re-parented to this process that are still in one of its groups,
-// and every descendant of those.
-func attribute(procs map[int]proc, self int, children, groups []int) []proc {
+// attribute returns the processes of a run: its live direct children; the
+// orphans re-parented to this process that are still in one of its groups
+// or carry its marker; and every descendant of those.
+func attribute(procs map[int]proc, self int, children, groups []int, marker string) []proc {
 	kids := make(map[int][]int, len(procs))
 	for _, p := range procs {
 		kids[p.ppid] = append(kids[p.ppid], p.pid)
@@ -113,11 +215,15 @@ func attribute(procs map[int]proc, self int, children, groups []int) []proc {
 			seen[c] = true
 		}
 	}
-	// An orphan is never the leader of its group: the leaders are the
-	// direct children. So a process leading a group, even one whose number
-	// was once the run's, is another run's program and never taken here.
+	// Orphans: by group, or by marker for those that left the run's
+	// groups. An orphan in one of the run's groups is never its leader (the
+	// leaders are the direct children), so a leader of a group whose number
+	// was once the run's is another run's program and never taken here.
 	for _, pid := range kids[self] {
-		if p := procs[pid]; !seen[pid] && p.pgid != pid && inGroups[p.pgid] {
+		if seen[pid] {
+			continue
+		}
+		if p := procs[pid]; (p.pgid != pid && inGroups[p.pgid]) || hasMarker(pid, marker) {
 			queue = append(queue, pid)
 			seen[pid] = true
 		}
@@ -219,14 +325,15 @@ func (t *target) close() {
 // that end up as this process's children, except the direct children
 // (os/exec reaps those). It first stops them all with SIGSTOP, rescanning
 // until no new process appears, so that none can fork away while it works.
-// It returns how many processes it killed.
-func killTree(children, groups []int) int {
+// It returns how many live processes it killed.
+func killTree(children, groups []int, marker string) int {
 	self := os.Getpid()
 	direct := make(map[int]bool, len(children))
 	for _, c := range children {
 		direct[c] = true
 	}
 	held := make(map[int]*target)
+	live := 0 // processes found alive, the ones killed
 	defer func() {
 		for _, t := range held {
 			t.close()
@@ -234,7 +341,7 @@ func killTree(children, groups []int) int {
 	}()
 	for range 100 {
 		fresh := 0
-		for _, p := range attribute(scan(), self, children, groups) {
+		for _, p := range attribute(listProcs(self), self, children, groups, marker) {
 			if t, ok := held[p.pid]; ok && t.start == p.start {
 				continue
 			}
@@ -248,6 +355,7 @@ func killTree(children, groups []int) int {
 			held[p.pid] = t
 			if !p.zombie {
 				t.signal(syscall.SIGSTOP)
+				live++
 			}
 			fresh++
 		}
@@ -276,5 +384,5 @@ func killTree(children, groups []int) int {
 		}
 		time.Sleep(delay)
 	}
-	return len(held)
+	return live
 }
