@@ -211,6 +211,9 @@ func position(data []byte, off int64) (line, col int) {
 // checkJSONSyntax returns a *ConfigError placed at the first syntax error
 // of data, or nil when data is one well-formed JSON value.
 func checkJSONSyntax(file string, data []byte) error {
+	if json.Valid(data) {
+		return nil
+	}
 	var whole json.RawMessage
 	err := json.Unmarshal(data, &whole)
 	if err == nil {
