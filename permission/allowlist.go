@@ -68,15 +68,15 @@ func (e Entry) String() string {
 	return b.String()
 }
 
-// Match is the answer of an allowlist's Lookup.
+// LookupResult is the answer of an allowlist's Lookup.
 //
 // OK is set when an entry matched the key and counts: Entry is that entry.
 // Problems lists, for a person and the audit log, every matching entry that
 // did not count and why: expired, "changed since approval" (its digest is
 // not the call's), or not bound to a digest while the call is. Problems may
-// be non-empty when OK is set (another entry counted). The zero Match is
+// be non-empty when OK is set (another entry counted). The zero value is
 // "nothing matched".
-type Match struct {
+type LookupResult struct {
 	OK       bool
 	Entry    Entry
 	Problems []string
@@ -133,8 +133,8 @@ func validDigest(d string) bool {
 // lookupEntries is the lookup shared by both allowlists: the first
 // matching entry that counts wins; every other matching entry that does
 // not count is reported. where names the allowlist in problems.
-func lookupEntries(entries []Entry, where string, key Key, digest string, now time.Time) Match {
-	var m Match
+func lookupEntries(entries []Entry, where string, key Key, digest string, now time.Time) LookupResult {
+	var m LookupResult
 	for _, e := range entries {
 		if !e.Pattern.Match(key) {
 			continue
@@ -190,12 +190,12 @@ func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrInvalidConfig}
 
 // configErrorAt makes a *ConfigError for byte offset off of data.
 func configErrorAt(file string, data []byte, off int64, err error) *ConfigError {
-	line, col := position(data, off)
+	line, col := lineColumn(data, off)
 	return &ConfigError{File: file, Line: line, Column: col, Err: err}
 }
 
-// position turns a byte offset into a 1-based line and column (characters).
-func position(data []byte, off int64) (line, col int) {
+// lineColumn turns a byte offset into a 1-based line and column (characters).
+func lineColumn(data []byte, off int64) (line, col int) {
 	if off < 0 {
 		off = 0
 	}

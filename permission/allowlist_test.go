@@ -8,19 +8,19 @@ import (
 )
 
 const (
-	digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	alDigestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	alDigestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+var alNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func entry(pattern string, g Grant, expiry int64, digest string) Entry {
+func alEntry(pattern string, g Grant, expiry int64, digest string) Entry {
 	return Entry{Pattern: MustParsePattern(pattern), Grant: g, Expiry: expiry, Digest: digest}
 }
 
 func TestAllowlistLookup(t *testing.T) {
 	t.Parallel()
-	past, future := t0.Add(-time.Minute).Unix(), t0.Add(time.Minute).Unix()
+	past, future := alNow.Add(-time.Minute).Unix(), alNow.Add(time.Minute).Unix()
 	tests := []struct {
 		name     string
 		entries  []Entry
@@ -31,51 +31,51 @@ func TestAllowlistLookup(t *testing.T) {
 		problems []string // substrings, one per problem, in order
 	}{
 		{name: "nothing", key: "run_command:git"},
-		{name: "exact", entries: []Entry{entry("run_command:git", AlwaysThisSession, Never, "")},
+		{name: "exact", entries: []Entry{alEntry("run_command:git", AlwaysThisSession, Never, "")},
 			key: "run_command:git:status", ok: true, want: "run_command:git"},
-		{name: "other tool", entries: []Entry{entry("run_command:git", AlwaysThisSession, Never, "")},
+		{name: "other tool", entries: []Entry{alEntry("run_command:git", AlwaysThisSession, Never, "")},
 			key: "write_file:git"},
-		{name: "not yet expired", entries: []Entry{entry("run_command:git", AlwaysThisSession, future, "")},
+		{name: "not yet expired", entries: []Entry{alEntry("run_command:git", AlwaysThisSession, future, "")},
 			key: "run_command:git", ok: true, want: "run_command:git"},
-		{name: "expired", entries: []Entry{entry("run_command:git", AlwaysThisSession, past, "")},
+		{name: "expired", entries: []Entry{alEntry("run_command:git", AlwaysThisSession, past, "")},
 			key: "run_command:git", problems: []string{"expired at"}},
-		{name: "expires at now", entries: []Entry{entry("run_command:git", AlwaysThisSession, t0.Unix(), "")},
+		{name: "expires at now", entries: []Entry{alEntry("run_command:git", AlwaysThisSession, alNow.Unix(), "")},
 			key: "run_command:git", problems: []string{"expired at"}},
-		{name: "same digest", entries: []Entry{entry("capability:fmt", AlwaysThisProject, Never, digestA)},
-			key: "capability:fmt", digest: digestA, ok: true, want: "capability:fmt"},
-		{name: "changed since approval", entries: []Entry{entry("capability:fmt", AlwaysThisProject, Never, digestA)},
-			key: "capability:fmt", digest: digestB, problems: []string{"changed since approval"}},
-		{name: "bound key, unbound entry", entries: []Entry{entry("capability:fmt", AlwaysThisProject, Never, "")},
-			key: "capability:fmt", digest: digestA, problems: []string{"without a content digest"}},
-		{name: "bound key, unbound wildcard", entries: []Entry{entry("capability:*", AlwaysThisProject, Never, "")},
-			key: "capability:fmt", digest: digestA, problems: []string{"without a content digest"}},
-		{name: "bound entry, unbound call", entries: []Entry{entry("capability:fmt", AlwaysThisProject, Never, digestA)},
+		{name: "same digest", entries: []Entry{alEntry("capability:fmt", AlwaysThisProject, Never, alDigestA)},
+			key: "capability:fmt", digest: alDigestA, ok: true, want: "capability:fmt"},
+		{name: "changed since approval", entries: []Entry{alEntry("capability:fmt", AlwaysThisProject, Never, alDigestA)},
+			key: "capability:fmt", digest: alDigestB, problems: []string{"changed since approval"}},
+		{name: "bound key, unbound entry", entries: []Entry{alEntry("capability:fmt", AlwaysThisProject, Never, "")},
+			key: "capability:fmt", digest: alDigestA, problems: []string{"without a content digest"}},
+		{name: "bound key, unbound wildcard", entries: []Entry{alEntry("capability:*", AlwaysThisProject, Never, "")},
+			key: "capability:fmt", digest: alDigestA, problems: []string{"without a content digest"}},
+		{name: "bound entry, unbound call", entries: []Entry{alEntry("capability:fmt", AlwaysThisProject, Never, alDigestA)},
 			key: "capability:fmt", problems: []string{"names no digest"}},
 		{name: "a valid one wins, others reported",
 			entries: []Entry{
-				entry("run_command:git:push", AlwaysThisSession, past, ""),
-				entry("run_command:git", AlwaysThisSession, Never, ""),
-				entry("run_command:*", AlwaysThisSession, past, ""),
+				alEntry("run_command:git:push", AlwaysThisSession, past, ""),
+				alEntry("run_command:git", AlwaysThisSession, Never, ""),
+				alEntry("run_command:*", AlwaysThisSession, past, ""),
 			},
 			key: "run_command:git:push", ok: true, want: "run_command:git",
 			problems: []string{"run_command:git:push does not count", "run_command:* does not count"}},
 		{name: "first valid wins", entries: []Entry{
-			entry("run_command:git:*", AlwaysThisSession, Never, ""),
-			entry("run_command:git", AlwaysThisSession, Never, ""),
+			alEntry("run_command:git:*", AlwaysThisSession, Never, ""),
+			alEntry("run_command:git", AlwaysThisSession, Never, ""),
 		}, key: "run_command:git", ok: true, want: "run_command:git:*"},
 		{name: "compound not matched by wildcards",
-			entries: []Entry{entry("run_command:*", AlwaysThisSession, Never, ""), entry("run_command:git", AlwaysThisSession, Never, "")},
+			entries: []Entry{alEntry("run_command:*", AlwaysThisSession, Never, ""), alEntry("run_command:git", AlwaysThisSession, Never, "")},
 			key:     `run_command:"git status && rm -rf /"`},
 		{name: "compound matched by its exact grant",
-			entries: []Entry{entry(`run_command:"git status && make"`, AlwaysThisSession, Never, "")},
+			entries: []Entry{alEntry(`run_command:"git status && make"`, AlwaysThisSession, Never, "")},
 			key:     `run_command:"git status && make"`, ok: true, want: `run_command:"git status && make"`},
-		{name: "a grant that is not kept", entries: []Entry{entry("run_command:git", Once, Never, "")},
+		{name: "a grant that is not kept", entries: []Entry{alEntry("run_command:git", Once, Never, "")},
 			key: "run_command:git", problems: []string{"not kept"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := lookupEntries(tt.entries, "test", MustParseKey(tt.key), tt.digest, t0)
+			m := lookupEntries(tt.entries, "test", MustParseKey(tt.key), tt.digest, alNow)
 			if m.OK != tt.ok {
 				t.Fatalf("OK = %v, want %v (problems %q)", m.OK, tt.ok, m.Problems)
 			}
@@ -102,14 +102,14 @@ func TestAllowlistEntryNormalize(t *testing.T) {
 		min  Grant
 	}{
 		{"no pattern", Entry{Grant: AlwaysThisSession}, AlwaysThisSession},
-		{"deny", entry("run_command:git", Deny, Never, ""), AlwaysThisSession},
-		{"once", entry("run_command:git", Once, Never, ""), AlwaysThisSession},
-		{"session in project", entry("run_command:git", AlwaysThisSession, Never, ""), AlwaysThisProject},
-		{"out of range", entry("run_command:git", Grant(9), Never, ""), AlwaysThisSession},
-		{"negative expiry", entry("run_command:git", AlwaysThisSession, -5, ""), AlwaysThisSession},
-		{"digest without algorithm", entry("capability:x", AlwaysThisSession, Never, strings.Repeat("a", 64)), AlwaysThisSession},
-		{"short digest", entry("capability:x", AlwaysThisSession, Never, "sha256:abc"), AlwaysThisSession},
-		{"upper-case digest", entry("capability:x", AlwaysThisSession, Never, strings.ToUpper(digestA)), AlwaysThisSession},
+		{"deny", alEntry("run_command:git", Deny, Never, ""), AlwaysThisSession},
+		{"once", alEntry("run_command:git", Once, Never, ""), AlwaysThisSession},
+		{"session in project", alEntry("run_command:git", AlwaysThisSession, Never, ""), AlwaysThisProject},
+		{"out of range", alEntry("run_command:git", Grant(9), Never, ""), AlwaysThisSession},
+		{"negative expiry", alEntry("run_command:git", AlwaysThisSession, -5, ""), AlwaysThisSession},
+		{"digest without algorithm", alEntry("capability:x", AlwaysThisSession, Never, strings.Repeat("a", 64)), AlwaysThisSession},
+		{"short digest", alEntry("capability:x", AlwaysThisSession, Never, "sha256:abc"), AlwaysThisSession},
+		{"upper-case digest", alEntry("capability:x", AlwaysThisSession, Never, strings.ToUpper(alDigestA)), AlwaysThisSession},
 		{"pattern that does not read back", Entry{Pattern: Pattern{Tool: "run command", Action: "git"}, Grant: AlwaysThisSession}, AlwaysThisSession},
 	}
 	for _, tt := range tests {
@@ -120,7 +120,7 @@ func TestAllowlistEntryNormalize(t *testing.T) {
 			}
 		})
 	}
-	e, err := entry("run_command:git", AlwaysThisSession, 0, "").normalize(AlwaysThisSession)
+	e, err := alEntry("run_command:git", AlwaysThisSession, 0, "").normalize(AlwaysThisSession)
 	if err != nil || e.Expiry != Never {
 		t.Errorf("zero expiry: got %v, %v; want Never", e.Expiry, err)
 	}
@@ -141,8 +141,8 @@ func TestAllowlistPosition(t *testing.T) {
 		{999, 3, 2},
 	}
 	for _, tt := range tests {
-		if line, col := position(data, tt.off); line != tt.line || col != tt.col {
-			t.Errorf("position(%d) = %d:%d, want %d:%d", tt.off, line, col, tt.line, tt.col)
+		if line, col := lineColumn(data, tt.off); line != tt.line || col != tt.col {
+			t.Errorf("lineColumn(%d) = %d:%d, want %d:%d", tt.off, line, col, tt.line, tt.col)
 		}
 	}
 }

@@ -121,7 +121,7 @@ func (p *ProjectAllowlist) Entries() []Entry {
 // given digest ("" for none). Project entries do not expire; now is taken
 // for symmetry with the session allowlist. When the last Reload failed,
 // nothing matches and the failure is among the problems.
-func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) Match {
+func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	m := lookupEntries(p.entries, p.path, key, digest, now)

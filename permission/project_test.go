@@ -21,22 +21,22 @@ import (
 )
 
 // The test binary runs itself as the other processes of the multi-process
-// tests: with helperEnv set, init does the helper's job and exits before any
+// tests: with alHelperEnv set, init does the helper's job and exits before any
 // test runs.
-const helperEnv = "CCRUN_PERMISSION_TEST_HELPER"
+const alHelperEnv = "CCRUN_PERMISSION_TEST_HELPER"
 
 func init() {
-	mode := os.Getenv(helperEnv)
+	mode := os.Getenv(alHelperEnv)
 	if mode == "" {
 		return
 	}
-	os.Exit(runHelper(mode, os.Args[len(os.Args)-3:]))
+	os.Exit(alRunHelper(mode, os.Args[len(os.Args)-3:]))
 }
 
 // runHelper: "grant PATH WORKER N" waits for stdin to close, then adds N
 // keys to the project file; "crash PATH WORKER N" adds one key but dies
 // between writing the temp file and renaming it.
-func runHelper(mode string, args []string) int {
+func alRunHelper(mode string, args []string) int {
 	path := args[0]
 	worker, _ := strconv.Atoi(args[1])
 	n, _ := strconv.Atoi(args[2])
@@ -67,21 +67,21 @@ func runHelper(mode string, args []string) int {
 	return 2
 }
 
-func helperCmd(t *testing.T, mode, path string, worker, n int) *exec.Cmd {
+func alHelperCmd(t *testing.T, mode, path string, worker, n int) *exec.Cmd {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$", path, strconv.Itoa(worker), strconv.Itoa(n))
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd.Env = append(os.Environ(), alHelperEnv+"="+mode)
 	cmd.Stderr = new(bytes.Buffer)
 	return cmd
 }
 
-// projectTemplate is a ccrun.json in the format Add writes, so that adding
+// alProjectTemplate is a ccrun.json in the format Add writes, so that adding
 // and removing an entry must give back the very same bytes.
-const projectTemplate = `{
+const alProjectTemplate = `{
   "$schema": "https://ccrun.dev/schema/ccrun.json",
   "mode": "default",
   "allow": [
@@ -89,7 +89,7 @@ const projectTemplate = `{
     "write_file:tests/**"
   ],
   "allowlist": {
-    "capability:fmt-json": {"grant": "AlwaysThisProject", "digest": "` + digestA + `"},
+    "capability:fmt-json": {"grant": "AlwaysThisProject", "digest": "` + alDigestA + `"},
     "capability:lint": "AlwaysThisProject"
   },
   "deny": ["run_command:rm"],
@@ -97,7 +97,7 @@ const projectTemplate = `{
 }
 `
 
-func writeProject(t testing.TB, text string) string {
+func alWriteProject(t testing.TB, text string) string {
 	t.Helper()
 	path := ProjectFile(t.TempDir())
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -106,7 +106,7 @@ func writeProject(t testing.TB, text string) string {
 	return path
 }
 
-func readFile(t *testing.T, path string) []byte {
+func alReadFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -117,7 +117,7 @@ func readFile(t *testing.T, path string) []byte {
 
 // topMembers returns the names and compacted values of a JSON object's
 // members, in order.
-func topMembers(t *testing.T, data []byte) [][2]string {
+func alTopMembers(t *testing.T, data []byte) [][2]string {
 	t.Helper()
 	doc, err := parseProjectDoc("test", data)
 	if err != nil {
@@ -134,7 +134,7 @@ func topMembers(t *testing.T, data []byte) [][2]string {
 	return out
 }
 
-func patterns(entries []Entry) []string {
+func alPatterns(entries []Entry) []string {
 	var out []string
 	for _, e := range entries {
 		out = append(out, e.Pattern.String())
@@ -151,21 +151,21 @@ func TestProjectFile(t *testing.T) {
 
 func TestProjectLoad(t *testing.T) {
 	t.Parallel()
-	p, err := LoadProject(writeProject(t, projectTemplate))
+	p, err := LoadProject(alWriteProject(t, alProjectTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject, Expiry: Never, Digest: digestA},
+		{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject, Expiry: Never, Digest: alDigestA},
 		{Pattern: MustParsePattern("capability:lint"), Grant: AlwaysThisProject, Expiry: Never},
 	}
 	if diff := cmp.Diff(want, p.Entries()); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
-	if m := p.Lookup(MustParseKey("capability:fmt-json"), digestA, t0); !m.OK {
+	if m := p.Lookup(MustParseKey("capability:fmt-json"), alDigestA, alNow); !m.OK {
 		t.Errorf("lookup with the approved digest: %+v", m)
 	}
-	m := p.Lookup(MustParseKey("capability:fmt-json"), digestB, t0)
+	m := p.Lookup(MustParseKey("capability:fmt-json"), alDigestB, alNow)
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "changed since approval") {
 		t.Errorf("lookup with another digest: %+v, want a 'changed since approval' problem", m)
 	}
@@ -188,32 +188,32 @@ func TestProjectMissingFileIsEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "{\n  \"allowlist\": {\n    \"capability:x\": \"AlwaysThisProject\"\n  }\n}\n"
-	if got := string(readFile(t, path)); got != want {
+	if got := string(alReadFile(t, path)); got != want {
 		t.Errorf("new file:\n%s\nwant:\n%s", got, want)
 	}
 }
 
 func TestProjectAddRemovePreservesFile(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	p, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := readFile(t, path)
+	before := alReadFile(t, path)
 	added := Entry{Pattern: MustParsePattern(`run_command:"make && make test"`), Grant: AlwaysThisProject, Expiry: Never}
 	if err := p.Add(added); err != nil {
 		t.Fatal(err)
 	}
-	after := readFile(t, path)
-	if diff := cmp.Diff(topMembers(t, before)[:3], topMembers(t, after)[:3]); diff != "" {
+	after := alReadFile(t, path)
+	if diff := cmp.Diff(alTopMembers(t, before)[:3], alTopMembers(t, after)[:3]); diff != "" {
 		t.Errorf("members before the allowlist changed (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff(topMembers(t, before)[4:], topMembers(t, after)[4:]); diff != "" {
+	if diff := cmp.Diff(alTopMembers(t, before)[4:], alTopMembers(t, after)[4:]); diff != "" {
 		t.Errorf("members after the allowlist changed (-before +after):\n%s", diff)
 	}
 	wantOrder := []string{"capability:fmt-json", "capability:lint", `run_command:"make && make test"`}
-	if diff := cmp.Diff(wantOrder, patterns(p.Entries())); diff != "" {
+	if diff := cmp.Diff(wantOrder, alPatterns(p.Entries())); diff != "" {
 		t.Errorf("entries in memory (-want +got):\n%s", diff)
 	}
 	reloaded, err := LoadProject(path)
@@ -228,7 +228,7 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("Remove = %v, %v; want true, nil", found, err)
 	}
-	if got := readFile(t, path); !bytes.Equal(got, before) {
+	if got := alReadFile(t, path); !bytes.Equal(got, before) {
 		t.Errorf("add then remove did not give back the file:\n%s\nwant:\n%s", got, before)
 	}
 	found, err = p.Remove("capability:not-there")
@@ -242,36 +242,36 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 
 func TestProjectAddReplacesInPlace(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	p, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The capability changed and was approved again: the digest is replaced.
-	if err := p.Add(Entry{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject, Digest: digestB}); err != nil {
+	if err := p.Add(Entry{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject, Digest: alDigestB}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"capability:fmt-json", "capability:lint"}, patterns(p.Entries())); diff != "" {
+	if diff := cmp.Diff([]string{"capability:fmt-json", "capability:lint"}, alPatterns(p.Entries())); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	if !bytes.Contains(readFile(t, path), []byte(digestB)) || bytes.Contains(readFile(t, path), []byte(digestA)) {
-		t.Errorf("digest not replaced:\n%s", readFile(t, path))
+	if !bytes.Contains(alReadFile(t, path), []byte(alDigestB)) || bytes.Contains(alReadFile(t, path), []byte(alDigestA)) {
+		t.Errorf("digest not replaced:\n%s", alReadFile(t, path))
 	}
-	if m := p.Lookup(MustParseKey("capability:fmt-json"), digestB, t0); !m.OK {
+	if m := p.Lookup(MustParseKey("capability:fmt-json"), alDigestB, alNow); !m.OK {
 		t.Errorf("lookup with the new digest: %+v", m)
 	}
 	// Dropping the digest writes the short form.
 	if err := p.Add(Entry{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(readFile(t, path), []byte(`"capability:fmt-json": "AlwaysThisProject"`)) {
-		t.Errorf("short form not written:\n%s", readFile(t, path))
+	if !bytes.Contains(alReadFile(t, path), []byte(`"capability:fmt-json": "AlwaysThisProject"`)) {
+		t.Errorf("short form not written:\n%s", alReadFile(t, path))
 	}
 }
 
 func TestProjectAddRefusesBadEntries(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	p, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestProjectAddRefusesBadEntries(t *testing.T) {
 	for _, e := range []Entry{
 		{Pattern: MustParsePattern("run_command:git"), Grant: AlwaysThisSession},
 		{Pattern: MustParsePattern("run_command:git"), Grant: Once},
-		{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject, Expiry: t0.Unix()},
+		{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject, Expiry: alNow.Unix()},
 		{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject, Digest: "md5:abc"},
 		{Grant: AlwaysThisProject},
 	} {
@@ -287,50 +287,50 @@ func TestProjectAddRefusesBadEntries(t *testing.T) {
 			t.Errorf("Add(%v) = %v, want ErrInvalidEntry", e, err)
 		}
 	}
-	if got := readFile(t, path); string(got) != projectTemplate {
+	if got := alReadFile(t, path); string(got) != alProjectTemplate {
 		t.Errorf("file changed:\n%s", got)
 	}
 }
 
 func TestProjectNoAutoReload(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	p, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := strings.Replace(projectTemplate, `"capability:lint": "AlwaysThisProject"`, `"capability:other": "AlwaysThisProject"`, 1)
+	edited := strings.Replace(alProjectTemplate, `"capability:lint": "AlwaysThisProject"`, `"capability:other": "AlwaysThisProject"`, 1)
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m := p.Lookup(MustParseKey("capability:lint"), "", t0); !m.OK {
+	if m := p.Lookup(MustParseKey("capability:lint"), "", alNow); !m.OK {
 		t.Errorf("before Reload, the hand edit was seen: %+v", m)
 	}
 	if err := p.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if m := p.Lookup(MustParseKey("capability:lint"), "", t0); m.OK {
+	if m := p.Lookup(MustParseKey("capability:lint"), "", alNow); m.OK {
 		t.Errorf("after Reload, the removed grant still counts")
 	}
-	if m := p.Lookup(MustParseKey("capability:other"), "", t0); !m.OK {
+	if m := p.Lookup(MustParseKey("capability:other"), "", alNow); !m.OK {
 		t.Errorf("after Reload, the added grant does not count")
 	}
 }
 
 func TestProjectReloadFailureFailsClosed(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	p, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(projectTemplate[:40]), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(alProjectTemplate[:40]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Reload(); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("Reload of a truncated file: %v, want ErrInvalidConfig", err)
 	}
-	m := p.Lookup(MustParseKey("capability:lint"), "", t0)
+	m := p.Lookup(MustParseKey("capability:lint"), "", alNow)
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "not loaded") {
 		t.Errorf("lookup after a failed Reload: %+v, want no match and the failure as a problem", m)
 	}
@@ -349,7 +349,7 @@ func TestProjectMalformed(t *testing.T) {
 		message   string
 	}{
 		{name: "empty", text: "", line: 1, col: 1, message: "unexpected end"},
-		{name: "truncated", text: projectTemplate[:150], line: 8, col: 5, message: "unexpected end"},
+		{name: "truncated", text: alProjectTemplate[:150], line: 8, col: 5, message: "unexpected end"},
 		{name: "trailing comma", text: "{\n  \"mode\": \"default\",\n}\n", line: 3, col: 1, message: "invalid character '}'"},
 		{name: "trailing comma in allowlist", text: "{\"allowlist\": {\n  \"capability:x\": \"AlwaysThisProject\",\n}}", line: 3, col: 1},
 		{name: "missing comma", text: "{\"a\": 1\n \"b\": 2}", line: 2, col: 2},
@@ -366,7 +366,7 @@ func TestProjectMalformed(t *testing.T) {
 			class: ErrInvalidKey, message: `allowlist entry "run command:git"`},
 		{name: "pattern without action", text: `{"allowlist": {"capability": "AlwaysThisProject"}}`, line: 1, col: 16, class: ErrInvalidKey},
 		{name: "bad digest", text: `{"allowlist": {"capability:x": {"grant": "AlwaysThisProject", "digest": "sha256:xyz"}}}`, line: 1, col: 32, message: "digest"},
-		{name: "object without grant", text: `{"allowlist": {"capability:x": {"digest": "` + digestA + `"}}}`, line: 1, col: 32, message: `no "grant"`},
+		{name: "object without grant", text: `{"allowlist": {"capability:x": {"digest": "` + alDigestA + `"}}}`, line: 1, col: 32, message: `no "grant"`},
 		{name: "unknown field", text: `{"allowlist": {"capability:x": {"grant": "AlwaysThisProject", "expiry": 5}}}`, line: 1, col: 32, message: "expiry"},
 		{name: "repeated pattern", text: "{\"allowlist\": {\n\"capability:x\": \"AlwaysThisProject\",\n\"capability:x\": \"AlwaysThisProject\"}}", line: 3, col: 1, message: "already granted"},
 		{name: "repeated allowlist", text: "{\"allowlist\": {},\n \"allowlist\": {}}", line: 2, col: 2, message: "twice"},
@@ -374,9 +374,9 @@ func TestProjectMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			path := writeProject(t, tt.text)
+			path := alWriteProject(t, tt.text)
 			_, err := LoadProject(path)
-			checkConfigError(t, err, path, tt.line, tt.col, tt.class, tt.message)
+			alCheckConfigError(t, err, path, tt.line, tt.col, tt.class, tt.message)
 
 			// A writer meets the same error and leaves the file alone. So
 			// does a ProjectAllowlist loaded before the file went bad.
@@ -391,7 +391,7 @@ func TestProjectMalformed(t *testing.T) {
 			if _, err := good.Remove("capability:x"); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("Remove on a malformed file: %v, want ErrInvalidConfig", err)
 			}
-			if got := string(readFile(t, path)); got != tt.text {
+			if got := string(alReadFile(t, path)); got != tt.text {
 				t.Errorf("file changed by a failed write:\n%s", got)
 			}
 			if names, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ccrun.json.tmp-*")); len(names) != 0 {
@@ -401,7 +401,7 @@ func TestProjectMalformed(t *testing.T) {
 	}
 }
 
-func checkConfigError(t *testing.T, err error, path string, line, col int, class error, message string) {
+func alCheckConfigError(t *testing.T, err error, path string, line, col int, class error, message string) {
 	t.Helper()
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("error %v, want class ErrInvalidConfig", err)
@@ -434,11 +434,11 @@ func checkConfigError(t *testing.T, err error, path string, line, col int, class
 func TestProjectManyProcesses(t *testing.T) {
 	t.Parallel()
 	const procs, keys = 20, 50
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	var cmds []*exec.Cmd
 	var guns []io.Closer
 	for w := range procs {
-		cmd := helperCmd(t, "grant", path, w, keys)
+		cmd := alHelperCmd(t, "grant", path, w, keys)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -456,7 +456,7 @@ func TestProjectManyProcesses(t *testing.T) {
 			t.Errorf("process %d: %v\n%s", w, err, cmd.Stderr)
 		}
 	}
-	data := readFile(t, path)
+	data := alReadFile(t, path)
 	if !json.Valid(data) {
 		t.Fatalf("ccrun.json is not valid JSON:\n%s", data)
 	}
@@ -494,7 +494,7 @@ func TestProjectManyProcesses(t *testing.T) {
 			last[w] = i
 		}
 	}
-	before, after := topMembers(t, []byte(projectTemplate)), topMembers(t, data)
+	before, after := alTopMembers(t, []byte(alProjectTemplate)), alTopMembers(t, data)
 	if diff := cmp.Diff(before[:3], after[:3]); diff != "" {
 		t.Errorf("members changed (-before +after):\n%s", diff)
 	}
@@ -512,7 +512,7 @@ func TestProjectManyProcesses(t *testing.T) {
 func TestProjectManyWriters(t *testing.T) {
 	t.Parallel()
 	const writers, keys = 8, 20
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	reader, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
@@ -529,7 +529,7 @@ func TestProjectManyWriters(t *testing.T) {
 				if err := p.Add(Entry{Pattern: MustParsePattern(fmt.Sprintf("capability:g%d-%d", w, i)), Grant: AlwaysThisProject}); err != nil {
 					t.Error(err)
 				}
-				reader.Lookup(MustParseKey("capability:lint"), "", t0)
+				reader.Lookup(MustParseKey("capability:lint"), "", alNow)
 			}
 		})
 		wg.Go(func() {
@@ -537,7 +537,7 @@ func TestProjectManyWriters(t *testing.T) {
 				if err := reader.Reload(); err != nil {
 					t.Error(err)
 				}
-				if m := reader.Lookup(MustParseKey("capability:lint"), "", t0); !m.OK {
+				if m := reader.Lookup(MustParseKey("capability:lint"), "", alNow); !m.OK {
 					t.Errorf("capability:lint lost during writes: %+v", m)
 				}
 			}
@@ -557,38 +557,38 @@ func TestProjectManyWriters(t *testing.T) {
 // renaming it: the old file is intact, the stray temp file is harmless.
 func TestProjectCrashMidWrite(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
-	cmd := helperCmd(t, "crash", path, 0, 1)
+	path := alWriteProject(t, alProjectTemplate)
+	cmd := alHelperCmd(t, "crash", path, 0, 1)
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("crash helper: %v, want exit status 3\n%s", err, cmd.Stderr)
 	}
-	if got := string(readFile(t, path)); got != projectTemplate {
+	if got := string(alReadFile(t, path)); got != alProjectTemplate {
 		t.Fatalf("file changed by a crashed writer:\n%s", got)
 	}
 	stray, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ccrun.json.tmp-*"))
-	if len(stray) != 1 || !bytes.Contains(readFile(t, stray[0]), []byte("never-written")) {
+	if len(stray) != 1 || !bytes.Contains(alReadFile(t, stray[0]), []byte("never-written")) {
 		t.Fatalf("want the crashed writer's temp file, got %v", stray)
 	}
 	p, err := LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := p.Lookup(MustParseKey("capability:never-written"), "", t0); m.OK {
+	if m := p.Lookup(MustParseKey("capability:never-written"), "", alNow); m.OK {
 		t.Error("the crashed write counts")
 	}
 	if err := p.Add(Entry{Pattern: MustParsePattern("capability:after"), Grant: AlwaysThisProject}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"capability:fmt-json", "capability:lint", "capability:after"}, patterns(p.Entries())); diff != "" {
+	if diff := cmp.Diff([]string{"capability:fmt-json", "capability:lint", "capability:after"}, alPatterns(p.Entries())); diff != "" {
 		t.Errorf("entries after the crash (-want +got):\n%s", diff)
 	}
 }
 
 func TestProjectHostileLockFile(t *testing.T) {
 	t.Parallel()
-	path := writeProject(t, projectTemplate)
+	path := alWriteProject(t, alProjectTemplate)
 	victim := filepath.Join(t.TempDir(), "victim")
 	if err := os.Symlink(victim, filepath.Join(filepath.Dir(path), ".ccrun.json.lock")); err != nil {
 		t.Fatal(err)
@@ -607,13 +607,13 @@ func TestProjectHostileLockFile(t *testing.T) {
 }
 
 func BenchmarkProjectLookup(b *testing.B) {
-	p, err := LoadProject(writeProject(b, projectTemplate))
+	p, err := LoadProject(alWriteProject(b, alProjectTemplate))
 	if err != nil {
 		b.Fatal(err)
 	}
 	key := MustParseKey("capability:fmt-json")
 	for b.Loop() {
-		if !p.Lookup(key, digestA, t0).OK {
+		if !p.Lookup(key, alDigestA, alNow).OK {
 			b.Fatal("no match")
 		}
 	}

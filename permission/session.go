@@ -210,7 +210,7 @@ func (s *SessionAllowlist) Entries() []Entry {
 // Lookup finds an entry that allows key at now for a call whose content
 // has the given digest ("" for none). Once the session's lifetime has run
 // out at now nothing counts, and a matching entry is reported as a problem.
-func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) Match {
+func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
 	s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

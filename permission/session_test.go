@@ -14,7 +14,7 @@ import (
 )
 
 // sessionDir returns a fresh directory fit for sessions (mode 0700).
-func sessionDir(t testing.TB) string {
+func alSessionDir(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sessions")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -23,7 +23,7 @@ func sessionDir(t testing.TB) string {
 	return dir
 }
 
-func clockAt(at time.Time) SessionOption { return WithSessionClock(func() time.Time { return at }) }
+func alClockAt(at time.Time) SessionOption { return WithSessionClock(func() time.Time { return at }) }
 
 func TestSessionInMemory(t *testing.T) {
 	t.Parallel()
@@ -31,54 +31,54 @@ func TestSessionInMemory(t *testing.T) {
 	if s.ID() != "" || !s.Expires().IsZero() {
 		t.Errorf("in-memory session: id %q, expires %v; want none", s.ID(), s.Expires())
 	}
-	if err := s.Add(entry("run_command:git", AlwaysThisSession, 0, "")); err != nil {
+	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, 0, "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(entry("run_command:make", AlwaysThisSession, t0.Add(time.Hour).Unix(), "")); err != nil {
+	if err := s.Add(alEntry("run_command:make", AlwaysThisSession, alNow.Add(time.Hour).Unix(), "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(entry("run_command:git", AlwaysThisSession, t0.Add(2*time.Hour).Unix(), "")); err != nil {
+	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, alNow.Add(2*time.Hour).Unix(), "")); err != nil {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		entry("run_command:git", AlwaysThisSession, t0.Add(2*time.Hour).Unix(), ""),
-		entry("run_command:make", AlwaysThisSession, t0.Add(time.Hour).Unix(), ""),
+		alEntry("run_command:git", AlwaysThisSession, alNow.Add(2*time.Hour).Unix(), ""),
+		alEntry("run_command:make", AlwaysThisSession, alNow.Add(time.Hour).Unix(), ""),
 	}
 	if diff := cmp.Diff(want, s.Entries()); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
-	if m := s.Lookup(MustParseKey("run_command:make:all"), "", t0); !m.OK {
+	if m := s.Lookup(MustParseKey("run_command:make:all"), "", alNow); !m.OK {
 		t.Errorf("lookup: %+v", m)
 	}
-	m := s.Lookup(MustParseKey("run_command:make"), "", t0.Add(time.Hour))
+	m := s.Lookup(MustParseKey("run_command:make"), "", alNow.Add(time.Hour))
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "expired at") {
 		t.Errorf("lookup after the entry's expiry: %+v", m)
 	}
-	if err := s.Add(entry("run_command:git", Once, Never, "")); !errors.Is(err, ErrInvalidEntry) {
+	if err := s.Add(alEntry("run_command:git", Once, Never, "")); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("Add of a Once grant: %v, want ErrInvalidEntry", err)
 	}
 	if err := s.End(); err != nil {
 		t.Fatal(err)
 	}
-	if m := s.Lookup(MustParseKey("run_command:git"), "", t0); m.OK {
+	if m := s.Lookup(MustParseKey("run_command:git"), "", alNow); m.OK {
 		t.Error("a grant counts after End")
 	}
-	if err := s.Add(entry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
+	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after End: %v, want ErrSessionNotFound", err)
 	}
 }
 
 func TestSessionDigestBinding(t *testing.T) {
 	t.Parallel()
-	for name, s := range map[string]*SessionAllowlist{"memory": NewSessionAllowlist(), "file": mustStart(t, sessionDir(t))} {
+	for name, s := range map[string]*SessionAllowlist{"memory": NewSessionAllowlist(), "file": alStart(t, alSessionDir(t))} {
 		t.Run(name, func(t *testing.T) {
-			if err := s.Add(entry("capability:fmt", AlwaysThisSession, Never, digestA)); err != nil {
+			if err := s.Add(alEntry("capability:fmt", AlwaysThisSession, Never, alDigestA)); err != nil {
 				t.Fatal(err)
 			}
-			if m := s.Lookup(MustParseKey("capability:fmt"), digestA, t0); !m.OK {
+			if m := s.Lookup(MustParseKey("capability:fmt"), alDigestA, alNow); !m.OK {
 				t.Errorf("same digest: %+v", m)
 			}
-			m := s.Lookup(MustParseKey("capability:fmt"), digestB, t0)
+			m := s.Lookup(MustParseKey("capability:fmt"), alDigestB, alNow)
 			if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "changed since approval") {
 				t.Errorf("other digest: %+v, want a 'changed since approval' problem", m)
 			}
@@ -86,7 +86,7 @@ func TestSessionDigestBinding(t *testing.T) {
 	}
 }
 
-func mustStart(t testing.TB, dir string, opts ...SessionOption) *SessionAllowlist {
+func alStart(t testing.TB, dir string, opts ...SessionOption) *SessionAllowlist {
 	t.Helper()
 	s, err := StartSession(dir, time.Hour, opts...)
 	if err != nil {
@@ -97,46 +97,46 @@ func mustStart(t testing.TB, dir string, opts ...SessionOption) *SessionAllowlis
 
 func TestSessionAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	dir := sessionDir(t)
-	first := mustStart(t, dir, clockAt(t0))
+	dir := alSessionDir(t)
+	first := alStart(t, dir, alClockAt(alNow))
 	if len(first.ID()) != 32 {
 		t.Errorf("id %q, want 32 hex digits", first.ID())
 	}
-	if !first.Expires().Equal(t0.Add(time.Hour)) {
-		t.Errorf("expires %v, want %v", first.Expires(), t0.Add(time.Hour))
+	if !first.Expires().Equal(alNow.Add(time.Hour)) {
+		t.Errorf("expires %v, want %v", first.Expires(), alNow.Add(time.Hour))
 	}
-	if err := first.Add(entry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
+	if err := first.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
 		t.Fatal(err)
 	}
 
 	// Another process opens the session by its id.
-	second, err := OpenSession(dir, first.ID(), clockAt(t0.Add(time.Minute)))
+	second, err := OpenSession(dir, first.ID(), alClockAt(alNow.Add(time.Minute)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !second.Expires().Equal(first.Expires()) {
 		t.Errorf("expiry read back %v, want %v", second.Expires(), first.Expires())
 	}
-	if m := second.Lookup(MustParseKey("run_command:git"), "", t0); !m.OK {
+	if m := second.Lookup(MustParseKey("run_command:git"), "", alNow); !m.OK {
 		t.Errorf("second process does not see the first's grant: %+v", m)
 	}
-	if err := second.Add(entry("capability:fmt", AlwaysThisSession, t0.Add(30*time.Minute).Unix(), digestA)); err != nil {
+	if err := second.Add(alEntry("capability:fmt", AlwaysThisSession, alNow.Add(30*time.Minute).Unix(), alDigestA)); err != nil {
 		t.Fatal(err)
 	}
 	// The first sees the second's grant without being told.
-	if m := first.Lookup(MustParseKey("capability:fmt"), digestA, t0); !m.OK {
+	if m := first.Lookup(MustParseKey("capability:fmt"), alDigestA, alNow); !m.OK {
 		t.Errorf("first process does not see the second's grant: %+v", m)
 	}
 	want := []Entry{
-		entry("run_command:git", AlwaysThisSession, Never, ""),
-		entry("capability:fmt", AlwaysThisSession, t0.Add(30*time.Minute).Unix(), digestA),
+		alEntry("run_command:git", AlwaysThisSession, Never, ""),
+		alEntry("capability:fmt", AlwaysThisSession, alNow.Add(30*time.Minute).Unix(), alDigestA),
 	}
 	for name, s := range map[string]*SessionAllowlist{"first": first, "second": second} {
 		if diff := cmp.Diff(want, s.Entries()); diff != "" {
 			t.Errorf("%s: entries (-want +got):\n%s", name, diff)
 		}
 	}
-	third, err := OpenSession(dir, first.ID(), clockAt(t0))
+	third, err := OpenSession(dir, first.ID(), alClockAt(alNow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +148,13 @@ func TestSessionAcrossProcesses(t *testing.T) {
 	if err := second.End(); err != nil {
 		t.Fatal(err)
 	}
-	if m := first.Lookup(MustParseKey("run_command:git"), "", t0); m.OK {
+	if m := first.Lookup(MustParseKey("run_command:git"), "", alNow); m.OK {
 		t.Error("a grant counts in another process after End")
 	}
 	if len(first.Entries()) != 0 {
 		t.Errorf("entries after End: %v", first.Entries())
 	}
-	if err := first.Add(entry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
+	if err := first.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after End elsewhere: %v, want ErrSessionNotFound", err)
 	}
 	if _, err := OpenSession(dir, first.ID()); !errors.Is(err, ErrSessionNotFound) {
@@ -170,12 +170,12 @@ func TestSessionAcrossProcesses(t *testing.T) {
 
 func TestSessionLifetime(t *testing.T) {
 	t.Parallel()
-	dir := sessionDir(t)
-	s := mustStart(t, dir, clockAt(t0))
-	if err := s.Add(entry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
+	dir := alSessionDir(t)
+	s := alStart(t, dir, alClockAt(alNow))
+	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
 		t.Fatal(err)
 	}
-	end := t0.Add(time.Hour)
+	end := alNow.Add(time.Hour)
 	if m := s.Lookup(MustParseKey("run_command:git"), "", end.Add(-time.Second)); !m.OK {
 		t.Errorf("lookup just before the end: %+v", m)
 	}
@@ -187,7 +187,7 @@ func TestSessionLifetime(t *testing.T) {
 		t.Errorf("lookup of an unrelated key after the end: %+v", m)
 	}
 
-	late := mustOpenLater(t, dir, s.ID(), end)
+	late := alOpenLater(t, dir, s.ID(), end)
 	if late != nil {
 		t.Fatal("opened an expired session")
 	}
@@ -195,32 +195,32 @@ func TestSessionLifetime(t *testing.T) {
 		t.Errorf("expired session file kept: %v", err)
 	}
 
-	s3 := mustStart(t, dir, clockAt(t0))
-	late3, err := OpenSession(dir, s3.ID(), clockAt(end.Add(time.Second)))
+	s3 := alStart(t, dir, alClockAt(alNow))
+	late3, err := OpenSession(dir, s3.ID(), alClockAt(end.Add(time.Second)))
 	if !errors.Is(err, ErrSessionNotFound) || !strings.Contains(fmt.Sprint(err), "expired") || late3 != nil {
 		t.Errorf("OpenSession after the lifetime: %v, want ErrSessionNotFound saying expired", err)
 	}
 
 	// Add notices the end of the lifetime too.
-	s4 := mustStart(t, dir, clockAt(t0))
+	s4 := alStart(t, dir, alClockAt(alNow))
 	s4.now = func() time.Time { return end }
-	if err := s4.Add(entry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
+	if err := s4.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after the lifetime: %v, want ErrSessionNotFound", err)
 	}
 
 	// No lifetime: the default.
-	s5, err := StartSession(dir, 0, clockAt(t0))
+	s5, err := StartSession(dir, 0, alClockAt(alNow))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := t0.Add(DefaultSessionLifetime); !s5.Expires().Equal(want) {
+	if want := alNow.Add(DefaultSessionLifetime); !s5.Expires().Equal(want) {
 		t.Errorf("default lifetime: expires %v, want %v", s5.Expires(), want)
 	}
 }
 
-func mustOpenLater(t *testing.T, dir, id string, at time.Time) *SessionAllowlist {
+func alOpenLater(t *testing.T, dir, id string, at time.Time) *SessionAllowlist {
 	t.Helper()
-	s, err := OpenSession(dir, id, clockAt(at))
+	s, err := OpenSession(dir, id, alClockAt(at))
 	if !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("OpenSession at %v: %v, want ErrSessionNotFound", at, err)
 	}
@@ -229,8 +229,8 @@ func mustOpenLater(t *testing.T, dir, id string, at time.Time) *SessionAllowlist
 
 func TestSessionConcurrent(t *testing.T) {
 	t.Parallel()
-	dir := sessionDir(t)
-	file := mustStart(t, dir)
+	dir := alSessionDir(t)
+	file := alStart(t, dir)
 	other, err := OpenSession(dir, file.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -250,18 +250,18 @@ func TestSessionConcurrent(t *testing.T) {
 				}
 				wg.Go(func() {
 					for i := range keys {
-						if err := s.Add(entry(fmt.Sprintf("run_command:w%d-%d", w, i), AlwaysThisSession, Never, "")); err != nil {
+						if err := s.Add(alEntry(fmt.Sprintf("run_command:w%d-%d", w, i), AlwaysThisSession, Never, "")); err != nil {
 							t.Error(err)
 							return
 						}
-						if m := s.Lookup(MustParseKey(fmt.Sprintf("run_command:w%d-%d", w, i)), "", t0); !m.OK {
+						if m := s.Lookup(MustParseKey(fmt.Sprintf("run_command:w%d-%d", w, i)), "", alNow); !m.OK {
 							t.Errorf("own grant not found: %+v", m)
 						}
 					}
 				})
 				wg.Go(func() {
 					for i := range keys {
-						s.Lookup(MustParseKey(fmt.Sprintf("run_command:w%d-%d", (w+1)%workers, i)), "", t0)
+						s.Lookup(MustParseKey(fmt.Sprintf("run_command:w%d-%d", (w+1)%workers, i)), "", alNow)
 						_ = s.Entries()
 					}
 				})
@@ -276,9 +276,9 @@ func TestSessionConcurrent(t *testing.T) {
 
 func TestSessionHostileIDs(t *testing.T) {
 	t.Parallel()
-	dir := sessionDir(t)
+	dir := alSessionDir(t)
 	// A valid session file where a traversal would land.
-	s := mustStart(t, dir)
+	s := alStart(t, dir)
 	data, err := os.ReadFile(filepath.Join(dir, s.ID()+".json"))
 	if err != nil {
 		t.Fatal(err)
@@ -307,45 +307,45 @@ func TestSessionUnsafeStorage(t *testing.T) {
 		start    bool // StartSession is refused too
 	}{
 		{name: "dir open to others", start: true, prepare: func(t *testing.T, dir, id string) {
-			must(t, os.Chmod(dir, 0o755))
+			alMust(t, os.Chmod(dir, 0o755))
 		}},
 		{name: "dir open to group", start: true, prepare: func(t *testing.T, dir, id string) {
-			must(t, os.Chmod(dir, 0o750))
+			alMust(t, os.Chmod(dir, 0o750))
 		}},
 		{name: "file open to others", prepare: func(t *testing.T, dir, id string) {
-			must(t, os.Chmod(filepath.Join(dir, id+".json"), 0o644))
+			alMust(t, os.Chmod(filepath.Join(dir, id+".json"), 0o644))
 		}},
 		{name: "file is a symlink", prepare: func(t *testing.T, dir, id string) {
 			f := filepath.Join(dir, id+".json")
 			real := filepath.Join(dir, "real")
-			must(t, os.Rename(f, real))
-			must(t, os.Symlink(real, f))
+			alMust(t, os.Rename(f, real))
+			alMust(t, os.Symlink(real, f))
 		}},
 		{name: "file is a directory", prepare: func(t *testing.T, dir, id string) {
 			f := filepath.Join(dir, id+".json")
-			must(t, os.Remove(f))
-			must(t, os.Mkdir(f, 0o700))
+			alMust(t, os.Remove(f))
+			alMust(t, os.Mkdir(f, 0o700))
 		}},
 		{name: "dir is a symlink", start: true, prepare: func(t *testing.T, dir, id string) {
 			real := dir + ".real"
-			must(t, os.Rename(dir, real))
-			must(t, os.Symlink(real, dir))
+			alMust(t, os.Rename(dir, real))
+			alMust(t, os.Symlink(real, dir))
 		}},
 		{name: "ancestor writable by others", start: true, prepare: func(t *testing.T, dir, id string) {
-			must(t, os.Chmod(filepath.Dir(dir), 0o777))
+			alMust(t, os.Chmod(filepath.Dir(dir), 0o777))
 		}},
 		{name: "dir of another user", rootOnly: true, start: true, prepare: func(t *testing.T, dir, id string) {
-			must(t, os.Chown(dir, 65534, 65534))
+			alMust(t, os.Chown(dir, 65534, 65534))
 		}},
 		{name: "file of another user", rootOnly: true, prepare: func(t *testing.T, dir, id string) {
-			must(t, os.Chown(filepath.Join(dir, id+".json"), 65534, 65534))
+			alMust(t, os.Chown(filepath.Join(dir, id+".json"), 65534, 65534))
 		}},
 		{
 			// Another user made /tmp/ccrun-UID before us, to read or swap
 			// our sessions: its sessions dir looks right, the parent does not.
 			name: "ancestor of another user", rootOnly: true, start: true,
 			prepare: func(t *testing.T, dir, id string) {
-				must(t, os.Chown(filepath.Dir(dir), 65534, 65534))
+				alMust(t, os.Chown(filepath.Dir(dir), 65534, 65534))
 			},
 		},
 	}
@@ -355,9 +355,9 @@ func TestSessionUnsafeStorage(t *testing.T) {
 			if tt.rootOnly && !root {
 				t.Skip("needs root to give a file to another user")
 			}
-			dir := sessionDir(t)
-			s := mustStart(t, dir)
-			if err := s.Add(entry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
+			dir := alSessionDir(t)
+			s := alStart(t, dir)
+			if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
 				t.Fatal(err)
 			}
 			tt.prepare(t, dir, s.ID())
@@ -368,7 +368,7 @@ func TestSessionUnsafeStorage(t *testing.T) {
 				t.Errorf("StartSession: %v, want ErrUnsafeStorage", err)
 			}
 			// A session opened before fails closed.
-			if err := s.Add(entry("run_command:ls", AlwaysThisSession, Never, "")); err == nil && !tt.start {
+			if err := s.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); err == nil && !tt.start {
 				t.Errorf("Add went on")
 			}
 		})
@@ -377,13 +377,13 @@ func TestSessionUnsafeStorage(t *testing.T) {
 
 func TestSessionHostileLockFile(t *testing.T) {
 	t.Parallel()
-	dir := sessionDir(t)
-	s := mustStart(t, dir)
+	dir := alSessionDir(t)
+	s := alStart(t, dir)
 	victim := filepath.Join(t.TempDir(), "victim")
 	lock := filepath.Join(dir, s.ID()+".lock")
-	must(t, os.Remove(lock))
-	must(t, os.Symlink(victim, lock))
-	if err := s.Add(entry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrUnsafeStorage) {
+	alMust(t, os.Remove(lock))
+	alMust(t, os.Symlink(victim, lock))
+	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrUnsafeStorage) {
 		t.Errorf("Add through a symlinked lock: %v, want ErrUnsafeStorage", err)
 	}
 	if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
@@ -412,39 +412,39 @@ func TestSessionCorruptFile(t *testing.T) {
 		{"once grant", func(s, _ string) string {
 			return strings.Replace(s, `"grant": "AlwaysThisSession"`, `"grant": "Once"`, 1)
 		}},
-		{"bad digest", func(s, _ string) string { return strings.Replace(s, digestA, "sha256:zz", 1) }},
+		{"bad digest", func(s, _ string) string { return strings.Replace(s, alDigestA, "sha256:zz", 1) }},
 		{"another session's id", func(s, id string) string { return strings.Replace(s, id, strings.Repeat("0", 32), 1) }},
 		{"text after the object", func(s, _ string) string { return s + "{}" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := sessionDir(t)
-			s := mustStart(t, dir)
-			must(t, s.Add(entry("run_command:git", AlwaysThisSession, Never, "")))
-			must(t, s.Add(entry("capability:fmt", AlwaysThisSession, Never, digestA)))
+			dir := alSessionDir(t)
+			s := alStart(t, dir)
+			alMust(t, s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")))
+			alMust(t, s.Add(alEntry("capability:fmt", AlwaysThisSession, Never, alDigestA)))
 			path := filepath.Join(dir, s.ID()+".json")
 			data, err := os.ReadFile(path)
-			must(t, err)
+			alMust(t, err)
 			bad := tt.edit(string(data), s.ID())
 			if bad == string(data) {
 				t.Fatal("the edit changed nothing")
 			}
 			// Replaced, not written in place: Lookup tells versions of the
 			// file apart by inode, size and mtime (see fileStamp).
-			must(t, os.WriteFile(path+".new", []byte(bad), 0o600))
-			must(t, os.Rename(path+".new", path))
+			alMust(t, os.WriteFile(path+".new", []byte(bad), 0o600))
+			alMust(t, os.Rename(path+".new", path))
 
 			_, err = OpenSession(dir, s.ID())
 			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), path) {
 				t.Errorf("OpenSession: %v, want ErrInvalidConfig naming %s", err, path)
 			}
 			// A session opened before fails closed and says why.
-			m := s.Lookup(MustParseKey("run_command:git"), "", t0)
+			m := s.Lookup(MustParseKey("run_command:git"), "", alNow)
 			if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "not loaded") {
 				t.Errorf("lookup in a corrupt session: %+v", m)
 			}
-			if err := s.Add(entry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrInvalidConfig) {
+			if err := s.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("Add to a corrupt session: %v, want ErrInvalidConfig", err)
 			}
 			if got, _ := os.ReadFile(path); string(got) != bad {
@@ -458,8 +458,8 @@ func TestSessionFileModes(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "sessions")
 	s, err := StartSession(dir, time.Hour)
-	must(t, err)
-	must(t, s.Add(entry("run_command:git", AlwaysThisSession, Never, "")))
+	alMust(t, err)
+	alMust(t, s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")))
 	for path, want := range map[string]os.FileMode{
 		filepath.Dir(dir):                  0o700,
 		dir:                                0o700,
@@ -467,7 +467,7 @@ func TestSessionFileModes(t *testing.T) {
 		filepath.Join(dir, s.ID()+".lock"): 0o600,
 	} {
 		fi, err := os.Lstat(path)
-		must(t, err)
+		alMust(t, err)
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("%s: mode %04o, want %04o", path, got, want)
 		}
@@ -490,7 +490,7 @@ func TestDefaultSessionDir(t *testing.T) {
 	}
 }
 
-func must(t testing.TB, err error) {
+func alMust(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -502,15 +502,15 @@ func BenchmarkSessionLookup(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := NewSessionAllowlist()
 			if name == "file" {
-				s = mustStart(b, sessionDir(b))
+				s = alStart(b, alSessionDir(b))
 			}
 			for i := range 50 {
-				must(b, s.Add(entry(fmt.Sprintf("run_command:tool%d", i), AlwaysThisSession, Never, "")))
+				alMust(b, s.Add(alEntry(fmt.Sprintf("run_command:tool%d", i), AlwaysThisSession, Never, "")))
 			}
-			must(b, s.Add(entry("run_command:git", AlwaysThisSession, Never, "")))
+			alMust(b, s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")))
 			key := MustParseKey("run_command:git:status")
 			for b.Loop() {
-				if !s.Lookup(key, "", t0).OK {
+				if !s.Lookup(key, "", alNow).OK {
 					b.Fatal("no match")
 				}
 			}
