@@ -70,7 +70,7 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // appended. The file is written with two-space indentation. A symbolic
 // link at ccrun.json is replaced by a regular file.
 //
-// A ProjectAllowlist is safe for concurrent use.
+// A ProjectAllowlist is made by LoadProject and is safe for concurrent use.
 type ProjectAllowlist struct {
 	path string
 

@@ -27,7 +27,7 @@ func alClockAt(at time.Time) SessionOption { return WithSessionClock(func() time
 
 func TestSessionInMemory(t *testing.T) {
 	t.Parallel()
-	s := NewSessionAllowlist()
+	s := NewSessionAllowlist(alClockAt(alNow))
 	if s.ID() != "" || !s.Expires().IsZero() {
 		t.Errorf("in-memory session: id %q, expires %v; want none", s.ID(), s.Expires())
 	}
@@ -53,6 +53,12 @@ func TestSessionInMemory(t *testing.T) {
 	m := s.Lookup(MustParseKey("run_command:make"), "", alNow.Add(time.Hour))
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "expired at") {
 		t.Errorf("lookup after the entry's expiry: %+v", m)
+	}
+	// Add drops what has expired by the session's clock.
+	alMust(t, s.Add(alEntry("run_command:old", AlwaysThisSession, alNow.Unix(), "")))
+	alMust(t, s.Add(alEntry("run_command:new", AlwaysThisSession, Never, "")))
+	if diff := cmp.Diff([]string{"run_command:git", "run_command:make", "run_command:new"}, alPatterns(s.Entries())); diff != "" {
+		t.Errorf("entries after adding past an expired one (-want +got):\n%s", diff)
 	}
 	if err := s.Add(alEntry("run_command:git", Once, Never, "")); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("Add of a Once grant: %v, want ErrInvalidEntry", err)
@@ -86,9 +92,10 @@ func TestSessionDigestBinding(t *testing.T) {
 	}
 }
 
+// alStart starts a session of an hour at alNow (unless opts say otherwise).
 func alStart(t testing.TB, dir string, opts ...SessionOption) *SessionAllowlist {
 	t.Helper()
-	s, err := StartSession(dir, time.Hour, opts...)
+	s, err := StartSession(dir, time.Hour, append([]SessionOption{alClockAt(alNow)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +164,7 @@ func TestSessionAcrossProcesses(t *testing.T) {
 	if err := first.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after End elsewhere: %v, want ErrSessionNotFound", err)
 	}
-	if _, err := OpenSession(dir, first.ID()); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := OpenSession(dir, first.ID(), alClockAt(alNow)); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("OpenSession after End: %v, want ErrSessionNotFound", err)
 	}
 	if err := first.End(); err != nil {
@@ -231,7 +238,7 @@ func TestSessionConcurrent(t *testing.T) {
 	t.Parallel()
 	dir := alSessionDir(t)
 	file := alStart(t, dir)
-	other, err := OpenSession(dir, file.ID())
+	other, err := OpenSession(dir, file.ID(), alClockAt(alNow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +298,7 @@ func TestSessionHostileIDs(t *testing.T) {
 		strings.ToUpper(s.ID()), s.ID()[:31], s.ID() + "0", s.ID()[:31] + "/",
 		s.ID()[:30] + "\x00a", s.ID()[:31] + "g", s.ID()[:31] + "é"[:1],
 	} {
-		if _, err := OpenSession(dir, id); !errors.Is(err, ErrSessionNotFound) {
+		if _, err := OpenSession(dir, id, alClockAt(alNow)); !errors.Is(err, ErrSessionNotFound) {
 			t.Errorf("OpenSession(%q): %v, want ErrSessionNotFound", id, err)
 		}
 	}
@@ -361,7 +368,7 @@ func TestSessionUnsafeStorage(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.prepare(t, dir, s.ID())
-			if _, err := OpenSession(dir, s.ID()); !errors.Is(err, ErrUnsafeStorage) {
+			if _, err := OpenSession(dir, s.ID(), alClockAt(alNow)); !errors.Is(err, ErrUnsafeStorage) {
 				t.Errorf("OpenSession: %v, want ErrUnsafeStorage", err)
 			}
 			if _, err := StartSession(dir, time.Hour); tt.start && !errors.Is(err, ErrUnsafeStorage) {
@@ -435,7 +442,7 @@ func TestSessionCorruptFile(t *testing.T) {
 			alMust(t, os.WriteFile(path+".new", []byte(bad), 0o600))
 			alMust(t, os.Rename(path+".new", path))
 
-			_, err = OpenSession(dir, s.ID())
+			_, err = OpenSession(dir, s.ID(), alClockAt(alNow))
 			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), path) {
 				t.Errorf("OpenSession: %v, want ErrInvalidConfig naming %s", err, path)
 			}
