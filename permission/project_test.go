@@ -618,3 +618,52 @@ func BenchmarkProjectLookup(b *testing.B) {
 		}
 	}
 }
+
+// FuzzProjectFile checks the reader of ccrun.json on any text: no panic;
+// what it accepts is valid JSON, and writing it back gives a file that
+// reads the same (members byte for byte, entries equal).
+func FuzzProjectFile(f *testing.F) {
+	for _, s := range []string{
+		alProjectTemplate, "{}", "", "[]", `{"allowlist": {}}`, `{"a": "\"}\\", "allowlist": {"capability:\u0078": "project"}}`,
+		`{"allowlist": {"run_command:\"git status && x\"": "AlwaysThisProject"}}`,
+		`{"allowlist": {"capability:x": {"grant": "AlwaysThisProject", "digest": "` + alDigestA + `"}}, "z": [1, {"y": null}, true, -1.5e3]}`,
+		`{"allowlist": {"capability:x": "AlwaysThisProject",}}`, "{\"allowlist\":\n{\"capability:x\"\t:\"Deny\"}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := parseProjectDoc("ccrun.json", data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v is not ErrInvalidConfig", err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		out := doc.encode()
+		doc2, err := parseProjectDoc("ccrun.json", out)
+		if err != nil {
+			t.Fatalf("written back, the file does not read: %v\n%s", err, out)
+		}
+		want := len(doc.members)
+		if doc.allow < 0 {
+			want++ // encode adds the allowlist, last
+		}
+		if len(doc2.members) != want || doc.allow >= 0 && doc.allow != doc2.allow || doc.allow < 0 && doc2.allow != want-1 {
+			t.Fatalf("members changed:\n%s\n%s", data, out)
+		}
+		for i, m := range doc.members {
+			if i == doc.allow {
+				continue
+			}
+			if m.name != doc2.members[i].name || !bytes.Equal(m.raw, doc2.members[i].raw) {
+				t.Fatalf("member %d changed: %q=%s, now %q=%s", i, m.name, m.raw, doc2.members[i].name, doc2.members[i].raw)
+			}
+		}
+		if diff := cmp.Diff(doc.entryList(), doc2.entryList()); diff != "" {
+			t.Fatalf("entries changed (-read +written back):\n%s", diff)
+		}
+	})
+}
