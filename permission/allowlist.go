@@ -237,8 +237,10 @@ var testHookBeforeRename func(tmp string)
 // writeFileAtomic replaces path with data: a temp file in the same
 // directory, fsync, chmod perm, rename over path, fsync of the directory.
 // A crash at any point leaves either the old or the new file, and at worst
-// a stray temp file named .BASE.tmp-*.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+// a stray temp file named .BASE.tmp-*. When like is not nil, the new file
+// is given like's owner and group if the process may (root, or a group it
+// is in); failing that, it keeps the process's.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, like os.FileInfo) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -257,6 +259,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return err
 	}
+	if st, ok := statOf(like); ok {
+		_ = f.Chown(int(st.Uid), int(st.Gid)) // best effort: the owner is a courtesy, not a guarantee
+	}
 	if err = f.Chmod(perm); err != nil {
 		return err
 	}
@@ -273,6 +278,15 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// statOf returns fi's system stat, if any.
+func statOf(fi os.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // syncDir makes a rename in dir durable.

@@ -67,8 +67,10 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // is ignored). A malformed file is never written over. Every other
 // top-level member of ccrun.json is kept byte for byte and in its order;
 // existing allowlist entries keep their order and text, new ones are
-// appended. The file is written with two-space indentation. A symbolic
-// link at ccrun.json is replaced by a regular file.
+// appended. The file is written with two-space indentation, keeps its
+// mode (and, when ccrun may, its owner and group), and is not written at all
+// when its mode says read-only (fs.ErrPermission). A symbolic link at
+// ccrun.json is replaced by a regular file.
 //
 // A ProjectAllowlist is made by LoadProject and is safe for concurrent use.
 type ProjectAllowlist struct {
@@ -193,16 +195,19 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 	}
 	defer lk.Unlock()
 
-	perm := os.FileMode(0o644)
+	perm, owner := os.FileMode(0o644), fs.FileInfo(nil)
 	if fi, err := os.Stat(p.path); err == nil {
-		perm = fi.Mode().Perm()
+		perm, owner = fi.Mode().Perm(), fi
 	}
 	doc, err := readProjectDoc(p.path)
 	if err != nil {
 		return err
 	}
 	if change(doc) {
-		if err := writeFileAtomic(p.path, doc.encode(), perm); err != nil {
+		if perm&0o200 == 0 {
+			return fmt.Errorf("write %s: the file is read-only (mode %04o): %w", p.path, perm, fs.ErrPermission)
+		}
+		if err := writeFileAtomic(p.path, doc.encode(), perm, owner); err != nil {
 			return fmt.Errorf("write %s: %w", p.path, err)
 		}
 	}

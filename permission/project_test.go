@@ -667,3 +667,33 @@ func FuzzProjectFile(f *testing.F) {
 		}
 	})
 }
+
+func TestProjectKeepsModeAndOwner(t *testing.T) {
+	t.Parallel()
+	path := alWriteProject(t, alProjectTemplate)
+	alMust(t, os.Chmod(path, 0o640))
+	if os.Getuid() == 0 {
+		alMust(t, os.Chown(path, 65534, 65534))
+	}
+	p, err := LoadProject(path)
+	alMust(t, err)
+	alMust(t, p.Add(Entry{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject}))
+	fi, err := os.Stat(path)
+	alMust(t, err)
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %04o, want 0640", fi.Mode().Perm())
+	}
+	if st, _ := statOf(fi); os.Getuid() == 0 && (st.Uid != 65534 || st.Gid != 65534) {
+		t.Errorf("owner %d:%d, want 65534:65534", st.Uid, st.Gid)
+	}
+
+	// A read-only file is not written over.
+	alMust(t, os.Chmod(path, 0o444))
+	before := alReadFile(t, path)
+	if err := p.Add(Entry{Pattern: MustParsePattern("capability:y"), Grant: AlwaysThisProject}); !errors.Is(err, os.ErrPermission) {
+		t.Errorf("Add to a read-only file: %v, want ErrPermission", err)
+	}
+	if !bytes.Equal(before, alReadFile(t, path)) {
+		t.Error("a read-only file was written over")
+	}
+}
