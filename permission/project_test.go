@@ -697,3 +697,18 @@ func TestProjectKeepsModeAndOwner(t *testing.T) {
 		t.Error("a read-only file was written over")
 	}
 }
+
+// BenchmarkProjectAdd measures one grant written to a ccrun.json of 100
+// entries: lock, read, parse, write, fsync, rename.
+func BenchmarkProjectAdd(b *testing.B) {
+	p, err := LoadProject(alWriteProject(b, alProjectTemplate))
+	alMust(b, err)
+	for i := range 100 {
+		alMust(b, p.Add(Entry{Pattern: MustParsePattern(fmt.Sprintf("capability:k%d", i)), Grant: AlwaysThisProject}))
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		alMust(b, p.Add(Entry{Pattern: MustParsePattern("capability:k1"), Grant: AlwaysThisProject, Digest: fmt.Sprintf("sha256:%064x", i)}))
+	}
+}
