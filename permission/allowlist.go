@@ -68,15 +68,15 @@ func (e Entry) String() string {
 	return b.String()
 }
 
-// Match is the answer of an allowlist's Lookup.
+// LookupResult is the answer of an allowlist's Lookup.
 //
 // OK is set when an entry matched the key and counts: Entry is that entry.
 // Problems lists, for a person and the audit log, every matching entry that
 // did not count and why: expired, "changed since approval" (its digest is
 // not the call's), or not bound to a digest while the call is. Problems may
-// be non-empty when OK is set (another entry counted). The zero Match is
+// be non-empty when OK is set (another entry counted). The zero value is
 // "nothing matched".
-type Match struct {
+type LookupResult struct {
 	OK       bool
 	Entry    Entry
 	Problems []string
@@ -133,8 +133,8 @@ func validDigest(d string) bool {
 // lookupEntries is the lookup shared by both allowlists: the first
 // matching entry that counts wins; every other matching entry that does
 // not count is reported. where names the allowlist in problems.
-func lookupEntries(entries []Entry, where string, key Key, digest string, now time.Time) Match {
-	var m Match
+func lookupEntries(entries []Entry, where string, key Key, digest string, now time.Time) LookupResult {
+	var m LookupResult
 	for _, e := range entries {
 		if !e.Pattern.Match(key) {
 			continue
@@ -190,12 +190,12 @@ func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrInvalidConfig}
 
 // configErrorAt makes a *ConfigError for byte offset off of data.
 func configErrorAt(file string, data []byte, off int64, err error) *ConfigError {
-	line, col := position(data, off)
+	line, col := lineColumn(data, off)
 	return &ConfigError{File: file, Line: line, Column: col, Err: err}
 }
 
-// position turns a byte offset into a 1-based line and column (characters).
-func position(data []byte, off int64) (line, col int) {
+// lineColumn turns a byte offset into a 1-based line and column (characters).
+func lineColumn(data []byte, off int64) (line, col int) {
 	if off < 0 {
 		off = 0
 	}
@@ -211,6 +211,9 @@ func position(data []byte, off int64) (line, col int) {
 // checkJSONSyntax returns a *ConfigError placed at the first syntax error
 // of data, or nil when data is one well-formed JSON value.
 func checkJSONSyntax(file string, data []byte) error {
+	if json.Valid(data) {
+		return nil
+	}
 	var whole json.RawMessage
 	err := json.Unmarshal(data, &whole)
 	if err == nil {
@@ -234,8 +237,10 @@ var testHookBeforeRename func(tmp string)
 // writeFileAtomic replaces path with data: a temp file in the same
 // directory, fsync, chmod perm, rename over path, fsync of the directory.
 // A crash at any point leaves either the old or the new file, and at worst
-// a stray temp file named .BASE.tmp-*.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+// a stray temp file named .BASE.tmp-*. When like is not nil, the new file
+// is given like's owner and group if the process may (root, or a group it
+// is in); failing that, it keeps the process's.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, like os.FileInfo) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -254,6 +259,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return err
 	}
+	if st, ok := statOf(like); ok {
+		_ = f.Chown(int(st.Uid), int(st.Gid)) // best effort: the owner is a courtesy, not a guarantee
+	}
 	if err = f.Chmod(perm); err != nil {
 		return err
 	}
@@ -270,6 +278,15 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// statOf returns fi's system stat, if any.
+func statOf(fi os.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // syncDir makes a rename in dir durable.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofrs/flock"
 
@@ -66,10 +67,12 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // is ignored). A malformed file is never written over. Every other
 // top-level member of ccrun.json is kept byte for byte and in its order;
 // existing allowlist entries keep their order and text, new ones are
-// appended. The file is written with two-space indentation. A symbolic
-// link at ccrun.json is replaced by a regular file.
+// appended. The file is written with two-space indentation, keeps its
+// mode (and, when ccrun may, its owner and group), and is not written at all
+// when its mode says read-only (fs.ErrPermission). A symbolic link at
+// ccrun.json is replaced by a regular file.
 //
-// A ProjectAllowlist is safe for concurrent use.
+// A ProjectAllowlist is made by LoadProject and is safe for concurrent use.
 type ProjectAllowlist struct {
 	path string
 
@@ -120,7 +123,7 @@ func (p *ProjectAllowlist) Entries() []Entry {
 // given digest ("" for none). Project entries do not expire; now is taken
 // for symmetry with the session allowlist. When the last Reload failed,
 // nothing matches and the failure is among the problems.
-func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) Match {
+func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	m := lookupEntries(p.entries, p.path, key, digest, now)
@@ -192,16 +195,19 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 	}
 	defer lk.Unlock()
 
-	perm := os.FileMode(0o644)
+	perm, owner := os.FileMode(0o644), fs.FileInfo(nil)
 	if fi, err := os.Stat(p.path); err == nil {
-		perm = fi.Mode().Perm()
+		perm, owner = fi.Mode().Perm(), fi
 	}
 	doc, err := readProjectDoc(p.path)
 	if err != nil {
 		return err
 	}
 	if change(doc) {
-		if err := writeFileAtomic(p.path, doc.encode(), perm); err != nil {
+		if perm&0o200 == 0 {
+			return fmt.Errorf("write %s: the file is read-only (mode %04o): %w", p.path, perm, fs.ErrPermission)
+		}
+		if err := writeFileAtomic(p.path, doc.encode(), perm, owner); err != nil {
 			return fmt.Errorf("write %s: %w", p.path, err)
 		}
 	}
@@ -252,34 +258,28 @@ func readProjectDoc(path string) (*projectDoc, error) {
 }
 
 // parseProjectDoc parses ccrun.json. Syntax is checked on the whole text
-// first, so that the token walk below meets only well-formed JSON.
+// first (with encoding/json), so that the walk below meets only
+// well-formed JSON; the walk then needs no error paths of its own and
+// keeps every value's bytes as written.
 func parseProjectDoc(file string, data []byte) (*projectDoc, error) {
 	if err := checkJSONSyntax(file, data); err != nil {
 		return nil, err
 	}
 	doc := &projectDoc{allow: -1}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, _ := dec.Token(); tok != json.Delim('{') {
-		return nil, configErrorAt(file, data, skipSpace(data, 0), errors.New("want a JSON object at the top"))
+	start := skipJSONSpace(data, 0)
+	members, ok := jsonObjectMembers(data, start)
+	if !ok {
+		return nil, configErrorAt(file, data, int64(start), errors.New("want a JSON object at the top"))
 	}
-	for dec.More() {
-		nameAt := skipSpace(data, dec.InputOffset())
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, configErrorAt(file, data, nameAt, err)
-		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, configErrorAt(file, data, nameAt, err)
-		}
+	for _, m := range members {
+		name := jsonStringValue(data[m.key.start:m.key.end])
+		raw := data[m.value.start:m.value.end]
 		if name == "allowlist" {
 			if doc.allow >= 0 {
-				return nil, configErrorAt(file, data, nameAt, errors.New(`"allowlist" appears twice`))
+				return nil, configErrorAt(file, data, int64(m.key.start), errors.New(`"allowlist" appears twice`))
 			}
 			doc.allow = len(doc.members)
-			valueAt := dec.InputOffset() - int64(len(raw))
-			entries, err := parseProjectAllowlist(file, data, valueAt, raw)
+			entries, err := parseProjectAllowlist(file, data, m.value.start)
 			if err != nil {
 				return nil, err
 			}
@@ -290,79 +290,72 @@ func parseProjectDoc(file string, data []byte) (*projectDoc, error) {
 	return doc, nil
 }
 
-// parseProjectAllowlist parses the allowlist member, raw, found at byte
-// offset base of data.
-func parseProjectAllowlist(file string, data []byte, base int64, raw []byte) ([]projectEntry, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, _ := dec.Token(); tok != json.Delim('{') {
-		return nil, configErrorAt(file, data, base,
+// parseProjectAllowlist parses the allowlist member's value, found at byte
+// offset at of data.
+func parseProjectAllowlist(file string, data []byte, at int) ([]projectEntry, error) {
+	members, ok := jsonObjectMembers(data, at)
+	if !ok {
+		return nil, configErrorAt(file, data, int64(at),
 			errors.New(`"allowlist" must be an object of pattern: grant (e.g. {"capability:fmt-json": "AlwaysThisProject"})`))
 	}
-	var entries []projectEntry
-	for dec.More() {
-		keyAt := base + skipSpace(raw, dec.InputOffset())
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, configErrorAt(file, data, keyAt, err)
-		}
-		text, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, configErrorAt(file, data, keyAt, err)
-		}
-		valueAt := base + dec.InputOffset() - int64(len(value))
-		where := "allowlist entry " + strconv.QuoteToASCII(text)
+	entries := make([]projectEntry, 0, len(members))
+	seen := make(map[Pattern]int, len(members))
+	for _, m := range members {
+		text := jsonStringValue(data[m.key.start:m.key.end])
+		value := data[m.value.start:m.value.end]
 		pat, err := ParsePattern(text)
 		if err != nil {
-			return nil, configErrorAt(file, data, keyAt, fmt.Errorf("%s: %w", where, err))
+			return nil, configErrorAt(file, data, int64(m.key.start),
+				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(text), err))
 		}
 		e, err := decodeProjectValue(value)
 		if err != nil {
-			return nil, configErrorAt(file, data, valueAt, fmt.Errorf("%s: %w", where, err))
+			return nil, configErrorAt(file, data, int64(m.value.start),
+				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(text), err))
 		}
 		e.Pattern = pat
-		for _, prev := range entries {
-			if prev.entry.Pattern == pat {
-				return nil, configErrorAt(file, data, keyAt,
-					fmt.Errorf("%s: pattern already granted as %s", where, strconv.QuoteToASCII(prev.text)))
-			}
+		if prev, dup := seen[pat]; dup {
+			return nil, configErrorAt(file, data, int64(m.key.start),
+				fmt.Errorf("allowlist entry %s: pattern already granted as %s",
+					strconv.QuoteToASCII(text), strconv.QuoteToASCII(entries[prev].text)))
 		}
+		seen[pat] = len(entries)
 		entries = append(entries, projectEntry{text: text, raw: value, entry: e})
 	}
 	return entries, nil
 }
 
-// projectValue is the object form of an allowlist value.
-type projectValue struct {
-	Grant  *string `json:"grant"`
-	Digest *string `json:"digest,omitempty"`
-}
-
-// decodeProjectValue reads "AlwaysThisProject" or {"grant": …, "digest": …}.
+// decodeProjectValue reads "AlwaysThisProject" or {"grant": …, "digest": …}
+// (well-formed JSON).
 func decodeProjectValue(raw []byte) (Entry, error) {
 	e := Entry{Expiry: Never}
 	var grant string
 	switch raw[0] {
 	case '"':
-		if err := json.Unmarshal(raw, &grant); err != nil {
-			return e, err
-		}
+		grant = jsonStringValue(raw)
 	case '{':
-		var v projectValue
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&v); err != nil {
-			return e, fmt.Errorf(`want {"grant": …, "digest": …}: %w`, err)
-		}
-		if v.Grant == nil {
-			return e, errors.New(`no "grant"`)
-		}
-		grant = *v.Grant
-		if v.Digest != nil {
-			if !validDigest(*v.Digest) {
-				return e, fmt.Errorf("digest %s: want sha256: and 64 lowercase hex digits", strconv.QuoteToASCII(*v.Digest))
+		members, _ := jsonObjectMembers(raw, 0)
+		hasGrant := false
+		for _, m := range members {
+			name := jsonStringValue(raw[m.key.start:m.key.end])
+			v := raw[m.value.start:m.value.end]
+			if name != "grant" && name != "digest" {
+				return e, fmt.Errorf("unknown field %s: want {\"grant\": …, \"digest\": …}", strconv.QuoteToASCII(name))
 			}
-			e.Digest = *v.Digest
+			if v[0] != '"' {
+				return e, fmt.Errorf("%q must be a string", name)
+			}
+			if name == "grant" {
+				grant, hasGrant = jsonStringValue(v), true
+				continue
+			}
+			e.Digest = jsonStringValue(v)
+			if !validDigest(e.Digest) {
+				return e, fmt.Errorf("digest %s: want sha256: and 64 lowercase hex digits", strconv.QuoteToASCII(e.Digest))
+			}
+		}
+		if !hasGrant {
+			return e, errors.New(`no "grant"`)
 		}
 	default:
 		return e, errors.New(`want a grant name ("AlwaysThisProject") or {"grant": …, "digest": …}`)
@@ -376,6 +369,110 @@ func decodeProjectValue(raw []byte) (Entry, error) {
 	}
 	e.Grant = g
 	return e, nil
+}
+
+// The walk below reads JSON that encoding/json found well-formed: it finds
+// where things are and never needs to report a syntax error.
+
+// jsonSpan is a value's bytes: data[start:end].
+type jsonSpan struct{ start, end int }
+
+// jsonMember is one member of an object: its key (a string, quotes
+// included) and its value.
+type jsonMember struct{ key, value jsonSpan }
+
+// jsonObjectMembers returns the members of the object at data[at], in
+// order; ok is false when the value there is not an object.
+func jsonObjectMembers(data []byte, at int) (members []jsonMember, ok bool) {
+	if at >= len(data) || data[at] != '{' {
+		return nil, false
+	}
+	i := skipJSONSpace(data, at+1)
+	for i < len(data) && data[i] != '}' {
+		var m jsonMember
+		m.key = jsonSpan{i, skipJSONValue(data, i)}
+		i = skipJSONSpace(data, m.key.end)
+		i = skipJSONSpace(data, i+1) // the colon
+		m.value = jsonSpan{i, skipJSONValue(data, i)}
+		members = append(members, m)
+		i = skipJSONSpace(data, m.value.end)
+		if i < len(data) && data[i] == ',' {
+			i = skipJSONSpace(data, i+1)
+		}
+	}
+	return members, true
+}
+
+// skipJSONValue returns the offset just past the value at data[i].
+func skipJSONValue(data []byte, i int) int {
+	depth := 0
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			i++
+			for i < len(data) && data[i] != '"' {
+				if data[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+			continue
+		case '}', ']':
+			depth--
+			i++
+		default:
+			if depth > 0 {
+				i++
+				continue
+			}
+			for i < len(data) && !isJSONDelim(data[i]) {
+				i++
+			}
+			return i
+		}
+		if depth == 0 {
+			return i
+		}
+	}
+	return i
+}
+
+// isJSONDelim reports whether c ends a number or a literal.
+func isJSONDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', ',', ':', ']', '}':
+		return true
+	}
+	return false
+}
+
+// skipJSONSpace returns the offset of the first byte at or after i that is
+// not JSON white space.
+func skipJSONSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// jsonStringValue decodes a well-formed JSON string, quotes included.
+func jsonStringValue(raw []byte) string {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // well-formed: cannot fail
+	return s
 }
 
 // encodeProjectValue writes e's allowlist value.
@@ -438,18 +535,4 @@ func jsonString(s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
-}
-
-// skipSpace returns the offset of the first byte at or after off that is
-// not JSON white space or a comma.
-func skipSpace(data []byte, off int64) int64 {
-	for off < int64(len(data)) {
-		switch data[off] {
-		case ' ', '\t', '\r', '\n', ',':
-			off++
-		default:
-			return off
-		}
-	}
-	return off
 }

@@ -38,7 +38,7 @@ func DefaultSessionDir() string {
 	return filepath.Join(os.TempDir(), "ccrun-"+strconv.Itoa(os.Getuid()), "sessions")
 }
 
-// SessionOption configures StartSession and OpenSession.
+// SessionOption configures NewSessionAllowlist, StartSession and OpenSession.
 type SessionOption func(*sessionConfig)
 
 type sessionConfig struct {
@@ -110,9 +110,10 @@ type SessionAllowlist struct {
 }
 
 // NewSessionAllowlist returns an empty session that lives in memory only,
-// never expires, and has no id.
-func NewSessionAllowlist() *SessionAllowlist {
-	return &SessionAllowlist{now: time.Now}
+// never expires, and has no id. Its clock (WithSessionClock) only decides
+// which expired entries Add drops.
+func NewSessionAllowlist(opts ...SessionOption) *SessionAllowlist {
+	return &SessionAllowlist{now: sessionOptions(opts).now}
 }
 
 // StartSession creates a session with a new random id in dir (created mode
@@ -135,7 +136,7 @@ func StartSession(dir string, lifetime time.Duration, opts ...SessionOption) (*S
 	}
 	id := hex.EncodeToString(b[:])
 	now := cfg.now()
-	s := newFileSession(dir, id, now.Add(lifetime), cfg)
+	s := newFileSession(dir, id, time.Unix(now.Add(lifetime).Unix(), 0), cfg) // whole seconds, as on disk
 	f := sessionFile{Version: 1, ID: id, Created: now.Unix(), Expires: s.expires.Unix(), Entries: []sessionEntry{}}
 	err := s.locked(func() error {
 		if _, err := os.Lstat(s.path); err == nil {
@@ -199,7 +200,8 @@ func (s *SessionAllowlist) ID() string { return s.id }
 func (s *SessionAllowlist) Expires() time.Time { return s.expires }
 
 // Entries returns a copy of the entries, in the order they were first
-// added; none once the session ended.
+// added, expired ones included (Lookup ignores them); none once the
+// session ended.
 func (s *SessionAllowlist) Entries() []Entry {
 	s.refresh()
 	s.mu.RLock()
@@ -210,7 +212,7 @@ func (s *SessionAllowlist) Entries() []Entry {
 // Lookup finds an entry that allows key at now for a call whose content
 // has the given digest ("" for none). Once the session's lifetime has run
 // out at now nothing counts, and a matching entry is reported as a problem.
-func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) Match {
+func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
 	s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -235,10 +237,11 @@ func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) Match {
 }
 
 // Add records e, replacing the entry of the same pattern if there is one,
-// appending it otherwise. e.Grant must be AlwaysThisSession or
-// AlwaysThisProject; a zero Expiry is Never (until the session ends). A
-// session started with StartSession writes its file before Add returns. Add
-// fails with ErrSessionNotFound once the session ended or expired.
+// appending it otherwise, and drops the entries that have expired. e.Grant
+// must be AlwaysThisSession or AlwaysThisProject; a zero Expiry is Never
+// (until the session ends). A session started with StartSession writes its
+// file before Add returns. Add fails with ErrSessionNotFound once the
+// session ended or expired.
 func (s *SessionAllowlist) Add(e Entry) error {
 	e, err := e.normalize(AlwaysThisSession)
 	if err != nil {
@@ -250,7 +253,7 @@ func (s *SessionAllowlist) Add(e Entry) error {
 		if s.ended {
 			return fmt.Errorf("session ended: %w", ErrSessionNotFound)
 		}
-		s.entries = mergeEntry(s.entries, e)
+		s.entries = mergeEntry(dropExpired(s.entries, s.now()), e)
 		return nil
 	}
 	return s.locked(func() error {
@@ -261,10 +264,11 @@ func (s *SessionAllowlist) Add(e Entry) error {
 			}
 			return err
 		}
-		if now := s.now(); !now.Before(time.Unix(f.Expires, 0)) {
+		now := s.now()
+		if !now.Before(time.Unix(f.Expires, 0)) {
 			return fmt.Errorf("session %s expired at %s: %w", s.id, time.Unix(f.Expires, 0).UTC().Format(time.RFC3339), ErrSessionNotFound)
 		}
-		entries := mergeEntry(f.entryList(), e)
+		entries := mergeEntry(dropExpired(f.entryList(), now), e)
 		f.Entries = make([]sessionEntry, len(entries))
 		for i, e := range entries {
 			f.Entries[i] = sessionEntry{Pattern: e.Pattern.String(), Grant: e.Grant.String(), Expiry: e.Expiry, Digest: e.Digest}
@@ -485,10 +489,16 @@ func (s *SessionAllowlist) write(f sessionFile) error {
 	if err != nil {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
-	if err := writeFileAtomic(s.path, append(data, '\n'), 0o600); err != nil {
+	if err := writeFileAtomic(s.path, append(data, '\n'), 0o600, nil); err != nil {
 		return fmt.Errorf("write session %s: %w", s.id, err)
 	}
 	return nil
+}
+
+// dropExpired returns the entries of entries that count at now, reusing
+// its array.
+func dropExpired(entries []Entry, now time.Time) []Entry {
+	return slices.DeleteFunc(entries, func(e Entry) bool { return e.Expiry != Never && now.Unix() >= e.Expiry })
 }
 
 // mergeEntry replaces the entry of e's pattern in entries, or appends e.
