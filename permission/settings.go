@@ -360,6 +360,6 @@ func skipWS(data []byte, off int, sep bool) int {
 
 // position turns a byte offset into "line:col" (1-based, col in bytes).
 func posString(data []byte, off int) string {
-	line, col := position(data, int64(skipWS(data, min(off, len(data)), true)))
+	line, col := lineColumn(data, int64(skipWS(data, min(off, len(data)), true)))
 	return fmt.Sprintf("%d:%d", line, col)
 }
