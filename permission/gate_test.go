@@ -161,16 +161,16 @@ func TestProjectGrantSandboxedBoundToDigest(t *testing.T) {
 func TestSessionGrantExpires(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_000_000, 0)
-	s := permission.NewSessionAllowlist()
-	if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:ls"), Grant: permission.AlwaysThisSession, Expiry: now.Unix() + 10}); err != nil {
+	s := permission.NewSessionAllowlist(permission.WithSessionClock(func() time.Time { return now }))
+	if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:make"), Grant: permission.AlwaysThisSession, Expiry: now.Unix() + 10}); err != nil {
 		t.Fatal(err)
 	}
 	g := &permission.Gate{Session: s, Now: func() time.Time { return now }}
-	if d := g.Decide(shellReq("run_command:ls")); d.Verdict != permission.Allow {
+	if d := g.Decide(shellReq("run_command:make")); d.Verdict != permission.Allow {
 		t.Fatalf("before expiry: %s", d.Verdict)
 	}
 	now = now.Add(time.Minute)
-	if d := g.Decide(shellReq("run_command:ls")); d.Verdict != permission.AskUser {
+	if d := g.Decide(shellReq("run_command:make")); d.Verdict != permission.AskUser {
 		t.Fatalf("after expiry: %s, want ask", d.Verdict)
 	}
 }
