@@ -3,6 +3,7 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +51,7 @@ type Command struct {
 	// Canonical is the syntax printer's output for the parse of Source,
 	// without its final newline. It is CanonicalEmpty for a command with
 	// no statement, and UnparsedPrefix+Source for text that does not
-	// parse. Compound keys are made of it.
+	// parse (see ParseCommand). Compound keys are made of it.
 	Canonical string
 	// Compound is set for anything but one plain simple command (see
 	// ParseCommand).
@@ -105,10 +106,19 @@ var (
 //
 //	git status && git push    run_command:"git status && git push"
 //
-// Text with no statement keys as run_command:"#empty"; text that does not
-// parse (or holds a NUL byte, which the parser would silently drop) as
-// run_command:"#unparsed:SOURCE". Neither can collide with a parsed
-// command's key: printer output never starts with '#'.
+// Comments are dropped (they do not run). The tree a compound command runs
+// is the parse of its canonical text, checked to be the tree of the source
+// but for positions and spellings that run the same (`…` as $(…), $[…] as
+// $((…)), the tabs of a <<- here-document): so one key is one program,
+// and a person approving the key approves what runs.
+//
+// Text with no statement keys as run_command:"#empty". Text that does not
+// parse keys as run_command:"#unparsed:SOURCE", with a nil File, and so
+// does text the parser would misread or the printer misprint: text with a
+// NUL byte (the parser silently drops it), and text whose printed form
+// parses to another tree (a$()<() is one word, printed as two). Neither
+// can collide with a parsed command's key: printer output never starts
+// with '#'.
 func ParseCommand(src string) *Command {
 	c := &Command{Source: src}
 	if strings.IndexByte(src, 0) >= 0 {
@@ -129,11 +139,14 @@ func ParseCommand(src string) *Command {
 		return c
 	}
 	// Run what was keyed: the parse of the canonical text. The printer is
-	// meant to print a tree that parses back to itself; if it ever did not,
-	// fail closed.
+	// meant to print a tree that parses back to itself; where it does not
+	// (a$()<() prints as two words), fail closed.
 	g, err := parse(c.Canonical)
 	if err != nil {
-		return c.unparsed(fmt.Errorf("printed form does not parse back: %v", err))
+		return c.unparsed(fmt.Errorf("printed form %s does not parse back: %v", Escape(c.Canonical), err))
+	}
+	if !sameTree(f, g) {
+		return c.unparsed(fmt.Errorf("printed form %s does not mean the same", Escape(c.Canonical)))
 	}
 	c.File, c.Compound = g, true
 	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
@@ -346,4 +359,108 @@ func Escape(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+var (
+	posType   = reflect.TypeFor[syntax.Pos]()
+	redirType = reflect.TypeFor[syntax.Redirect]()
+	litType   = reflect.TypeFor[syntax.Lit]()
+)
+
+// sameTree reports whether two syntax trees are the same but for what does
+// not change what runs: the positions of their nodes, `…` written $(…),
+// $[…] written $((…)), the tabs a <<- here-document strips, and a lone
+// backslash ending the text (a literal backslash) written as two.
+func sameTree(a, b *syntax.File) bool {
+	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b))
+}
+
+func sameValue(a, b reflect.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Type() {
+	case posType:
+		return true
+	case litType:
+		return evenBackslashes(a.Field(a.NumField()-1).String()) == evenBackslashes(b.Field(b.NumField()-1).String())
+	case redirType:
+		ra, rb := a.Addr().Interface().(*syntax.Redirect), b.Addr().Interface().(*syntax.Redirect)
+		if ra.Op == syntax.DashHdoc && rb.Op == syntax.DashHdoc && ra.Hdoc != nil && rb.Hdoc != nil {
+			ca, cb := *ra, *rb
+			ca.Hdoc, cb.Hdoc = stripTabs(ra.Hdoc), stripTabs(rb.Hdoc)
+			a, b = reflect.ValueOf(&ca).Elem(), reflect.ValueOf(&cb).Elem()
+		}
+	}
+	switch a.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameValue(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for i := range a.NumField() {
+			switch a.Type().Field(i).Name {
+			case "Backquotes", "Bracket":
+				continue
+			}
+			if !sameValue(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice, reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !sameValue(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.String:
+		return a.String() == b.String()
+	}
+	panic("permission: sameTree: unexpected kind " + a.Kind().String())
+}
+
+// evenBackslashes doubles the last of an odd run of backslashes ending s, as
+// the printer does to keep a literal backslash at the end of a file one.
+func evenBackslashes(s string) string {
+	if n := len(s) - len(strings.TrimRight(s, `\`)); n%2 == 1 {
+		return s + `\`
+	}
+	return s
+}
+
+// stripTabs returns a copy of a <<- here-document body with the tabs that
+// start its lines removed, as Bash reads it.
+func stripTabs(w *syntax.Word) *syntax.Word {
+	c := &syntax.Word{}
+	start := true
+	for _, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			c.Parts = append(c.Parts, p)
+			start = false
+			continue
+		}
+		var b strings.Builder
+		for i := 0; i < len(l.Value); i++ {
+			if start && l.Value[i] == '\t' {
+				continue
+			}
+			start = l.Value[i] == '\n'
+			b.WriteByte(l.Value[i])
+		}
+		c.Parts = append(c.Parts, &syntax.Lit{Value: b.String()})
+	}
+	return c
 }
