@@ -31,6 +31,47 @@ const (
 	UnparsedPrefix = "#unparsed:"
 )
 
+// Limits on the text ParseCommand parses; longer or denser text is keyed
+// as unparsed. The parser, the printer and the check of the printed form
+// recurse once per level of nesting, and a few hundred thousand levels
+// overflow the goroutine stack, which is fatal, not a panic: an agent must
+// not be able to crash the gate with ((((((…. Every level of nesting takes
+// at least one operator byte, one of ( ) { } [ ] < > | & ; ! $ ` + - * / %
+// = ? : , ^ ~ @ or a newline, or the word time or coproc; so bounding
+// their number bounds the depth.
+const (
+	// MaxCommandBytes is the longest text ParseCommand parses: 1 MiB.
+	MaxCommandBytes = 1 << 20
+	// MaxCommandOperators is the most operator bytes (as above) the text
+	// may hold: 8192, which leaves room for a here-document of a few
+	// hundred lines of code. Nesting that deep parses in well under a second.
+	MaxCommandOperators = 8192
+)
+
+var operatorBytes = func() (t [256]bool) {
+	for _, c := range []byte("(){}[]<>|&;!$`+-*/%=?:,^~@\n\r") {
+		t[c] = true
+	}
+	return t
+}()
+
+// tooBig says why src is beyond the limits, or returns "".
+func tooBig(src string) string {
+	if len(src) > MaxCommandBytes {
+		return fmt.Sprintf("longer than %d bytes", MaxCommandBytes)
+	}
+	n := strings.Count(src, "time") + strings.Count(src, "coproc")
+	for i := 0; i < len(src); i++ {
+		if operatorBytes[src[i]] {
+			n++
+		}
+	}
+	if n > MaxCommandOperators {
+		return fmt.Sprintf("more than %d operators", MaxCommandOperators)
+	}
+	return ""
+}
+
 // ErrUnparsable is the class of Command.Err: the text is not a shell
 // program ParseCommand accepts.
 var ErrUnparsable = errors.New("shell command does not parse")
@@ -114,15 +155,19 @@ var (
 //
 // Text with no statement keys as run_command:"#empty". Text that does not
 // parse keys as run_command:"#unparsed:SOURCE", with a nil File, and so
-// does text the parser would misread or the printer misprint: text with a
-// NUL byte (the parser silently drops it), and text whose printed form
-// parses to another tree (a$()<() is one word, printed as two). Neither
+// does text beyond MaxCommandBytes or MaxCommandOperators, and text the
+// parser would misread or the printer misprint: text with a NUL byte (the
+// parser silently drops it), and text whose printed form parses to another
+// tree (a$()<() is one word, printed as two). Neither
 // can collide with a parsed command's key: printer output never starts
 // with '#'.
 func ParseCommand(src string) *Command {
 	c := &Command{Source: src}
 	if strings.IndexByte(src, 0) >= 0 {
 		return c.unparsed(errors.New("NUL byte in command"))
+	}
+	if why := tooBig(src); why != "" {
+		return c.unparsed(errors.New(why))
 	}
 	f, err := parse(src)
 	if err != nil {
@@ -385,6 +430,9 @@ func sameValue(a, b reflect.Value) bool {
 	case litType:
 		return evenBackslashes(a.Field(a.NumField()-1).String()) == evenBackslashes(b.Field(b.NumField()-1).String())
 	case redirType:
+		if !a.CanAddr() || !b.CanAddr() {
+			return false
+		}
 		ra, rb := a.Addr().Interface().(*syntax.Redirect), b.Addr().Interface().(*syntax.Redirect)
 		if ra.Op == syntax.DashHdoc && rb.Op == syntax.DashHdoc && ra.Hdoc != nil && rb.Hdoc != nil {
 			ca, cb := *ra, *rb
@@ -428,7 +476,7 @@ func sameValue(a, b reflect.Value) bool {
 	case reflect.String:
 		return a.String() == b.String()
 	}
-	panic("permission: sameTree: unexpected kind " + a.Kind().String())
+	return false // a kind syntax trees do not hold today: fail closed
 }
 
 // evenBackslashes doubles the last of an odd run of backslashes ending s, as

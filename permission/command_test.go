@@ -469,3 +469,51 @@ func TestParseCommandConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Nesting deep enough to overflow the stack (fatal, not a panic) is keyed
+// as unparsed before it reaches the parser; nesting within the limits
+// parses.
+func TestParseCommandDeepNesting(t *testing.T) {
+	t.Parallel()
+	shapes := []struct{ open, mid, close string }{
+		{"(", "x", ")"},
+		{"$(", "x", ")"},
+		{"{ ", "x", ";}"},
+		{"\"$(", "x", ")\""},
+		{"x && ", "x", ""},
+		{"x | ", "x", ""},
+		{"time ", "x", ""},
+		{"coproc ", "x", ""},
+		{"echo $((1+", "1", "))"},
+		{"[[ ! ", "x ]]", ""},
+		{"${x:-", "x", "}"},
+		{"if\n", "x\nthen\nx\nfi", "\nthen\nx\nfi"},
+		{"f() ", "{ x; }", ""},
+		{"echo `echo ", "x", "`"},
+	}
+	for _, sh := range shapes {
+		t.Run(Escape(sh.open), func(t *testing.T) {
+			t.Parallel()
+			deep := strings.Repeat(sh.open, 200000) + sh.mid + strings.Repeat(sh.close, 200000)
+			c := ParseCommand(deep)
+			if !errors.Is(c.Err, ErrUnparsable) || c.File != nil || c.Key.Action != UnparsedPrefix+deep {
+				t.Fatalf("200000 levels of %q: Err = %v, want unparsed", sh.open, c.Err)
+			}
+			ok := strings.Repeat(sh.open, 500) + sh.mid + strings.Repeat(sh.close, 500)
+			if c := ParseCommand(ok); c.Err != nil && strings.Contains(c.Err.Error(), "operators") {
+				t.Fatalf("500 levels of %q: %v", sh.open, c.Err)
+			}
+		})
+	}
+	if c := ParseCommand(strings.Repeat("x", MaxCommandBytes+1)); c.Err == nil {
+		t.Errorf("a command of %d bytes parsed", MaxCommandBytes+1)
+	}
+	within := strings.Repeat("(", MaxCommandOperators/2) + "x" + strings.Repeat(")", MaxCommandOperators/2)
+	if c := ParseCommand(within); c.Err != nil || !c.Compound {
+		t.Errorf("%d nested subshells: %v, want a compound command", MaxCommandOperators/2, c.Err)
+	}
+	body := strings.Repeat("func f(a, b int) { return g(a) }\n", 100)
+	if c := ParseCommand("cat <<'EOF' >f.go\n" + body + "EOF"); c.Err != nil {
+		t.Errorf("a here-document of 100 lines of code: %v", c.Err)
+	}
+}
