@@ -410,6 +410,12 @@ var (
 	posType   = reflect.TypeFor[syntax.Pos]()
 	redirType = reflect.TypeFor[syntax.Redirect]()
 	litType   = reflect.TypeFor[syntax.Lit]()
+
+	// Fields that only say how a node was spelled: `…` or $(…), $[…] or $((…)).
+	spellingFields = map[reflect.Type]int{
+		reflect.TypeFor[syntax.CmdSubst]():  fieldIndex[syntax.CmdSubst]("Backquotes"),
+		reflect.TypeFor[syntax.ArithmExp](): fieldIndex[syntax.ArithmExp]("Bracket"),
+	}
 )
 
 // sameTree reports whether two syntax trees are the same but for what does
@@ -428,7 +434,8 @@ func sameValue(a, b reflect.Value) bool {
 	case posType:
 		return true
 	case litType:
-		return evenBackslashes(a.Field(a.NumField()-1).String()) == evenBackslashes(b.Field(b.NumField()-1).String())
+		va, vb := a.Field(litValue).String(), b.Field(litValue).String()
+		return va == vb || evenBackslashes(va) == evenBackslashes(vb)
 	case redirType:
 		if !a.CanAddr() || !b.CanAddr() {
 			return false
@@ -447,11 +454,7 @@ func sameValue(a, b reflect.Value) bool {
 		}
 		return sameValue(a.Elem(), b.Elem())
 	case reflect.Struct:
-		for i := range a.NumField() {
-			switch a.Type().Field(i).Name {
-			case "Backquotes", "Bracket":
-				continue
-			}
+		for _, i := range fieldsOf(a.Type()) {
 			if !sameValue(a.Field(i), b.Field(i)) {
 				return false
 			}
@@ -486,6 +489,39 @@ func evenBackslashes(s string) string {
 		return s + `\`
 	}
 	return s
+}
+
+var (
+	litValue     = fieldIndex[syntax.Lit]("Value")
+	structFields sync.Map // reflect.Type → []int
+)
+
+// fieldsOf returns the indexes of the fields of struct type t that say
+// what runs: not positions, not spellings.
+func fieldsOf(t reflect.Type) []int {
+	if f, ok := structFields.Load(t); ok {
+		return f.([]int)
+	}
+	skip, ok := spellingFields[t]
+	if !ok {
+		skip = -1
+	}
+	var idx []int
+	for i := range t.NumField() {
+		if i != skip && t.Field(i).Type != posType {
+			idx = append(idx, i)
+		}
+	}
+	structFields.Store(t, idx)
+	return idx
+}
+
+func fieldIndex[T any](name string) int {
+	f, ok := reflect.TypeFor[T]().FieldByName(name)
+	if !ok {
+		panic("permission: no field " + name)
+	}
+	return f.Index[0]
 }
 
 // stripTabs returns a copy of a <<- here-document body with the tabs that
