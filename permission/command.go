@@ -178,7 +178,9 @@ func ParseCommand(src string) *Command {
 		c.Key = Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}
 		return c
 	}
-	c.Canonical = printFile(f)
+	if c.Canonical, err = printNode(f); err != nil {
+		return c.unparsed(err)
+	}
 	if c.simple(src, f) {
 		c.File = f
 		return c
@@ -188,10 +190,10 @@ func ParseCommand(src string) *Command {
 	// (a$()<() prints as two words), fail closed.
 	g, err := parse(c.Canonical)
 	if err != nil {
-		return c.unparsed(fmt.Errorf("printed form %s does not parse back: %v", Escape(c.Canonical), err))
+		return c.unparsed(fmt.Errorf("printed form %s does not parse back: %v", shorten(c.Canonical), err))
 	}
 	if !sameTree(f, g) {
-		return c.unparsed(fmt.Errorf("printed form %s does not mean the same", Escape(c.Canonical)))
+		return c.unparsed(fmt.Errorf("printed form %s does not mean the same", shorten(c.Canonical)))
 	}
 	c.File, c.Compound = g, true
 	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
@@ -203,27 +205,51 @@ func (c *Command) unparsed(err error) *Command {
 		Source:    c.Source,
 		Canonical: UnparsedPrefix + c.Source,
 		Compound:  true,
-		Err:       fmt.Errorf("%s: %v: %w", Escape(c.Source), err, ErrUnparsable),
+		Err:       fmt.Errorf("%s: %v: %w", shorten(c.Source), err, ErrUnparsable),
 	}
 	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
 	return c
 }
 
-func parse(src string) (*syntax.File, error) {
+// shorten escapes s for an error message, cut after 200 bytes.
+func shorten(s string) string {
+	if len(s) > 200 {
+		return Escape(s[:200]) + "..."
+	}
+	return Escape(s)
+}
+
+// parse parses src with a pooled parser. A panic in the parser is an
+// error (the command is then keyed as unparsed), and that parser is not
+// reused.
+func parse(src string) (f *syntax.File, err error) {
 	p := parsers.Get().(*syntax.Parser)
-	defer parsers.Put(p)
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("parser panicked: %v", r)
+			return
+		}
+		parsers.Put(p)
+	}()
 	return p.Parse(strings.NewReader(src), "")
 }
 
-func printFile(f *syntax.File) string {
+// printNode prints n with a pooled printer, without a final newline. A
+// panic in the printer is an error, and that printer is not reused.
+func printNode(n syntax.Node) (_ string, err error) {
 	p := printers.Get().(*syntax.Printer)
-	defer printers.Put(p)
 	var b strings.Builder
-	if err := p.Print(&b, f); err != nil {
-		// Writing to a strings.Builder does not fail.
-		panic(fmt.Sprintf("permission: printing a parsed command: %v", err))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("printer panicked: %v", r)
+			return
+		}
+		printers.Put(p)
+	}()
+	if err := p.Print(&b, n); err != nil {
+		return "", err
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // simple fills in c as a simple command if f is one.
@@ -240,7 +266,11 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 		return false
 	}
 	prog := call.Args[0]
-	raw := src[prog.Pos().Offset():prog.End().Offset()]
+	from, to := prog.Pos().Offset(), prog.End().Offset()
+	if from >= to || to > uint(len(src)) {
+		return false
+	}
+	raw := src[from:to]
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < 0x20 || raw[i] >= 0x7f {
 			return false // line continuation, NUL or other hidden byte
@@ -258,7 +288,10 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 		}
 		args[i], lit[i] = literal(w)
 		if !lit[i] {
-			args[i] = printWord(w)
+			var err error
+			if args[i], err = printNode(w); err != nil {
+				return false
+			}
 		}
 	}
 	c.Program, c.Args, c.Literal = name, args, lit
@@ -273,14 +306,6 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 		break
 	}
 	return true
-}
-
-func printWord(w *syntax.Word) string {
-	p := printers.Get().(*syntax.Printer)
-	defer printers.Put(p)
-	var b strings.Builder
-	_ = p.Print(&b, w) // a strings.Builder does not fail
-	return b.String()
 }
 
 // plainWord reports whether w runs nothing when expanded: only text,
