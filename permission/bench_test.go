@@ -22,6 +22,17 @@ func BenchmarkParseCommandCompound(b *testing.B) {
 	}
 }
 
+// A compound command not written as the printer writes it: parsed twice,
+// and the two trees compared.
+func BenchmarkParseCommandCompoundReprinted(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if c := ParseCommand("git status&&git push  origin main"); !c.Compound {
+			b.Fatal("simple")
+		}
+	}
+}
+
 func BenchmarkPatternMatch(b *testing.B) {
 	p := MustParsePattern("run_command:git:*")
 	k := MustParseKey("run_command:git:push")

@@ -185,6 +185,11 @@ func ParseCommand(src string) *Command {
 		c.File = f
 		return c
 	}
+	c.File, c.Compound = f, true
+	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
+	if c.Canonical == src {
+		return c // f is the parse of the canonical text already
+	}
 	// Run what was keyed: the parse of the canonical text. The printer is
 	// meant to print a tree that parses back to itself; where it does not
 	// (a$()<() prints as two words), fail closed.
@@ -195,8 +200,7 @@ func ParseCommand(src string) *Command {
 	if !sameTree(f, g) {
 		return c.unparsed(fmt.Errorf("printed form %s does not mean the same", shorten(c.Canonical)))
 	}
-	c.File, c.Compound = g, true
-	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
+	c.File = g
 	return c
 }
 
