@@ -79,6 +79,12 @@ var ErrUnparsable = errors.New("shell command does not parse")
 // Command is a shell command as the gate and the @shell executor see it:
 // parsed once, keyed from that parse, and run from that same parse.
 //
+// The @shell executor must run File (with mvdan.cc/sh/v3/interp), never
+// hand Source to another shell: mvdan.cc/sh reads some text unlike GNU Bash
+// (an unquoted carriage return is a blank, so git\rstatus is git status),
+// and only File is what was keyed. A nil File (text that does not parse)
+// must not run.
+//
 // A Command is not modified after ParseCommand returns it and may then be
 // read from many goroutines; File must be treated as read-only.
 type Command struct {
@@ -158,9 +164,8 @@ var (
 // does text beyond MaxCommandBytes or MaxCommandOperators, and text the
 // parser would misread or the printer misprint: text with a NUL byte (the
 // parser silently drops it), and text whose printed form parses to another
-// tree (a$()<() is one word, printed as two). Neither
-// can collide with a parsed command's key: printer output never starts
-// with '#'.
+// tree (a$()<() is one word, printed as two). Neither can collide with a
+// parsed command's key: printer output never starts with '#'.
 func ParseCommand(src string) *Command {
 	c := &Command{Source: src}
 	if strings.IndexByte(src, 0) >= 0 {
