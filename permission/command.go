@@ -3,6 +3,7 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,12 +31,59 @@ const (
 	UnparsedPrefix = "#unparsed:"
 )
 
+// Limits on the text ParseCommand parses; longer or denser text is keyed
+// as unparsed. The parser, the printer and the check of the printed form
+// recurse once per level of nesting, and a few hundred thousand levels
+// overflow the goroutine stack, which is fatal, not a panic: an agent must
+// not be able to crash the gate with ((((((…. Every level of nesting takes
+// at least one operator byte, one of ( ) { } [ ] < > | & ; ! $ ` + - * / %
+// = ? : , ^ ~ @ or a newline, or the word time or coproc; so bounding
+// their number bounds the depth.
+const (
+	// MaxCommandBytes is the longest text ParseCommand parses: 1 MiB.
+	MaxCommandBytes = 1 << 20
+	// MaxCommandOperators is the most operator bytes (as above) the text
+	// may hold: 8192, which leaves room for a here-document of a few
+	// hundred lines of code. Nesting that deep parses in well under a second.
+	MaxCommandOperators = 8192
+)
+
+var operatorBytes = func() (t [256]bool) {
+	for _, c := range []byte("(){}[]<>|&;!$`+-*/%=?:,^~@\n\r") {
+		t[c] = true
+	}
+	return t
+}()
+
+// tooBig says why src is beyond the limits, or returns "".
+func tooBig(src string) string {
+	if len(src) > MaxCommandBytes {
+		return fmt.Sprintf("longer than %d bytes", MaxCommandBytes)
+	}
+	n := strings.Count(src, "time") + strings.Count(src, "coproc")
+	for i := 0; i < len(src); i++ {
+		if operatorBytes[src[i]] {
+			n++
+		}
+	}
+	if n > MaxCommandOperators {
+		return fmt.Sprintf("more than %d operators", MaxCommandOperators)
+	}
+	return ""
+}
+
 // ErrUnparsable is the class of Command.Err: the text is not a shell
 // program ParseCommand accepts.
 var ErrUnparsable = errors.New("shell command does not parse")
 
 // Command is a shell command as the gate and the @shell executor see it:
 // parsed once, keyed from that parse, and run from that same parse.
+//
+// The @shell executor must run File (with mvdan.cc/sh/v3/interp), never
+// hand Source to another shell: mvdan.cc/sh reads some text unlike GNU Bash
+// (an unquoted carriage return is a blank, so git\rstatus is git status),
+// and only File is what was keyed. A nil File (text that does not parse)
+// must not run.
 //
 // A Command is not modified after ParseCommand returns it and may then be
 // read from many goroutines; File must be treated as read-only.
@@ -50,7 +98,7 @@ type Command struct {
 	// Canonical is the syntax printer's output for the parse of Source,
 	// without its final newline. It is CanonicalEmpty for a command with
 	// no statement, and UnparsedPrefix+Source for text that does not
-	// parse. Compound keys are made of it.
+	// parse (see ParseCommand). Compound keys are made of it.
 	Canonical string
 	// Compound is set for anything but one plain simple command (see
 	// ParseCommand).
@@ -105,14 +153,26 @@ var (
 //
 //	git status && git push    run_command:"git status && git push"
 //
-// Text with no statement keys as run_command:"#empty"; text that does not
-// parse (or holds a NUL byte, which the parser would silently drop) as
-// run_command:"#unparsed:SOURCE". Neither can collide with a parsed
-// command's key: printer output never starts with '#'.
+// Comments are dropped (they do not run). The tree a compound command runs
+// is the parse of its canonical text, checked to be the tree of the source
+// but for positions and spellings that run the same (`…` as $(…), $[…] as
+// $((…)), the tabs of a <<- here-document): so one key is one program,
+// and a person approving the key approves what runs.
+//
+// Text with no statement keys as run_command:"#empty". Text that does not
+// parse keys as run_command:"#unparsed:SOURCE", with a nil File, and so
+// does text beyond MaxCommandBytes or MaxCommandOperators, and text the
+// parser would misread or the printer misprint: text with a NUL byte (the
+// parser silently drops it), and text whose printed form parses to another
+// tree (a$()<() is one word, printed as two). Neither can collide with a
+// parsed command's key: printer output never starts with '#'.
 func ParseCommand(src string) *Command {
 	c := &Command{Source: src}
 	if strings.IndexByte(src, 0) >= 0 {
 		return c.unparsed(errors.New("NUL byte in command"))
+	}
+	if why := tooBig(src); why != "" {
+		return c.unparsed(errors.New(why))
 	}
 	f, err := parse(src)
 	if err != nil {
@@ -123,20 +183,29 @@ func ParseCommand(src string) *Command {
 		c.Key = Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}
 		return c
 	}
-	c.Canonical = printFile(f)
+	if c.Canonical, err = printNode(f); err != nil {
+		return c.unparsed(err)
+	}
 	if c.simple(src, f) {
 		c.File = f
 		return c
 	}
+	c.File, c.Compound = f, true
+	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
+	if c.Canonical == src {
+		return c // f is the parse of the canonical text already
+	}
 	// Run what was keyed: the parse of the canonical text. The printer is
-	// meant to print a tree that parses back to itself; if it ever did not,
-	// fail closed.
+	// meant to print a tree that parses back to itself; where it does not
+	// (a$()<() prints as two words), fail closed.
 	g, err := parse(c.Canonical)
 	if err != nil {
-		return c.unparsed(fmt.Errorf("printed form does not parse back: %v", err))
+		return c.unparsed(fmt.Errorf("printed form %s does not parse back: %v", shorten(c.Canonical), err))
 	}
-	c.File, c.Compound = g, true
-	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
+	if !sameTree(f, g) {
+		return c.unparsed(fmt.Errorf("printed form %s does not mean the same", shorten(c.Canonical)))
+	}
+	c.File = g
 	return c
 }
 
@@ -145,27 +214,51 @@ func (c *Command) unparsed(err error) *Command {
 		Source:    c.Source,
 		Canonical: UnparsedPrefix + c.Source,
 		Compound:  true,
-		Err:       fmt.Errorf("%s: %v: %w", Escape(c.Source), err, ErrUnparsable),
+		Err:       fmt.Errorf("%s: %v: %w", shorten(c.Source), err, ErrUnparsable),
 	}
 	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
 	return c
 }
 
-func parse(src string) (*syntax.File, error) {
+// shorten escapes s for an error message, cut after 200 bytes.
+func shorten(s string) string {
+	if len(s) > 200 {
+		return Escape(s[:200]) + "..."
+	}
+	return Escape(s)
+}
+
+// parse parses src with a pooled parser. A panic in the parser is an
+// error (the command is then keyed as unparsed), and that parser is not
+// reused.
+func parse(src string) (f *syntax.File, err error) {
 	p := parsers.Get().(*syntax.Parser)
-	defer parsers.Put(p)
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("parser panicked: %v", r)
+			return
+		}
+		parsers.Put(p)
+	}()
 	return p.Parse(strings.NewReader(src), "")
 }
 
-func printFile(f *syntax.File) string {
+// printNode prints n with a pooled printer, without a final newline. A
+// panic in the printer is an error, and that printer is not reused.
+func printNode(n syntax.Node) (_ string, err error) {
 	p := printers.Get().(*syntax.Printer)
-	defer printers.Put(p)
 	var b strings.Builder
-	if err := p.Print(&b, f); err != nil {
-		// Writing to a strings.Builder does not fail.
-		panic(fmt.Sprintf("permission: printing a parsed command: %v", err))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("printer panicked: %v", r)
+			return
+		}
+		printers.Put(p)
+	}()
+	if err := p.Print(&b, n); err != nil {
+		return "", err
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // simple fills in c as a simple command if f is one.
@@ -182,7 +275,11 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 		return false
 	}
 	prog := call.Args[0]
-	raw := src[prog.Pos().Offset():prog.End().Offset()]
+	from, to := prog.Pos().Offset(), prog.End().Offset()
+	if from >= to || to > uint(len(src)) {
+		return false
+	}
+	raw := src[from:to]
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < 0x20 || raw[i] >= 0x7f {
 			return false // line continuation, NUL or other hidden byte
@@ -200,7 +297,10 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 		}
 		args[i], lit[i] = literal(w)
 		if !lit[i] {
-			args[i] = printWord(w)
+			var err error
+			if args[i], err = printNode(w); err != nil {
+				return false
+			}
 		}
 	}
 	c.Program, c.Args, c.Literal = name, args, lit
@@ -215,14 +315,6 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 		break
 	}
 	return true
-}
-
-func printWord(w *syntax.Word) string {
-	p := printers.Get().(*syntax.Printer)
-	defer printers.Put(p)
-	var b strings.Builder
-	_ = p.Print(&b, w) // a strings.Builder does not fail
-	return b.String()
 }
 
 // plainWord reports whether w runs nothing when expanded: only text,
@@ -346,4 +438,147 @@ func Escape(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+var (
+	posType   = reflect.TypeFor[syntax.Pos]()
+	redirType = reflect.TypeFor[syntax.Redirect]()
+	litType   = reflect.TypeFor[syntax.Lit]()
+
+	// Fields that only say how a node was spelled: `…` or $(…), $[…] or $((…)).
+	spellingFields = map[reflect.Type]int{
+		reflect.TypeFor[syntax.CmdSubst]():  fieldIndex[syntax.CmdSubst]("Backquotes"),
+		reflect.TypeFor[syntax.ArithmExp](): fieldIndex[syntax.ArithmExp]("Bracket"),
+	}
+)
+
+// sameTree reports whether two syntax trees are the same but for what does
+// not change what runs: the positions of their nodes, `…` written $(…),
+// $[…] written $((…)), the tabs a <<- here-document strips, and a lone
+// backslash ending the text (a literal backslash) written as two.
+func sameTree(a, b *syntax.File) bool {
+	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b))
+}
+
+func sameValue(a, b reflect.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Type() {
+	case posType:
+		return true
+	case litType:
+		va, vb := a.Field(litValue).String(), b.Field(litValue).String()
+		return va == vb || evenBackslashes(va) == evenBackslashes(vb)
+	case redirType:
+		if !a.CanAddr() || !b.CanAddr() {
+			return false
+		}
+		ra, rb := a.Addr().Interface().(*syntax.Redirect), b.Addr().Interface().(*syntax.Redirect)
+		if ra.Op == syntax.DashHdoc && rb.Op == syntax.DashHdoc && ra.Hdoc != nil && rb.Hdoc != nil {
+			ca, cb := *ra, *rb
+			ca.Hdoc, cb.Hdoc = stripTabs(ra.Hdoc), stripTabs(rb.Hdoc)
+			a, b = reflect.ValueOf(&ca).Elem(), reflect.ValueOf(&cb).Elem()
+		}
+	}
+	switch a.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameValue(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for _, i := range fieldsOf(a.Type()) {
+			if !sameValue(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice, reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !sameValue(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.String:
+		return a.String() == b.String()
+	}
+	return false // a kind syntax trees do not hold today: fail closed
+}
+
+// evenBackslashes doubles the last of an odd run of backslashes ending s, as
+// the printer does to keep a literal backslash at the end of a file one.
+func evenBackslashes(s string) string {
+	if n := len(s) - len(strings.TrimRight(s, `\`)); n%2 == 1 {
+		return s + `\`
+	}
+	return s
+}
+
+var (
+	litValue     = fieldIndex[syntax.Lit]("Value")
+	structFields sync.Map // reflect.Type → []int
+)
+
+// fieldsOf returns the indexes of the fields of struct type t that say
+// what runs: not positions, not spellings.
+func fieldsOf(t reflect.Type) []int {
+	if f, ok := structFields.Load(t); ok {
+		return f.([]int)
+	}
+	skip, ok := spellingFields[t]
+	if !ok {
+		skip = -1
+	}
+	var idx []int
+	for i := range t.NumField() {
+		if i != skip && t.Field(i).Type != posType {
+			idx = append(idx, i)
+		}
+	}
+	structFields.Store(t, idx)
+	return idx
+}
+
+func fieldIndex[T any](name string) int {
+	f, ok := reflect.TypeFor[T]().FieldByName(name)
+	if !ok {
+		panic("permission: no field " + name)
+	}
+	return f.Index[0]
+}
+
+// stripTabs returns a copy of a <<- here-document body with the tabs that
+// start its lines removed, as Bash reads it.
+func stripTabs(w *syntax.Word) *syntax.Word {
+	c := &syntax.Word{}
+	start := true
+	for _, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			c.Parts = append(c.Parts, p)
+			start = false
+			continue
+		}
+		var b strings.Builder
+		for i := 0; i < len(l.Value); i++ {
+			if start && l.Value[i] == '\t' {
+				continue
+			}
+			start = l.Value[i] == '\n'
+			b.WriteByte(l.Value[i])
+		}
+		c.Parts = append(c.Parts, &syntax.Lit{Value: b.String()})
+	}
+	return c
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // keyTests are commands and how they key. For a simple command want is the
@@ -135,6 +133,13 @@ var keyTests = []struct {
 	{"ec\x00ho", "#unparsed:ec\x00ho", true},
 	{"git status >/dev/null", `git status >/dev/null`, true},
 	{"x=$(git status)", `x=$(git status)`, true},
+	// Found by FuzzParseCommand: a lone backslash at the end is a literal
+	// backslash, printed as two; one word that the printer would split in
+	// two (mvdan.cc/sh v3.14.1) fails closed.
+	{`0\`, `0\\`, true},
+	{`git \`, `run_command:git`, false},
+	{"a$()<()", "#unparsed:a$()<()", true},
+	{"echo a$()<(ls)", "#unparsed:echo a$()<(ls)", true},
 }
 
 func TestParseCommandKeys(t *testing.T) {
@@ -215,7 +220,7 @@ func checkCommand(t *testing.T, c *Command) {
 		if err != nil {
 			t.Fatalf("source %q does not parse: %v", c.Source, err)
 		}
-		if !sameTree(reflect.ValueOf(src), reflect.ValueOf(c.File)) {
+		if !sameTree(src, c.File) {
 			t.Fatalf("the parse of canonical %q differs from the parse of source %q", c.Canonical, c.Source)
 		}
 	default:
@@ -262,93 +267,6 @@ func printable(s string) bool {
 		}
 	}
 	return true
-}
-
-var (
-	posType   = reflect.TypeFor[syntax.Pos]()
-	redirType = reflect.TypeFor[syntax.Redirect]()
-)
-
-// sameTree reports whether two syntax trees are the same but for what does
-// not change what runs: the positions of their nodes, `…` written $(…),
-// $[…] written $((…)), and the tabs a <<- here-document strips.
-func sameTree(a, b reflect.Value) bool {
-	if a.Type() != b.Type() {
-		return false
-	}
-	switch a.Type() {
-	case posType:
-		return true
-	case redirType:
-		ra, rb := a.Addr().Interface().(*syntax.Redirect), b.Addr().Interface().(*syntax.Redirect)
-		if ra.Op == syntax.DashHdoc && rb.Op == syntax.DashHdoc && ra.Hdoc != nil && rb.Hdoc != nil {
-			ca, cb := *ra, *rb
-			ca.Hdoc, cb.Hdoc = stripTabs(ra.Hdoc), stripTabs(rb.Hdoc)
-			a, b = reflect.ValueOf(&ca).Elem(), reflect.ValueOf(&cb).Elem()
-		}
-	}
-	switch a.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if a.IsNil() || b.IsNil() {
-			return a.IsNil() == b.IsNil()
-		}
-		return sameTree(a.Elem(), b.Elem())
-	case reflect.Struct:
-		for i := range a.NumField() {
-			switch a.Type().Field(i).Name {
-			case "Backquotes", "Bracket":
-				continue
-			}
-			if !sameTree(a.Field(i), b.Field(i)) {
-				return false
-			}
-		}
-		return true
-	case reflect.Slice, reflect.Array:
-		if a.Len() != b.Len() {
-			return false
-		}
-		for i := range a.Len() {
-			if !sameTree(a.Index(i), b.Index(i)) {
-				return false
-			}
-		}
-		return true
-	case reflect.Bool:
-		return a.Bool() == b.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return a.Int() == b.Int()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return a.Uint() == b.Uint()
-	case reflect.String:
-		return a.String() == b.String()
-	}
-	panic("sameTree: unexpected kind " + a.Kind().String())
-}
-
-// stripTabs returns a copy of a <<- here-document body with the tabs that
-// start its lines removed, as Bash reads it.
-func stripTabs(w *syntax.Word) *syntax.Word {
-	c := &syntax.Word{}
-	start := true
-	for _, p := range w.Parts {
-		l, ok := p.(*syntax.Lit)
-		if !ok {
-			c.Parts = append(c.Parts, p)
-			start = false
-			continue
-		}
-		var b strings.Builder
-		for i := 0; i < len(l.Value); i++ {
-			if start && l.Value[i] == '\t' {
-				continue
-			}
-			start = l.Value[i] == '\n'
-			b.WriteByte(l.Value[i])
-		}
-		c.Parts = append(c.Parts, &syntax.Lit{Value: b.String()})
-	}
-	return c
 }
 
 func TestParseCommandArgs(t *testing.T) {
@@ -550,4 +468,52 @@ func TestParseCommandConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Nesting deep enough to overflow the stack (fatal, not a panic) is keyed
+// as unparsed before it reaches the parser; nesting within the limits
+// parses.
+func TestParseCommandDeepNesting(t *testing.T) {
+	t.Parallel()
+	shapes := []struct{ open, mid, close string }{
+		{"(", "x", ")"},
+		{"$(", "x", ")"},
+		{"{ ", "x", ";}"},
+		{"\"$(", "x", ")\""},
+		{"x && ", "x", ""},
+		{"x | ", "x", ""},
+		{"time ", "x", ""},
+		{"coproc ", "x", ""},
+		{"echo $((1+", "1", "))"},
+		{"[[ ! ", "x ]]", ""},
+		{"${x:-", "x", "}"},
+		{"if\n", "x\nthen\nx\nfi", "\nthen\nx\nfi"},
+		{"f() ", "{ x; }", ""},
+		{"echo `echo ", "x", "`"},
+	}
+	for _, sh := range shapes {
+		t.Run(Escape(sh.open), func(t *testing.T) {
+			t.Parallel()
+			deep := strings.Repeat(sh.open, 200000) + sh.mid + strings.Repeat(sh.close, 200000)
+			c := ParseCommand(deep)
+			if !errors.Is(c.Err, ErrUnparsable) || c.File != nil || c.Key.Action != UnparsedPrefix+deep {
+				t.Fatalf("200000 levels of %q: Err = %v, want unparsed", sh.open, c.Err)
+			}
+			ok := strings.Repeat(sh.open, 500) + sh.mid + strings.Repeat(sh.close, 500)
+			if c := ParseCommand(ok); c.Err != nil && strings.Contains(c.Err.Error(), "operators") {
+				t.Fatalf("500 levels of %q: %v", sh.open, c.Err)
+			}
+		})
+	}
+	if c := ParseCommand(strings.Repeat("x", MaxCommandBytes+1)); c.Err == nil {
+		t.Errorf("a command of %d bytes parsed", MaxCommandBytes+1)
+	}
+	within := strings.Repeat("(", MaxCommandOperators/2) + "x" + strings.Repeat(")", MaxCommandOperators/2)
+	if c := ParseCommand(within); c.Err != nil || !c.Compound {
+		t.Errorf("%d nested subshells: %v, want a compound command", MaxCommandOperators/2, c.Err)
+	}
+	body := strings.Repeat("func f(a, b int) { return g(a) }\n", 100)
+	if c := ParseCommand("cat <<'EOF' >f.go\n" + body + "EOF"); c.Err != nil {
+		t.Errorf("a here-document of 100 lines of code: %v", c.Err)
+	}
 }
