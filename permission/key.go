@@ -100,6 +100,9 @@ type Pattern struct {
 	Action string
 	Detail string
 	Exact  bool // the action was quoted: this pattern is an exact key
+	// literalDetail: the detail was quoted, so its * are characters, not
+	// wildcards.
+	literalDetail bool
 }
 
 // ParsePattern reads a pattern. It fails, with class ErrInvalidKey, on text
@@ -111,7 +114,7 @@ func ParsePattern(s string) (Pattern, error) {
 	}
 	p := Pattern{Tool: segs[0], Action: segs[1], Exact: quoted[1]}
 	if len(segs) == 3 {
-		p.Detail = segs[2]
+		p.Detail, p.literalDetail = segs[2], quoted[2] && strings.Contains(segs[2], "*")
 	}
 	return p, nil
 }
@@ -128,7 +131,7 @@ func MustParsePattern(s string) Pattern {
 // PatternOf returns the pattern that matches k exactly (and, for a key
 // without detail, every detail of it).
 func PatternOf(k Key) Pattern {
-	return Pattern{Tool: k.Tool, Action: k.Action, Detail: k.Detail, Exact: k.Exact}
+	return Pattern{Tool: k.Tool, Action: k.Action, Detail: k.Detail, Exact: k.Exact, literalDetail: strings.Contains(k.Detail, "*")}
 }
 
 // String writes p in the form ParsePattern reads.
@@ -143,7 +146,7 @@ func (p Pattern) String() string {
 	}
 	if p.Detail != "" {
 		b.WriteByte(':')
-		writeSegment(&b, p.Detail, true)
+		writeSegment(&b, p.Detail, !p.literalDetail)
 	}
 	return b.String()
 }
@@ -159,9 +162,12 @@ func (p Pattern) Match(k Key) bool {
 	if !glob(p.Action, k.Action) {
 		return false
 	}
-	switch p.Detail {
-	case "", "*", "**":
+	switch {
+	case p.Detail == "", !p.literalDetail && (p.Detail == "*" || p.Detail == "**"):
 		return true
+	}
+	if p.literalDetail {
+		return k.Detail == p.Detail
 	}
 	return k.Detail != "" && glob(p.Detail, k.Detail)
 }
@@ -344,3 +350,6 @@ func (p *Pattern) UnmarshalText(b []byte) error {
 	*p = v
 	return nil
 }
+
+// Equal reports whether p and q are the same pattern.
+func (p Pattern) Equal(q Pattern) bool { return p == q }

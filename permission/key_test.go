@@ -372,3 +372,26 @@ func FuzzGlob(f *testing.F) {
 		}
 	})
 }
+
+// A quoted detail is literal: its * are characters, not wildcards.
+func TestQuotedDetailIsLiteral(t *testing.T) {
+	t.Parallel()
+	p := MustParsePattern(`run_command:git:"a b*"`)
+	if p.Match(Key{Tool: "run_command", Action: "git", Detail: "a bc"}) {
+		t.Error(`run_command:git:"a b*" matched detail "a bc"`)
+	}
+	if !p.Match(Key{Tool: "run_command", Action: "git", Detail: "a b*"}) {
+		t.Error(`run_command:git:"a b*" did not match its own detail`)
+	}
+	if got := MustParsePattern(`run_command:git:"x*"`).String(); got != `run_command:git:"x*"` {
+		t.Errorf("String() = %s, want the detail kept quoted", got)
+	}
+	if MustParsePattern(`run_command:git:"*"`).Match(Key{Tool: "run_command", Action: "git", Detail: "push"}) {
+		t.Error(`a quoted "*" detail matched any detail`)
+	}
+	// The pattern of a key matches only that key's detail.
+	k := Key{Tool: "t", Action: "a", Detail: "x*"}
+	if PatternOf(k).Match(Key{Tool: "t", Action: "a", Detail: "xy"}) {
+		t.Error("PatternOf a key with * in its detail matched another detail")
+	}
+}
