@@ -52,7 +52,9 @@ func compileSchema(raw []byte, base string) (*compiled, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
-	if err := checkSchemaDoc(doc, "", true); err != nil {
+	top, _ := doc.(map[string]any)
+	draft7 := top["$schema"] == draft7URL || top["$schema"] == draft7URLS
+	if err := checkSchemaDoc(doc, "", true, draft7); err != nil {
 		return nil, err
 	}
 	var s jsonschema.Schema
@@ -92,9 +94,10 @@ var (
 
 // checkSchemaDoc checks what a meta-schema would and the library does not:
 // the names of types, counts that are not negative, a supported $schema,
-// and no keyword that differs from a known one only in case. v is the
+// no keyword that differs from a known one only in case, and no draft-07
+// form in a draft 2020-12 schema (the library would ignore it). v is the
 // schema as decoded with UseNumber; at is its location, for messages.
-func checkSchemaDoc(v any, at string, root bool) error {
+func checkSchemaDoc(v any, at string, root, draft7 bool) error {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if _, ok := v.(bool); ok {
@@ -108,10 +111,10 @@ func checkSchemaDoc(v any, at string, root bool) error {
 		}
 		switch k {
 		case "$schema":
-			s, _ := val.(string)
-			if !root && s != "" {
-				continue
+			if !root {
+				continue // the library reads the root's alone
 			}
+			s, _ := val.(string)
 			if s != draft2020URL && s != draft7URL && s != draft7URLS {
 				return fmt.Errorf("%s: $schema %s: want draft 2020-12 (%s) or draft-07", where(at), strconv.Quote(fmt.Sprint(val)), draft2020URL)
 			}
@@ -145,21 +148,27 @@ func checkSchemaDoc(v any, at string, root bool) error {
 			}
 		case "items":
 			if list, ok := val.([]any); ok {
+				if !draft7 {
+					return fmt.Errorf("%s: items: an array of schemas is draft-07; draft 2020-12 says prefixItems", where(at))
+				}
 				for i, s := range list {
-					if err := checkSchemaDoc(s, at+"/items/"+strconv.Itoa(i), false); err != nil {
+					if err := checkSchemaDoc(s, at+"/items/"+strconv.Itoa(i), false, draft7); err != nil {
 						return err
 					}
 				}
-			} else if err := checkSchemaDoc(val, at+"/items", false); err != nil {
+			} else if err := checkSchemaDoc(val, at+"/items", false, draft7); err != nil {
 				return err
 			}
 		case "dependencies":
+			if !draft7 {
+				return fmt.Errorf("%s: dependencies is draft-07; draft 2020-12 says dependentRequired or dependentSchemas", where(at))
+			}
 			if deps, ok := val.(map[string]any); ok {
 				for name, d := range deps {
 					if _, ok := d.([]any); ok {
 						continue
 					}
-					if err := checkSchemaDoc(d, at+"/dependencies/"+escapePointer(name), false); err != nil {
+					if err := checkSchemaDoc(d, at+"/dependencies/"+escapePointer(name), false, draft7); err != nil {
 						return err
 					}
 				}
@@ -171,7 +180,7 @@ func checkSchemaDoc(v any, at string, root bool) error {
 			}
 		}
 		if slices.Contains(schemaKeywords, k) {
-			if err := checkSchemaDoc(val, at+"/"+k, false); err != nil {
+			if err := checkSchemaDoc(val, at+"/"+k, false, draft7); err != nil {
 				return err
 			}
 		}
@@ -181,7 +190,7 @@ func checkSchemaDoc(v any, at string, root bool) error {
 				return fmt.Errorf("%s: %s: want a non-empty array of schemas", where(at), k)
 			}
 			for i, s := range list {
-				if err := checkSchemaDoc(s, at+"/"+k+"/"+strconv.Itoa(i), false); err != nil {
+				if err := checkSchemaDoc(s, at+"/"+k+"/"+strconv.Itoa(i), false, draft7); err != nil {
 					return err
 				}
 			}
@@ -192,7 +201,7 @@ func checkSchemaDoc(v any, at string, root bool) error {
 				return fmt.Errorf("%s: %s: want an object of schemas", where(at), k)
 			}
 			for name, s := range sub {
-				if err := checkSchemaDoc(s, at+"/"+k+"/"+escapePointer(name), false); err != nil {
+				if err := checkSchemaDoc(s, at+"/"+k+"/"+escapePointer(name), false, draft7); err != nil {
 					return err
 				}
 			}

@@ -84,6 +84,9 @@ func TestParametersChecked(t *testing.T) {
 		{"empty allOf", `{"type": "object", "allOf": []}`, false},
 		{"missing local ref", `{"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}`, false},
 		{"required not strings", `{"type": "object", "required": [1]}`, false},
+		{"draft-07 items in 2020-12", `{"type": "object", "properties": {"t": {"items": [{"type": "string"}]}}}`, false},
+		{"draft-07 dependencies in 2020-12", `{"type": "object", "dependencies": {"a": ["b"]}}`, false},
+		{"draft-07 dependencies", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}`, true},
 		{"a property named like a keyword in another case", `{"type": "object", "properties": {"Required": {"type": "string"}}}`, true},
 		{"draft-07", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "definitions": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/n"}, "t": {"type": "array", "items": [{"type": "string"}], "additionalItems": false}}}`, true},
 		{"unknown keywords", `{"type": "object", "x-ui": {"order": 1}}`, true},
@@ -109,9 +112,8 @@ func TestParametersChecked(t *testing.T) {
 	}
 }
 
-// TestValidateInputExplained: every problem is named at its field (the
-// pointers are compared sorted), for the
-// keywords beyond the common ones too.
+// TestValidateInputExplained: every problem is named at its field, for the
+// keywords beyond the common ones too (pointers are compared sorted).
 func TestValidateInputExplained(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -151,6 +153,8 @@ func TestValidateInputExplained(t *testing.T) {
 			`{"root": {"kids": [{"kids": [{"v": "x"}]}]}}`, []string{"/root/kids/0/kids/0/v"}, ""},
 		{"draft-07 additionalItems", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"t": {"items": [{"type": "string"}], "additionalItems": {"type": "integer"}}}}`,
 			`{"t": ["a", "b"]}`, []string{"/t/1"}, ""},
+		{"draft-07 dependencies", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}`,
+			`{"a": 1, "c": 2}`, []string{"/b", "/d"}, ""},
 		{"draft-07 ref ignores siblings", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "definitions": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/definitions/s", "minLength": 5}}}`,
 			`{"a": "x"}`, nil, ""},
 		// unevaluatedProperties is the library's alone: the verdict stands,
