@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -42,7 +40,7 @@ type Capability struct {
 	// (see the package doc). Grants are bound to it.
 	Digest string
 
-	params *jsonschema.Schema
+	params *compiled
 }
 
 // Load reads the capability in dir: its capability.json, checked as Parse

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -34,8 +32,8 @@ func Validate(file string, data []byte) error {
 
 // parse returns the manifest, its compiled parameters and the parsed
 // document (for the positions of later errors).
-func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, *document, error) {
-	fail := func(errs ...*FieldError) (*Manifest, *jsonschema.Schema, *document, error) {
+func parse(file string, data []byte) (*Manifest, *compiled, *document, error) {
+	fail := func(errs ...*FieldError) (*Manifest, *compiled, *document, error) {
 		return nil, nil, nil, &ManifestError{File: file, Errors: errs}
 	}
 	if len(data) > MaxManifestSize {
@@ -46,8 +44,8 @@ func parse(file string, data []byte) (*Manifest, *jsonschema.Schema, *document, 
 		return fail(fe)
 	}
 	var errs []*FieldError
-	if err := manifestSchema().Validate(doc.value); err != nil {
-		errs = schemaErrors(doc, err, true)
+	if problems := manifestSchema().validate(doc.value); problems != nil {
+		errs = schemaErrors(doc, problems, true)
 	}
 	for _, fe := range checkLimits(doc) {
 		if !hasPointer(errs, fe.Pointer) {
@@ -191,7 +189,7 @@ func checkLimits(doc *document) []*FieldError {
 
 // checkManifest runs the rules the schema cannot say. It returns the
 // compiled parameters schema when it compiles.
-func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schema) {
+func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 	var errs []*FieldError
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
@@ -279,7 +277,7 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *jsonschema.Schem
 
 	// Parameters: a schema of an object, compiled without loading
 	// anything from outside.
-	var params *jsonschema.Schema
+	var params *compiled
 	if len(m.Parameters) > 0 {
 		var err error
 		params, err = compileParameters(m.Parameters)
@@ -298,20 +296,12 @@ const parametersURL = "urn:ccrun:capability:parameters"
 
 // compileParameters compiles a parameters schema. References outside it are
 // refused, never loaded.
-func compileParameters(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := newCompiler()
-	if err := c.AddResource(parametersURL, doc); err != nil {
-		return nil, err
-	}
-	s, err := c.Compile(parametersURL)
+func compileParameters(raw json.RawMessage) (*compiled, error) {
+	c, err := compileSchema(raw, parametersURL)
 	if err != nil {
 		return nil, cleanCompileError(err)
 	}
-	return s, nil
+	return c, nil
 }
 
 // cleanCompileError drops the internal URL from compile errors.
@@ -324,11 +314,11 @@ func cleanCompileError(err error) error {
 }
 
 // objectSchema reports whether s only accepts objects.
-func objectSchema(s *jsonschema.Schema) bool {
-	if s.Types == nil {
-		return false
+func objectSchema(s *compiled) bool {
+	t := s.root.Types
+	if s.root.Type != "" {
+		t = []string{s.root.Type}
 	}
-	t := s.Types.ToStrings()
 	return len(t) == 1 && t[0] == "object"
 }
 
@@ -336,7 +326,7 @@ func objectSchema(s *jsonschema.Schema) bool {
 const inputLimit = 16 << 20
 
 // validateInput checks input against params.
-func validateInput(name string, params *jsonschema.Schema, input json.RawMessage) error {
+func validateInput(name string, params *compiled, input json.RawMessage) error {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
@@ -351,8 +341,8 @@ func validateInput(name string, params *jsonschema.Schema, input json.RawMessage
 	if params == nil {
 		return fail(&FieldError{File: "input", Message: "capability has no compiled parameters schema"})
 	}
-	if err := params.Validate(doc.value); err != nil {
-		return fail(schemaErrors(doc, err, false)...)
+	if problems := params.validate(doc.value); problems != nil {
+		return fail(schemaErrors(doc, problems, false)...)
 	}
 	return nil
 }

@@ -3,15 +3,11 @@ package capabilities
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/ccrun/ccrun/ceiling"
 )
@@ -29,42 +25,17 @@ func Schema() []byte { return bytes.Clone(schemaJSON) }
 
 // manifestSchema compiles the embedded schema once; it is safe for
 // concurrent use afterwards.
-var manifestSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+var manifestSchema = sync.OnceValue(func() *compiled {
+	c, err := compileSchema(schemaJSON, SchemaID)
 	if err != nil {
 		panic(fmt.Sprintf("capabilities: embedded schema: %v", err))
 	}
-	c := newCompiler()
-	if err := c.AddResource(SchemaID, doc); err != nil {
-		panic(fmt.Sprintf("capabilities: embedded schema: %v", err))
-	}
-	return c.MustCompile(SchemaID)
+	return c
 })
 
-// errNoRemote refuses every $ref that leaves the document: a manifest's
-// parameters must not make ccrun read a file or reach the network.
-var errNoRemote = errors.New("references outside the schema are not loaded")
-
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) { return nil, errNoRemote }
-
-// newCompiler returns a compiler that loads nothing from outside (the
-// draft meta-schemas are built into the library).
-func newCompiler() *jsonschema.Compiler {
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	c.DefaultDraft(jsonschema.Draft2020)
-	return c
-}
-
-// schemaErrors turns a validation error into field errors of doc, one per
+// schemaErrors turns the problems of doc into field errors, one per
 // problem, in document order.
-func schemaErrors(doc *document, err error, manifest bool) []*FieldError {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []*FieldError{doc.errorFor("", err.Error(), nil)}
-	}
+func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldError {
 	env, _ := topString(doc.value, "environment")
 	var out []*FieldError
 	seen := map[string]bool{}
@@ -76,58 +47,47 @@ func schemaErrors(doc *document, err error, manifest bool) []*FieldError {
 			out = append(out, fe)
 		}
 	}
-	var visit func(e *jsonschema.ValidationError)
-	visit = func(e *jsonschema.ValidationError) {
-		ptr := pointer(e.InstanceLocation)
-		if k, ok := e.ErrorKind.(*kind.PropertyNames); ok {
-			// The causes point at the object, not the name: say it here.
-			ptr = doc.objectWith(len(e.InstanceLocation), k.Property, ptr)
-			msg := fmt.Sprintf("field name %s: %s", strconv.QuoteToASCII(k.Property), leafMessages(e))
+	for _, p := range problems {
+		ptr := p.ptr
+		switch p.kind {
+		case propertyNamesProblem:
+			msg := fmt.Sprintf("field name %s: %s", strconv.QuoteToASCII(p.prop), p.msg)
 			if manifest && ptr == "/env" {
-				msg = fmt.Sprintf("variable name %s: want letters, digits and _, not starting with a digit", strconv.QuoteToASCII(k.Property))
+				msg = fmt.Sprintf("variable name %s: want letters, digits and _, not starting with a digit", strconv.QuoteToASCII(p.prop))
 			}
-			add(doc.errorFor(ptr+"/"+escapePointer(k.Property), msg, nil))
-			return
-		}
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				visit(c)
-			}
-			return
-		}
-		switch k := e.ErrorKind.(type) {
-		case *kind.AdditionalProperties:
-			for _, p := range k.Properties {
-				msg := "unknown field " + strconv.QuoteToASCII(p)
+			add(doc.errorFor(ptr+"/"+escapePointer(p.prop), msg, nil))
+			continue
+		case additionalProblem:
+			for _, f := range p.props {
+				msg := "unknown field " + strconv.QuoteToASCII(f)
 				if manifest {
-					if s := suggest(ptr, p); s != "" {
+					if s := suggest(ptr, f); s != "" {
 						msg += fmt.Sprintf(" (did you mean %q?)", s)
 					}
 				}
-				add(doc.errorFor(ptr+"/"+escapePointer(p), msg, nil))
+				add(doc.errorFor(ptr+"/"+escapePointer(f), msg, nil))
 			}
-			return
-		case *kind.Required:
-			for _, p := range k.Missing {
-				add(doc.errorFor(ptr+"/"+escapePointer(p), "missing required field", nil))
+			continue
+		case requiredProblem:
+			for _, f := range p.props {
+				add(doc.errorFor(ptr+"/"+escapePointer(f), "missing required field", nil))
 			}
-			return
-		case *kind.FalseSchema:
+			continue
+		case falseProblem:
 			if manifest {
 				notAllowed[ptr] = true
 				add(doc.errorFor(ptr, fmt.Sprintf("not allowed for %s", env), nil))
-				return
+				continue
 			}
 		}
 		if manifest {
-			if fe := manifestMessage(doc, ptr, e.ErrorKind); fe != nil {
+			if fe := manifestMessage(doc, p); fe != nil {
 				add(fe)
-				return
+				continue
 			}
 		}
-		add(doc.errorFor(ptr, e.BasicOutput().Error.String(), nil))
+		add(doc.errorFor(ptr, p.msg, nil))
 	}
-	visit(ve)
 	kept := out[:0]
 	for _, fe := range out {
 		if !notAllowed[fe.Pointer] || strings.HasPrefix(fe.Message, "not allowed for ") {
@@ -138,53 +98,12 @@ func schemaErrors(doc *document, err error, manifest bool) []*FieldError {
 	return kept
 }
 
-// objectWith finds the object at depth that has a member called prop. The
-// library (v6.0.3) reports propertyNames errors with an instance location
-// whose length is right but whose tokens may be another value's (a shared
-// slice), so the location is found again here; guess is kept when it fits
-// or when no single object does.
-func (d *document) objectWith(depth int, prop, guess string) string {
-	suffix := "/" + escapePointer(prop)
-	if _, ok := d.pos[guess+suffix]; ok {
-		return guess
-	}
-	found := ""
-	for p := range d.pos {
-		if !strings.HasSuffix(p, suffix) {
-			continue
-		}
-		parent := strings.TrimSuffix(p, suffix)
-		if strings.Count(parent, "/") != depth {
-			continue
-		}
-		if found != "" {
-			return guess
-		}
-		found = parent
-	}
-	if found == "" {
-		return guess
-	}
-	return found
-}
-
-// leafMessages joins the messages of e's innermost causes.
-func leafMessages(e *jsonschema.ValidationError) string {
-	if len(e.Causes) == 0 {
-		return e.BasicOutput().Error.String()
-	}
-	msgs := make([]string, 0, len(e.Causes))
-	for _, c := range e.Causes {
-		msgs = append(msgs, leafMessages(c))
-	}
-	return strings.Join(msgs, "; ")
-}
-
 // manifestMessage says in the manifest's own words what a field needs, for
 // the fields whose generic schema message would not help.
-func manifestMessage(doc *document, ptr string, k jsonschema.ErrorKind) *FieldError {
-	switch k := k.(type) {
-	case *kind.Enum:
+func manifestMessage(doc *document, p problem) *FieldError {
+	ptr := p.ptr
+	switch p.kind {
+	case enumProblem:
 		if ptr == "/environment" {
 			got, _ := topString(doc.value, "environment")
 			return doc.errorFor(ptr, fmt.Sprintf("unknown environment %s: want @shell, @wasm or @docker",
@@ -193,19 +112,19 @@ func manifestMessage(doc *document, ptr string, k jsonschema.ErrorKind) *FieldEr
 		if ptr == "/network" {
 			return doc.errorFor(ptr, "want none, bridge or host", nil)
 		}
-	case *kind.Pattern:
+	case patternProblem:
 		switch {
 		case ptr == "/name":
 			return doc.errorFor(ptr, fmt.Sprintf("name %s: want 1 to 63 lowercase letters, digits and dashes, not starting with a dash",
-				strconv.QuoteToASCII(k.Got)), nil)
+				strconv.QuoteToASCII(p.got)), nil)
 		case ptr == "/limits/timeout":
 			return doc.errorFor(ptr, fmt.Sprintf("duration %s: want a duration like 30s, 2m or 1h30m",
-				strconv.QuoteToASCII(k.Got)), nil)
+				strconv.QuoteToASCII(p.got)), nil)
 		case ptr == "/limits/memory" || ptr == "/limits/output":
 			return doc.errorFor(ptr, fmt.Sprintf("size %s: want a number of bytes with an optional unit (k, KiB, M, MiB, G, GiB, T), e.g. 64MiB",
-				strconv.QuoteToASCII(k.Got)), nil)
+				strconv.QuoteToASCII(p.got)), nil)
 		case strings.HasPrefix(ptr, "/mounts/") && strings.HasSuffix(ptr, "/guest"):
-			return doc.errorFor(ptr, fmt.Sprintf("guest path %s: want an absolute path", strconv.QuoteToASCII(k.Got)), nil)
+			return doc.errorFor(ptr, fmt.Sprintf("guest path %s: want an absolute path", strconv.QuoteToASCII(p.got)), nil)
 		}
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	_ "github.com/gofrs/flock"
 	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/rogpeppe/go-internal/testscript"
-	_ "github.com/santhosh-tekuri/jsonschema/v6"
 	_ "github.com/spf13/cobra"
 	_ "github.com/tetratelabs/wazero"
 	_ "golang.org/x/term"
