@@ -129,46 +129,65 @@ func roCall(c *syntax.CallExpr, depth int) (bool, string) {
 		}
 	}
 	argv := make([]string, len(c.Args))
-	globs := false
+	globs, risky := false, false
 	for i, w := range c.Args {
 		lw := literal(w)
 		if !lw.lit {
 			return false, "has an expansion or substitution ($…, `…`, <(…))"
+		}
+		if strings.ContainsFunc(lw.val, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
+			return false, "has control characters"
 		}
 		g, brace := unquotedMeta(w)
 		if brace {
 			return false, "has a brace expansion"
 		}
 		if g {
-			if i == 0 || lw.val == "" || lw.val[0] == '-' || strings.ContainsAny(lw.val[:1], "*?[") {
-				return false, "has a glob that could expand to an option"
+			if i == 0 {
+				return false, "has a glob in the program name"
+			}
+			if lw.val == "" || lw.val[0] == '-' || strings.ContainsAny(lw.val[:1], "*?[") {
+				risky = true
 			}
 			globs = true
 		}
 		argv[i] = lw.val
 	}
+	if risky && !readers[argv[0]].any {
+		return false, "has a glob that could expand to an option of " + argv[0]
+	}
 	return roArgv(argv, globs, depth)
 }
 
-// unquotedMeta reports unescaped glob characters and brace expansions in
-// the unquoted parts of w.
+// unquotedMeta reports unescaped glob characters and brace expansions
+// ({a,b}, {1..3}) in the unquoted parts of w (quoted parts count as plain
+// text, as they do for the shell).
 func unquotedMeta(w *syntax.Word) (glob, brace bool) {
+	var b strings.Builder
 	for _, part := range w.Parts {
-		l, ok := part.(*syntax.Lit)
-		if !ok {
-			continue
+		if l, ok := part.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString("Q")
 		}
-		s := l.Value
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
-			case '\\':
-				i++
-			case '*', '?', '[':
+	}
+	s := b.String()
+	open := -1
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?':
+			glob = true
+		case '[':
+			if strings.IndexByte(s[i:], ']') > 0 {
 				glob = true
-			case '{':
-				if strings.ContainsAny(s[i:], ",}") {
-					brace = true
-				}
+			}
+		case '{':
+			open = i
+		case '}':
+			if open >= 0 && strings.ContainsAny(s[open:i], ",.") {
+				brace = true
 			}
 		}
 	}
