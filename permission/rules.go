@@ -312,25 +312,37 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 		}
 		return // a script file: what it runs is not seen (nor is any file's)
 	}
-	// No -c, no script: the shell reads its script from stdin.
+	// No -c, no script: the shell reads its script from stdin, which is
+	// seen only when it is a literal here-document or here-string.
+	seen := false
 	for _, r := range st.Redirs {
+		var w *syntax.Word
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
-			if r.Hdoc == nil {
-				continue
-			}
-			if w := literal(r.Hdoc); w.lit {
-				nestedText(w.val, depth, out)
-				continue
-			}
+			w = r.Hdoc
 		case syntax.WordHdoc:
-			if w := literal(r.Word); w.lit {
-				nestedText(w.val, depth, out)
-				continue
-			}
+			w = r.Word
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn:
+			seen = false
+			continue
+		default:
+			continue
 		}
+		if w == nil {
+			seen = false
+			continue
+		}
+		lw := literal(w)
+		if !lw.lit {
+			seen = false
+			continue
+		}
+		nestedText(lw.val, depth, out)
+		seen = true
 	}
-	*out = append(*out, segment{opaque: true}) // stdin may come from a pipe or a file
+	if !seen {
+		*out = append(*out, segment{opaque: true}) // a pipe, a file, a terminal
+	}
 }
 
 // nestedText parses text as shell and walks it one level deeper.
