@@ -89,9 +89,9 @@ func TestIsReadOnlyEdges(t *testing.T) {
 	}{
 		{"git log --output-indicator-new=+", true}, // not an abbreviation of --output
 		{"git log --outp=x", false},
-		{"ls *.go", true},            // ls has no dangerous option: any expansion is harmless
-		{"sort *.txt", false},        // *.txt could expand to --compress-program=…
-		{"sort ./*.txt", true},       // every expansion starts with ./
+		{"ls *.go", true},      // ls has no dangerous option: any expansion is harmless
+		{"sort *.txt", false},  // *.txt could expand to --compress-program=…
+		{"sort ./*.txt", true}, // every expansion starts with ./
 		{"find . -exec cat {} +", false},
 		{"echo {}", true}, // not a brace expansion
 		{"echo {a,b}", false},
