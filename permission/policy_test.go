@@ -201,6 +201,8 @@ func TestDenyInsideCompounds(t *testing.T) {
 		{"nice -n 5 git push", true},
 		{"timeout 5 git push", true},
 		{"xargs git push < refs", true},
+		{"xargs -i git push", true}, // -i takes no separate value: err towards matching
+		{"timeout -s KILL -- 5 git push", true},
 		{"sudo -u me git push", true},
 		{"bash -c 'git push'", true},
 		{"sh -c \"cd x && git push\"", true},

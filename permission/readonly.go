@@ -340,24 +340,33 @@ func roFind(args []string, globs bool, depth int) (bool, string) {
 }
 
 // roXargs accepts xargs running a program none of whose options is
-// dangerous, since xargs adds arguments nobody has seen.
+// dangerous, since xargs adds arguments nobody has seen. Only options whose
+// form is certain are accepted (not -i, -l, -e, whose value is optional).
 func roXargs(args []string, globs bool, depth int) (bool, string) {
-	ws := make([]word, len(args))
-	for i, a := range args {
-		ws[i] = word{val: a, lit: true}
-	}
-	rest := skipFlags(ws, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var")
-	for _, a := range args[:len(args)-len(rest)] {
-		if a == "-a" || strings.HasPrefix(a, "--arg-file") || a == "-p" || a == "--interactive" || strings.HasPrefix(a, "--process-slot") {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+		a := args[i]
+		i++
+		switch {
+		case a == "--":
+			goto command
+		case a == "-0" || a == "--null" || a == "-r" || a == "--no-run-if-empty" || a == "-t" || a == "--verbose" || a == "-x" || a == "--exit":
+		case len(a) == 2 && strings.ContainsRune("nLPdIsE", rune(a[1])):
+			i++ // the value is the next word
+		case len(a) > 2 && a[1] != '-' && strings.ContainsRune("nLPdIsE", rune(a[1])):
+			// the value is attached
+		case slices.ContainsFunc([]string{"--max-args=", "--max-lines=", "--max-procs=", "--delimiter=", "--replace=", "--max-chars=", "--eof="}, func(p string) bool { return strings.HasPrefix(a, p) }):
+		default:
 			return false, "xargs " + a + " is not accepted"
 		}
 	}
-	if len(rest) == 0 {
+command:
+	if i >= len(args) {
 		return true, "" // xargs echo
 	}
-	prog := rest[0].val
+	prog := args[i]
 	spec, ok := readers[prog]
-	if !ok || !spec.any || strings.Contains(prog, "/") {
+	if !ok || !spec.any {
 		return false, "xargs runs " + prog + " with arguments nobody has seen"
 	}
 	return true, ""

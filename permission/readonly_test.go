@@ -119,6 +119,10 @@ func TestIsReadOnlyEdges(t *testing.T) {
 		{"env FOO=1 ls", false},
 		{"xargs -0 grep -l foo", true},
 		{"xargs sed p", false},
+		{"xargs -i rm cat", false},
+		{"xargs -n 1 cat", true},
+		{"xargs -n1 -0 -I{} wc -l {}", true},
+		{"xargs --max-args 1 cat", false}, // a long option with a separate value: not accepted
 		{"time ls", true},
 		{"! ls", true},
 		{"", false},

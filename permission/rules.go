@@ -162,8 +162,11 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		*out = append(*out, segment{opaque: true})
 		return
 	}
+	if len(argv) == 0 {
+		return
+	}
 	*out = append(*out, segment{argv: argv})
-	if len(argv) == 0 || !argv[0].lit {
+	if !argv[0].lit {
 		return
 	}
 	prog := path.Base(argv[0].val)
@@ -202,37 +205,37 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		}
 		wrapped(args[min(i, len(args)):], st, depth, out)
 	case "nice":
-		wrapped(skipFlags(args, "n", "adjustment"), st, depth, out)
+		wrapper(args, skipFlags(args, "n", "adjustment"), st, depth, out)
 	case "timeout":
 		rest := skipFlags(args, "sk", "signal kill-after")
 		if len(rest) > 0 {
 			rest = rest[1:] // the duration
 		}
-		wrapped(rest, st, depth, out)
+		wrapper(args, rest, st, depth, out)
 	case "nohup", "setsid", "time", "builtin", "unbuffer", "caffeinate":
-		wrapped(skipFlags(args, "", ""), st, depth, out)
+		wrapper(args, skipFlags(args, "", ""), st, depth, out)
 	case "command":
 		if len(args) > 0 && (args[0].val == "-v" || args[0].val == "-V") {
 			return
 		}
-		wrapped(skipFlags(args, "", ""), st, depth, out)
+		wrapper(args, skipFlags(args, "", ""), st, depth, out)
 	case "exec":
-		wrapped(skipFlags(args, "a", ""), st, depth, out)
+		wrapper(args, skipFlags(args, "a", ""), st, depth, out)
 	case "stdbuf":
-		wrapped(skipFlags(args, "ioe", "input output error"), st, depth, out)
+		wrapper(args, skipFlags(args, "ioe", "input output error"), st, depth, out)
 	case "ionice":
-		wrapped(skipFlags(args, "cnpP", "class classdata pid pgid uid"), st, depth, out)
+		wrapper(args, skipFlags(args, "cnpP", "class classdata pid pgid uid"), st, depth, out)
 	case "chrt", "taskset":
-		wrapped(skipPositional(skipFlags(args, "", ""), 1), st, depth, out)
+		wrapper(args, skipPositional(skipFlags(args, "", ""), 1), st, depth, out)
 	case "sudo", "doas", "run0", "pkexec":
-		wrapped(skipFlags(args, "ugCDhprtUTc", "user group close-from chdir host prompt role type other-user command-timeout"), st, depth, out)
+		wrapper(args, skipFlags(args, "ugCDhprtUTc", "user group close-from chdir host prompt role type other-user command-timeout"), st, depth, out)
 	case "xargs":
-		wrapped(skipFlags(args, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var"), st, depth, out)
+		wrapper(args, skipFlags(args, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var"), st, depth, out)
 	case "watch":
 		rest := skipFlags(args, "nd", "interval differences")
 		nestedText(joinVals(rest), depth, out)
 	case "flock":
-		wrapped(skipPositional(skipFlags(args, "wEc", "wait timeout conflict-exit-code command"), 1), st, depth, out)
+		wrapper(args, skipPositional(skipFlags(args, "wEc", "wait timeout conflict-exit-code command"), 1), st, depth, out)
 	case "find":
 		for i := 0; i < len(args); i++ {
 			switch args[i].val {
@@ -255,6 +258,19 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		nestedText(joinVals(args), depth, out)
 	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "rbash", "fish", "yash", "tcsh", "csh":
 		shellArgs(prog, args, st, depth, out)
+	}
+}
+
+// wrapper records the command a wrapper runs: rest, where the wrapper's
+// options end as far as skipFlags can tell, and, to err towards matching,
+// a command starting at every word before it that was taken as an
+// option's value (xargs -i git push: -i takes no separate value).
+func wrapper(args, rest []word, st *syntax.Stmt, depth int, out *[]segment) {
+	wrapped(rest, st, depth, out)
+	for k, w := range args[:len(args)-len(rest)] {
+		if w.lit && !strings.HasPrefix(w.val, "-") {
+			wrapped(args[k:], st, depth, out)
+		}
 	}
 }
 
