@@ -21,7 +21,7 @@ func fakeHome(t *testing.T) (project, home string) {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(home, ".bashrc"), filepath.Join(project, "README.md")} {
+	for _, f := range []string{filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(home, ".bashrc"), filepath.Join(home, "notes.txt"), filepath.Join(project, "README.md")} {
 		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +75,13 @@ func TestDangerousPaths(t *testing.T) {
 		{"shell hook", shellRequest("tee .git/hooks/post-checkout < x"), []DangerKind{DangerImplant}},
 		{"shell scp", shellRequest("scp host:.aws/credentials ."), []DangerKind{DangerLeak}},
 		{"shell nothing", shellRequest("git status && go test ./..."), nil},
+		{"glob into ssh", shellRequest("cat ~/.ss?/id_*"), []DangerKind{DangerLeak}},
+		{"glob that matches nothing yet", readReq("~/.aw?/credentials"), []DangerKind{DangerLeak}},
+		{"glob does not reach dotfiles", shellRequest("cat ~/*"), nil},
+		{"glob hits a key file", shellRequest("cat keys/*"), []DangerKind{DangerLeak}},
+		{"recursive grep of home", shellRequest("grep -rn BEGIN ~"), []DangerKind{DangerLeak}},
+		{"tar of home via dot-dot", shellRequest("tar czf /tmp/x.tgz ../home"), []DangerKind{DangerLeak}},
+		{"recursive grep of the project", shellRequest("grep -rn foo ."), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
