@@ -222,7 +222,7 @@ var readers = map[string]roSpec{
 	"cal": harmless, "sleep": harmless, "whereis": harmless, "numfmt": harmless,
 	"date":   {denyShort: "s", denyLong: []string{"set"}},
 	"file":   {denyShort: "C", denyLong: []string{"compile"}},
-	"tree":   {denyShort: "o", denyLong: []string{"output"}},
+	"tree":   {denyShort: "oR", denyLong: []string{"output"}},
 	"printf": {denyShort: "v"},
 	"uniq":   {maxPos: 1},
 	"xxd":    {maxPos: 1},
@@ -643,14 +643,14 @@ func sedSubst(s string) bool {
 
 // gitGlobal are the git options before the subcommand that change nothing
 // about what runs. -c, -C, --config-env, --exec-path, --git-dir,
-// --work-tree, --namespace… ask.
+// --work-tree, --namespace, -p/--paginate (forces a pager) … ask.
 var gitGlobal = []string{"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs",
 	"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects",
-	"-p", "--paginate", "--no-lazy-fetch", "--no-advice"}
+	"--no-lazy-fetch", "--no-advice"}
 
 // gitDiffDeny are options of log, diff, show… that write a file or run a
 // configured program.
-var gitDiffDeny = []string{"output", "ext-diff", "textconv", "open-files-in-pager", "exec", "upload-pack", "receive-pack"}
+var gitDiffDeny = []string{"output", "ext-diff", "textconv", "filters", "open-files-in-pager", "exec", "upload-pack", "receive-pack"}
 
 func roGit(args []string, globs bool, depth int) (bool, string) {
 	i := 0
