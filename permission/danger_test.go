@@ -117,7 +117,7 @@ func writeReq(p string) *Request {
 func TestAskDangerousOffersOnceOnly(t *testing.T) {
 	t.Parallel()
 	project, home := fakeHome(t)
-	p, err := New(Config{ProjectDir: project, Home: home, Layers: []*Settings{{Origin: OriginSession, Mode: ModeTrust, Allow: mustRules(t, "read_file:*")}}})
+	p, err := NewPolicy(PolicyConfig{ProjectDir: project, Home: home, Layers: []*Settings{{Origin: OriginSession, Mode: ModeTrust, Allow: mustRules(t, "read_file:*")}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,8 +114,8 @@ var ErrDepthExceeded = errors.New("sub-agent depth exceeded")
 // another one.
 const MaxSubAgentDepth = 1
 
-// Config builds a Policy.
-type Config struct {
+// PolicyConfig builds a Policy (NewPolicy).
+type PolicyConfig struct {
 	// Layers are the settings layers, any order (each says which it is);
 	// nil entries are skipped. No layers: mode default, no rules.
 	Layers []*Settings
@@ -144,13 +144,13 @@ type Policy struct {
 	home       string
 }
 
-// New merges the layers. Lists merge across layers (deny beats ask beats
+// NewPolicy merges the layers. Lists merge across layers (deny beats ask beats
 // allow whatever the order or layer); the mode is the one of the most
 // specific layer that sets it (session, then flags, local, project, user),
 // capped by the managed layer's mode: a managed "plan" makes every looser
 // mode plan. A layer that does not say which it is is an error of class
 // ErrInvalidConfig.
-func New(cfg Config) (*Policy, error) {
+func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 	p := &Policy{mode: ModeDefault, scope: cfg.Scope, projectDir: cfg.ProjectDir, home: cfg.Home}
 	best := -1
 	for _, s := range cfg.Layers {

@@ -24,7 +24,7 @@ func TestModeMatrix(t *testing.T) {
 					t.Errorf("%s.Verdict(%s) = %s, want %s", m, c, got, want[m][i])
 				}
 				// and through a policy, for a non-shell tool
-				p, err := New(Config{Layers: []*Settings{{Origin: OriginFlags, Mode: m}}})
+				p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginFlags, Mode: m}}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -88,7 +88,7 @@ func TestManagedDenyCannotBeLifted(t *testing.T) {
 	project := &Settings{Origin: OriginLocal, Name: "ccrun.local.json", Mode: ModeTrust, Allow: mustRules(t, "run_command:git:push", "run_command:*")}
 	session := &Settings{Origin: OriginSession, Allow: mustRules(t, "run_command:git")}
 	for _, order := range [][]*Settings{{managed, project, session}, {session, project, managed}} {
-		p, err := New(Config{Layers: order})
+		p, err := NewPolicy(PolicyConfig{Layers: order})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestManagedDenyCannotBeLifted(t *testing.T) {
 
 func TestManagedModeCaps(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Layers: []*Settings{
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{
 		{Origin: OriginSession, Mode: ModeTrust},
 		{Origin: OriginManaged, Mode: ModeDefault},
 	}})
@@ -124,7 +124,7 @@ func TestManagedModeCaps(t *testing.T) {
 
 func TestModeLayerPrecedence(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Layers: []*Settings{
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{
 		{Origin: OriginFlags, Mode: ModeAcceptEdits},
 		{Origin: OriginUser, Mode: ModeTrust},
 		{Origin: OriginProject, Mode: ModePlan},
@@ -146,7 +146,7 @@ func TestDenyBeatsAskBeatsAllow(t *testing.T) {
 	for i, layers := range orders {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
-			p, err := New(Config{Layers: layers})
+			p, err := NewPolicy(PolicyConfig{Layers: layers})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestDenyBeatsAskBeatsAllow(t *testing.T) {
 
 func TestDenyInsideCompounds(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Layers: []*Settings{{Origin: OriginUser,
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser,
 		Deny:  mustRules(t, "run_command:git:push", "run_command:rm"),
 		Allow: mustRules(t, "run_command:*")}}})
 	if err != nil {
@@ -237,7 +237,7 @@ func TestDenyInsideCompounds(t *testing.T) {
 
 func TestAllowNeverLooksInside(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Layers: []*Settings{{Origin: OriginLocal, Allow: mustRules(t, "run_command:git", "run_command:*")}}})
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginLocal, Allow: mustRules(t, "run_command:git", "run_command:*")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestAllowNeverLooksInside(t *testing.T) {
 	}
 	// an allow rule of the exact compound key does allow it
 	exact := shellRequest("git status && npm publish")
-	q, err := New(Config{Layers: []*Settings{{Origin: OriginLocal, Allow: []Pattern{PatternOf(exact.Permission.Key())}}}})
+	q, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginLocal, Allow: []Pattern{PatternOf(exact.Permission.Key())}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestAllowNeverLooksInside(t *testing.T) {
 
 func TestAskRuleInsideCompound(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust, Ask: mustRules(t, "run_command:npm:publish")}}})
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust, Ask: mustRules(t, "run_command:npm:publish")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +274,8 @@ func TestAskRuleInsideCompound(t *testing.T) {
 
 func TestRestricted(t *testing.T) {
 	t.Parallel()
-	trust, _ := New(Config{Layers: []*Settings{{Origin: OriginFlags, Mode: ModeTrust}}})
-	plan, _ := New(Config{Layers: []*Settings{{Origin: OriginFlags, Mode: ModePlan}}})
+	trust, _ := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginFlags, Mode: ModeTrust}}})
+	plan, _ := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginFlags, Mode: ModePlan}}})
 	write := &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(Key{Tool: "write_file", Action: "a.go"})}
 	read := &Request{Tool: "read_file", Class: ClassRead}
 	net := &Request{Tool: "web_fetch", Class: ClassNetwork, Permission: Ask(Key{Tool: "web_fetch", Action: "example.com"})}
@@ -317,12 +317,12 @@ func TestProjectFileCannotLoosen(t *testing.T) {
 		{Origin: OriginProject, Name: "ccrun.json", Mode: ModeAcceptEdits},
 		{Origin: OriginProject, Name: "ccrun.json", Allow: mustRules(t, "run_command:git")},
 	} {
-		if _, err := New(Config{Layers: []*Settings{s}}); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("New(%+v) error = %v, want ErrInvalidConfig", s, err)
+		if _, err := NewPolicy(PolicyConfig{Layers: []*Settings{s}}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewPolicy(%+v) error = %v, want ErrInvalidConfig", s, err)
 		}
 	}
 	// a project allow rule never allows @shell exec code (the ceiling)
-	p, err := New(Config{Layers: []*Settings{{Origin: OriginProject, Name: "ccrun.json", Allow: mustRules(t, "capability:fmt", "write_file:docs/**")}}})
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginProject, Name: "ccrun.json", Allow: mustRules(t, "capability:fmt", "write_file:docs/**")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestProjectFileCannotLoosen(t *testing.T) {
 
 func TestVisibleAndScope(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Layers: []*Settings{{Origin: OriginUser, Deny: mustRules(t, "web_fetch", "capability:evil-*", "run_command:git:push")}}})
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Deny: mustRules(t, "web_fetch", "capability:evil-*", "run_command:git:push")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestVisibleAndScope(t *testing.T) {
 
 func TestSubAgent(t *testing.T) {
 	t.Parallel()
-	parent, err := New(Config{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust, Deny: mustRules(t, "web_fetch")}}})
+	parent, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust, Deny: mustRules(t, "web_fetch")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestSubAgent(t *testing.T) {
 }
 
 func ExamplePolicy_SubAgent() {
-	parent, _ := New(Config{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust}}})
+	parent, _ := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust}}})
 	child, _ := parent.SubAgent()
 
 	write := &Request{Tool: "write_file", Class: ClassWrite,
@@ -418,7 +418,7 @@ func ExamplePolicy_Decide() {
   "mode": "default",
   "permissions": {"deny": ["run_command:git:push"], "ask": ["run_command:npm:publish"]}
 }`), "ccrun.local.json", OriginLocal)
-	p, _ := New(Config{Layers: []*Settings{local}})
+	p, _ := NewPolicy(PolicyConfig{Layers: []*Settings{local}})
 
 	for _, cmd := range []string{"git log --oneline -5", "git commit -m x && git push", "npm test && npm publish", "make"} {
 		req := &Request{Tool: "run_command", Class: ClassExec, Command: &Command{Source: cmd},
@@ -438,7 +438,7 @@ func ExamplePolicy_Decide() {
 }
 
 func BenchmarkDecide(b *testing.B) {
-	p, err := New(Config{Layers: []*Settings{{Origin: OriginUser,
+	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser,
 		Deny:  []Pattern{MustParsePattern("run_command:git:push"), MustParsePattern("run_command:rm")},
 		Ask:   []Pattern{MustParsePattern("run_command:npm:publish")},
 		Allow: []Pattern{MustParsePattern("run_command:go")}}}})

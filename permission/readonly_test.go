@@ -49,7 +49,7 @@ func TestHostileCorpus(t *testing.T) {
 			t.Errorf("IsReadOnlyText(%q) = true, want false (source: %s)", e.Command, e.Source)
 		}
 		// and the policy never allows it silently in default mode
-		p, err := New(Config{})
+		p, err := NewPolicy(PolicyConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestReadOnlyCorpus(t *testing.T) {
 	if len(entries) < 40 {
 		t.Fatalf("read-only corpus has %d entries, want at least 40", len(entries))
 	}
-	p, err := New(Config{})
+	p, err := NewPolicy(PolicyConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

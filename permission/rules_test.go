@@ -88,7 +88,7 @@ func FuzzPolicy(f *testing.F) {
 	for _, e := range loadCorpus(f, "hostile") {
 		f.Add(e.Command)
 	}
-	p, err := New(Config{ProjectDir: "/nonexistent/project", Home: "/nonexistent/home", Layers: []*Settings{{Origin: OriginUser,
+	p, err := NewPolicy(PolicyConfig{ProjectDir: "/nonexistent/project", Home: "/nonexistent/home", Layers: []*Settings{{Origin: OriginUser,
 		Deny: []Pattern{MustParsePattern("run_command:git:push")}, Ask: []Pattern{MustParsePattern("run_command:npm")},
 		Allow: []Pattern{MustParsePattern("run_command:*")}}}})
 	if err != nil {

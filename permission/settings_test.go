@@ -110,7 +110,7 @@ func TestLoadLayers(t *testing.T) {
 	if len(layers) != 3 {
 		t.Fatalf("%d layers, want 3 (user file missing)", len(layers))
 	}
-	p, err := New(Config{Layers: layers, ProjectDir: dir})
+	p, err := NewPolicy(PolicyConfig{Layers: layers, ProjectDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
