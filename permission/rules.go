@@ -3,6 +3,7 @@ package permission
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -110,6 +111,10 @@ type word struct {
 type segment struct {
 	argv   []word
 	opaque bool
+	// loose is set for the words of code in another language (python -c,
+	// awk programs, ssh's remote command, git -c values): a rule matches
+	// when its program and its detail are among the words.
+	loose bool
 }
 
 func (s segment) program() (string, bool) {
@@ -138,6 +143,10 @@ func walkSegments(node syntax.Node, depth int, out *[]segment) {
 		return
 	}
 	syntax.Walk(node, func(n syntax.Node) bool {
+		if a, ok := n.(*syntax.Assign); ok {
+			codeAssign(a, depth, out)
+			return true
+		}
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
@@ -258,7 +267,94 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		nestedText(joinVals(args), depth, out)
 	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "rbash", "fish", "yash", "tcsh", "csh":
 		shellArgs(prog, args, st, depth, out)
+	case "alias", "hash", "enable", "fc", "shopt":
+		// can make a later word run something else (alias g=git; g push)
+		if prog == "shopt" && !slices.ContainsFunc(args, func(a word) bool { return !a.lit || a.val == "expand_aliases" }) {
+			return // shopt -s nullglob … changes nothing about what runs
+		}
+		*out = append(*out, segment{opaque: true})
+	case "trap":
+		if len(args) > 0 && args[0].val != "-l" && args[0].val != "-p" {
+			if !args[0].lit {
+				*out = append(*out, segment{opaque: true})
+				return
+			}
+			nestedText(args[0].val, depth, out)
+		}
+	case "source", ".":
+		if len(args) == 0 {
+			return
+		}
+		if !args[0].lit {
+			*out = append(*out, segment{opaque: true})
+		} else if isStdin(args[0].val) {
+			shellArgs("sh", nil, st, depth, out)
+		}
+	case "python", "python2", "python3", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua",
+		"Rscript", "osascript", "pwsh", "powershell", "tclsh", "jshell", "awk", "gawk", "mawk", "nawk",
+		"sed", "ssh", "parallel", "su", "runuser", "script", "expect", "tmux", "screen":
+		// code in another language, or a command run elsewhere: its words
+		for _, a := range args {
+			if !a.lit {
+				*out = append(*out, segment{opaque: true})
+				return
+			}
+		}
+		looseWords(joinVals(args), out)
+	case "git":
+		for i, a := range args {
+			if (a.val == "-c" || a.val == "--config-env") && i+1 < len(args) {
+				looseWords(args[i+1].val, out)
+			} else if strings.HasPrefix(a.val, "-c") && len(a.val) > 2 || strings.HasPrefix(a.val, "--config-env=") {
+				looseWords(a.val, out)
+			}
+		}
 	}
+}
+
+// codeAssign looks at assignments to variables whose value the shell runs
+// or sources: PS0-PS4 and PROMPT_COMMAND are parsed, BASH_ENV and ENV name a
+// file nobody has seen.
+func codeAssign(a *syntax.Assign, depth int, out *[]segment) {
+	if a.Name == nil {
+		return
+	}
+	switch a.Name.Value {
+	case "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND":
+		if a.Value == nil {
+			return
+		}
+		if w := literal(a.Value); w.lit {
+			nestedText(w.val, depth, out)
+			return
+		}
+		*out = append(*out, segment{opaque: true})
+	case "BASH_ENV", "ENV", "BASH_LOADABLES_PATH", "PROMPT_COMMANDS":
+		*out = append(*out, segment{opaque: true})
+	}
+}
+
+// looseWords records text in another language as a loose segment.
+func looseWords(text string, out *[]segment) {
+	var argv []word
+	for _, t := range strings.FieldsFunc(text, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '+' || r == ':' ||
+			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		argv = append(argv, word{val: t, lit: true})
+	}
+	if len(argv) > 0 {
+		*out = append(*out, segment{argv: argv, loose: true})
+	}
+}
+
+// isStdin reports whether a script argument names the standard input.
+func isStdin(s string) bool {
+	switch s {
+	case "-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+		return true
+	}
+	return false
 }
 
 // wrapper records the command a wrapper runs: rest, where the wrapper's
@@ -298,10 +394,13 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 			return
 		}
 		if a.val == "--" {
-			if i+1 < len(args) {
+			if i+1 < len(args) && !isStdin(args[i+1].val) {
 				return // a script file: not looked into
 			}
 			break
+		}
+		if a.val == "-s" {
+			break // commands from the standard input
 		}
 		if strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
 			if strings.HasPrefix(a.val, "--") {
@@ -325,6 +424,9 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 		}
 		if i > 0 && (args[i-1].val == "-o" || args[i-1].val == "+o" || args[i-1].val == "-O" || args[i-1].val == "+O") {
 			continue
+		}
+		if isStdin(a.val) {
+			break // the script is the standard input
 		}
 		return // a script file: what it runs is not seen (nor is any file's)
 	}
@@ -499,6 +601,9 @@ func matchSegment(p Pattern, seg segment) bool {
 	if p.Tool != shellTool || p.Exact {
 		return false
 	}
+	if seg.loose {
+		return looseMatch(p, seg)
+	}
 	prog, lit := seg.program()
 	if !lit {
 		return true
@@ -512,6 +617,31 @@ func matchSegment(p Pattern, seg segment) bool {
 	}
 	for _, a := range seg.argv[1:] {
 		if !a.lit || glob(p.Detail, a.val) {
+			return true
+		}
+	}
+	return false
+}
+
+// looseMatch: the rule's program is one of the words, and its detail
+// (when it has one) another.
+func looseMatch(p Pattern, seg segment) bool {
+	found := false
+	for _, w := range seg.argv {
+		if glob(p.Action, w.val) || glob(p.Action, path.Base(w.val)) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	switch p.Detail {
+	case "", "*", "**":
+		return true
+	}
+	for _, w := range seg.argv {
+		if glob(p.Detail, w.val) {
 			return true
 		}
 	}
