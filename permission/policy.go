@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/ccrun/ccrun/ceiling"
 )
 
 // Mode is the default stance of the gate for calls no rule, allowlist or
@@ -361,8 +359,9 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		if !matchOwn(r.Pattern, req) {
 			continue
 		}
-		if r.Origin == OriginProject && req.Environment == ceiling.Shell && req.Class != ClassRead && req.Class != ClassInternal && req.Class != ClassWrite {
-			// a committed file cannot trust host code for good: the ceiling
+		if r.Origin == OriginProject && !req.Environment.Sandboxed() && req.Class != ClassRead && req.Class != ClassInternal && req.Class != ClassWrite {
+			// a committed file cannot trust host code for good (the ceiling);
+			// an environment not said is taken as the host
 			note = "; allow rule " + r.String() + " is in the committed project file and cannot allow @shell code (ceiling)"
 			continue
 		}

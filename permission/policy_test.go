@@ -353,6 +353,11 @@ func TestProjectFileCannotLoosen(t *testing.T) {
 	if v, l, _ := p.Decide(&wasmCap); v != Allow || l != LayerAllowRule {
 		t.Errorf("@wasm capability = %s %s, want allow by rule", v, l)
 	}
+	noEnv := *shellCap
+	noEnv.Environment = ""
+	if v, _, _ := p.Decide(&noEnv); v == Allow {
+		t.Error("committed allow rule allowed a call whose environment is not said")
+	}
 	doc := &Request{Tool: "write_file", Environment: "@shell", Class: ClassWrite, Permission: Ask(Key{Tool: "write_file", Action: "docs/a.md"})}
 	if v, _, _ := p.Decide(doc); v != Allow {
 		t.Errorf("docs write = %s, want allow", v)
