@@ -337,11 +337,25 @@ const maxGlob = 1000
 // not match a leading dot unless the pattern's component starts with
 // one). A glob that expands to nothing is checked as text: a rule whose
 // name it could match counts (cat ~/.aw?/credentials before the file
-// exists; a write tool's literal path with a * in it).
+// exists; a write tool's literal path with a * in it), and so is one too
+// wide to expand (more than two glob components, or one under / or a
+// top-level directory).
 func (d *dangerScan) glob(given, pattern string, write bool) {
 	pattern = filepath.Clean(pattern)
-	matches, err := filepath.Glob(pattern)
 	pcomps := strings.Split(pattern, string(filepath.Separator))
+	fixed, globs := 0, 0
+	for _, c := range pcomps {
+		if strings.ContainsAny(c, "*?[") {
+			globs++
+		} else if globs == 0 {
+			fixed++
+		}
+	}
+	var matches []string
+	err := filepath.ErrBadPattern
+	if fixed >= 3 && globs <= 2 { // "", and two real directories: not a walk of the whole disk
+		matches, err = filepath.Glob(pattern)
+	}
 	n := 0
 	for _, m := range matches {
 		mcomps := strings.Split(m, string(filepath.Separator))

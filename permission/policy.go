@@ -276,8 +276,9 @@ func (p *Policy) InScope(req *Request) (ok bool, reason string) {
 // text that does not parse matches every run_command deny rule. rule is
 // written "PATTERN (SOURCE)".
 func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
+	in := &inside{req: req}
 	for _, r := range p.deny {
-		if matchInside(r.Pattern, req) {
+		if matchInside(r.Pattern, in) {
 			return r.String(), true
 		}
 	}
@@ -349,8 +350,9 @@ func (p *Policy) Dangerous(req *Request) []Finding {
 //
 // why is the rule ("PATTERN (SOURCE)") for rule layers, else a reason.
 func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
+	in := &inside{req: req}
 	for _, r := range p.ask {
-		if matchInside(r.Pattern, req) {
+		if matchInside(r.Pattern, in) {
 			return AskUser, LayerAskRule, r.String()
 		}
 	}

@@ -648,11 +648,30 @@ func looseMatch(p Pattern, seg segment) bool {
 	return false
 }
 
-// matchInside reports whether a deny or ask rule covers req: its own key,
-// every call of its tool, or, for a shell command, any command anywhere in
-// it. A shell command whose text does not parse matches every run_command
-// rule.
-func matchInside(p Pattern, req *Request) bool {
+// inside holds what deny and ask rules look at in a request, computed once.
+type inside struct {
+	req    *Request
+	done   bool
+	parsed bool
+	segs   []segment
+}
+
+func (in *inside) segments() ([]segment, bool) {
+	if !in.done {
+		in.done = true
+		if f, ok := commandFile(in.req); ok {
+			in.parsed, in.segs = true, segments(f)
+		}
+	}
+	return in.segs, in.parsed
+}
+
+// matchInside reports whether a deny or ask rule covers in.req: its own
+// key, every call of its tool, or, for a shell command, any command
+// anywhere in it. A shell command whose text does not parse matches every
+// run_command rule.
+func matchInside(p Pattern, in *inside) bool {
+	req := in.req
 	k := requestKey(req)
 	if k.Tool != "" && p.Match(k) {
 		return true
@@ -667,11 +686,11 @@ func matchInside(p Pattern, req *Request) bool {
 	if p.Tool != shellTool || !isShell(req) {
 		return false
 	}
-	f, ok := commandFile(req)
+	segs, ok := in.segments()
 	if !ok {
 		return true
 	}
-	for _, seg := range segments(f) {
+	for _, seg := range segs {
 		if matchSegment(p, seg) {
 			return true
 		}
