@@ -124,6 +124,10 @@ func (s segment) program() (string, bool) {
 	return s.argv[0].val, s.argv[0].lit
 }
 
+// maxSegments bounds how many commands one text is taken apart into;
+// past it the rest is opaque.
+const maxSegments = 4096
+
 // maxNesting bounds how deep bash -c, eval and wrappers are looked through;
 // deeper text is opaque.
 const maxNesting = 8
@@ -172,6 +176,10 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		return
 	}
 	if len(argv) == 0 {
+		return
+	}
+	if len(*out) >= maxSegments {
+		*out = append(*out, segment{opaque: true})
 		return
 	}
 	*out = append(*out, segment{argv: argv})
@@ -245,6 +253,20 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		nestedText(joinVals(rest), depth, out)
 	case "flock":
 		wrapper(args, skipPositional(skipFlags(args, "wEc", "wait timeout conflict-exit-code command"), 1), st, depth, out)
+	case "chroot", "strace", "ltrace", "valgrind", "unshare", "nsenter", "firejail", "bwrap",
+		"systemd-run", "proxychains", "proxychains4", "torsocks", "gtimeout", "catchsegv", "direnv",
+		"sg", "newgrp", "fakeroot", "faketime", "dbus-run-session", "xvfb-run", "with-contenv":
+		// wrappers whose options are not modelled: a command may start at any
+		// word after their options
+		rest := skipFlags(args, "", "")
+		for k, w := range rest {
+			if k >= 8 {
+				break
+			}
+			if w.lit && !strings.HasPrefix(w.val, "-") {
+				wrapped(rest[k:], st, depth, out)
+			}
+		}
 	case "find":
 		for i := 0; i < len(args); i++ {
 			switch args[i].val {
@@ -388,11 +410,26 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 		}
 		return
 	}
+	// -c anywhere (in a cluster such as -ec, after --rcfile FILE…): the next
+	// word is code. Looking past the first operand errs towards matching.
 	for i, a := range args {
 		if !a.lit {
 			*out = append(*out, segment{opaque: true})
 			return
 		}
+		if len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "c") {
+			if i+1 >= len(args) {
+				return
+			}
+			if !args[i+1].lit {
+				*out = append(*out, segment{opaque: true})
+				return
+			}
+			nestedText(args[i+1].val, depth, out)
+			return
+		}
+	}
+	for i, a := range args {
 		if a.val == "--" {
 			if i+1 < len(args) && !isStdin(args[i+1].val) {
 				return // a script file: not looked into
@@ -403,27 +440,13 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 			break // commands from the standard input
 		}
 		if strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
-			if strings.HasPrefix(a.val, "--") {
-				continue
-			}
-			if strings.Contains(a.val, "c") {
-				if i+1 < len(args) {
-					if !args[i+1].lit {
-						*out = append(*out, segment{opaque: true})
-						return
-					}
-					nestedText(args[i+1].val, depth, out)
-				}
-				return
-			}
-			if a.val == "-o" || a.val == "+o" || a.val == "-O" || a.val == "+O" {
-				// takes an option name; the next word is not a script
-				continue
-			}
 			continue
 		}
-		if i > 0 && (args[i-1].val == "-o" || args[i-1].val == "+o" || args[i-1].val == "-O" || args[i-1].val == "+O") {
-			continue
+		if i > 0 {
+			switch args[i-1].val {
+			case "-o", "+o", "-O", "+O", "--rcfile", "--init-file":
+				continue // an option's value, not a script
+			}
 		}
 		if isStdin(a.val) {
 			break // the script is the standard input

@@ -67,6 +67,18 @@ func TestSegmentsLookThroughWrappers(t *testing.T) {
 	}
 }
 
+func TestSegmentsBounded(t *testing.T) {
+	t.Parallel()
+	cmd := strings.Repeat("strace ", 40) + "git push"
+	f, ok := parseShell(cmd)
+	if !ok {
+		t.Fatal("does not parse")
+	}
+	if n := len(segments(f)); n > 2*maxSegments {
+		t.Errorf("%d segments, want at most %d", n, 2*maxSegments)
+	}
+}
+
 func TestSegmentsDepthBounded(t *testing.T) {
 	t.Parallel()
 	cmd := strings.Repeat("eval ", 20) + "ls"
