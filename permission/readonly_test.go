@@ -2,6 +2,7 @@ package permission
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,17 +193,13 @@ func BenchmarkIsReadOnly(b *testing.B) {
 		"find . -name '*.go' -exec rm {} ;",
 	} {
 		f, _ := parseShell(src)
-		b.Run(strings.Fields(src)[0]+"-"+itoa(len(src)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s-len%d", strings.Fields(src)[0], len(src)), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				IsReadOnly(f)
 			}
 		})
 	}
-}
-
-func itoa(n int) string {
-	return strings.TrimLeft(strings.Repeat("0", 3)+string(rune('0'+n/100%10))+string(rune('0'+n/10%10))+string(rune('0'+n%10)), "0")
 }
 
 // shellRequest is a run_command call of class exec as the gate builds it,
