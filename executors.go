@@ -58,7 +58,7 @@ func loadPolicy(dir string, extra []*permission.Settings) (*permission.Policy, e
 	if err != nil {
 		return nil, err
 	}
-	return permission.New(permission.Config{Layers: append(layers, extra...), ProjectDir: dir})
+	return permission.NewPolicy(permission.PolicyConfig{Layers: append(layers, extra...), ProjectDir: dir})
 }
 
 func (r *Runtime) wasmMaker() func(context.Context) (Executor, error) {

@@ -148,6 +148,7 @@ func DangerousPaths(req *Request, projectDir, home string) []Finding {
 		if f, ok := commandFile(req); ok {
 			ro, _ := IsReadOnly(f)
 			d.shell(f, !ro, 0)
+			d.recursive(f)
 		} else if req.Command != nil {
 			d.tokens(req.Command.Source, true)
 		}
@@ -209,6 +210,57 @@ func (d *dangerScan) tokens(s string, write bool) {
 	}
 }
 
+// recursive finds programs that read whole trees (grep -r, rg, find, tar,
+// cp -r, rsync…) given the home directory or one above it: the keys and
+// credentials in it would be read too.
+func (d *dangerScan) recursive(f *syntax.File) {
+	home := filepath.Clean(d.home)
+	for _, seg := range segments(f) {
+		prog, lit := seg.program()
+		if !lit {
+			continue
+		}
+		var args []string
+		for _, a := range seg.argv[1:] {
+			args = append(args, a.val)
+		}
+		switch path.Base(prog) {
+		case "grep", "egrep", "fgrep", "zgrep":
+			if !hasOpt(args, "--recursive", 'r') && !hasOpt(args, "--dereference-recursive", 'R') {
+				continue
+			}
+		case "cp", "scp":
+			if !hasOpt(args, "--recursive", 'r') && !hasOpt(args, "", 'R') && !hasOpt(args, "--archive", 'a') {
+				continue
+			}
+		case "rg", "ag", "ack", "find", "fd", "tar", "zip", "7z", "rsync", "rclone", "git":
+		default:
+			continue
+		}
+		for _, a := range args {
+			if a == "" || strings.HasPrefix(a, "-") {
+				continue
+			}
+			p := a
+			if p == "~" || strings.HasPrefix(p, "~/") {
+				p = filepath.Join(d.home, strings.TrimPrefix(p, "~"))
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(d.projectDir, p)
+			}
+			r := resolve(p)
+			if home != "" && home != "/" && (r == home || strings.HasPrefix(home, strings.TrimSuffix(r, "/")+"/")) {
+				key := "tree\x00" + r
+				if !d.seen[key] {
+					d.seen[key] = true
+					d.out = append(d.out, Finding{Given: a, Resolved: r, Kind: DangerLeak,
+						What: "the home directory, read as a whole tree (keys and credentials are in it)"})
+				}
+			}
+		}
+	}
+}
+
 // loose renders w as well as can be told before running: $HOME and ~ as
 // the home directory, other expansions as nothing.
 func (d *dangerScan) loose(w *syntax.Word) string {
@@ -253,6 +305,10 @@ func (d *dangerScan) check(given string, write bool) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(d.projectDir, p)
 	}
+	if strings.ContainsAny(p, "*?[") {
+		d.glob(given, p, write)
+		return
+	}
 	lexical := filepath.Clean(p)
 	physical := resolve(p)
 	for _, cand := range []string{lexical, physical} {
@@ -272,6 +328,92 @@ func (d *dangerScan) check(given string, write bool) {
 			break
 		}
 	}
+}
+
+// maxGlob bounds how many expansions of one glob are checked.
+const maxGlob = 1000
+
+// glob checks what a glob would expand to, as bash would (a * or ? does
+// not match a leading dot unless the pattern's component starts with
+// one). A glob that expands to nothing is checked as text: a rule whose
+// name it could match counts (cat ~/.aw?/credentials before the file
+// exists; a write tool's literal path with a * in it), and so is one too
+// wide to expand (more than two glob components, or one under / or a
+// top-level directory).
+func (d *dangerScan) glob(given, pattern string, write bool) {
+	pattern = filepath.Clean(pattern)
+	pcomps := strings.Split(pattern, string(filepath.Separator))
+	fixed, globs := 0, 0
+	for _, c := range pcomps {
+		if strings.ContainsAny(c, "*?[") {
+			globs++
+		} else if globs == 0 {
+			fixed++
+		}
+	}
+	var matches []string
+	err := filepath.ErrBadPattern
+	if fixed >= 3 && globs <= 2 { // "", and two real directories: not a walk of the whole disk
+		matches, err = filepath.Glob(pattern)
+	}
+	n := 0
+	for _, m := range matches {
+		mcomps := strings.Split(m, string(filepath.Separator))
+		if len(mcomps) != len(pcomps) || hiddenByGlob(pcomps, mcomps) {
+			continue
+		}
+		if n++; n > maxGlob {
+			break
+		}
+		d.check(m, write)
+	}
+	if err != nil || n == 0 {
+		// nothing there (yet): compare the pattern's components with the rules' names
+		for _, r := range dangerRules {
+			if (r.kind == DangerImplant && !write) || !r.matchPattern(pcomps) {
+				continue
+			}
+			key := string(r.kind) + "\x00" + pattern
+			if !d.seen[key] {
+				d.seen[key] = true
+				d.out = append(d.out, Finding{Given: given, Resolved: pattern, Kind: r.kind, What: r.what})
+			}
+		}
+	}
+}
+
+func hiddenByGlob(pcomps, mcomps []string) bool {
+	for i := range pcomps {
+		if strings.HasPrefix(mcomps[i], ".") && !strings.HasPrefix(pcomps[i], ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// matchPattern reports whether a glob's components could name a path the
+// rule covers.
+func (r dangerRule) matchPattern(comps []string) bool {
+	n := len(r.seq)
+	for i := 0; i+n <= len(comps); i++ {
+		if !r.dir && i+n != len(comps) {
+			continue
+		}
+		ok := true
+		for j, name := range r.seq {
+			c := comps[i+j]
+			m1, _ := path.Match(name, c)
+			m2, _ := path.Match(c, name)
+			if !(m1 || m2) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(c, ".")) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve returns p with every symlink of its existing part followed and

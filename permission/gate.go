@@ -34,7 +34,7 @@ type Gate struct {
 }
 
 // defaultPolicy is the policy of a Gate without one: default mode, no rules.
-var defaultPolicy, _ = New(Config{})
+var defaultPolicy, _ = NewPolicy(PolicyConfig{})
 
 func (g *Gate) now() time.Time {
 	if g.Now != nil {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/ccrun/ccrun/ceiling"
 )
 
 // Mode is the default stance of the gate for calls no rule, allowlist or
@@ -114,8 +112,8 @@ var ErrDepthExceeded = errors.New("sub-agent depth exceeded")
 // another one.
 const MaxSubAgentDepth = 1
 
-// Config builds a Policy.
-type Config struct {
+// PolicyConfig builds a Policy (NewPolicy).
+type PolicyConfig struct {
 	// Layers are the settings layers, any order (each says which it is);
 	// nil entries are skipped. No layers: mode default, no rules.
 	Layers []*Settings
@@ -144,13 +142,13 @@ type Policy struct {
 	home       string
 }
 
-// New merges the layers. Lists merge across layers (deny beats ask beats
+// NewPolicy merges the layers. Lists merge across layers (deny beats ask beats
 // allow whatever the order or layer); the mode is the one of the most
 // specific layer that sets it (session, then flags, local, project, user),
 // capped by the managed layer's mode: a managed "plan" makes every looser
 // mode plan. A layer that does not say which it is is an error of class
 // ErrInvalidConfig.
-func New(cfg Config) (*Policy, error) {
+func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 	p := &Policy{mode: ModeDefault, scope: cfg.Scope, projectDir: cfg.ProjectDir, home: cfg.Home}
 	best := -1
 	for _, s := range cfg.Layers {
@@ -278,8 +276,9 @@ func (p *Policy) InScope(req *Request) (ok bool, reason string) {
 // text that does not parse matches every run_command deny rule. rule is
 // written "PATTERN (SOURCE)".
 func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
+	in := &inside{req: req}
 	for _, r := range p.deny {
-		if matchInside(r.Pattern, req) {
+		if matchInside(r.Pattern, in) {
 			return r.String(), true
 		}
 	}
@@ -351,8 +350,9 @@ func (p *Policy) Dangerous(req *Request) []Finding {
 //
 // why is the rule ("PATTERN (SOURCE)") for rule layers, else a reason.
 func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
+	in := &inside{req: req}
 	for _, r := range p.ask {
-		if matchInside(r.Pattern, req) {
+		if matchInside(r.Pattern, in) {
 			return AskUser, LayerAskRule, r.String()
 		}
 	}
@@ -361,8 +361,9 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		if !matchOwn(r.Pattern, req) {
 			continue
 		}
-		if r.Origin == OriginProject && req.Environment == ceiling.Shell && req.Class != ClassRead && req.Class != ClassInternal && req.Class != ClassWrite {
-			// a committed file cannot trust host code for good: the ceiling
+		if r.Origin == OriginProject && !req.Environment.Sandboxed() && req.Class != ClassRead && req.Class != ClassInternal && req.Class != ClassWrite {
+			// a committed file cannot trust host code for good (the ceiling);
+			// an environment not said is taken as the host
 			note = "; allow rule " + r.String() + " is in the committed project file and cannot allow @shell code (ceiling)"
 			continue
 		}

@@ -129,46 +129,65 @@ func roCall(c *syntax.CallExpr, depth int) (bool, string) {
 		}
 	}
 	argv := make([]string, len(c.Args))
-	globs := false
+	globs, risky := false, false
 	for i, w := range c.Args {
 		lw := wordOf(w)
 		if !lw.lit {
 			return false, "has an expansion or substitution ($…, `…`, <(…))"
+		}
+		if strings.ContainsFunc(lw.val, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
+			return false, "has control characters"
 		}
 		g, brace := unquotedMeta(w)
 		if brace {
 			return false, "has a brace expansion"
 		}
 		if g {
-			if i == 0 || lw.val == "" || lw.val[0] == '-' || strings.ContainsAny(lw.val[:1], "*?[") {
-				return false, "has a glob that could expand to an option"
+			if i == 0 {
+				return false, "has a glob in the program name"
+			}
+			if lw.val == "" || lw.val[0] == '-' || strings.ContainsAny(lw.val[:1], "*?[") {
+				risky = true
 			}
 			globs = true
 		}
 		argv[i] = lw.val
 	}
+	if risky && !readers[argv[0]].any {
+		return false, "has a glob that could expand to an option of " + argv[0]
+	}
 	return roArgv(argv, globs, depth)
 }
 
-// unquotedMeta reports unescaped glob characters and brace expansions in
-// the unquoted parts of w.
+// unquotedMeta reports unescaped glob characters and brace expansions
+// ({a,b}, {1..3}) in the unquoted parts of w (quoted parts count as plain
+// text, as they do for the shell).
 func unquotedMeta(w *syntax.Word) (glob, brace bool) {
+	var b strings.Builder
 	for _, part := range w.Parts {
-		l, ok := part.(*syntax.Lit)
-		if !ok {
-			continue
+		if l, ok := part.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString("Q")
 		}
-		s := l.Value
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
-			case '\\':
-				i++
-			case '*', '?', '[':
+	}
+	s := b.String()
+	open := -1
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?':
+			glob = true
+		case '[':
+			if strings.IndexByte(s[i:], ']') > 0 {
 				glob = true
-			case '{':
-				if strings.ContainsAny(s[i:], ",}") {
-					brace = true
-				}
+			}
+		case '{':
+			open = i
+		case '}':
+			if open >= 0 && strings.ContainsAny(s[open:i], ",.") {
+				brace = true
 			}
 		}
 	}
@@ -203,7 +222,7 @@ var readers = map[string]roSpec{
 	"cal": harmless, "sleep": harmless, "whereis": harmless, "numfmt": harmless,
 	"date":   {denyShort: "s", denyLong: []string{"set"}},
 	"file":   {denyShort: "C", denyLong: []string{"compile"}},
-	"tree":   {denyShort: "o", denyLong: []string{"output"}},
+	"tree":   {denyShort: "oR", denyLong: []string{"output"}},
 	"printf": {denyShort: "v"},
 	"uniq":   {maxPos: 1},
 	"xxd":    {maxPos: 1},
@@ -321,24 +340,33 @@ func roFind(args []string, globs bool, depth int) (bool, string) {
 }
 
 // roXargs accepts xargs running a program none of whose options is
-// dangerous, since xargs adds arguments nobody has seen.
+// dangerous, since xargs adds arguments nobody has seen. Only options whose
+// form is certain are accepted (not -i, -l, -e, whose value is optional).
 func roXargs(args []string, globs bool, depth int) (bool, string) {
-	ws := make([]word, len(args))
-	for i, a := range args {
-		ws[i] = word{val: a, lit: true}
-	}
-	rest := skipFlags(ws, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var")
-	for _, a := range args[:len(args)-len(rest)] {
-		if a == "-a" || strings.HasPrefix(a, "--arg-file") || a == "-p" || a == "--interactive" || strings.HasPrefix(a, "--process-slot") {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+		a := args[i]
+		i++
+		switch {
+		case a == "--":
+			goto command
+		case a == "-0" || a == "--null" || a == "-r" || a == "--no-run-if-empty" || a == "-t" || a == "--verbose" || a == "-x" || a == "--exit":
+		case len(a) == 2 && strings.ContainsRune("nLPdIsE", rune(a[1])):
+			i++ // the value is the next word
+		case len(a) > 2 && a[1] != '-' && strings.ContainsRune("nLPdIsE", rune(a[1])):
+			// the value is attached
+		case slices.ContainsFunc([]string{"--max-args=", "--max-lines=", "--max-procs=", "--delimiter=", "--replace=", "--max-chars=", "--eof="}, func(p string) bool { return strings.HasPrefix(a, p) }):
+		default:
 			return false, "xargs " + a + " is not accepted"
 		}
 	}
-	if len(rest) == 0 {
+command:
+	if i >= len(args) {
 		return true, "" // xargs echo
 	}
-	prog := rest[0].val
+	prog := args[i]
 	spec, ok := readers[prog]
-	if !ok || !spec.any || strings.Contains(prog, "/") {
+	if !ok || !spec.any {
 		return false, "xargs runs " + prog + " with arguments nobody has seen"
 	}
 	return true, ""
@@ -615,14 +643,14 @@ func sedSubst(s string) bool {
 
 // gitGlobal are the git options before the subcommand that change nothing
 // about what runs. -c, -C, --config-env, --exec-path, --git-dir,
-// --work-tree, --namespace… ask.
+// --work-tree, --namespace, -p/--paginate (forces a pager) … ask.
 var gitGlobal = []string{"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs",
 	"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects",
-	"-p", "--paginate", "--no-lazy-fetch", "--no-advice"}
+	"--no-lazy-fetch", "--no-advice"}
 
 // gitDiffDeny are options of log, diff, show… that write a file or run a
 // configured program.
-var gitDiffDeny = []string{"output", "ext-diff", "textconv", "open-files-in-pager", "exec", "upload-pack", "receive-pack"}
+var gitDiffDeny = []string{"output", "ext-diff", "textconv", "filters", "open-files-in-pager", "exec", "upload-pack", "receive-pack"}
 
 func roGit(args []string, globs bool, depth int) (bool, string) {
 	i := 0

@@ -3,6 +3,7 @@ package permission
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -110,6 +111,10 @@ type word struct {
 type segment struct {
 	argv   []word
 	opaque bool
+	// loose is set for the words of code in another language (python -c,
+	// awk programs, ssh's remote command, git -c values): a rule matches
+	// when its program and its detail are among the words.
+	loose bool
 }
 
 func (s segment) program() (string, bool) {
@@ -118,6 +123,10 @@ func (s segment) program() (string, bool) {
 	}
 	return s.argv[0].val, s.argv[0].lit
 }
+
+// maxSegments bounds how many commands one text is taken apart into;
+// past it the rest is opaque.
+const maxSegments = 4096
 
 // maxNesting bounds how deep bash -c, eval and wrappers are looked through;
 // deeper text is opaque.
@@ -138,6 +147,10 @@ func walkSegments(node syntax.Node, depth int, out *[]segment) {
 		return
 	}
 	syntax.Walk(node, func(n syntax.Node) bool {
+		if a, ok := n.(*syntax.Assign); ok {
+			codeAssign(a, depth, out)
+			return true
+		}
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
@@ -162,8 +175,15 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		*out = append(*out, segment{opaque: true})
 		return
 	}
+	if len(argv) == 0 {
+		return
+	}
+	if len(*out) >= maxSegments {
+		*out = append(*out, segment{opaque: true})
+		return
+	}
 	*out = append(*out, segment{argv: argv})
-	if len(argv) == 0 || !argv[0].lit {
+	if !argv[0].lit {
 		return
 	}
 	prog := path.Base(argv[0].val)
@@ -202,37 +222,51 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		}
 		wrapped(args[min(i, len(args)):], st, depth, out)
 	case "nice":
-		wrapped(skipFlags(args, "n", "adjustment"), st, depth, out)
+		wrapper(args, skipFlags(args, "n", "adjustment"), st, depth, out)
 	case "timeout":
 		rest := skipFlags(args, "sk", "signal kill-after")
 		if len(rest) > 0 {
 			rest = rest[1:] // the duration
 		}
-		wrapped(rest, st, depth, out)
+		wrapper(args, rest, st, depth, out)
 	case "nohup", "setsid", "time", "builtin", "unbuffer", "caffeinate":
-		wrapped(skipFlags(args, "", ""), st, depth, out)
+		wrapper(args, skipFlags(args, "", ""), st, depth, out)
 	case "command":
 		if len(args) > 0 && (args[0].val == "-v" || args[0].val == "-V") {
 			return
 		}
-		wrapped(skipFlags(args, "", ""), st, depth, out)
+		wrapper(args, skipFlags(args, "", ""), st, depth, out)
 	case "exec":
-		wrapped(skipFlags(args, "a", ""), st, depth, out)
+		wrapper(args, skipFlags(args, "a", ""), st, depth, out)
 	case "stdbuf":
-		wrapped(skipFlags(args, "ioe", "input output error"), st, depth, out)
+		wrapper(args, skipFlags(args, "ioe", "input output error"), st, depth, out)
 	case "ionice":
-		wrapped(skipFlags(args, "cnpP", "class classdata pid pgid uid"), st, depth, out)
+		wrapper(args, skipFlags(args, "cnpP", "class classdata pid pgid uid"), st, depth, out)
 	case "chrt", "taskset":
-		wrapped(skipPositional(skipFlags(args, "", ""), 1), st, depth, out)
+		wrapper(args, skipPositional(skipFlags(args, "", ""), 1), st, depth, out)
 	case "sudo", "doas", "run0", "pkexec":
-		wrapped(skipFlags(args, "ugCDhprtUTc", "user group close-from chdir host prompt role type other-user command-timeout"), st, depth, out)
+		wrapper(args, skipFlags(args, "ugCDhprtUTc", "user group close-from chdir host prompt role type other-user command-timeout"), st, depth, out)
 	case "xargs":
-		wrapped(skipFlags(args, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var"), st, depth, out)
+		wrapper(args, skipFlags(args, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var"), st, depth, out)
 	case "watch":
 		rest := skipFlags(args, "nd", "interval differences")
 		nestedText(joinVals(rest), depth, out)
 	case "flock":
-		wrapped(skipPositional(skipFlags(args, "wEc", "wait timeout conflict-exit-code command"), 1), st, depth, out)
+		wrapper(args, skipPositional(skipFlags(args, "wEc", "wait timeout conflict-exit-code command"), 1), st, depth, out)
+	case "chroot", "strace", "ltrace", "valgrind", "unshare", "nsenter", "firejail", "bwrap",
+		"systemd-run", "proxychains", "proxychains4", "torsocks", "gtimeout", "catchsegv", "direnv",
+		"sg", "newgrp", "fakeroot", "faketime", "dbus-run-session", "xvfb-run", "with-contenv":
+		// wrappers whose options are not modelled: a command may start at any
+		// word after their options
+		rest := skipFlags(args, "", "")
+		for k, w := range rest {
+			if k >= 8 {
+				break
+			}
+			if w.lit && !strings.HasPrefix(w.val, "-") {
+				wrapped(rest[k:], st, depth, out)
+			}
+		}
 	case "find":
 		for i := 0; i < len(args); i++ {
 			switch args[i].val {
@@ -255,6 +289,106 @@ func expandArgv(argv []word, st *syntax.Stmt, depth int, out *[]segment) {
 		nestedText(joinVals(args), depth, out)
 	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "rbash", "fish", "yash", "tcsh", "csh":
 		shellArgs(prog, args, st, depth, out)
+	case "alias", "hash", "enable", "fc", "shopt":
+		// can make a later word run something else (alias g=git; g push)
+		if prog == "shopt" && !slices.ContainsFunc(args, func(a word) bool { return !a.lit || a.val == "expand_aliases" }) {
+			return // shopt -s nullglob … changes nothing about what runs
+		}
+		*out = append(*out, segment{opaque: true})
+	case "trap":
+		if len(args) > 0 && args[0].val != "-l" && args[0].val != "-p" {
+			if !args[0].lit {
+				*out = append(*out, segment{opaque: true})
+				return
+			}
+			nestedText(args[0].val, depth, out)
+		}
+	case "source", ".":
+		if len(args) == 0 {
+			return
+		}
+		if !args[0].lit {
+			*out = append(*out, segment{opaque: true})
+		} else if isStdin(args[0].val) {
+			shellArgs("sh", nil, st, depth, out)
+		}
+	case "python", "python2", "python3", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua",
+		"Rscript", "osascript", "pwsh", "powershell", "tclsh", "jshell", "awk", "gawk", "mawk", "nawk",
+		"sed", "ssh", "parallel", "su", "runuser", "script", "expect", "tmux", "screen":
+		// code in another language, or a command run elsewhere: its words
+		for _, a := range args {
+			if !a.lit {
+				*out = append(*out, segment{opaque: true})
+				return
+			}
+		}
+		looseWords(joinVals(args), out)
+	case "git":
+		for i, a := range args {
+			if (a.val == "-c" || a.val == "--config-env") && i+1 < len(args) {
+				looseWords(args[i+1].val, out)
+			} else if strings.HasPrefix(a.val, "-c") && len(a.val) > 2 || strings.HasPrefix(a.val, "--config-env=") {
+				looseWords(a.val, out)
+			}
+		}
+	}
+}
+
+// codeAssign looks at assignments to variables whose value the shell runs
+// or sources: PS0-PS4 and PROMPT_COMMAND are parsed, BASH_ENV and ENV name a
+// file nobody has seen.
+func codeAssign(a *syntax.Assign, depth int, out *[]segment) {
+	if a.Name == nil {
+		return
+	}
+	switch a.Name.Value {
+	case "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND":
+		if a.Value == nil {
+			return
+		}
+		if w := wordOf(a.Value); w.lit {
+			nestedText(w.val, depth, out)
+			return
+		}
+		*out = append(*out, segment{opaque: true})
+	case "BASH_ENV", "ENV", "BASH_LOADABLES_PATH", "PROMPT_COMMANDS":
+		*out = append(*out, segment{opaque: true})
+	}
+}
+
+// looseWords records text in another language as a loose segment.
+func looseWords(text string, out *[]segment) {
+	var argv []word
+	for _, t := range strings.FieldsFunc(text, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '+' || r == ':' ||
+			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		argv = append(argv, word{val: t, lit: true})
+	}
+	if len(argv) > 0 {
+		*out = append(*out, segment{argv: argv, loose: true})
+	}
+}
+
+// isStdin reports whether a script argument names the standard input.
+func isStdin(s string) bool {
+	switch s {
+	case "-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+		return true
+	}
+	return false
+}
+
+// wrapper records the command a wrapper runs: rest, where the wrapper's
+// options end as far as skipFlags can tell, and, to err towards matching,
+// a command starting at every word before it that was taken as an
+// option's value (xargs -i git push: -i takes no separate value).
+func wrapper(args, rest []word, st *syntax.Stmt, depth int, out *[]segment) {
+	wrapped(rest, st, depth, out)
+	for k, w := range args[:len(args)-len(rest)] {
+		if w.lit && !strings.HasPrefix(w.val, "-") {
+			wrapped(args[k:], st, depth, out)
+		}
 	}
 }
 
@@ -276,61 +410,80 @@ func shellArgs(prog string, args []word, st *syntax.Stmt, depth int, out *[]segm
 		}
 		return
 	}
+	// -c anywhere (in a cluster such as -ec, after --rcfile FILE…): the next
+	// word is code. Looking past the first operand errs towards matching.
 	for i, a := range args {
 		if !a.lit {
 			*out = append(*out, segment{opaque: true})
 			return
 		}
+		if len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "c") {
+			if i+1 >= len(args) {
+				return
+			}
+			if !args[i+1].lit {
+				*out = append(*out, segment{opaque: true})
+				return
+			}
+			nestedText(args[i+1].val, depth, out)
+			return
+		}
+	}
+	for i, a := range args {
 		if a.val == "--" {
-			if i+1 < len(args) {
+			if i+1 < len(args) && !isStdin(args[i+1].val) {
 				return // a script file: not looked into
 			}
 			break
 		}
+		if a.val == "-s" {
+			break // commands from the standard input
+		}
 		if strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
-			if strings.HasPrefix(a.val, "--") {
-				continue
-			}
-			if strings.Contains(a.val, "c") {
-				if i+1 < len(args) {
-					if !args[i+1].lit {
-						*out = append(*out, segment{opaque: true})
-						return
-					}
-					nestedText(args[i+1].val, depth, out)
-				}
-				return
-			}
-			if a.val == "-o" || a.val == "+o" || a.val == "-O" || a.val == "+O" {
-				// takes an option name; the next word is not a script
-				continue
-			}
 			continue
 		}
-		if i > 0 && (args[i-1].val == "-o" || args[i-1].val == "+o" || args[i-1].val == "-O" || args[i-1].val == "+O") {
-			continue
+		if i > 0 {
+			switch args[i-1].val {
+			case "-o", "+o", "-O", "+O", "--rcfile", "--init-file":
+				continue // an option's value, not a script
+			}
+		}
+		if isStdin(a.val) {
+			break // the script is the standard input
 		}
 		return // a script file: what it runs is not seen (nor is any file's)
 	}
-	// No -c, no script: the shell reads its script from stdin.
+	// No -c, no script: the shell reads its script from stdin, which is
+	// seen only when it is a literal here-document or here-string.
+	seen := false
 	for _, r := range st.Redirs {
+		var w *syntax.Word
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
-			if r.Hdoc == nil {
-				continue
-			}
-			if w := wordOf(r.Hdoc); w.lit {
-				nestedText(w.val, depth, out)
-				continue
-			}
+			w = r.Hdoc
 		case syntax.WordHdoc:
-			if w := wordOf(r.Word); w.lit {
-				nestedText(w.val, depth, out)
-				continue
-			}
+			w = r.Word
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn:
+			seen = false
+			continue
+		default:
+			continue
 		}
+		if w == nil {
+			seen = false
+			continue
+		}
+		lw := wordOf(w)
+		if !lw.lit {
+			seen = false
+			continue
+		}
+		nestedText(lw.val, depth, out)
+		seen = true
 	}
-	*out = append(*out, segment{opaque: true}) // stdin may come from a pipe or a file
+	if !seen {
+		*out = append(*out, segment{opaque: true}) // a pipe, a file, a terminal
+	}
 }
 
 // nestedText parses text as shell and walks it one level deeper.
@@ -471,6 +624,9 @@ func matchSegment(p Pattern, seg segment) bool {
 	if p.Tool != shellTool || p.Exact {
 		return false
 	}
+	if seg.loose {
+		return looseMatch(p, seg)
+	}
 	prog, lit := seg.program()
 	if !lit {
 		return true
@@ -490,11 +646,55 @@ func matchSegment(p Pattern, seg segment) bool {
 	return false
 }
 
-// matchInside reports whether a deny or ask rule covers req: its own key,
-// every call of its tool, or, for a shell command, any command anywhere in
-// it. A shell command whose text does not parse matches every run_command
-// rule.
-func matchInside(p Pattern, req *Request) bool {
+// looseMatch: the rule's program is one of the words, and its detail
+// (when it has one) another.
+func looseMatch(p Pattern, seg segment) bool {
+	found := false
+	for _, w := range seg.argv {
+		if glob(p.Action, w.val) || glob(p.Action, path.Base(w.val)) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	switch p.Detail {
+	case "", "*", "**":
+		return true
+	}
+	for _, w := range seg.argv {
+		if glob(p.Detail, w.val) {
+			return true
+		}
+	}
+	return false
+}
+
+// inside holds what deny and ask rules look at in a request, computed once.
+type inside struct {
+	req    *Request
+	done   bool
+	parsed bool
+	segs   []segment
+}
+
+func (in *inside) segments() ([]segment, bool) {
+	if !in.done {
+		in.done = true
+		if f, ok := commandFile(in.req); ok {
+			in.parsed, in.segs = true, segments(f)
+		}
+	}
+	return in.segs, in.parsed
+}
+
+// matchInside reports whether a deny or ask rule covers in.req: its own
+// key, every call of its tool, or, for a shell command, any command
+// anywhere in it. A shell command whose text does not parse matches every
+// run_command rule.
+func matchInside(p Pattern, in *inside) bool {
+	req := in.req
 	k := requestKey(req)
 	if k.Tool != "" && p.Match(k) {
 		return true
@@ -509,11 +709,11 @@ func matchInside(p Pattern, req *Request) bool {
 	if p.Tool != shellTool || !isShell(req) {
 		return false
 	}
-	f, ok := commandFile(req)
+	segs, ok := in.segments()
 	if !ok {
 		return true
 	}
-	for _, seg := range segments(f) {
+	for _, seg := range segs {
 		if matchSegment(p, seg) {
 			return true
 		}

@@ -122,6 +122,11 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			}
 		}
 	}
+	if origin == OriginProject {
+		if err := s.checkProject(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

@@ -44,7 +44,7 @@ func Warnings(req *Request) []string {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.FuncDecl:
-			if calls(n.Body, n.Name.Value) {
+			if n.Name != nil && calls(n.Body, n.Name.Value) {
 				add("defines a function that calls itself (a fork bomb?)")
 			}
 		case *syntax.Word:
@@ -87,6 +87,9 @@ func hasOpt(args []string, long string, short byte) bool {
 
 func segmentWarning(seg segment) string {
 	prog, _ := seg.program()
+	if len(seg.argv) == 0 {
+		return ""
+	}
 	args := make([]string, 0, len(seg.argv)-1)
 	for _, a := range seg.argv[1:] {
 		args = append(args, a.val)

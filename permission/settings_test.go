@@ -1,0 +1,163 @@
+package permission
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseSettings(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{
+  "$schema": "https://example.com/ccrun.schema.json",
+  "mode": "balanced",
+  "permissions": {
+    "allow": ["write_file:docs/**"],
+    "ask": ["run_command:npm:publish"],
+    "deny": ["run_command:git:push", "web_fetch"]
+  },
+  "allowlist": {"capability:fmt": {"grant": "AlwaysThisProject"}},
+  "env": {"pass": ["GOFLAGS"]}
+}`)
+	s, err := ParseSettings(data, "ccrun.json", OriginProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode != ModeDefault {
+		t.Errorf("mode = %s", s.Mode)
+	}
+	str := func(ps []Pattern) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.String())
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"run_command:git:push", "web_fetch:*"}, str(s.Deny)); diff != "" {
+		t.Errorf("deny (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"write_file:docs/**"}, str(s.Allow)); diff != "" {
+		t.Errorf("allow (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(s.Allowlist), "capability:fmt") || !strings.Contains(string(s.Env), "GOFLAGS") {
+		t.Errorf("raw members lost: %s %s", s.Allowlist, s.Env)
+	}
+}
+
+func TestParseSettingsErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data, where string
+	}{
+		{"syntax", "{\n  \"mode\": \"plan\",\n  \"permissions\": {\"deny\": [\"a:b\",]}\n}", "x.json:3:"},
+		{"unknown member", "{\n  \"mode\": \"plan\",\n  \"allow\": [\"run_command:git\"]\n}", "x.json:3:3"},
+		{"unknown permissions member", "{\"permissions\": {\n \"allwo\": []}}", "x.json:2:2"},
+		{"bad rule", "{\"permissions\": {\"deny\": [\n   \"run_command:git:push\",\n   \"run_command:\"]}}", "x.json:3:4"},
+		{"bad rule quoting", "{\"permissions\": {\"deny\": [\"run_command:git status\"]}}", "x.json:1:27"},
+		{"rule not a string", "{\"permissions\": {\"deny\": [42]}}", "x.json:1:27"},
+		{"bad mode", "{\"mode\": \"lenient\"}", "x.json:1:10"},
+		{"duplicate", "{\"mode\": \"plan\",\n\"mode\": \"trust\"}", "x.json:2:1"},
+		{"not an object", "[1]", "x.json:1:1"},
+		{"trailing", "{} {}", "x.json:1:"},
+		{"empty", "", "x.json:1:1"},
+		{"permissions not an object", "{\"permissions\": []}", "x.json:1:17"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseSettings([]byte(tt.data), "x.json", OriginUser)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.HasPrefix(err.Error(), tt.where) {
+				t.Errorf("error = %q, want it to start with %q", err, tt.where)
+			}
+		})
+	}
+}
+
+func TestLoadLayers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	loc := Locations{
+		Managed: write("managed.json", `{"mode": "default", "permissions": {"deny": ["run_command:curl"]}}`),
+		User:    filepath.Join(dir, "missing.json"),
+		Project: write("ccrun.json", `{"permissions": {"allow": ["run_command:curl"]}}`),
+		Local:   write("ccrun.local.json", `{"mode": "trust", "permissions": {"allow": ["run_command:curl"]}}`),
+	}
+	layers, err := LoadLayers(loc)
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("a project allow of run_command: error = %v, want ErrInvalidConfig", err)
+	}
+	_ = layers
+	loc.Project = write("ccrun.json", `{"permissions": {"ask": ["run_command:npm"]}}`)
+	layers, err = LoadLayers(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 3 {
+		t.Fatalf("%d layers, want 3 (user file missing)", len(layers))
+	}
+	p, err := NewPolicy(PolicyConfig{Layers: layers, ProjectDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode() != ModeDefault {
+		t.Errorf("mode = %s, want default (managed cap)", p.Mode())
+	}
+	if rule, ok := p.DenyRule(simpleShell("curl", "https://example.com")); !ok || !strings.Contains(rule, "managed.json") {
+		t.Errorf("managed deny = %q, %v", rule, ok)
+	}
+	if _, err := LoadSettings(filepath.Join(dir, "nope.json"), OriginUser); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file error = %v", err)
+	}
+	loc.Managed = write("managed.json", `{"mode": `)
+	if _, err := LoadLayers(loc); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("broken managed file error = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestDefaultLocations(t *testing.T) {
+	loc := DefaultLocations("/p")
+	if loc.Managed != DefaultManagedPath || loc.Project != "/p/ccrun.json" || loc.Local != "/p/ccrun.local.json" {
+		t.Errorf("%+v", loc)
+	}
+	t.Setenv("XDG_CONFIG_HOME", "/xdg")
+	if got := DefaultLocations("/p").User; got != "/xdg/ccrun/config.json" {
+		t.Errorf("user = %s", got)
+	}
+}
+
+func TestFlagSettings(t *testing.T) {
+	t.Parallel()
+	s, err := FlagSettings("edit", []string{"write_file:**"}, nil, []string{"run_command:rm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode != ModeAcceptEdits || len(s.Allow) != 1 || len(s.Deny) != 1 || s.Origin != OriginFlags {
+		t.Errorf("%+v", s)
+	}
+	if _, err := FlagSettings("", nil, nil, []string{"run_command"}); err != nil {
+		t.Errorf("bare tool rule: %v", err)
+	}
+	for _, bad := range []string{"run_command:", ":x", "run command:x", "a:b:c:d"} {
+		if _, err := FlagSettings("", nil, []string{bad}, nil); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("rule %q: error = %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+	if _, err := FlagSettings("x", nil, nil, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad mode error = %v", err)
+	}
+}
