@@ -89,7 +89,9 @@ type Executor struct {
 	pullTimeout time.Duration
 	poolDir     string
 
-	refills sync.WaitGroup
+	refills   sync.WaitGroup
+	refillMu  sync.Mutex
+	refilling map[string]bool // pool keys with a refill in flight
 	bg      context.Context // refills; cancelled by Close
 	stop    context.CancelFunc
 }

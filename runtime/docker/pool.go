@@ -108,9 +108,24 @@ func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostC
 	labels[LabelPool] = key
 	c := *cfg
 	c.Labels = labels
+	e.refillMu.Lock()
+	if e.refilling == nil {
+		e.refilling = make(map[string]bool)
+	}
+	if e.refilling[key] {
+		e.refillMu.Unlock()
+		return // one refill per key at a time in this process
+	}
+	e.refilling[key] = true
+	e.refillMu.Unlock()
 	e.refills.Add(1)
 	go func() {
 		defer e.refills.Done()
+		defer func() {
+			e.refillMu.Lock()
+			delete(e.refilling, key)
+			e.refillMu.Unlock()
+		}()
 		list, err := e.eng.ContainerList(e.bg, container.ListOptions{
 			All: true,
 			Filters: filters.NewArgs(
