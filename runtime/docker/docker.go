@@ -92,8 +92,8 @@ type Executor struct {
 	refills   sync.WaitGroup
 	refillMu  sync.Mutex
 	refilling map[string]bool // pool keys with a refill in flight
-	bg      context.Context // refills; cancelled by Close
-	stop    context.CancelFunc
+	bg        context.Context // refills; cancelled by Close
+	stop      context.CancelFunc
 }
 
 // Option configures an Executor.
