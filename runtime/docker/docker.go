@@ -21,9 +21,9 @@
 // containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
 //
 // The warm pool (Spec.Pool) keeps one container created in advance, not
-// started, for each exact Spec; a run claims it (under a lock file shared
-// by the ccrun processes of this host and user), and a fresh one is created
-// in the background, which Close waits for. The idle container outlives the
+// started, for each exact Spec; a run claims it by renaming it (under a
+// lock file shared by the ccrun processes of this host and user), and a
+// fresh one is created in the background, which Close waits for. The idle container outlives the
 // process, so the next ccrun process finds it. It saves the creation of the
 // container, not its start; see docs/docker.md for what that buys.
 //
@@ -242,7 +242,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	undo.push(func(context.Context) { rcancel() })
 
-	id, started, err := e.container(ctx, s, lim)
+	id, err := e.container(ctx, s, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -250,11 +250,6 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		// Force: kill it if it still runs. Gone already is fine.
 		_ = e.eng.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	})
-	abort := func(op string, err error) (*job.Result, error) {
-		started()
-		return nil, classify(e.host, op, err)
-	}
-
 	hj, err := e.eng.ContainerAttach(rctx, id, container.AttachOptions{
 		Stream: true,
 		Stdin:  s.Streams.Stdin != nil,
@@ -262,7 +257,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		Stderr: true,
 	})
 	if err != nil {
-		return abort("attach to container", err)
+		return nil, classify(e.host, "attach to container", err)
 	}
 	undo.push(func(context.Context) { hj.Close() })
 
@@ -284,12 +279,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}()
 
 	if err := ctx.Err(); err != nil {
-		started()
 		return nil, fmt.Errorf("docker: start container: %w", err)
 	}
-	err = e.eng.ContainerStart(rctx, id, container.StartOptions{})
-	started()
-	if err != nil {
+	if err := e.eng.ContainerStart(rctx, id, container.StartOptions{}); err != nil {
 		return nil, classify(e.host, "start container", err)
 	}
 	if in := s.Streams.Stdin; in != nil {
@@ -363,14 +355,12 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 }
 
 // container gives the id of a container made for s, not started: a claimed
-// one from the warm pool, or a new one. started must be called once the
-// container was started (or will not be): it releases the pool's claim.
-func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, started func(), err error) {
-	nop := func() {}
+// one from the warm pool, or a new one.
+func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, err error) {
 	pulled := false
 	if s.pull() == PullAlways {
 		if err := e.pull(ctx, s.Image); err != nil {
-			return "", nop, err
+			return "", err
 		}
 		pulled = true
 	}
@@ -379,28 +369,28 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id st
 		key, err := e.poolKey(ctx, s, cfg, hc)
 		switch {
 		case err == nil:
-			id, started, ok := e.claim(ctx, key)
+			id, ok := e.claim(ctx, key)
 			e.refill(key, cfg, hc)
 			if ok {
-				return id, started, nil
+				return id, nil
 			}
 		case errors.Is(err, ErrNotFound):
 			// Not local: the cold path below pulls it as the policy says.
 		default:
-			return "", nop, err
+			return "", err
 		}
 	}
 	id, err = e.create(ctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {
-			return "", nop, err
+			return "", err
 		}
 		id, err = e.create(ctx, cfg, hc, "")
 	}
 	if err != nil && errors.Is(err, ErrNotFound) {
-		return "", nop, newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
+		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
 	}
-	return id, nop, err
+	return id, err
 }
 
 func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig, name string) (string, error) {

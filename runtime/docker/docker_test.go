@@ -83,6 +83,18 @@ func TestStreams(t *testing.T) {
 			t.Errorf("stdout %q stderr %q, want \"out\\n\" \"err\\n\"", res.Stdout, res.Stderr)
 		}
 	})
+	t.Run("no output missed at exit", func(t *testing.T) {
+		t.Parallel()
+		const n = 1 << 20
+		for _, pool := range []bool{false, true} {
+			res := run(t, e, Spec{Cmd: sh("head -c 1048576 /dev/zero | tr '\\0' x; echo done >&2"), Pool: pool})
+			if len(res.Stdout) != n || res.Truncated || string(res.Stderr) != "done\n" {
+				t.Errorf("pool %v: kept %d bytes of stdout (truncated %v), stderr %q; want %d, false, \"done\\n\"", pool, len(res.Stdout), res.Truncated, res.Stderr, n)
+			}
+		}
+		e.refills.Wait()
+		e.DrainPool(context.Background())
+	})
 	t.Run("stdin", func(t *testing.T) {
 		t.Parallel()
 		in := strings.Repeat("line\n", 10000)

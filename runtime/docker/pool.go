@@ -55,11 +55,12 @@ func (e *Executor) lockFile() (*flock.Flock, error) {
 }
 
 // claim takes an idle pooled container made for key, if there is one. The
-// claim holds the pool lock until started is called, after the container
-// was started: a claimer looks only at containers still "created", under
-// the lock, so no two runs ever start the same container. The container is
-// renamed to name its claimer, for GC.
-func (e *Executor) claim(ctx context.Context, key string) (id string, started func(), ok bool) {
+// claim takes an idle pooled container made for key, if there is one: one
+// still "created" and not yet renamed by a claimer. Under the pool lock it
+// checks that, then renames the container to name its claimer (for GC);
+// from then on no other claimer takes it, so the lock is held only for an
+// inspection and a rename, not for the start.
+func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 	list, err := e.eng.ContainerList(ctx, container.ListOptions{
 		All: true,
 		Filters: filters.NewArgs(
@@ -69,36 +70,32 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, started fu
 		),
 	})
 	if err != nil || len(list) == 0 {
-		return "", nil, false
+		return "", false
 	}
 	lock, err := e.lockFile()
 	if err != nil {
-		return "", nil, false
+		return "", false
 	}
 	poolMu.Lock()
+	defer poolMu.Unlock()
 	if err := lock.Lock(); err != nil {
-		poolMu.Unlock()
-		return "", nil, false
+		return "", false
 	}
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			_ = lock.Unlock()
-			poolMu.Unlock()
-		})
-	}
+	defer lock.Unlock()
 	for _, c := range list {
+		if !idle(c) {
+			continue
+		}
 		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		if err != nil || ins.State == nil || ins.State.Status != "created" {
+		if err != nil || ins.State == nil || ins.State.Status != "created" || claimed([]string{ins.Name}) {
 			continue
 		}
 		if err := e.eng.ContainerRename(ctx, c.ID, claimedName(e.owner)); err != nil {
 			continue
 		}
-		return c.ID, release, true
+		return c.ID, true
 	}
-	release()
-	return "", nil, false
+	return "", false
 }
 
 // refill creates, in the background, an idle container for key unless one
