@@ -18,7 +18,8 @@ bench-docker: ## cold and warm runs against `docker run --rm --network none`, wi
 	     END { if (!found) { print "bench-docker: no figures (no docker engine?)"; exit 1 } \
 	           printf "docker run --rm --network none: %7.1f ms\n", m["cli-ms"]; \
 	           printf "Run, cold:                      %7.1f ms  %.2fx (goal <= 1.0x)\n", m["cold-ms"], m["cold/cli"]; \
-	           printf "Run, warm pool:                 %7.1f ms  %.2fx (goal <= 0.3x)\n", m["pool-ms"], m["pool/cli"] }'
+	           printf "Run, warm pool:                 %7.1f ms  %.2fx (goal <= 0.3x)\n", m["pool-ms"], m["pool/cli"]; \
+	           printf "docker run, Run'"'"'s hardening:    %7.1f ms  (Run, cold: %.2fx of it)\n", m["hardened-cli-ms"], m["cold/hardened-cli"] }'
 	@if [ -x $(BIN) ] && $(BIN) exec --help 2>/dev/null | grep -q -- --docker; then \
 	  n=$(BENCH_DOCKER_N); ns() { date +%s%N; }; \
 	  a=$$(ns); for i in $$(seq $$n); do $(BIN) exec --docker $(DOCKER_TEST_IMAGE) -- /bin/busybox true >/dev/null || exit 1; done; b=$$(ns); \

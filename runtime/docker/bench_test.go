@@ -83,11 +83,21 @@ func BenchmarkRunPoolBackToBack(b *testing.B) {
 	}
 }
 
+// hardenedFlags make `docker run` as hardened as Run's defaults, for the
+// like-for-like peer.
+var hardenedFlags = []string{
+	"--network", "none", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+	"-u", DefaultUser, "--init", "--pids-limit", "256", "-m", "256m", "--memory-swap", "256m", "--cpus", "1",
+	"--tmpfs", "/tmp:rw,nosuid,nodev,size=64m,mode=1777", "--log-driver", "none",
+}
+
 // BenchmarkSideBySide interleaves, in every iteration, one cold Run, one
-// `docker run --rm --network none` and one pooled Run (the pool refilled
-// outside the timing), so that the load of a noisy machine falls on all
-// three alike. It reports each one's mean and the two ratios of the goal:
-// cold/cli (goal at most 1.0) and pool/cli (goal at most 0.3).
+// `docker run --rm --network none` (the peer of the goal), one `docker run
+// --rm` with Run's hardening flags (the like-for-like peer) and one pooled
+// Run (the pool refilled outside the timing), in an order that rotates from
+// one iteration to the next, so that the load of a noisy machine falls on
+// all alike. It reports each mean and the ratios: cold/cli (goal at most
+// 1.0), pool/cli (goal at most 0.3), cold/hardened-cli.
 func BenchmarkSideBySide(b *testing.B) {
 	e := executor(b)
 	docker, err := exec.LookPath("docker")
@@ -99,26 +109,44 @@ func BenchmarkSideBySide(b *testing.B) {
 	b.Cleanup(func() { e.DrainPool(context.Background()) })
 	benchRun(b, e, pool)
 	e.refills.Wait()
-	var tCold, tCLI, tPool time.Duration
+	cli := func(flags ...string) func() {
+		args := append(append([]string{"run", "--rm"}, flags...), testImage, "/bin/busybox", "true")
+		return func() {
+			if out, err := exec.Command(docker, args...).CombinedOutput(); err != nil {
+				b.Fatalf("docker %v: %v: %s", args, err, out)
+			}
+		}
+	}
+	steps := []struct {
+		name string
+		run  func()
+		sum  time.Duration
+	}{
+		{"cold", func() { benchRun(b, e, cold) }, 0},
+		{"cli", cli("--network", "none"), 0},
+		{"hardened-cli", cli(hardenedFlags...), 0},
+		{"pool", func() { benchRun(b, e, pool) }, 0},
+	}
 	n := 0
 	for b.Loop() {
-		t0 := time.Now()
-		benchRun(b, e, cold)
-		t1 := time.Now()
-		if out, err := exec.Command(docker, "run", "--rm", "--network", "none", testImage, "/bin/busybox", "true").CombinedOutput(); err != nil {
-			b.Fatalf("docker run: %v: %s", err, out)
+		for j := range steps {
+			st := &steps[(n+j)%len(steps)]
+			t0 := time.Now()
+			st.run()
+			st.sum += time.Since(t0)
+			if st.name == "pool" {
+				b.StopTimer()
+				e.refills.Wait()
+				b.StartTimer()
+			}
 		}
-		t2 := time.Now()
-		benchRun(b, e, pool)
-		t3 := time.Now()
-		e.refills.Wait()
-		tCold, tCLI, tPool = tCold+t1.Sub(t0), tCLI+t2.Sub(t1), tPool+t3.Sub(t2)
 		n++
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(n) }
-	b.ReportMetric(ms(tCold), "cold-ms")
-	b.ReportMetric(ms(tCLI), "cli-ms")
-	b.ReportMetric(ms(tPool), "pool-ms")
-	b.ReportMetric(float64(tCold)/float64(tCLI), "cold/cli")
-	b.ReportMetric(float64(tPool)/float64(tCLI), "pool/cli")
+	for _, st := range steps {
+		b.ReportMetric(float64(st.sum.Milliseconds())/float64(n), st.name+"-ms")
+	}
+	ratio := func(x, y int) float64 { return float64(steps[x].sum) / float64(steps[y].sum) }
+	b.ReportMetric(ratio(0, 1), "cold/cli")
+	b.ReportMetric(ratio(3, 1), "pool/cli")
+	b.ReportMetric(ratio(0, 2), "cold/hardened-cli")
 }
