@@ -25,10 +25,12 @@ type fake struct {
 	create error
 }
 
-func (f *fake) Ping(context.Context) (types.Ping, error) { return types.Ping{APIVersion: "1.41"}, f.ping }
-func (f *fake) NegotiateAPIVersionPing(types.Ping)         {}
-func (f *fake) DaemonHost() string                         { return "unix:///fake.sock" }
-func (f *fake) Close() error                               { return nil }
+func (f *fake) Ping(context.Context) (types.Ping, error) {
+	return types.Ping{APIVersion: "1.41"}, f.ping
+}
+func (f *fake) NegotiateAPIVersionPing(types.Ping) {}
+func (f *fake) DaemonHost() string                 { return "unix:///fake.sock" }
+func (f *fake) Close() error                       { return nil }
 func (f *fake) ContainerCreate(context.Context, *container.Config, *container.HostConfig, *network.NetworkingConfig, *ocispec.Platform, string) (container.CreateResponse, error) {
 	return container.CreateResponse{}, f.create
 }
