@@ -37,12 +37,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +52,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/term"
 )
@@ -158,7 +159,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		if err != nil {
 			return nil, newError(ErrInvalidArgument, err, "docker: client from the environment (DOCKER_HOST=%q)", os.Getenv("DOCKER_HOST"))
 		}
-		e.eng = c
+		e.eng = dockerClient{c}
 	}
 	e.host = e.eng.DaemonHost()
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -397,7 +398,7 @@ func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *contai
 	if name == "" {
 		name = "ccrun-" + randHex(6)
 	}
-	resp, err := e.eng.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	resp, err := e.eng.ContainerCreate(ctx, cfg, hc, name)
 	if err != nil {
 		return "", classify(e.host, "create container", err)
 	}
@@ -424,20 +425,57 @@ func (e *Executor) pull(ctx context.Context, ref string) error {
 		return fail(err)
 	}
 	defer rc.Close()
-	out, fd := io.Discard, uintptr(0)
-	if e.pullOut != nil {
-		out = e.pullOut
-		if f, ok := e.pullOut.(*os.File); ok {
-			fd = f.Fd()
-		}
-	}
-	if err := jsonmessage.DisplayJSONMessagesStream(rc, out, fd, e.pullTerm, nil); err != nil {
+	if err := e.progress(rc); err != nil {
 		if pctx.Err() != nil {
 			err = fmt.Errorf("no progress within %s: %w", e.pullTimeout, pctx.Err())
 		}
 		return fail(err)
 	}
 	return nil
+}
+
+// pullMessage is one line of the engine's pull progress stream.
+type pullMessage struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Progress    string `json:"progress"`
+	Error       string `json:"error"`
+	ErrorDetail *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+}
+
+// progress reads a pull progress stream to its end, writes it to the pull
+// progress writer (on a terminal, each line redrawn in place) and returns
+// the error the stream ends with, if any.
+func (e *Executor) progress(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m pullMessage
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			if e.pullOut != nil && e.pullTerm {
+				fmt.Fprintln(e.pullOut)
+			}
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			return errors.New(m.ErrorDetail.Message)
+		}
+		if m.Error != "" {
+			return errors.New(m.Error)
+		}
+		if e.pullOut == nil {
+			continue
+		}
+		line := strings.TrimSpace(strings.TrimPrefix(m.ID+": ", ": ") + m.Status + " " + m.Progress)
+		if e.pullTerm {
+			fmt.Fprintf(e.pullOut, "\r\x1b[K%s", line)
+		} else if m.Progress == "" { // no bar redraws in a log
+			fmt.Fprintln(e.pullOut, line)
+		}
+	}
 }
 
 func randHex(n int) string {

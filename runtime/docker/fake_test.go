@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
 	"github.com/google/go-cmp/cmp"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // fake is an engine for the error paths only: what it does not override
@@ -31,7 +30,7 @@ func (f *fake) Ping(context.Context) (types.Ping, error) {
 func (f *fake) NegotiateAPIVersionPing(types.Ping) {}
 func (f *fake) DaemonHost() string                 { return "unix:///fake.sock" }
 func (f *fake) Close() error                       { return nil }
-func (f *fake) ContainerCreate(context.Context, *container.Config, *container.HostConfig, *network.NetworkingConfig, *ocispec.Platform, string) (container.CreateResponse, error) {
+func (f *fake) ContainerCreate(context.Context, *container.Config, *container.HostConfig, string) (container.CreateResponse, error) {
 	return container.CreateResponse{}, f.create
 }
 
@@ -180,5 +179,24 @@ func TestConfigHardened(t *testing.T) {
 		if !c.ok {
 			t.Errorf("%s: not so in %+v", c.name, hc)
 		}
+	}
+}
+
+func TestPullProgress(t *testing.T) {
+	stream := `{"status":"Pulling from library/x","id":"latest"}
+{"status":"Downloading","progressDetail":{"current":1,"total":2},"progress":"[=>  ]","id":"abc"}
+{"status":"Pull complete","id":"abc"}
+`
+	var buf strings.Builder
+	e := &Executor{pullOut: &buf}
+	if err := e.progress(strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := buf.String(), "latest: Pulling from library/x\nabc: Pull complete\n"; got != want {
+		t.Errorf("progress wrote %q, want %q", got, want)
+	}
+	failing := stream + `{"errorDetail":{"message":"manifest unknown"},"error":"manifest unknown"}` + "\n"
+	if err := (&Executor{}).progress(strings.NewReader(failing)); err == nil {
+		t.Error("a stream ending in an error gave no error")
 	}
 }
