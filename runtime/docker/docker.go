@@ -371,7 +371,7 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id st
 		switch {
 		case err == nil:
 			id, ok := e.claim(ctx, key)
-			e.refill(key, cfg, hc)
+			e.refill(key, s, lim)
 			if ok {
 				return id, nil
 			}

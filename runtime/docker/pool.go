@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -98,13 +99,14 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 	return "", false
 }
 
-// refill creates, in the background, an idle container for key unless one
-// already waits. Close waits for it.
-func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostConfig) {
+// refill creates, in the background, an idle container for key (made for
+// s) unless one already waits. Close waits for it.
+func (e *Executor) refill(key string, s Spec, lim job.Limits) {
 	labels := e.labels()
 	labels[LabelPool] = key
-	c := *cfg
-	c.Labels = labels
+	// A configuration of its own: the client normalises what it is given,
+	// and the run's own create may be using the run's copy right now.
+	cfg, hc := s.config(lim, labels)
 	e.refillMu.Lock()
 	if e.refilling == nil {
 		e.refilling = make(map[string]bool)
@@ -139,7 +141,7 @@ func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostC
 				return // one waits already
 			}
 		}
-		_, err = e.create(e.bg, &c, hc, "ccrun-pool-"+randHex(6))
+		_, err = e.create(e.bg, cfg, hc, "ccrun-pool-"+randHex(6))
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return // a pool that cannot be refilled is only a cold next run
 		}
