@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -57,10 +58,10 @@ func (e *Executor) lockFile() (*flock.Flock, error) {
 
 // claim takes an idle pooled container made for key, if there is one. The
 // claim takes an idle pooled container made for key, if there is one: one
-// still "created" and not yet renamed by a claimer. Under the pool lock it
-// checks that, then renames the container to name its claimer (for GC);
-// from then on no other claimer takes it, so the lock is held only for an
-// inspection and a rename, not for the start.
+// that still has its idle name (an idle container is never started). Under
+// the pool lock it renames the container, by that idle name, to name its
+// claimer (for GC); a claimer that comes later finds the idle name gone, so
+// the lock is held for one rename, not for the start.
 func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 	list, err := e.eng.ContainerList(ctx, container.ListOptions{
 		All: true,
@@ -84,14 +85,12 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 	}
 	defer lock.Unlock()
 	for _, c := range list {
-		if !idle(c) {
+		if !idle(c) || len(c.Names) == 0 {
 			continue
 		}
-		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		if err != nil || ins.State == nil || ins.State.Status != "created" || claimed([]string{ins.Name}) {
-			continue
-		}
-		if err := e.eng.ContainerRename(ctx, c.ID, claimedName(e.owner)); err != nil {
+		// Renamed by its idle name, not its id: if another claimer took it
+		// since the list, that name is gone and the rename fails.
+		if err := e.eng.ContainerRename(ctx, strings.TrimPrefix(c.Names[0], "/"), claimedName(e.owner)); err != nil {
 			continue
 		}
 		return c.ID, true
