@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -96,7 +97,7 @@ var hardenedFlags = []string{
 // --rm` with Run's hardening flags (the like-for-like peer) and one pooled
 // Run (the pool refilled outside the timing), in an order that rotates from
 // one iteration to the next, so that the load of a noisy machine falls on
-// all alike. It reports each mean and the ratios: cold/cli (goal at most
+// all alike. It reports each median and the ratios of the medians: cold/cli (goal at most
 // 1.0), pool/cli (goal at most 0.3), cold/hardened-cli.
 func BenchmarkSideBySide(b *testing.B) {
 	e := executor(b)
@@ -120,12 +121,12 @@ func BenchmarkSideBySide(b *testing.B) {
 	steps := []struct {
 		name string
 		run  func()
-		sum  time.Duration
+		took []time.Duration
 	}{
-		{"cold", func() { benchRun(b, e, cold) }, 0},
-		{"cli", cli("--network", "none"), 0},
-		{"hardened-cli", cli(hardenedFlags...), 0},
-		{"pool", func() { benchRun(b, e, pool) }, 0},
+		{"cold", func() { benchRun(b, e, cold) }, nil},
+		{"cli", cli("--network", "none"), nil},
+		{"hardened-cli", cli(hardenedFlags...), nil},
+		{"pool", func() { benchRun(b, e, pool) }, nil},
 	}
 	n := 0
 	for b.Loop() {
@@ -133,7 +134,7 @@ func BenchmarkSideBySide(b *testing.B) {
 			st := &steps[(n+j)%len(steps)]
 			t0 := time.Now()
 			st.run()
-			st.sum += time.Since(t0)
+			st.took = append(st.took, time.Since(t0))
 			if st.name == "pool" {
 				b.StopTimer()
 				e.refills.Wait()
@@ -142,10 +143,15 @@ func BenchmarkSideBySide(b *testing.B) {
 		}
 		n++
 	}
-	for _, st := range steps {
-		b.ReportMetric(float64(st.sum.Milliseconds())/float64(n), st.name+"-ms")
+	// Medians: on a shared machine a few runs stall for seconds, and a mean
+	// would report the stalls.
+	med := make([]time.Duration, len(steps))
+	for i, st := range steps {
+		slices.Sort(st.took)
+		med[i] = st.took[len(st.took)/2]
+		b.ReportMetric(float64(med[i].Microseconds())/1000, st.name+"-ms")
 	}
-	ratio := func(x, y int) float64 { return float64(steps[x].sum) / float64(steps[y].sum) }
+	ratio := func(x, y int) float64 { return float64(med[x]) / float64(med[y]) }
 	b.ReportMetric(ratio(0, 1), "cold/cli")
 	b.ReportMetric(ratio(3, 1), "pool/cli")
 	b.ReportMetric(ratio(0, 2), "cold/hardened-cli")

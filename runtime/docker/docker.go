@@ -357,7 +357,14 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 
 // container gives the id of a container made for s, not started: a claimed
 // one from the warm pool, or a new one.
+//
+// The create and the claim run on a context the caller cannot cancel (the
+// caller's cancellation is seen just before the start): a create the
+// engine completed after the caller gave up would leave a container Run
+// does not know about, until GC.
 func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, err error) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	pulled := false
 	if s.pull() == PullAlways {
 		if err := e.pull(ctx, s.Image); err != nil {
@@ -370,7 +377,7 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id st
 		key, err := e.poolKey(ctx, s, cfg, hc)
 		switch {
 		case err == nil:
-			id, ok := e.claim(ctx, key)
+			id, ok := e.claim(kctx, key)
 			e.refill(key, s, lim)
 			if ok {
 				return id, nil
@@ -381,12 +388,12 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id st
 			return "", err
 		}
 	}
-	id, err = e.create(ctx, cfg, hc, "")
+	id, err = e.create(kctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {
 			return "", err
 		}
-		id, err = e.create(ctx, cfg, hc, "")
+		id, err = e.create(kctx, cfg, hc, "")
 	}
 	if err != nil && errors.Is(err, ErrNotFound) {
 		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
