@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +124,28 @@ func TestCreateClasses(t *testing.T) {
 				t.Fatalf("Run = %v, want class %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLoosensSymlink: a mount through a symbolic link shows, and binds,
+// what the link points to.
+func TestLoosensSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "secret")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "data")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Image: "i", Mounts: []job.Mount{{Host: link, Guest: "/in"}}}
+	want := []string{fmt.Sprintf("mount: %s (which is %s) at /in, read-only", link, real)}
+	if diff := cmp.Diff(want, s.Loosens()); diff != "" {
+		t.Errorf("Loosens() mismatch (-want +got):\n%s", diff)
+	}
+	if _, hc := s.config(s.Limits.WithDefaults(), nil); hc.Mounts[0].Source != real {
+		t.Errorf("binds %s, want %s", hc.Mounts[0].Source, real)
 	}
 }
 
