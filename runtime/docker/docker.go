@@ -21,9 +21,9 @@
 // containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
 //
 // The warm pool (Spec.Pool) keeps one container created in advance, not
-// started, for each exact Spec; a run claims it (under a lock file shared
-// by the ccrun processes of this host and user), and a fresh one is created
-// in the background, which Close waits for. The idle container outlives the
+// started, for each exact Spec; a run claims it by renaming it (under a
+// lock file shared by the ccrun processes of this host and user), and a
+// fresh one is created in the background, which Close waits for. The idle container outlives the
 // process, so the next ccrun process finds it. It saves the creation of the
 // container, not its start; see docs/docker.md for what that buys.
 //
@@ -37,12 +37,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +52,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/term"
 )
@@ -89,9 +90,11 @@ type Executor struct {
 	pullTimeout time.Duration
 	poolDir     string
 
-	refills sync.WaitGroup
-	bg      context.Context // refills; cancelled by Close
-	stop    context.CancelFunc
+	refills   sync.WaitGroup
+	refillMu  sync.Mutex
+	refilling map[string]bool // pool keys with a refill in flight
+	bg        context.Context // refills; cancelled by Close
+	stop      context.CancelFunc
 }
 
 // Option configures an Executor.
@@ -156,7 +159,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		if err != nil {
 			return nil, newError(ErrInvalidArgument, err, "docker: client from the environment (DOCKER_HOST=%q)", os.Getenv("DOCKER_HOST"))
 		}
-		e.eng = c
+		e.eng = dockerClient{c}
 	}
 	e.host = e.eng.DaemonHost()
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -240,7 +243,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	undo.push(func(context.Context) { rcancel() })
 
-	id, started, err := e.container(ctx, s, lim)
+	id, err := e.container(ctx, s, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -248,11 +251,6 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		// Force: kill it if it still runs. Gone already is fine.
 		_ = e.eng.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	})
-	abort := func(op string, err error) (*job.Result, error) {
-		started()
-		return nil, classify(e.host, op, err)
-	}
-
 	hj, err := e.eng.ContainerAttach(rctx, id, container.AttachOptions{
 		Stream: true,
 		Stdin:  s.Streams.Stdin != nil,
@@ -260,7 +258,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		Stderr: true,
 	})
 	if err != nil {
-		return abort("attach to container", err)
+		return nil, classify(e.host, "attach to container", err)
 	}
 	undo.push(func(context.Context) { hj.Close() })
 
@@ -282,12 +280,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}()
 
 	if err := ctx.Err(); err != nil {
-		started()
 		return nil, fmt.Errorf("docker: start container: %w", err)
 	}
-	err = e.eng.ContainerStart(rctx, id, container.StartOptions{})
-	started()
-	if err != nil {
+	if err := e.eng.ContainerStart(rctx, id, container.StartOptions{}); err != nil {
 		return nil, classify(e.host, "start container", err)
 	}
 	if in := s.Streams.Stdin; in != nil {
@@ -361,14 +356,19 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 }
 
 // container gives the id of a container made for s, not started: a claimed
-// one from the warm pool, or a new one. started must be called once the
-// container was started (or will not be): it releases the pool's claim.
-func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, started func(), err error) {
-	nop := func() {}
+// one from the warm pool, or a new one.
+//
+// The create and the claim run on a context the caller cannot cancel (the
+// caller's cancellation is seen just before the start): a create the
+// engine completed after the caller gave up would leave a container Run
+// does not know about, until GC.
+func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, err error) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	pulled := false
 	if s.pull() == PullAlways {
 		if err := e.pull(ctx, s.Image); err != nil {
-			return "", nop, err
+			return "", err
 		}
 		pulled = true
 	}
@@ -377,35 +377,35 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id st
 		key, err := e.poolKey(ctx, s, cfg, hc)
 		switch {
 		case err == nil:
-			id, started, ok := e.claim(ctx, key)
-			e.refill(key, cfg, hc)
+			id, ok := e.claim(kctx, key)
+			e.refill(key, s, lim)
 			if ok {
-				return id, started, nil
+				return id, nil
 			}
 		case errors.Is(err, ErrNotFound):
 			// Not local: the cold path below pulls it as the policy says.
 		default:
-			return "", nop, err
+			return "", err
 		}
 	}
-	id, err = e.create(ctx, cfg, hc, "")
+	id, err = e.create(kctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {
-			return "", nop, err
+			return "", err
 		}
-		id, err = e.create(ctx, cfg, hc, "")
+		id, err = e.create(kctx, cfg, hc, "")
 	}
 	if err != nil && errors.Is(err, ErrNotFound) {
-		return "", nop, newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
+		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
 	}
-	return id, nop, err
+	return id, err
 }
 
 func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig, name string) (string, error) {
 	if name == "" {
 		name = "ccrun-" + randHex(6)
 	}
-	resp, err := e.eng.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	resp, err := e.eng.ContainerCreate(ctx, cfg, hc, name)
 	if err != nil {
 		return "", classify(e.host, "create container", err)
 	}
@@ -432,20 +432,57 @@ func (e *Executor) pull(ctx context.Context, ref string) error {
 		return fail(err)
 	}
 	defer rc.Close()
-	out, fd := io.Discard, uintptr(0)
-	if e.pullOut != nil {
-		out = e.pullOut
-		if f, ok := e.pullOut.(*os.File); ok {
-			fd = f.Fd()
-		}
-	}
-	if err := jsonmessage.DisplayJSONMessagesStream(rc, out, fd, e.pullTerm, nil); err != nil {
+	if err := e.progress(rc); err != nil {
 		if pctx.Err() != nil {
 			err = fmt.Errorf("no progress within %s: %w", e.pullTimeout, pctx.Err())
 		}
 		return fail(err)
 	}
 	return nil
+}
+
+// pullMessage is one line of the engine's pull progress stream.
+type pullMessage struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Progress    string `json:"progress"`
+	Error       string `json:"error"`
+	ErrorDetail *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+}
+
+// progress reads a pull progress stream to its end, writes it to the pull
+// progress writer (on a terminal, each line redrawn in place) and returns
+// the error the stream ends with, if any.
+func (e *Executor) progress(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m pullMessage
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			if e.pullOut != nil && e.pullTerm {
+				fmt.Fprintln(e.pullOut)
+			}
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			return errors.New(m.ErrorDetail.Message)
+		}
+		if m.Error != "" {
+			return errors.New(m.Error)
+		}
+		if e.pullOut == nil {
+			continue
+		}
+		line := strings.TrimSpace(strings.TrimPrefix(m.ID+": ", ": ") + m.Status + " " + m.Progress)
+		if e.pullTerm {
+			fmt.Fprintf(e.pullOut, "\r\x1b[K%s", line)
+		} else if m.Progress == "" { // no bar redraws in a log
+			fmt.Fprintln(e.pullOut, line)
+		}
+	}
 }
 
 func randHex(n int) string {

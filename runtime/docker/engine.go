@@ -8,22 +8,20 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // engine is every Docker Engine call this package makes, and nothing more.
-// It is satisfied by *client.Client from github.com/docker/docker (frozen at
-// v28); moving to its successor, github.com/moby/moby/client, means changing
-// this file and the few type names it mentions, not the executor.
+// dockerClient implements it with github.com/docker/docker/client (frozen
+// at v28); moving to its successor, github.com/moby/moby/client, means
+// changing this file and the few type names it mentions, not the executor.
 type engine interface {
 	Ping(ctx context.Context) (types.Ping, error)
 	NegotiateAPIVersionPing(ping types.Ping)
 	DaemonHost() string
 	ClientVersion() string
 
-	ContainerCreate(ctx context.Context, config *container.Config, host *container.HostConfig, net *network.NetworkingConfig, platform *ocispec.Platform, name string) (container.CreateResponse, error)
+	ContainerCreate(ctx context.Context, config *container.Config, host *container.HostConfig, name string) (container.CreateResponse, error)
 	ContainerAttach(ctx context.Context, id string, options container.AttachOptions) (types.HijackedResponse, error)
 	ContainerWait(ctx context.Context, id string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
 	ContainerStart(ctx context.Context, id string, options container.StartOptions) error
@@ -40,4 +38,13 @@ type engine interface {
 	Close() error
 }
 
-var _ engine = (*client.Client)(nil)
+// dockerClient is the engine of github.com/docker/docker/client.
+type dockerClient struct{ *client.Client }
+
+var _ engine = dockerClient{}
+
+// ContainerCreate creates a container with no networking configuration
+// beyond the HostConfig's mode, for the native platform.
+func (c dockerClient) ContainerCreate(ctx context.Context, config *container.Config, host *container.HostConfig, name string) (container.CreateResponse, error) {
+	return c.Client.ContainerCreate(ctx, config, host, nil, nil, name)
+}

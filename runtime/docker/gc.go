@@ -108,9 +108,26 @@ func (e *Executor) GC(ctx context.Context) ([]string, error) {
 }
 
 // DrainPool removes, and returns the ids of, every idle warm-pool container
-// of this host.
+// of this host. It holds the pool lock and checks each container again
+// under it, so it never removes one that a run has just claimed.
 func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
-	return e.sweep(ctx, idle)
+	lock, err := e.lockFile()
+	if err != nil {
+		return nil, fmt.Errorf("docker: pool lock: %w", err)
+	}
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	if err := lock.Lock(); err != nil {
+		return nil, fmt.Errorf("docker: pool lock: %w", err)
+	}
+	defer lock.Unlock()
+	return e.sweep(ctx, func(c container.Summary) bool {
+		if !idle(c) {
+			return false
+		}
+		ins, err := e.eng.ContainerInspect(ctx, c.ID)
+		return err == nil && ins.State != nil && ins.State.Status == "created" && !claimed([]string{ins.Name})
+	})
 }
 
 func (e *Executor) sweep(ctx context.Context, remove func(container.Summary) bool) ([]string, error) {

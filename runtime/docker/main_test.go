@@ -23,8 +23,8 @@ const testImage = "ccrun-test:busybox"
 var skipReason string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(m.Run()) // the child of TestGCAfterKill: no setup
+	if os.Getenv(childEnv) != "" || os.Getenv(permChildEnv) != "" {
+		os.Exit(m.Run()) // a child of TestGCAfterKill or TestSocketPermission: no setup
 	}
 	if err := setup(); err != nil {
 		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {

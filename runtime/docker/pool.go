@@ -8,8 +8,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
+	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -55,11 +57,12 @@ func (e *Executor) lockFile() (*flock.Flock, error) {
 }
 
 // claim takes an idle pooled container made for key, if there is one. The
-// claim holds the pool lock until started is called, after the container
-// was started: a claimer looks only at containers still "created", under
-// the lock, so no two runs ever start the same container. The container is
-// renamed to name its claimer, for GC.
-func (e *Executor) claim(ctx context.Context, key string) (id string, started func(), ok bool) {
+// claim takes an idle pooled container made for key, if there is one: one
+// that still has its idle name (an idle container is never started). Under
+// the pool lock it renames the container, by that idle name, to name its
+// claimer (for GC); a claimer that comes later finds the idle name gone, so
+// the lock is held for one rename, not for the start.
+func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 	list, err := e.eng.ContainerList(ctx, container.ListOptions{
 		All: true,
 		Filters: filters.NewArgs(
@@ -69,48 +72,58 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, started fu
 		),
 	})
 	if err != nil || len(list) == 0 {
-		return "", nil, false
+		return "", false
 	}
 	lock, err := e.lockFile()
 	if err != nil {
-		return "", nil, false
+		return "", false
 	}
 	poolMu.Lock()
+	defer poolMu.Unlock()
 	if err := lock.Lock(); err != nil {
-		poolMu.Unlock()
-		return "", nil, false
+		return "", false
 	}
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			_ = lock.Unlock()
-			poolMu.Unlock()
-		})
-	}
+	defer lock.Unlock()
 	for _, c := range list {
-		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		if err != nil || ins.State == nil || ins.State.Status != "created" {
+		if !idle(c) || len(c.Names) == 0 {
 			continue
 		}
-		if err := e.eng.ContainerRename(ctx, c.ID, claimedName(e.owner)); err != nil {
+		// Renamed by its idle name, not its id: if another claimer took it
+		// since the list, that name is gone and the rename fails.
+		if err := e.eng.ContainerRename(ctx, strings.TrimPrefix(c.Names[0], "/"), claimedName(e.owner)); err != nil {
 			continue
 		}
-		return c.ID, release, true
+		return c.ID, true
 	}
-	release()
-	return "", nil, false
+	return "", false
 }
 
-// refill creates, in the background, an idle container for key unless one
-// already waits. Close waits for it.
-func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostConfig) {
+// refill creates, in the background, an idle container for key (made for
+// s) unless one already waits. Close waits for it.
+func (e *Executor) refill(key string, s Spec, lim job.Limits) {
 	labels := e.labels()
 	labels[LabelPool] = key
-	c := *cfg
-	c.Labels = labels
+	// A configuration of its own: the client normalises what it is given,
+	// and the run's own create may be using the run's copy right now.
+	cfg, hc := s.config(lim, labels)
+	e.refillMu.Lock()
+	if e.refilling == nil {
+		e.refilling = make(map[string]bool)
+	}
+	if e.refilling[key] {
+		e.refillMu.Unlock()
+		return // one refill per key at a time in this process
+	}
+	e.refilling[key] = true
+	e.refillMu.Unlock()
 	e.refills.Add(1)
 	go func() {
 		defer e.refills.Done()
+		defer func() {
+			e.refillMu.Lock()
+			delete(e.refilling, key)
+			e.refillMu.Unlock()
+		}()
 		list, err := e.eng.ContainerList(e.bg, container.ListOptions{
 			All: true,
 			Filters: filters.NewArgs(
@@ -127,7 +140,7 @@ func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostC
 				return // one waits already
 			}
 		}
-		_, err = e.create(e.bg, &c, hc, "ccrun-pool-"+randHex(6))
+		_, err = e.create(e.bg, cfg, hc, "ccrun-pool-"+randHex(6))
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return // a pool that cannot be refilled is only a cold next run
 		}

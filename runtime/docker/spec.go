@@ -83,10 +83,14 @@ func (s Spec) Loosens() []string {
 		out = append(out, fmt.Sprintf("network: %q", s.Network))
 	}
 	for _, m := range s.Mounts {
+		host := m.Host
+		if real, err := filepath.EvalSymlinks(m.Host); err == nil && real != filepath.Clean(m.Host) {
+			host = fmt.Sprintf("%s (which is %s)", m.Host, real)
+		}
 		if m.Writable {
-			out = append(out, fmt.Sprintf("mount: %s at %s, writable", m.Host, m.Guest))
+			out = append(out, fmt.Sprintf("mount: %s at %s, writable", host, m.Guest))
 		} else {
-			out = append(out, fmt.Sprintf("mount: %s at %s, read-only", m.Host, m.Guest))
+			out = append(out, fmt.Sprintf("mount: %s at %s, read-only", host, m.Guest))
 		}
 	}
 	if u := s.user(); isRoot(u) {
@@ -208,9 +212,15 @@ func (s Spec) config(lim job.Limits, labels map[string]string) (*container.Confi
 		},
 	}
 	for _, m := range s.Mounts {
+		// Bind what the path names now, symbolic links resolved, as
+		// Loosens showed it (validate checked it exists).
+		src := m.Host
+		if real, err := filepath.EvalSymlinks(m.Host); err == nil {
+			src = real
+		}
 		hc.Mounts = append(hc.Mounts, mount.Mount{
 			Type:     mount.TypeBind,
-			Source:   m.Host,
+			Source:   src,
 			Target:   m.Guest,
 			ReadOnly: !m.Writable,
 		})

@@ -1,0 +1,30 @@
+# runtime/docker: the test image and the side-by-side benchmark.
+# Included by the root Makefile.
+
+DOCKER_TEST_IMAGE ?= ccrun-test:busybox
+BUSYBOX           ?= /bin/busybox
+BENCH_DOCKER_N    ?= 20
+
+.PHONY: testimage
+testimage: ## build the docker test image ccrun-test:busybox (needs busybox-static)
+	@test -x $(BUSYBOX) || { echo "no busybox at $(BUSYBOX): apt-get install busybox-static (the image is FROM scratch: it must be the static one)"; exit 1; }
+	@ctx=$$(mktemp -d) && cp testdata/docker/Dockerfile $$ctx/Dockerfile && cp $(BUSYBOX) $$ctx/busybox && \
+	docker build -q -t $(DOCKER_TEST_IMAGE) $$ctx; rc=$$?; rm -rf $$ctx; exit $$rc
+
+.PHONY: bench-docker
+bench-docker: ## cold and warm runs against `docker run --rm --network none`, with the ratios
+	@$(GO) test -run '^$$' -bench 'SideBySide' -benchtime $(BENCH_DOCKER_N)x ./runtime/docker/ | \
+	awk '/^BenchmarkSideBySide/ { for (i = 3; i < NF; i += 2) m[$$(i+1)] = $$i; found = 1 } \
+	     END { if (!found) { print "bench-docker: no figures (no docker engine?)"; exit 1 } \
+	           printf "docker run --rm --network none: %7.1f ms\n", m["cli-ms"]; \
+	           printf "Run, cold:                      %7.1f ms  %.2fx (goal <= 1.0x)\n", m["cold-ms"], m["cold/cli"]; \
+	           printf "Run, warm pool:                 %7.1f ms  %.2fx (goal <= 0.3x)\n", m["pool-ms"], m["pool/cli"]; \
+	           printf "docker run, Run'"'"'s hardening:    %7.1f ms  (Run, cold: %.2fx of it)\n", m["hardened-cli-ms"], m["cold/hardened-cli"] }'
+	@if [ -x $(BIN) ] && $(BIN) exec --help 2>/dev/null | grep -q -- --docker; then \
+	  n=$(BENCH_DOCKER_N); ns() { date +%s%N; }; \
+	  a=$$(ns); for i in $$(seq $$n); do $(BIN) exec --docker $(DOCKER_TEST_IMAGE) -- /bin/busybox true >/dev/null || exit 1; done; b=$$(ns); \
+	  for i in $$(seq $$n); do docker run --rm --network none $(DOCKER_TEST_IMAGE) /bin/busybox true >/dev/null || exit 1; done; c=$$(ns); \
+	  awk -v x=$$((b-a)) -v y=$$((c-b)) -v n=$$n 'BEGIN { printf "$(BIN) exec --docker: %7.1f ms  %.2fx docker run (%d runs each)\n", x/n/1e6, x/y, n }'; \
+	else echo "($(BIN) with exec --docker not built: only the library was measured)"; fi
+
+bench: bench-docker
