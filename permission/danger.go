@@ -98,7 +98,11 @@ func concat(lists ...[]dangerRule) []dangerRule {
 
 // match reports whether the absolute, clean path p is covered by r.
 func (r dangerRule) match(p string) bool {
-	comps := strings.Split(strings.Trim(p, "/"), "/")
+	return r.matchComps(strings.Split(strings.Trim(p, "/"), "/"))
+}
+
+// matchComps is match on a path already cut into its components.
+func (r dangerRule) matchComps(comps []string) bool {
 	n := len(r.seq)
 	for i := 0; i+n <= len(comps); i++ {
 		if !r.dir && i+n != len(comps) {
@@ -116,6 +120,46 @@ func (r dangerRule) match(p string) bool {
 		}
 	}
 	return false
+}
+
+// dangerIndex finds the rules that may match a path without trying every
+// rule: rules whose first component is literal are filed under it; the
+// others (id_rsa*, .env.*) are tried on every path.
+var dangerIndex, dangerGlobs = func() (map[string][]int, []int) {
+	idx := map[string][]int{}
+	var globs []int
+	for i, r := range dangerRules {
+		if strings.ContainsAny(r.seq[0], "*?[\\") {
+			globs = append(globs, i)
+		} else {
+			idx[r.seq[0]] = append(idx[r.seq[0]], i)
+		}
+	}
+	return idx, globs
+}()
+
+// firstRule returns the first rule, in dangerRules' order, that covers the
+// absolute, clean path p (implant-class ones only when write), or -1.
+func firstRule(p string, write bool) int {
+	comps := strings.Split(strings.Trim(p, "/"), "/")
+	best := -1
+	try := func(i int) {
+		if (best >= 0 && i >= best) || (dangerRules[i].kind == DangerImplant && !write) {
+			return
+		}
+		if dangerRules[i].matchComps(comps) {
+			best = i
+		}
+	}
+	for _, c := range comps {
+		for _, i := range dangerIndex[c] {
+			try(i)
+		}
+	}
+	for _, i := range dangerGlobs {
+		try(i)
+	}
+	return best
 }
 
 // DangerousPaths lists the dangerous paths req touches: in req.Paths, and,
@@ -140,6 +184,7 @@ func DangerousPaths(req *Request, projectDir, home string) []Finding {
 		home, _ = os.UserHomeDir()
 	}
 	d := dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}}
+	d.realProject = resolve(projectDir)
 	write := !(req.Class == ClassRead || req.Class == ClassInternal)
 	for _, p := range req.Paths {
 		d.check(p, write)
@@ -158,6 +203,7 @@ func DangerousPaths(req *Request, projectDir, home string) []Finding {
 
 type dangerScan struct {
 	projectDir, home string
+	realProject      string // projectDir with its symlinks resolved
 	seen             map[string]bool
 	out              []Finding
 }
@@ -310,23 +356,24 @@ func (d *dangerScan) check(given string, write bool) {
 		return
 	}
 	lexical := filepath.Clean(p)
-	physical := resolve(p)
+	var physical string
+	if rest, ok := strings.CutPrefix(lexical, filepath.Clean(d.projectDir)+"/"); ok {
+		physical = resolveFrom(d.realProject, rest) // the project's own path resolved once
+	} else {
+		physical = resolve(p)
+	}
 	for _, cand := range []string{lexical, physical} {
-		for _, r := range dangerRules {
-			if r.kind == DangerImplant && !write {
-				continue
-			}
-			if !r.match(filepath.ToSlash(cand)) {
-				continue
-			}
-			key := string(r.kind) + "\x00" + physical
-			if d.seen[key] {
-				break
-			}
-			d.seen[key] = true
-			d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: r.kind, What: r.what})
-			break
+		i := firstRule(filepath.ToSlash(cand), write)
+		if i < 0 {
+			continue
 		}
+		r := dangerRules[i]
+		key := string(r.kind) + "\x00" + physical
+		if d.seen[key] {
+			continue
+		}
+		d.seen[key] = true
+		d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: r.kind, What: r.what})
 	}
 }
 
@@ -419,9 +466,13 @@ func (r dangerRule) matchPattern(comps []string) bool {
 // resolve returns p with every symlink of its existing part followed and
 // .. taken on the real directories, as the kernel would; the part that does
 // not exist is joined lexically.
-func resolve(p string) string {
+func resolve(p string) string { return resolveFrom("/", p) }
+
+// resolveFrom is resolve for a path p below base, where base is already
+// resolved (no symlink in it): only the components past base are looked at.
+func resolveFrom(base, p string) string {
 	comps := strings.Split(filepath.ToSlash(p), "/")
-	cur := "/"
+	cur := base
 	links := 0
 	for i := 0; i < len(comps); i++ {
 		c := comps[i]

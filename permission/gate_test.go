@@ -222,3 +222,34 @@ func TestUnknownEnvironmentDenied(t *testing.T) {
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
+
+// benchDecision measures one whole decision: parse and key the command,
+// then run the gate's steps (policy, project and session allowlists).
+func benchDecision(b *testing.B, src string) {
+	p := project(&testing.T{}, `{"allowlist": {"capability:fmt-json": "AlwaysThisProject"}}`)
+	s := permission.NewSessionAllowlist()
+	for _, k := range []string{"run_command:make:test", "run_command:go", "run_command:npm:*"} {
+		if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern(k), Grant: permission.AlwaysThisSession}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
+		Origin: permission.OriginUser, Deny: []permission.Pattern{permission.MustParsePattern("run_command:git:push")},
+	}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := &permission.Gate{Project: p, Session: s, Policy: pol}
+	b.ReportAllocs()
+	for b.Loop() {
+		cmd := permission.ParseCommand(src)
+		d := g.Decide(&permission.Request{Tool: "run_command", Environment: ceiling.Shell, Class: permission.ClassExec,
+			Permission: permission.Ask(cmd.Key), Command: cmd})
+		if d.Verdict == "" {
+			b.Fatal("no verdict")
+		}
+	}
+}
+
+func BenchmarkDecisionSimple(b *testing.B)   { benchDecision(b, "make test") }
+func BenchmarkDecisionCompound(b *testing.B) { benchDecision(b, "make test && git push origin main") }

@@ -25,7 +25,9 @@ func ccrunBinary(b *testing.B) string {
 			return
 		}
 		binPath = filepath.Join(dir, "ccrun")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = err
 			b.Logf("%s", out)
