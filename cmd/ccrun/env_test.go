@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/internal/testimage"
+)
+
+// ccrunIn runs the CLI in dir, as a separate run each time (a fresh
+// Runtime, the project allowlist read anew), and returns its output.
+func ccrunIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(append([]string{"--project-dir", dir}, args...), stdio{strings.NewReader(""), &out, &errb})
+	return out.String(), errb.String(), code
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A @docker capability through ccrun exec: a read-only mount, a project
+// grant, and the grant counting in the next run.
+func TestDockerCapability(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := testimage.Ensure(ctx); err != nil {
+		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
+		}
+		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
+	}
+	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"data/in.txt": "from the host\n",
+		".ccrun/capabilities/peek/capability.json": `{
+  "name": "peek",
+  "description": "Reads a mounted file and tries to write beside it",
+  "environment": "@docker",
+  "entry": {"image": "` + testimage.Name + `", "command": ["/bin/busybox", "sh", "-c", "cat /data/in.txt; echo x > /data/out.txt && echo wrote || echo read-only"]},
+  "mounts": [{"host": "data", "guest": "/data"}],
+  "limits": {"timeout": "60s", "memory": "64MiB"}
+}`,
+	})
+	if err := os.Chmod(filepath.Join(dir, "data"), 0o777); err != nil { // writable for the container's user, were the mount rw
+		t.Fatal(err)
+	}
+	if _, stderr, code := ccrunIn(t, dir, "exec", "peek"); code != exitDenied || !strings.Contains(stderr, "capability:peek") {
+		t.Fatalf("unapproved: exit %d, stderr %q; want %d naming the key", code, stderr, exitDenied)
+	}
+	out, stderr, code := ccrunIn(t, dir, "exec", "--approve", "project", "peek")
+	if code != 0 {
+		t.Fatalf("approved: exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(out, "from the host") || !strings.Contains(out, "read-only") {
+		t.Errorf("output %q: want the mounted file read and the write refused", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "out.txt")); err == nil {
+		t.Error("the container wrote through a read-only mount")
+	}
+	// The next run is allowed by the project grant.
+	if out, stderr, code := ccrunIn(t, dir, "exec", "peek"); code != 0 || !strings.Contains(out, "from the host") {
+		t.Fatalf("second run: exit %d, out %q, stderr %q", code, out, stderr)
+	}
+	out, _, _ = ccrunIn(t, dir, "check", "--json", "peek")
+	if !strings.Contains(out, `"layer": "project"`) || !strings.Contains(out, `"environment": "@docker"`) {
+		t.Errorf("check: %s", out)
+	}
+}
+
+// buildGuest compiles a Go program for wasip1.
+func buildGuest(t *testing.T, src string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"main.go": src, "go.mod": "module guest\n\ngo 1.26\n"})
+	out := filepath.Join(dir, "guest.wasm")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build guest: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// A @wasm capability through ccrun exec, as separate processes: a mount,
+// a project grant, the grant surviving into the next process.
+func TestWasmCapabilityWithMount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a guest")
+	}
+	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	guest := buildGuest(t, `package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	b, err := os.ReadFile("/data/in.txt")
+	if err != nil {
+		fmt.Println("read:", err)
+		os.Exit(3)
+	}
+	fmt.Print(string(b))
+	if err := os.WriteFile("/data/out.txt", []byte("x"), 0o644); err != nil {
+		fmt.Println("write refused")
+	}
+	if _, err := os.ReadFile("/data/../../etc/passwd"); err == nil {
+		fmt.Println("ESCAPED")
+	}
+}
+`)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"data/in.txt": "mounted\n",
+		".ccrun/capabilities/reader/capability.json": `{
+  "name": "reader",
+  "description": "Reads a mounted file",
+  "environment": "@wasm",
+  "entry": {"module": "reader.wasm"},
+  "mounts": [{"host": "data", "guest": "/data"}]
+}`,
+	})
+	if err := os.WriteFile(filepath.Join(dir, ".ccrun/capabilities/reader/reader.wasm"), guest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Real processes: the test binary runs as ccrun (TestMain's testscript
+	// hook dispatches on argv[0]).
+	bin := filepath.Join(t.TempDir(), "ccrun")
+	if err := os.Symlink(exe, bin); err != nil {
+		t.Fatal(err)
+	}
+	runProc := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"--project-dir", dir}, args...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), code
+	}
+	if out, code := runProc("exec", "reader"); code != exitDenied {
+		t.Fatalf("unapproved: exit %d: %s", code, out)
+	}
+	out, code := runProc("exec", "--approve", "project", "reader")
+	if code != 0 || !strings.Contains(out, "mounted") || !strings.Contains(out, "write refused") || strings.Contains(out, "ESCAPED") {
+		t.Fatalf("approved: exit %d: %s", code, out)
+	}
+	if out, code := runProc("exec", "reader"); code != 0 || !strings.Contains(out, "mounted") {
+		t.Fatalf("second process: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "out.txt")); err == nil {
+		t.Error("the guest wrote through a read-only mount")
+	}
+}
