@@ -126,6 +126,9 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		if len(c.Mounts) > 0 {
 			return nil, nil, fmt.Errorf("call: mounts do not apply to @shell (it sees the whole host): %w", ErrInvalidCall)
 		}
+		if c.Limits.Memory != 0 || c.Limits.Pids != 0 || c.Limits.CPUs != 0 {
+			return nil, nil, fmt.Errorf("call: memory, pids and cpus limits do not apply to @shell (the host does not enforce them): %w", ErrInvalidCall)
+		}
 		cmd := permission.ParseCommand(c.Command)
 		if cmd.File == nil {
 			return nil, nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", permission.Escape(c.Command), ErrInvalidCall)

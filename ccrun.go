@@ -69,6 +69,7 @@ type Runtime struct {
 	layers   []*permission.Settings
 	docker   []docker.Option
 	wasm     []wasm.Option
+	parent   *Runtime // a sub-agent's: executors are the parent's
 }
 
 // Option configures a Runtime.
@@ -218,6 +219,9 @@ func (r *Runtime) Subscribe(f func(Event)) (cancel func()) { return r.bus.subscr
 // Close releases the executors (the wasm runtime, the Docker client) and
 // the audit log.
 func (r *Runtime) Close() error {
+	if r.parent != nil {
+		return nil // the parent owns the executors and the log
+	}
 	r.mu.Lock()
 	closers := r.closers
 	r.closers = nil
@@ -232,6 +236,9 @@ func (r *Runtime) Close() error {
 
 // executor returns the executor for env, starting it on first use.
 func (r *Runtime) executor(ctx context.Context, env ceiling.Environment) (Executor, error) {
+	if r.parent != nil {
+		return r.parent.executor(ctx, env)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e, ok := r.execs[env]; ok {

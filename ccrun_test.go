@@ -213,3 +213,32 @@ func TestMalformedConfigIsAnError(t *testing.T) {
 		t.Error("the malformed file was changed")
 	}
 }
+
+// A tool a deny rule covers entirely is not even listed (and the gate
+// denies it again at execution).
+func TestToolsHidesDenied(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte(`{"permissions": {"deny": ["run_docker:*"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	tools, errs := rt.Tools()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	if diff := cmp.Diff([]string{ccrun.ToolRunCommand, ccrun.ToolRunWasm}, names); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, permission.ErrPermissionDenied) {
+		t.Errorf("a hidden tool was not denied at execution: %v", err)
+	}
+}

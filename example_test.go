@@ -2,6 +2,7 @@ package ccrun_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -39,4 +40,27 @@ func Example() {
 	// asked for run_command:"mkdir build && echo built"
 	// built
 	// exit 0 decided by approver
+}
+
+// A sub-agent sees only tools that never ask: its calls with side effects
+// are denied by the gate's scope step, and it cannot spawn a sub-agent of
+// its own.
+func ExampleRuntime_SubAgent() {
+	dir, _ := os.MkdirTemp("", "ccrun-example")
+	defer os.RemoveAll(dir)
+	rt, _ := ccrun.New(ccrun.WithProjectDir(dir))
+	defer rt.Close()
+
+	sub, err := rt.SubAgent()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := sub.Exec(context.Background(), &ccrun.Call{Command: "touch notes.txt"})
+	fmt.Println(errors.Is(err, permission.ErrPermissionDenied), out.Decision.Layer)
+	_, err = sub.SubAgent()
+	fmt.Println(errors.Is(err, permission.ErrDepthExceeded))
+	// Output:
+	// true scope
+	// true
 }

@@ -36,6 +36,10 @@ type Gate struct {
 // defaultPolicy is the policy of a Gate without one: default mode, no rules.
 var defaultPolicy, _ = NewPolicy(PolicyConfig{})
 
+// DefaultPolicy is the policy a Gate uses when it has none: the default
+// mode, no rules, the working directory as the project.
+func DefaultPolicy() *Policy { return defaultPolicy }
+
 func (g *Gate) now() time.Time {
 	if g.Now != nil {
 		return g.Now()

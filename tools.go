@@ -1,0 +1,64 @@
+package ccrun
+
+import (
+	"encoding/json"
+
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+)
+
+// builtins are the tools every Runtime offers besides the capabilities.
+var builtins = []capabilities.Tool{
+	{Name: ToolRunCommand, Description: "Run a shell command (Bash syntax) on the host, from the project root.",
+		Environment: ceiling.Shell, Class: permission.ClassExec,
+		Parameters: json.RawMessage(`{"type":"object","required":["command"],"properties":{"command":{"type":"string"}}}`)},
+	{Name: ToolRunWasm, Description: "Run a WebAssembly (WASI preview 1) module in a sandbox.",
+		Environment: ceiling.Wasm, Class: permission.ClassExec,
+		Parameters: json.RawMessage(`{"type":"object","required":["module"],"properties":{"module":{"type":"string"},"args":{"type":"array","items":{"type":"string"}}}}`)},
+	{Name: ToolRunDocker, Description: "Run a command in a hardened container.",
+		Environment: ceiling.Docker, Class: permission.ClassExec,
+		Parameters: json.RawMessage(`{"type":"object","required":["image"],"properties":{"image":{"type":"string"},"args":{"type":"array","items":{"type":"string"}}}}`)},
+}
+
+// Tools lists the tools the caller may see: the built-in ones and the
+// project's capabilities, less those its scope hides and those a deny rule
+// covers entirely (a deny is applied twice: here, so the agent is not even
+// offered the tool, and again by the gate at execution). Capabilities that
+// do not load are returned as errors beside the list.
+func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
+	caps, errs := capabilities.LoadAll(r.dir)
+	pol := r.gate.Policy
+	var out []capabilities.Tool
+	for _, t := range builtins {
+		if pol == nil || pol.Visible(t.Name, false) {
+			out = append(out, t)
+		}
+	}
+	for _, c := range caps {
+		if pol == nil || pol.Visible(c.Manifest.Name, false) {
+			out = append(out, c.Tool())
+		}
+	}
+	return out, errs
+}
+
+// SubAgent returns a Runtime for a sub-agent of this one (seed 000 §4.8):
+// it shares the project, the executors, the approver and the audit log, and
+// its policy sees only tools that never ask (any other call is denied by
+// the gate's scope step), keeps this Runtime's deny and ask rules, and
+// cannot derive a further sub-agent (permission.ErrDepthExceeded).
+func (r *Runtime) SubAgent() (*Runtime, error) {
+	pol := r.gate.Policy
+	if pol == nil {
+		pol = permission.DefaultPolicy()
+	}
+	sub, err := pol.SubAgent()
+	if err != nil {
+		return nil, err
+	}
+	g := *r.gate
+	g.Policy = sub
+	c := &Runtime{dir: r.dir, gate: &g, audit: r.audit, envPass: r.envPass, parent: r}
+	return c, nil
+}
