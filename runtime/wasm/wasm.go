@@ -71,6 +71,7 @@ type Executor struct {
 	cacheDir  string // "" when there is no disk cache; symlinks resolved
 	memory    int64
 	interrupt bool
+	worker    string // the worker executable; "" runs guests in process
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
@@ -91,6 +92,7 @@ type config struct {
 	cacheDir  string
 	memory    int64
 	interrupt bool
+	worker    string
 }
 
 // Option configures an Executor.
@@ -121,10 +123,15 @@ func WithMemoryLimit(bytes int64) Option {
 }
 
 // WithInterrupt says whether compiled code checks, at every function entry
-// and loop, whether its run was stopped (wazero's CloseOnContextDone).
-// Default: true — without it a guest that loops without calling the host
-// cannot be stopped by Limits.Timeout or the output cap and runs to its
-// end. Turn it off only for trusted modules; see docs/wasm.md for its cost.
+// and loop back-edge, whether its run was stopped (wazero's
+// CloseOnContextDone). Default: true. The checks make CPU-bound guests
+// several times slower (docs/wasm.md has the figures); WithWorkerProcess
+// is the way to run at full speed and still stop a guest. Without checks
+// a guest that loops without calling the host cannot be stopped at all
+// (not by Limits.Timeout, the output cap or ctx), and while it runs the Go
+// runtime cannot stop the world, so the garbage collector of the whole
+// process waits for it: turn them off only for trusted modules, or in a
+// process that runs one guest and is killed from outside.
 func WithInterrupt(on bool) Option {
 	return func(c *config) error {
 		c.interrupt = on
@@ -144,7 +151,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, modules: map[[sha256.Size]byte]*compiled{}, mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, modules: map[[sha256.Size]byte]*compiled{}, mountFS: confined}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -247,6 +254,15 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	lim = lim.WithDefaults()
 
+	if e.worker != "" {
+		e.mu.Lock()
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
+		}
+		return e.runWorker(ctx, s, bin, name, lim)
+	}
 	mod, err := e.compile(ctx, bin)
 	if err != nil {
 		return nil, err
