@@ -302,6 +302,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	mem := &allocator{limit: uint64(lim.Memory)}
 	instCtx := experimental.WithMemoryAllocator(runCtx, mem)
 	runErr := instantiate(instCtx, e.rt, mod, cfg)
+	mem.done()
 	return e.classify(ctx, runCtx, runErr, mem, result, lim)
 }
 
@@ -596,12 +597,30 @@ func (s *stoppable) Read(p []byte) (int, error) {
 type allocator struct {
 	limit  uint64
 	denied atomic.Bool
+
+	mu      sync.Mutex
+	release []func() // run once the guest has returned
+}
+
+// done releases what the run's memories hold. Call it only once the guest
+// has returned.
+func (a *allocator) done() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, f := range a.release {
+		f()
+	}
+	a.release = nil
 }
 
 func (a *allocator) Allocate(_, _ uint64) experimental.LinearMemory {
+	if m := mmapMemory(a); m != nil {
+		return m
+	}
 	return &linearMemory{a: a}
 }
 
+// linearMemory is the portable LinearMemory: a Go slice, copied as it grows.
 type linearMemory struct {
 	a   *allocator
 	buf []byte
