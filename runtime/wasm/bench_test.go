@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -53,6 +54,13 @@ func runTimed(b *testing.B, e *Executor, s Spec) {
 // BenchmarkHello is one warm run of the Go-built hello module.
 func BenchmarkHello(b *testing.B) {
 	b.Run("in-process", func(b *testing.B) { runTimed(b, benchExecutor(b), Spec{Module: guests["hello"]}) })
+	b.Run("in-process-path", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "hello.wasm")
+		if err := os.WriteFile(path, guests["hello"], 0o644); err != nil {
+			b.Fatal(err)
+		}
+		runTimed(b, benchExecutor(b), Spec{Path: path})
+	})
 	b.Run("worker", func(b *testing.B) { runTimed(b, benchExecutor(b, workerOpt(b)), Spec{Module: guests["hello"]}) })
 }
 
@@ -82,6 +90,14 @@ func BenchmarkCPU(b *testing.B) {
 	s := probe("spin", "20000")
 	b.Run("unenforced", func(b *testing.B) { runTimed(b, benchExecutor(b, WithInterrupt(false)), s) })
 	b.Run("interrupt-checks", func(b *testing.B) { runTimed(b, benchExecutor(b), s) })
+	b.Run("worker", func(b *testing.B) { runTimed(b, benchExecutor(b, workerOpt(b)), s) })
+}
+
+// BenchmarkCPULong is a ten times longer CPU-bound guest, where the
+// worker's fixed start-up cost weighs less.
+func BenchmarkCPULong(b *testing.B) {
+	s := probe("spin", "200000")
+	b.Run("unenforced", func(b *testing.B) { runTimed(b, benchExecutor(b, WithInterrupt(false)), s) })
 	b.Run("worker", func(b *testing.B) { runTimed(b, benchExecutor(b, workerOpt(b)), s) })
 }
 

@@ -79,6 +79,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	modules map[[sha256.Size]byte]*compiled
+	files   map[string][sha256.Size]byte // fileKey -> content hash
 	closed  bool
 }
 
@@ -151,7 +152,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, modules: map[[sha256.Size]byte]*compiled{}, mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, mountFS: confined}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -232,7 +233,13 @@ type Spec struct {
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	start := time.Now()
 	bin, name := s.Module, s.Name
-	if bin == nil {
+	var known wazero.CompiledModule // found by the file's identity, unread
+	fk := ""
+	if bin == nil && s.Path != "" && e.worker == "" {
+		fk = fileKey(s.Path)
+		known = e.lookupFile(fk)
+	}
+	if bin == nil && known == nil {
 		if s.Path == "" {
 			return nil, fmt.Errorf("wasm: no module and no path: %w", ErrInvalidSpec)
 		}
@@ -263,9 +270,18 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		}
 		return e.runWorker(ctx, s, bin, name, lim)
 	}
-	mod, err := e.compile(ctx, bin)
-	if err != nil {
-		return nil, err
+	mod := known
+	if mod == nil {
+		var key [sha256.Size]byte
+		var err error
+		if mod, key, err = e.compile(ctx, bin); err != nil {
+			return nil, err
+		}
+		if fk != "" {
+			e.mu.Lock()
+			e.files[fk] = key
+			e.mu.Unlock()
+		}
 	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -384,11 +400,40 @@ func trapDetail(msg string) string {
 
 // compile returns the compiled module for bin, compiling it at most once
 // per Executor however many runs ask for it at the same time.
-func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
+func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, [sha256.Size]byte, error) {
+	key := sha256.Sum256(bin)
+	mod, err := e.compileKey(ctx, key, bin)
+	return mod, key, err
+}
+
+// lookupFile returns the compiled module of a file already compiled and
+// not changed since (same device, inode, size, mtime and ctime), or nil.
+func (e *Executor) lookupFile(fk string) wazero.CompiledModule {
+	if fk == "" {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key, ok := e.files[fk]
+	if !ok || e.closed {
+		return nil
+	}
+	c, ok := e.modules[key]
+	if !ok {
+		return nil
+	}
+	select {
+	case <-c.ready:
+		return c.mod
+	default:
+		return nil
+	}
+}
+
+func (e *Executor) compileKey(ctx context.Context, key [sha256.Size]byte, bin []byte) (wazero.CompiledModule, error) {
 	if err := checkHeader(bin); err != nil {
 		return nil, err
 	}
-	key := sha256.Sum256(bin)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -351,4 +353,23 @@ func (l *lockedBuffer) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Len()
+}
+
+// TestPathChanged: a module given by path is compiled again when the file
+// changes, although unchanged files are not even read again.
+func TestPathChanged(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.wasm")
+	if err := os.WriteFile(path, guests["hello"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, Spec{Path: path}); string(res.Stdout) != "hello, world\n" {
+		t.Fatalf("hello: %q", res.Stdout)
+	}
+	if err := os.WriteFile(path, guests["probe"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, Spec{Path: path, Args: []string{"exit", "9"}}); res.ExitCode != 9 {
+		t.Errorf("after rewrite: got %s %d, want exit 9 from the new module", res.Reason, res.ExitCode)
+	}
 }
