@@ -534,6 +534,9 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 			_ = r.Close()
 		}
 	}
+	if err := checkOverlap(s.Mounts); err != nil {
+		return nil, nil, err
+	}
 	fsc := wazero.NewFSConfig()
 	seen := map[string]bool{}
 	for _, m := range s.Mounts {
@@ -567,6 +570,28 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 // os.Root.
 func confined(r *os.Root, m job.Mount) esys.FS {
 	return &rootFS{root: r, writable: m.Writable}
+}
+
+// checkOverlap refuses a read-only mount whose host directory is inside a
+// writable one (or is the same): through the writable one the guest could
+// change what was declared read-only.
+func checkOverlap(mounts []job.Mount) error {
+	real := make([]string, len(mounts))
+	for i, m := range mounts {
+		r, err := filepath.EvalSymlinks(m.Host)
+		if err != nil {
+			return fmt.Errorf("wasm: mount %s: %v: %w", m, err, ErrInvalidSpec)
+		}
+		real[i] = r
+	}
+	for i, ro := range mounts {
+		for j, rw := range mounts {
+			if !ro.Writable && rw.Writable && within(real[i], real[j]) {
+				return fmt.Errorf("wasm: read-only mount %s lies inside writable mount %s: %w", ro, rw, ErrInvalidSpec)
+			}
+		}
+	}
+	return nil
 }
 
 // checkMountHost refuses a host directory that is not a directory or that

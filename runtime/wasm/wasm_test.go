@@ -157,6 +157,9 @@ func TestTraps(t *testing.T) {
 func TestBadSpec(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	if err := os.Mkdir(dir+"/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, s := range map[string]Spec{
 		"env without =":    {Env: []string{"NOPE"}},
 		"empty env key":    {Env: []string{"=x"}},
@@ -164,6 +167,8 @@ func TestBadSpec(t *testing.T) {
 		"relative guest":   {Mounts: []job.Mount{{Host: dir, Guest: "data"}}},
 		"missing host dir": {Mounts: []job.Mount{{Host: dir + "/nope", Guest: "/data"}}},
 		"twice":            {Mounts: []job.Mount{{Host: dir, Guest: "/d"}, {Host: dir, Guest: "/d/"}}},
+		"ro inside rw":     {Mounts: []job.Mount{{Host: dir + "/sub", Guest: "/ro"}, {Host: dir, Guest: "/rw", Writable: true}}},
+		"ro same as rw":    {Mounts: []job.Mount{{Host: dir, Guest: "/ro"}, {Host: dir, Guest: "/rw", Writable: true}}},
 	} {
 		s.Module = guests["probe"]
 		if _, err := shared.Run(context.Background(), s); !errors.Is(err, ErrInvalidSpec) {
