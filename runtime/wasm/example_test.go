@@ -11,7 +11,7 @@ import (
 
 func ExampleExecutor_Run() {
 	ctx := context.Background()
-	e, err := New(ctx, WithCacheDir("")) // no disk cache, for the example
+	e, err := New(ctx, WithCacheDir(sharedCache)) // compiled modules kept there across processes
 	if err != nil {
 		fmt.Println(err)
 		return

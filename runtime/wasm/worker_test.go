@@ -93,12 +93,21 @@ func TestWorker(t *testing.T) {
 	})
 }
 
-// TestWorkerEscape: the worker confines mounts as the in-process runs do.
+// TestWorkerEscape: the worker confines mounts as the in-process runs do
+// (the same code: a sample of the attacks, one of each kind, is enough).
 func TestWorkerEscape(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
 	s.exec = newWorkerExecutor(t)
+	sample := map[string]bool{
+		"dotdot read": true, "existing absolute symlink": true, "write through existing relative symlink": true,
+		"new relative symlink out": true, "hard link from ro mount into rw mount, then write": true,
+		"compilation cache through symlink": true, "write read-only file": true,
+	}
 	for _, tc := range escapes(s) {
+		if !sample[tc.name] {
+			continue
+		}
 		if got := s.run(t, tc.args...); len(got) < 7 || got[:7] != "BLOCKED" {
 			t.Errorf("escape %q: got %q, want BLOCKED", tc.args, got)
 		}
