@@ -23,6 +23,9 @@ var shared *Executor
 var sharedCache string
 
 func TestMain(m *testing.M) {
+	if IsWorker() {
+		os.Exit(ServeWorker())
+	}
 	os.Exit(runMain(m))
 }
 

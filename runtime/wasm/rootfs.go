@@ -161,7 +161,24 @@ func (r *rootFS) Rename(from, to string) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	return errno(r.root.Rename(rel(from), rel(to)))
+	from, to = rel(from), rel(to)
+	err := r.root.Rename(from, to)
+	if errors.Is(err, syscall.EEXIST) {
+		// os.Root, like os.Rename, will not replace a directory, which
+		// rename(2) does when it is empty. Do it in two steps.
+		src, e1 := r.root.Lstat(from)
+		dst, e2 := r.root.Lstat(to)
+		if e1 == nil && e2 == nil && dst.IsDir() {
+			if !src.IsDir() {
+				return esys.EISDIR
+			}
+			if err := r.root.Remove(to); err != nil { // fails unless empty
+				return errno(err)
+			}
+			err = r.root.Rename(from, to)
+		}
+	}
+	return errno(err)
 }
 
 func (r *rootFS) Rmdir(p string) esys.Errno {

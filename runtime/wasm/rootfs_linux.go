@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"unsafe"
@@ -65,4 +66,15 @@ func errOrNil(e syscall.Errno) error {
 		return nil
 	}
 	return e
+}
+
+// fileKey identifies the content of the file at path without reading it:
+// its device, inode, size, mtime and ctime (a rewrite changes ctime). ""
+// when it cannot be had.
+func fileKey(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	return fmt.Sprint(path, st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
 }

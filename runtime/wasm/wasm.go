@@ -71,6 +71,7 @@ type Executor struct {
 	cacheDir  string // "" when there is no disk cache; symlinks resolved
 	memory    int64
 	interrupt bool
+	worker    string // the worker executable; "" runs guests in process
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
@@ -78,6 +79,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	modules map[[sha256.Size]byte]*compiled
+	files   map[string][sha256.Size]byte // fileKey -> content hash
 	closed  bool
 }
 
@@ -91,6 +93,7 @@ type config struct {
 	cacheDir  string
 	memory    int64
 	interrupt bool
+	worker    string
 }
 
 // Option configures an Executor.
@@ -121,10 +124,15 @@ func WithMemoryLimit(bytes int64) Option {
 }
 
 // WithInterrupt says whether compiled code checks, at every function entry
-// and loop, whether its run was stopped (wazero's CloseOnContextDone).
-// Default: true — without it a guest that loops without calling the host
-// cannot be stopped by Limits.Timeout or the output cap and runs to its
-// end. Turn it off only for trusted modules; see docs/wasm.md for its cost.
+// and loop back-edge, whether its run was stopped (wazero's
+// CloseOnContextDone). Default: true. The checks make CPU-bound guests
+// several times slower (docs/wasm.md has the figures); WithWorkerProcess
+// is the way to run at full speed and still stop a guest. Without checks
+// a guest that loops without calling the host cannot be stopped at all
+// (not by Limits.Timeout, the output cap or ctx), and while it runs the Go
+// runtime cannot stop the world, so the garbage collector of the whole
+// process waits for it: turn them off only for trusted modules, or in a
+// process that runs one guest and is killed from outside.
 func WithInterrupt(on bool) Option {
 	return func(c *config) error {
 		c.interrupt = on
@@ -144,7 +152,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, modules: map[[sha256.Size]byte]*compiled{}, mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, mountFS: confined}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -225,7 +233,13 @@ type Spec struct {
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	start := time.Now()
 	bin, name := s.Module, s.Name
-	if bin == nil {
+	var known wazero.CompiledModule // found by the file's identity, unread
+	fk := ""
+	if bin == nil && s.Path != "" && e.worker == "" {
+		fk = fileKey(s.Path)
+		known = e.lookupFile(fk)
+	}
+	if bin == nil && known == nil {
 		if s.Path == "" {
 			return nil, fmt.Errorf("wasm: no module and no path: %w", ErrInvalidSpec)
 		}
@@ -247,9 +261,27 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	lim = lim.WithDefaults()
 
-	mod, err := e.compile(ctx, bin)
-	if err != nil {
-		return nil, err
+	if e.worker != "" {
+		e.mu.Lock()
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
+		}
+		return e.runWorker(ctx, s, bin, name, lim)
+	}
+	mod := known
+	if mod == nil {
+		var key [sha256.Size]byte
+		var err error
+		if mod, key, err = e.compile(ctx, bin); err != nil {
+			return nil, err
+		}
+		if fk != "" {
+			e.mu.Lock()
+			e.files[fk] = key
+			e.mu.Unlock()
+		}
 	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -286,6 +318,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	mem := &allocator{limit: uint64(lim.Memory)}
 	instCtx := experimental.WithMemoryAllocator(runCtx, mem)
 	runErr := instantiate(instCtx, e.rt, mod, cfg)
+	mem.done()
 	return e.classify(ctx, runCtx, runErr, mem, result, lim)
 }
 
@@ -367,11 +400,40 @@ func trapDetail(msg string) string {
 
 // compile returns the compiled module for bin, compiling it at most once
 // per Executor however many runs ask for it at the same time.
-func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
+func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, [sha256.Size]byte, error) {
+	key := sha256.Sum256(bin)
+	mod, err := e.compileKey(ctx, key, bin)
+	return mod, key, err
+}
+
+// lookupFile returns the compiled module of a file already compiled and
+// not changed since (same device, inode, size, mtime and ctime), or nil.
+func (e *Executor) lookupFile(fk string) wazero.CompiledModule {
+	if fk == "" {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key, ok := e.files[fk]
+	if !ok || e.closed {
+		return nil
+	}
+	c, ok := e.modules[key]
+	if !ok {
+		return nil
+	}
+	select {
+	case <-c.ready:
+		return c.mod
+	default:
+		return nil
+	}
+}
+
+func (e *Executor) compileKey(ctx context.Context, key [sha256.Size]byte, bin []byte) (wazero.CompiledModule, error) {
 	if err := checkHeader(bin); err != nil {
 		return nil, err
 	}
-	key := sha256.Sum256(bin)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -472,6 +534,9 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 			_ = r.Close()
 		}
 	}
+	if err := checkOverlap(s.Mounts); err != nil {
+		return nil, nil, err
+	}
 	fsc := wazero.NewFSConfig()
 	seen := map[string]bool{}
 	for _, m := range s.Mounts {
@@ -505,6 +570,28 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 // os.Root.
 func confined(r *os.Root, m job.Mount) esys.FS {
 	return &rootFS{root: r, writable: m.Writable}
+}
+
+// checkOverlap refuses a read-only mount whose host directory is inside a
+// writable one (or is the same): through the writable one the guest could
+// change what was declared read-only.
+func checkOverlap(mounts []job.Mount) error {
+	real := make([]string, len(mounts))
+	for i, m := range mounts {
+		r, err := filepath.EvalSymlinks(m.Host)
+		if err != nil {
+			return fmt.Errorf("wasm: mount %s: %v: %w", m, err, ErrInvalidSpec)
+		}
+		real[i] = r
+	}
+	for i, ro := range mounts {
+		for j, rw := range mounts {
+			if !ro.Writable && rw.Writable && within(real[i], real[j]) {
+				return fmt.Errorf("wasm: read-only mount %s lies inside writable mount %s: %w", ro, rw, ErrInvalidSpec)
+			}
+		}
+	}
+	return nil
 }
 
 // checkMountHost refuses a host directory that is not a directory or that
@@ -580,12 +667,30 @@ func (s *stoppable) Read(p []byte) (int, error) {
 type allocator struct {
 	limit  uint64
 	denied atomic.Bool
+
+	mu      sync.Mutex
+	release []func() // run once the guest has returned
+}
+
+// done releases what the run's memories hold. Call it only once the guest
+// has returned.
+func (a *allocator) done() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, f := range a.release {
+		f()
+	}
+	a.release = nil
 }
 
 func (a *allocator) Allocate(_, _ uint64) experimental.LinearMemory {
+	if m := mmapMemory(a); m != nil {
+		return m
+	}
 	return &linearMemory{a: a}
 }
 
+// linearMemory is the portable LinearMemory: a Go slice, copied as it grows.
 type linearMemory struct {
 	a   *allocator
 	buf []byte

@@ -1,0 +1,31 @@
+# The @wasm executor (runtime/wasm): guest modules, benchmarks, WASI conformance.
+
+WASM_GUESTS  := hello escape probe
+WASM_OUT     ?= testdata/wasm
+WASI_SUITE   ?= /tmp/wasi-testsuite
+WAZERO       ?= $(shell command -v wazero || echo $$($(GO) env GOPATH)/bin/wazero)
+
+.PHONY: wasm-guests
+wasm-guests: ## build the wasm test guests into testdata/wasm/*.wasm (the tests also build their own)
+	@for g in $(WASM_GUESTS); do \
+		(cd testdata/wasm/$$g && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build -o ../$$g.wasm .) || exit 1; \
+		echo "testdata/wasm/$$g.wasm"; \
+	done
+
+.PHONY: bench-wasm
+bench-wasm: ## wasm figures: in-process runs, timeout cost, and ccrun vs wazero run
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./runtime/wasm/
+	@if [ -d cmd/ccrun ]; then $(MAKE) --no-print-directory build && testdata/wasm/bench.sh $(BIN) 50; \
+	else echo "no cmd/ccrun yet: skipping ccrun exec --wasm vs wazero run"; fi
+
+bench: bench-wasm
+
+.PHONY: wasi-testsuite
+wasi-testsuite: ## run WebAssembly/wasi-testsuite (wasm32-wasip1) through runtime/wasm and wazero run; WASI_SUITE=checkout
+	@if [ ! -d $(WASI_SUITE)/tests ]; then \
+		echo "fetching wasi-testsuite (branch prod/testsuite-base) into $(WASI_SUITE)"; \
+		git clone --depth 1 --branch prod/testsuite-base https://github.com/WebAssembly/wasi-testsuite $(WASI_SUITE); \
+	fi
+	@if [ ! -x "$(WAZERO)" ]; then $(GO) install github.com/tetratelabs/wazero/cmd/wazero@v1.12.0; fi
+	CCRUN_WASI_TESTSUITE=$(WASI_SUITE) CCRUN_WAZERO=$(WAZERO) \
+		$(GO) test -count=1 -run TestWASITestsuite -v ./runtime/wasm/ | grep -v '^=== '

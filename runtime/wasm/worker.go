@@ -1,0 +1,211 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// WorkerEnv is the environment variable that marks a worker process.
+const WorkerEnv = "CCRUN_WASM_WORKER"
+
+// WithWorkerProcess runs each guest in a process of its own: exe (the
+// running program, from os.Executable, in practice) started again with
+// WorkerEnv=1 and nothing else in its environment, whose main calls
+// ServeWorker before anything else. The worker runs the guest's compiled
+// code without interrupt checks, so CPU-bound guests run at full speed,
+// and the Executor kills the worker (SIGKILL) when the timeout, the output
+// cap or ctx stops the run. Mounts, memory limit and confinement are the
+// same as in process; the worker shares the Executor's disk cache, so it
+// does not compile again. Default: "" (guests run in this process, with
+// interrupt checks). The figures are in docs/wasm.md.
+func WithWorkerProcess(exe string) Option {
+	return func(c *config) error {
+		c.worker = exe
+		return nil
+	}
+}
+
+// IsWorker reports whether this process was started as a worker by an
+// Executor made WithWorkerProcess.
+func IsWorker() bool { return os.Getenv(WorkerEnv) == "1" }
+
+// workerRequest is what the parent sends on descriptor 3.
+type workerRequest struct {
+	Module        []byte      `json:"module"`
+	Name          string      `json:"name"`
+	Args          []string    `json:"args"`
+	Env           []string    `json:"env"`
+	Mounts        []job.Mount `json:"mounts"`
+	Memory        int64       `json:"memory"`
+	Output        int64       `json:"output"`
+	Deterministic bool        `json:"deterministic"`
+	CacheDir      string      `json:"cache_dir"`
+}
+
+// workerReply is what the worker sends back on descriptor 4.
+type workerReply struct {
+	Result *job.Result `json:"result,omitempty"`
+	Error  string      `json:"error,omitempty"`
+	Class  string      `json:"class,omitempty"`
+}
+
+var classes = map[string]error{
+	"not-wasm": ErrNotWasm, "truncated": ErrTruncated, "invalid-module": ErrInvalidModule,
+	"missing-start": ErrMissingStart, "invalid-spec": ErrInvalidSpec, "closed": ErrClosed,
+}
+
+// ServeWorker runs the one guest its parent Executor sends and returns the
+// process's exit code (0 when it could report, whatever the guest did). A
+// program that may be a worker calls it first thing in main:
+//
+//	if wasm.IsWorker() {
+//		os.Exit(wasm.ServeWorker())
+//	}
+func ServeWorker() int {
+	reqf, repf := os.NewFile(3, "request"), os.NewFile(4, "reply")
+	if reqf == nil || repf == nil {
+		fmt.Fprintln(os.Stderr, "wasm worker: descriptors 3 and 4 missing")
+		return 125
+	}
+	var req workerRequest
+	if err := json.NewDecoder(reqf).Decode(&req); err != nil {
+		fmt.Fprintln(os.Stderr, "wasm worker: read request:", err)
+		return 125
+	}
+	_ = reqf.Close()
+	reply := serve(req)
+	if err := json.NewEncoder(repf).Encode(reply); err != nil {
+		return 125
+	}
+	_ = repf.Close()
+	return 0
+}
+
+func serve(req workerRequest) workerReply {
+	ctx := context.Background()
+	e, err := New(ctx, WithCacheDir(req.CacheDir), WithInterrupt(false))
+	if err != nil {
+		return replyErr(err)
+	}
+	// No Close: the process ends with the run. The output limit is the
+	// parent's to enforce: pass it one byte more, so that it sees the
+	// overflow and kills this process.
+	if req.Output >= 0 {
+		req.Output++
+	}
+	res, err := e.Run(ctx, Spec{
+		Module: req.Module, Name: req.Name, Args: req.Args, Env: req.Env, Mounts: req.Mounts,
+		Streams:       job.Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr},
+		Limits:        job.Limits{Timeout: -1, Memory: req.Memory, Output: req.Output},
+		Deterministic: req.Deterministic,
+	})
+	if err != nil {
+		return replyErr(err)
+	}
+	res.Stdout, res.Stderr = nil, nil // the parent has them
+	return workerReply{Result: res}
+}
+
+func replyErr(err error) workerReply {
+	r := workerReply{Error: err.Error()}
+	for name, c := range classes {
+		if errors.Is(err, c) {
+			r.Class = name
+		}
+	}
+	return r
+}
+
+// runWorker is Run in a worker process.
+func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name string, lim job.Limits) (*job.Result, error) {
+	start := time.Now()
+	if err := checkHeader(bin); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, func() { cancel(errOutputCap) })
+	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, func() { cancel(errOutputCap) })
+	result := func(r job.Reason, code int, detail string) *job.Result {
+		return &job.Result{
+			Reason: r, ExitCode: code, Detail: detail,
+			Stdout: stdout.Bytes(), Stderr: stderr.Bytes(),
+			Truncated: stdout.Exceeded() || stderr.Exceeded(),
+			Duration:  time.Since(start),
+		}
+	}
+	if lim.Timeout > 0 {
+		t := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
+		defer t.Stop()
+	}
+
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("wasm worker: %w", err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		_, _ = reqR.Close(), reqW.Close()
+		return nil, fmt.Errorf("wasm worker: %w", err)
+	}
+	defer repR.Close()
+	cmd := exec.CommandContext(runCtx, e.worker)
+	cmd.Env = []string{WorkerEnv + "=1"}
+	if s.Streams.Stdin != nil {
+		cmd.Stdin = stdin(runCtx, s.Streams.Stdin)
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{reqR, repW}
+	cmd.WaitDelay = 100 * time.Millisecond // a blocked stdin must not hold Wait
+	err = cmd.Start()
+	_, _ = reqR.Close(), repW.Close()
+	if err != nil {
+		_ = reqW.Close()
+		return nil, fmt.Errorf("wasm worker: start %s: %w", e.worker, err)
+	}
+	req := workerRequest{Module: bin, Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
+		Memory: lim.Memory, Output: lim.Output, Deterministic: s.Deterministic, CacheDir: e.cacheDir}
+	go func() {
+		_ = json.NewEncoder(reqW).Encode(req)
+		_ = reqW.Close()
+	}()
+	var reply workerReply
+	replyDone := make(chan error, 1)
+	go func() { replyDone <- json.NewDecoder(repR).Decode(&reply) }()
+	waitErr := cmd.Wait()
+	var replyErr error
+	select {
+	case replyErr = <-replyDone:
+	case <-time.After(time.Second):
+		replyErr = errors.New("no reply")
+	}
+
+	switch cause := context.Cause(runCtx); {
+	case cause == errOutputCap:
+		return result(job.OutputCap, job.KilledExitCode, fmt.Sprintf("output went past the limit of %d bytes", lim.Output)), nil
+	case replyErr == nil && reply.Result != nil:
+		r := result(reply.Result.Reason, reply.Result.ExitCode, reply.Result.Detail)
+		return r, nil
+	case replyErr == nil && reply.Error != "":
+		if c, ok := classes[reply.Class]; ok {
+			return nil, fmt.Errorf("%s (in worker): %w", reply.Error, c)
+		}
+		return nil, fmt.Errorf("wasm worker: %s", reply.Error)
+	case cause == errTimeout:
+		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
+	case ctx.Err() != nil:
+		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
+	}
+	if errors.Is(replyErr, io.EOF) {
+		replyErr = errors.New("the worker ended without a reply")
+	}
+	return nil, fmt.Errorf("wasm worker: %v (%v)", replyErr, waitErr)
+}
