@@ -185,3 +185,32 @@ func main() {
 		t.Error("the guest wrote through a read-only mount")
 	}
 }
+
+// --wasm-worker runs the guest in a killable process: an endless loop is
+// stopped at the timeout, and the tool's exit is 124.
+func TestWasmWorkerTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a guest")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
+	dir := t.TempDir()
+	loop := buildGuest(t, "package main\n\nfunc main() {\n\tn := 0\n\tfor {\n\t\tn++\n\t}\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, worker := range []bool{false, true} {
+		args := []string{"exec", "--approve", "once", "--timeout", "1s", "--wasm", "loop.wasm"}
+		if worker {
+			args = append(args, "--wasm-worker")
+		}
+		start := time.Now()
+		_, stderr, code := ccrunIn(t, dir, args...)
+		if code != exitTimeout {
+			t.Errorf("worker=%v: exit %d, want %d; stderr %q", worker, code, exitTimeout, stderr)
+		}
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("worker=%v: the timeout did not stop the loop (%s)", worker, took)
+		}
+	}
+}

@@ -5,6 +5,8 @@ package main
 import (
 	"io"
 	"os"
+
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // stdio is where a run of the CLI reads and writes.
@@ -14,5 +16,8 @@ type stdio struct {
 }
 
 func main() {
+	if wasm.IsWorker() { // a killable worker process of `exec --wasm-worker`
+		os.Exit(wasm.ServeWorker())
+	}
 	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }

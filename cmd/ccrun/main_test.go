@@ -6,9 +6,14 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 func TestMain(m *testing.M) {
+	if wasm.IsWorker() {
+		os.Exit(wasm.ServeWorker())
+	}
 	testscript.Main(m, map[string]func(){
 		"ccrun": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
 	})

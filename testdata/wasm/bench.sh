@@ -25,7 +25,7 @@ fi
 hello="$work/hello.wasm"
 (cd "$here/hello" && GOOS=wasip1 GOARCH=wasm $GO build -o "$hello" .)
 
-ours() { "$CCRUN" exec --wasm "$hello" >/dev/null; }
+ours() { "$CCRUN" exec --approve once --wasm "$hello" >/dev/null; }
 theirs() { "$peer" run -cachedir "$work/peer-cache" "$hello" >/dev/null; }
 
 # Warm both disk caches.
