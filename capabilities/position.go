@@ -194,13 +194,3 @@ func escapePointer(s string) string {
 	}
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
-
-// pointer joins reference tokens into a JSON pointer.
-func pointer(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(escapePointer(t))
-	}
-	return b.String()
-}

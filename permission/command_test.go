@@ -1,3 +1,5 @@
+//lint:file-ignore ST1018 the key table holds raw look-alike and format characters on purpose
+
 package permission
 
 import (

@@ -96,11 +96,6 @@ func concat(lists ...[]dangerRule) []dangerRule {
 	return out
 }
 
-// match reports whether the absolute, clean path p is covered by r.
-func (r dangerRule) match(p string) bool {
-	return r.matchComps(strings.Split(strings.Trim(p, "/"), "/"))
-}
-
 // matchComps is match on a path already cut into its components.
 func (r dangerRule) matchComps(comps []string) bool {
 	n := len(r.seq)
