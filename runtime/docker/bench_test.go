@@ -58,12 +58,12 @@ func BenchmarkRunPool(b *testing.B) {
 	s := Spec{Image: testImage, Cmd: trueCmd, Pool: true}
 	b.Cleanup(func() { e.DrainPool(context.Background()) })
 	benchRun(b, e, s) // fill the pool
-	e.refills.Wait()
+	e.bgWork.Wait()
 	b.ResetTimer()
 	for b.Loop() {
 		benchRun(b, e, s)
 		b.StopTimer()
-		e.refills.Wait()
+		e.bgWork.Wait()
 		b.StartTimer()
 	}
 }
@@ -76,11 +76,11 @@ func BenchmarkRunPoolBackToBack(b *testing.B) {
 	s := Spec{Image: testImage, Cmd: trueCmd, Pool: true}
 	b.Cleanup(func() { e.DrainPool(context.Background()) })
 	benchRun(b, e, s)
-	e.refills.Wait()
+	e.bgWork.Wait()
 	b.ResetTimer()
 	for b.Loop() {
 		benchRun(b, e, s)
-		e.refills.Wait()
+		e.bgWork.Wait()
 	}
 }
 
@@ -109,7 +109,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	pool := Spec{Image: testImage, Cmd: trueCmd, Pool: true}
 	b.Cleanup(func() { e.DrainPool(context.Background()) })
 	benchRun(b, e, pool)
-	e.refills.Wait()
+	e.bgWork.Wait()
 	cli := func(flags ...string) func() {
 		args := append(append([]string{"run", "--rm"}, flags...), testImage, "/bin/busybox", "true")
 		return func() {
@@ -137,7 +137,7 @@ func BenchmarkSideBySide(b *testing.B) {
 			st.took = append(st.took, time.Since(t0))
 			if st.name == "pool" {
 				b.StopTimer()
-				e.refills.Wait()
+				e.bgWork.Wait()
 				b.StartTimer()
 			}
 		}

@@ -81,9 +81,10 @@ func ownerOf(names []string, labels map[string]string) owner {
 	return owner{pid: pid, start: labels[LabelStart]}
 }
 
-// idle reports whether c waits in the warm pool: pooled and never started.
+// idle reports whether c waits in the warm pool: pooled, its holder
+// running, and not claimed.
 func idle(c container.Summary) bool {
-	return c.Labels[LabelPool] != "" && c.State == "created" && !claimed(c.Names)
+	return c.Labels[LabelPool] != "" && c.State == "running" && !claimed(c.Names)
 }
 
 func claimed(names []string) bool {
@@ -107,9 +108,11 @@ func (e *Executor) GC(ctx context.Context) ([]string, error) {
 	})
 }
 
-// DrainPool removes, and returns the ids of, every idle warm-pool container
-// of this host. It holds the pool lock and checks each container again
-// under it, so it never removes one that a run has just claimed.
+// DrainPool removes, and returns the ids of, every warm-pool container of
+// this host that no run claimed: the idle ones, and those a refill left
+// half-made or whose holder stopped. It holds the pool lock and checks each
+// container's name again under it, so it never removes one that a run has
+// just claimed.
 func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 	lock, err := e.lockFile()
 	if err != nil {
@@ -122,11 +125,11 @@ func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 	}
 	defer lock.Unlock()
 	return e.sweep(ctx, func(c container.Summary) bool {
-		if !idle(c) {
+		if c.Labels[LabelPool] == "" || claimed(c.Names) {
 			return false
 		}
 		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		return err == nil && ins.State != nil && ins.State.Status == "created" && !claimed([]string{ins.Name})
+		return err == nil && !claimed([]string{ins.Name})
 	})
 }
 
