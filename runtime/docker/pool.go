@@ -197,8 +197,8 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 	// (the engine waits at most 2 s for a background process still holding
 	// it); the exit code is the exec's.
 	type exit struct {
-		code int
-		err  error
+		code, pid int
+		err       error
 	}
 	exited := make(chan exit, 1)
 	go func() {
@@ -206,7 +206,7 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 		for {
 			ins, err := e.eng.ContainerExecInspect(rctx, ex.ID)
 			if err != nil || !ins.Running {
-				exited <- exit{ins.ExitCode, err}
+				exited <- exit{ins.ExitCode, ins.Pid, err}
 				return
 			}
 			select {
@@ -225,6 +225,7 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 		timeout = t.C
 	}
 	res := &job.Result{Reason: job.Exit}
+	unstarted := false
 	select {
 	case x := <-exited:
 		if x.err != nil {
@@ -232,6 +233,13 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 		}
 		res.ExitCode = x.code
 		later = true
+		if x.pid == 0 && x.code != 0 {
+			// The program never started (not found, not executable): the
+			// engine wrote why on stdout. Like docker-init on the cold path:
+			// exit 127, the reason on stderr.
+			unstarted = true
+			res.ExitCode = 127
+		}
 	case <-timeout:
 		res.Reason, res.ExitCode = job.Timeout, job.TimeoutExit
 		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
@@ -262,6 +270,9 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 		}
 	}
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	if unstarted {
+		res.Stdout, res.Stderr = nil, append(res.Stderr, res.Stdout...)
+	}
 	res.Truncated = stdout.Exceeded() || stderr.Exceeded()
 	res.Duration = time.Since(begin)
 	return res, nil

@@ -240,6 +240,13 @@ func TestPoolRun(t *testing.T) {
 			t.Errorf("kept %d bytes of stdout (truncated %v), stderr %q; want %d, false, \"done\\n\"", len(res.Stdout), res.Truncated, res.Stderr, n)
 		}
 	})
+	t.Run("program not found", func(t *testing.T) {
+		cold := run(t, e, Spec{Cmd: []string{"/nonexistent"}})
+		warm := runWarm(t, e, Spec{Cmd: []string{"/nonexistent"}})
+		if cold.ExitCode != 127 || warm.ExitCode != 127 || len(warm.Stdout) != 0 || len(warm.Stderr) == 0 {
+			t.Errorf("cold exit %d, pooled exit %d (stdout %q, stderr %q); want 127 both, the reason on stderr", cold.ExitCode, warm.ExitCode, warm.Stdout, warm.Stderr)
+		}
+	})
 	t.Run("single use", func(t *testing.T) {
 		s := Spec{Cmd: sh("cat /tmp/mark 2>/dev/null || echo clean; echo used > /tmp/mark; hostname")}
 		one := runWarm(t, e, s)
