@@ -19,6 +19,7 @@ bench-docker: ## cold and warm runs against `docker run --rm --network none`, wi
 	           printf "docker run --rm --network none: %7.1f ms\n", m["cli-ms"]; \
 	           printf "Run, cold:                      %7.1f ms  %.2fx (goal <= 1.0x)\n", m["cold-ms"], m["cold/cli"]; \
 	           printf "Run, warm pool:                 %7.1f ms  %.2fx (goal <= 0.3x)\n", m["pool-ms"], m["pool/cli"]; \
+	           printf "  then in the background:       %7.1f ms  (refill, removal; Close waits <= 3 s)\n", m["pool-bg-ms"]; \
 	           printf "docker run, Run'"'"'s hardening:    %7.1f ms  (Run, cold: %.2fx of it)\n", m["hardened-cli-ms"], m["cold/hardened-cli"] }'
 	@if [ -x $(BIN) ] && $(BIN) exec --help 2>/dev/null | grep -q -- --docker; then \
 	  n=$(BENCH_DOCKER_N); ns() { date +%s%N; }; \
