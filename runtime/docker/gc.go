@@ -112,8 +112,16 @@ func (e *Executor) GC(ctx context.Context) ([]string, error) {
 // this host that no run claimed: the idle ones, and those a refill left
 // half-made or whose holder stopped. It holds the pool lock and checks each
 // container's name again under it, so it never removes one that a run has
-// just claimed.
+// just claimed. It first waits for this Executor's background work (a
+// refill in flight would fill the pool again), as long as ctx allows.
 func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
+	done := make(chan struct{})
+	go func() { e.bgWork.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("docker: drain pool: %w", ctx.Err())
+	}
 	lock, err := e.lockFile()
 	if err != nil {
 		return nil, fmt.Errorf("docker: pool lock: %w", err)
