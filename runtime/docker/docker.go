@@ -95,6 +95,7 @@ type Executor struct {
 	pullTerm    bool
 	pullTimeout time.Duration
 	poolDir     string
+	detach      []string // WithDetachedRefill's program and arguments
 
 	bgWork    sync.WaitGroup // refills, removals of used pooled containers
 	refillMu  sync.Mutex

@@ -118,41 +118,56 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits) (res *
 	if err != nil {
 		return nil, false, nil
 	}
+	labels := e.labels()
+	labels[LabelPool] = key
+	// A configuration of its own for the refill: the client normalises
+	// what it is given.
+	rcfg, rhc := poolConfig(s, lim, hold, labels)
 	id, ok := e.claim(kctx, key)
-	e.refill(key, s, lim, hold)
 	if !ok {
+		e.refill(key, rcfg, rhc, "")
 		return nil, false, nil
 	}
+	if e.detach == nil {
+		e.refill(key, rcfg, rhc, "") // while the program runs
+	}
 	e.pooledRuns.Add(1)
-	res, err = e.exec(ctx, id, s, lim, argv)
+	res, later, err := e.exec(ctx, id, s, lim, argv)
+	switch {
+	case e.detach != nil && later:
+		e.refill(key, rcfg, rhc, id) // the refiller removes it
+	case e.detach != nil:
+		e.refill(key, rcfg, rhc, "")
+	case later:
+		e.background(func(ctx context.Context) { e.remove(ctx, id) })
+	}
 	return res, true, err
 }
 
+func (e *Executor) remove(ctx context.Context, id string) {
+	_ = e.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+}
+
 // exec runs argv in the claimed, started container id, as the call's user,
-// with its environment and working directory, and removes the container
-// after: in the background when the program exited by itself, before
-// returning otherwise (killed, or out of memory to be checked).
-func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, argv []string) (*job.Result, error) {
+// with its environment and working directory. It removes the container
+// before returning when it killed it (or checked it for an out-of-memory
+// kill); when the program exited by itself, later is true and the caller
+// removes it, off the run's path.
+func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, argv []string) (res *job.Result, later bool, err error) {
 	begin := time.Now()
-	remove := func(c context.Context) {
-		_ = e.eng.ContainerRemove(c, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	}
-	later := false // remove in the background
 	defer func() {
-		if later {
-			e.background(remove)
-			return
+		if !later {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			e.remove(cctx, id)
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		remove(cctx)
 	}()
 	// The exec's stream lives as long as the run, whatever the caller does.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rcancel()
 
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("docker: exec in pooled container: %w", err)
+		return nil, false, fmt.Errorf("docker: exec in pooled container: %w", err)
 	}
 	ex, err := e.eng.ContainerExecCreate(rctx, id, container.ExecOptions{
 		User:         s.user(),
@@ -164,12 +179,12 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 		AttachStderr: true,
 	})
 	if err != nil {
-		return nil, classify(e.host, "exec in pooled container", err)
+		return nil, false, classify(e.host, "exec in pooled container", err)
 	}
 	// Attaching starts the program.
 	hj, err := e.eng.ContainerExecAttach(rctx, ex.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return nil, classify(e.host, "start exec in pooled container", err)
+		return nil, false, classify(e.host, "start exec in pooled container", err)
 	}
 	defer hj.Close()
 
@@ -224,12 +239,12 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 		defer t.Stop()
 		timeout = t.C
 	}
-	res := &job.Result{Reason: job.Exit}
+	res = &job.Result{Reason: job.Exit}
 	unstarted := false
 	select {
 	case x := <-exited:
 		if x.err != nil {
-			return nil, classify(e.host, "inspect exec in pooled container", x.err)
+			return nil, false, classify(e.host, "inspect exec in pooled container", x.err)
 		}
 		res.ExitCode = x.code
 		later = true
@@ -275,7 +290,7 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 	}
 	res.Truncated = stdout.Exceeded() || stderr.Exceeded()
 	res.Duration = time.Since(begin)
-	return res, nil
+	return res, later, nil
 }
 
 // oomKilled kills container id, waits for it to stop, and reports whether
@@ -361,16 +376,16 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 }
 
 // refill creates and starts, in the background, an idle container for key
-// (made for s) unless one already waits, and removes on the way the
-// pooled containers of key that serve no one: stopped ones that no run
-// claimed, and those whose owner is gone (a used container a ccrun process
-// exited before removing, a refill it left half-made). One refill per key
-// at a time in this process.
-func (e *Executor) refill(key string, s Spec, lim job.Limits, hold string) {
-	labels := e.labels()
-	labels[LabelPool] = key
-	// A configuration of its own: the client normalises what it is given.
-	cfg, hc := poolConfig(s, lim, hold, labels)
+// from cfg and hc (their labels included) unless one already waits, and
+// removes on the way the pooled containers of key that serve no one (see
+// fill), and the used container remove when not "". In this process (one
+// refill per key at a time), or in a process of its own with
+// WithDetachedRefill.
+func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostConfig, remove string) {
+	if e.detach != nil {
+		e.spawnRefill(refillRequest{Key: key, Config: cfg, Host: hc, Remove: remove})
+		return
+	}
 	e.refillMu.Lock()
 	if e.refilling == nil {
 		e.refilling = make(map[string]bool)
@@ -387,32 +402,42 @@ func (e *Executor) refill(key string, s Spec, lim job.Limits, hold string) {
 			delete(e.refilling, key)
 			e.refillMu.Unlock()
 		}()
-		list, err := e.poolList(ctx, key, false)
-		if err != nil {
-			return
-		}
-		waiting := false
-		for _, c := range list {
-			switch {
-			case idle(c):
-				waiting = true
-			case stale(c):
-				_ = e.eng.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-			}
-		}
-		if waiting {
-			return
-		}
-		id, err := e.create(ctx, cfg, hc, "ccrun-pool-"+randHex(6))
-		if err != nil {
-			return // a pool that cannot be refilled is only a cold next run
-		}
-		if err := e.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			_ = e.eng.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		}
+		e.fill(ctx, key, cfg, hc)
 	})
+}
+
+// fill creates and starts an idle container for key unless one waits
+// already, removing the pooled containers of key that serve no one:
+// stopped ones that no run claimed, and those whose owner is gone (a used
+// container a ccrun process exited before removing, a refill it left
+// half-made). A pool that cannot be refilled is only a cold next run: fill
+// reports nothing.
+func (e *Executor) fill(ctx context.Context, key string, cfg *container.Config, hc *container.HostConfig) {
+	list, err := e.poolList(ctx, key, false)
+	if err != nil {
+		return
+	}
+	waiting := false
+	for _, c := range list {
+		switch {
+		case idle(c):
+			waiting = true
+		case stale(c):
+			e.remove(ctx, c.ID)
+		}
+	}
+	if waiting {
+		return
+	}
+	id, err := e.create(ctx, cfg, hc, "ccrun-pool-"+randHex(6))
+	if err != nil {
+		return
+	}
+	if err := e.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		e.remove(rctx, id)
+	}
 }
 
 // stale reports whether pooled container c serves no one: never claimed

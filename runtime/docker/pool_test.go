@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,8 +70,11 @@ func warm(t *testing.T, e *Executor, s Spec) string {
 		s.Image = testImage
 	}
 	key, hold := keyOf(t, e, s)
-	e.refill(key, s, s.Limits.WithDefaults(), hold)
-	e.bgWork.Wait()
+	e.bgWork.Wait() // a refill in flight would make a second idle container
+	labels := e.labels()
+	labels[LabelPool] = key
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, labels)
+	e.fill(context.Background(), key, cfg, hc)
 	if idle, _ := pooled(t, e, key); len(idle) == 0 {
 		t.Fatal("the refill left no idle container")
 	}
@@ -442,6 +447,102 @@ func TestPoolStale(t *testing.T) {
 	idle, busy := pooled(t, e, key)
 	if len(idle) != 1 || len(busy) != 0 {
 		t.Errorf("after the refill: idle %v, busy %v; want 1 idle, the stale ones (%.12s, %.12s) gone", idle, busy, half, used)
+	}
+}
+
+// waitFor polls cond until it holds, failing after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPoolDetached: with WithDetachedRefill, a process of its own (here
+// the test binary again, dispatched by TestMain) refills the pool and
+// removes the used container; this process waits for neither.
+func TestPoolDetached(t *testing.T) {
+	t.Setenv(refillEnv, "1") // inherited by the refiller
+	e := executor(t, WithDetachedRefill(os.Args[0]))
+	t.Cleanup(func() { e.DrainPool(context.Background()) })
+	s := Spec{Image: testImage, Cmd: sh("hostname"), Pool: true}
+	key, _ := keyOf(t, e, s)
+	me := strconv.Itoa(os.Getpid())
+	idleOne := func() (string, bool) {
+		list, err := e.poolList(context.Background(), key, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || !idle(list[0]) {
+			return "", false
+		}
+		return list[0].ID, true
+	}
+
+	run(t, e, s) // cold: nothing waits; a refiller is started
+	var first string
+	waitFor(t, "no idle container from the detached refiller", func() bool {
+		var ok bool
+		first, ok = idleOne()
+		return ok
+	})
+	ins, err := e.eng.ContainerInspect(context.Background(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Config.Labels[LabelPID] == me {
+		t.Error("the idle container was made by this process, not by the refiller")
+	}
+	res := run(t, e, s)
+	if e.pooledRuns.Load() != 1 || !strings.HasPrefix(first, strings.TrimSpace(string(res.Stdout))) {
+		t.Fatalf("pooled runs %d, ran in %q; want 1, in %.12s", e.pooledRuns.Load(), res.Stdout, first)
+	}
+	waitFor(t, "the used container not removed, or no fresh idle one", func() bool {
+		id, ok := idleOne()
+		return ok && id != first
+	})
+}
+
+// TestRefillRefuses: the refiller makes nothing but a hardened pooled
+// container of the key it is given.
+func TestRefillRefuses(t *testing.T) {
+	e := executor(t)
+	s := Spec{Image: testImage, Pool: true}
+	key, hold := keyOf(t, e, s)
+	for _, tc := range []struct {
+		name  string
+		tweak func(*container.Config, *container.HostConfig)
+	}{
+		{"privileged", func(_ *container.Config, h *container.HostConfig) { h.Privileged = true }},
+		{"capability added", func(_ *container.Config, h *container.HostConfig) { h.CapAdd = []string{"SYS_ADMIN"} }},
+		{"root writable", func(_ *container.Config, h *container.HostConfig) { h.ReadonlyRootfs = false }},
+		{"seccomp off", func(_ *container.Config, h *container.HostConfig) {
+			h.SecurityOpt = append(h.SecurityOpt, "seccomp=unconfined")
+		}},
+		{"a program of the image", func(c *container.Config, _ *container.HostConfig) { c.Entrypoint = []string{"/bin/busybox"} }},
+		{"environment baked in", func(c *container.Config, _ *container.HostConfig) { c.Env = []string{"TOKEN=x"} }},
+		{"another key", func(_ *container.Config, h *container.HostConfig) { h.Memory, h.MemorySwap = 1<<30, 1<<30 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, nil)
+			tc.tweak(cfg, hc)
+			if err := e.checkRefill(context.Background(), refillRequest{Key: key, Config: cfg, Host: hc}); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, nil)
+	b, _ := json.Marshal(refillRequest{Key: key, Config: cfg, Host: hc})
+	var r refillRequest
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.checkRefill(context.Background(), r); err != nil {
+		t.Errorf("the request of a pooled run, through JSON, refused: %v", err)
 	}
 }
 
