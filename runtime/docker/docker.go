@@ -13,7 +13,8 @@
 // exit before starting it, so no output and no exit is missed. Output is
 // capped per stream; past the cap, past the timeout, or when the caller
 // cancels, the container is killed; an out-of-memory kill is reported as
-// job.Memory. The container is always removed before Run returns, on a
+// job.Memory. The container is removed before Run returns (a pooled one
+// that the program left by exiting: just after, in the background), on a
 // context the caller's cancellation cannot cut short.
 //
 // Every container carries the label ccrun=1 and the labels ccrun.host,
@@ -21,16 +22,17 @@
 // containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
 //
 // The warm pool (Spec.Pool, opt-in) keeps, for each container shape (image,
-// limits, mounts, network, user, working directory), one container created
-// and started in advance, equally hardened, in which a static holder of a
-// few bytes waits (bound read-only; nothing of the image runs). A run
-// claims it by renaming it (under a lock file shared by the ccrun processes
-// of this host and user), execs its program into it with its environment,
-// user and working directory, and removes it: each container serves one
-// run. A fresh one is created and started in the background, which Close
-// waits for, briefly; it outlives the process, so the next ccrun process
-// finds it. With no idle container, a pooled run runs cold. See
-// docs/docker.md for what it buys and what differs.
+// limits, mounts, network, user, working directory), a container created
+// and started in advance, as hardened as a cold one, in which a static
+// holder of 129 bytes waits (bound read-only; nothing of the image runs).
+// A run claims it by renaming it (under a lock file shared by the ccrun
+// processes of this host and user), execs its program into it with its
+// environment, user and working directory, and removes it: each container
+// serves one run. A fresh one is created and started in the background —
+// in this process, which Close waits for at most 3 s, or in a process of
+// its own (WithDetachedRefill, RefillMain) — and outlives the process, so
+// the next ccrun process finds it. With no idle container, a pooled run
+// runs cold. See docs/docker.md for what it buys and what differs.
 //
 // Errors are of the classes ErrUnavailable, ErrPermissionDenied,
 // ErrNotFound and ErrInvalidArgument (errors.Is), with a message that says
@@ -68,7 +70,7 @@ const (
 	LabelHost  = "ccrun.host"  // the hostname of the owning process
 	LabelPID   = "ccrun.pid"   // the pid of the owning process
 	LabelStart = "ccrun.start" // the owning process's start time, in clock ticks since boot (tells pid reuse apart)
-	LabelPool  = "ccrun.pool"  // on pooled containers: the key of the Spec they were made for
+	LabelPool  = "ccrun.pool"  // on pooled containers: the key of the container shape they were made for
 )
 
 // Bounds on the engine calls made after the program ran, which the
