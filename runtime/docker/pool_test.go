@@ -292,6 +292,12 @@ func TestPoolHardened(t *testing.T) {
 	if string(warm.Stdout) != string(cold.Stdout) {
 		t.Errorf("pooled run sees:\n%s\ncold run sees:\n%s", warm.Stdout, cold.Stdout)
 	}
+	// The pids limit counts the holder too: one more than the cold one.
+	pids := sh("cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null")
+	pc, pw := run(t, e, Spec{Cmd: pids, Limits: job.Limits{Pids: 40}}), runWarm(t, e, Spec{Cmd: pids, Limits: job.Limits{Pids: 40}})
+	if string(pc.Stdout) != "40\n" || string(pw.Stdout) != "41\n" {
+		t.Errorf("pids.max %q cold, %q pooled; want 40 and 41", pc.Stdout, pw.Stdout)
+	}
 }
 
 // TestPoolKills: a pooled run killed for time, output or cancellation
