@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -60,15 +61,30 @@ func poolConfig(s Spec, lim job.Limits, hold string, labels map[string]string) (
 // the container (image id, limits, mounts, network, user, working
 // directory, the holder) — not the command nor the environment, which come
 // with the exec. The image id is the one the reference names now, so a
-// rebuilt image is never served from an old container.
+// rebuilt image is never served from an old container; likewise each bind
+// source is named by its device and inode now, so a directory replaced at
+// the same path is never served from a container that binds the old one.
 func poolKey(imageID string, cfg *container.Config, hc *container.HostConfig) (string, error) {
 	c := *cfg
 	c.Labels = nil // the owner differs from run to run
+	var sources []string
+	for _, m := range hc.Mounts {
+		fi, err := os.Stat(m.Source)
+		if err != nil {
+			return "", err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", fmt.Errorf("docker: pool key: no inode for %s", m.Source)
+		}
+		sources = append(sources, fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	}
 	b, err := json.Marshal(struct {
-		Image  string
-		Config container.Config
-		Host   *container.HostConfig
-	}{imageID, c, hc})
+		Image   string
+		Config  container.Config
+		Host    *container.HostConfig
+		Sources []string
+	}{imageID, c, hc, sources})
 	if err != nil {
 		return "", err
 	}

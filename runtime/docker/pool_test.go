@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -549,6 +550,32 @@ func TestRefillRefuses(t *testing.T) {
 	}
 	if err := e.checkRefill(context.Background(), r); err != nil {
 		t.Errorf("the request of a pooled run, through JSON, refused: %v", err)
+	}
+}
+
+// TestPoolMountReplaced: a bind source replaced at the same path is never
+// served from an idle container that binds the old one.
+func TestPoolMountReplaced(t *testing.T) {
+	e := executor(t)
+	t.Cleanup(func() { e.DrainPool(context.Background()) })
+	dir := filepath.Join(t.TempDir(), "in")
+	write := func(text string) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("old\n")
+	s := Spec{Image: testImage, Cmd: sh("cat /in/f"), Mounts: []job.Mount{{Host: dir, Guest: "/in"}}, Pool: true}
+	warm(t, e, s)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	write("new\n")
+	if res := run(t, e, s); string(res.Stdout) != "new\n" {
+		t.Errorf("stdout %q, want the new directory's \"new\\n\"", res.Stdout)
 	}
 }
 
