@@ -256,7 +256,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		pulled = true
 	}
 	if s.Pool {
-		if res, used, err := e.runPooled(ctx, s, lim); used || err != nil {
+		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
 			return res, err
 		}
 	}

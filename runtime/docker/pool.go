@@ -109,7 +109,7 @@ func execArgv(img image.InspectResponse, cmd []string) []string {
 // a refill of the pool either way. used is false when the run must go the
 // cold path: no idle container, the image not local (the cold path pulls
 // it), no holder for this architecture, or no program to run.
-func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits) (res *job.Result, used bool, err error) {
+func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin time.Time) (res *job.Result, used bool, err error) {
 	if e.poolDir == "" {
 		return nil, false, nil
 	}
@@ -148,7 +148,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits) (res *
 		e.refill(key, rcfg, rhc, "") // while the program runs
 	}
 	e.pooledRuns.Add(1)
-	res, later, err := e.exec(ctx, id, s, lim, argv)
+	res, later, err := e.exec(ctx, id, s, lim, argv, begin)
 	switch {
 	case e.detach != nil && later:
 		e.refill(key, rcfg, rhc, id) // the refiller removes it
@@ -169,8 +169,7 @@ func (e *Executor) remove(ctx context.Context, id string) {
 // before returning when it killed it (or checked it for an out-of-memory
 // kill); when the program exited by itself, later is true and the caller
 // removes it, off the run's path.
-func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, argv []string) (res *job.Result, later bool, err error) {
-	begin := time.Now()
+func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, argv []string, begin time.Time) (res *job.Result, later bool, err error) {
 	defer func() {
 		if !later {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
