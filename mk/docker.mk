@@ -26,6 +26,13 @@ bench-docker: ## cold and warm runs against `docker run --rm --network none`, wi
 	  a=$$(ns); for i in $$(seq $$n); do $(BIN) exec --approve once --docker $(DOCKER_TEST_IMAGE) -- /bin/busybox true >/dev/null || exit 1; done; b=$$(ns); \
 	  for i in $$(seq $$n); do docker run --rm --network none $(DOCKER_TEST_IMAGE) /bin/busybox true >/dev/null || exit 1; done; c=$$(ns); \
 	  awk -v x=$$((b-a)) -v y=$$((c-b)) -v n=$$n 'BEGIN { printf "$(BIN) exec --docker: %7.1f ms  %.2fx docker run (%d runs each)\n", x/n/1e6, x/y, n }'; \
+	  bin=$$(realpath $(BIN)); proj=$$(mktemp -d); mkdir -p $$proj/.ccrun/capabilities/bench-pool; \
+	  printf '{"name": "bench-pool", "description": "true, pooled", "environment": "@docker", "pool": true, "entry": {"image": "$(DOCKER_TEST_IMAGE)", "command": ["/bin/busybox", "true"]}}\n' \
+	    > $$proj/.ccrun/capabilities/bench-pool/capability.json; \
+	  (cd $$proj && $$bin exec --approve once bench-pool >/dev/null) || { rm -rf $$proj; exit 1; }; t=0; \
+	  for i in $$(seq $$n); do sleep 0.5; a=$$(ns); (cd $$proj && $$bin exec --approve once bench-pool >/dev/null) || { rm -rf $$proj; exit 1; }; t=$$((t+$$(ns)-a)); done; \
+	  rm -rf $$proj; \
+	  awk -v x=$$t -v y=$$((c-b)) -v n=$$n 'BEGIN { printf "$(BIN) exec (pool capability): %7.1f ms  %.2fx docker run (%d runs, 0.5 s apart for the refill)\n", x/n/1e6, x/y, n }'; \
 	else echo "($(BIN) with exec --docker not built: only the library was measured)"; fi
 
 bench: bench-docker
