@@ -13,19 +13,26 @@
 // exit before starting it, so no output and no exit is missed. Output is
 // capped per stream; past the cap, past the timeout, or when the caller
 // cancels, the container is killed; an out-of-memory kill is reported as
-// job.Memory. The container is always removed before Run returns, on a
+// job.Memory. The container is removed before Run returns (a pooled one
+// that the program left by exiting: just after, in the background), on a
 // context the caller's cancellation cannot cut short.
 //
 // Every container carries the label ccrun=1 and the labels ccrun.host,
 // ccrun.pid and ccrun.start naming the process that owns it. GC removes the
 // containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
 //
-// The warm pool (Spec.Pool) keeps one container created in advance, not
-// started, for each exact Spec; a run claims it by renaming it (under a
-// lock file shared by the ccrun processes of this host and user), and a
-// fresh one is created in the background, which Close waits for. The idle container outlives the
-// process, so the next ccrun process finds it. It saves the creation of the
-// container, not its start; see docs/docker.md for what that buys.
+// The warm pool (Spec.Pool, opt-in) keeps, for each container shape (image,
+// limits, mounts, network, user, working directory), a container created
+// and started in advance, as hardened as a cold one, in which a static
+// holder of 129 bytes waits (bound read-only; nothing of the image runs).
+// A run claims it by renaming it (under a lock file shared by the ccrun
+// processes of this host and user), execs its program into it with its
+// environment, user and working directory, and removes it: each container
+// serves one run. A fresh one is created and started in the background —
+// in this process, which Close waits for at most 3 s, or in a process of
+// its own (WithDetachedRefill, RefillMain) — and outlives the process, so
+// the next ccrun process finds it. With no idle container, a pooled run
+// runs cold. See docs/docker.md for what it buys and what differs.
 //
 // Errors are of the classes ErrUnavailable, ErrPermissionDenied,
 // ErrNotFound and ErrInvalidArgument (errors.Is), with a message that says
@@ -46,6 +53,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -62,7 +70,7 @@ const (
 	LabelHost  = "ccrun.host"  // the hostname of the owning process
 	LabelPID   = "ccrun.pid"   // the pid of the owning process
 	LabelStart = "ccrun.start" // the owning process's start time, in clock ticks since boot (tells pid reuse apart)
-	LabelPool  = "ccrun.pool"  // on pooled containers: the key of the Spec they were made for
+	LabelPool  = "ccrun.pool"  // on pooled containers: the key of the container shape they were made for
 )
 
 // Bounds on the engine calls made after the program ran, which the
@@ -89,12 +97,15 @@ type Executor struct {
 	pullTerm    bool
 	pullTimeout time.Duration
 	poolDir     string
+	detach      []string // WithDetachedRefill's program and arguments
 
-	refills   sync.WaitGroup
+	bgWork    sync.WaitGroup // refills, removals of used pooled containers
 	refillMu  sync.Mutex
 	refilling map[string]bool // pool keys with a refill in flight
-	bg        context.Context // refills; cancelled by Close
+	bg        context.Context // background work; cancelled by Close
 	stop      context.CancelFunc
+
+	pooledRuns atomic.Int64 // runs served by a pooled container, for tests
 }
 
 // Option configures an Executor.
@@ -187,14 +198,18 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 // Host is the address of the engine, as DOCKER_HOST would name it.
 func (e *Executor) Host() string { return e.host }
 
-// Close waits for the warm pool's refills in flight (at most a minute),
-// then closes the connection to the engine. Run must not be called after.
+// Close waits for the warm pool's background work (a refill, the removal
+// of a used container) at most 3 s, cancels what is left of it, then closes
+// the connection to the engine. What it gives up on is not leaked: a
+// container it left half-made, or used and not removed, is removed by the
+// next refill of its pool, by GC or by DrainPool. Run must not be called
+// after.
 func (e *Executor) Close() error {
 	done := make(chan struct{})
-	go func() { e.refills.Wait(); close(done) }()
+	go func() { e.bgWork.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(closeWait):
 	}
 	e.stop()
 	return e.eng.Close()
@@ -233,6 +248,19 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	lim := s.Limits.WithDefaults()
 	begin := time.Now()
 
+	pulled := false
+	if s.pull() == PullAlways {
+		if err := e.pull(ctx, s.Image); err != nil {
+			return nil, err
+		}
+		pulled = true
+	}
+	if s.Pool {
+		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
+			return res, err
+		}
+	}
+
 	var undo cleanup
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -243,7 +271,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	undo.push(func(context.Context) { rcancel() })
 
-	id, err := e.container(ctx, s, lim)
+	id, err := e.container(ctx, s, lim, pulled)
 	if err != nil {
 		return nil, err
 	}
@@ -355,39 +383,17 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	return res, nil
 }
 
-// container gives the id of a container made for s, not started: a claimed
-// one from the warm pool, or a new one.
+// container creates a container for s, not started, pulling the image
+// when the policy says so and it was not pulled yet.
 //
-// The create and the claim run on a context the caller cannot cancel (the
-// caller's cancellation is seen just before the start): a create the
-// engine completed after the caller gave up would leave a container Run
-// does not know about, until GC.
-func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits) (id string, err error) {
+// The create runs on a context the caller cannot cancel (the caller's
+// cancellation is seen just before the start): a create the engine
+// completed after the caller gave up would leave a container Run does not
+// know about, until GC.
+func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled bool) (id string, err error) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	pulled := false
-	if s.pull() == PullAlways {
-		if err := e.pull(ctx, s.Image); err != nil {
-			return "", err
-		}
-		pulled = true
-	}
 	cfg, hc := s.config(lim, e.labels())
-	if s.Pool && e.poolDir != "" {
-		key, err := e.poolKey(ctx, s, cfg, hc)
-		switch {
-		case err == nil:
-			id, ok := e.claim(kctx, key)
-			e.refill(key, s, lim)
-			if ok {
-				return id, nil
-			}
-		case errors.Is(err, ErrNotFound):
-			// Not local: the cold path below pulls it as the policy says.
-		default:
-			return "", err
-		}
-	}
 	id, err = e.create(kctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {

@@ -86,14 +86,10 @@ func TestStreams(t *testing.T) {
 	t.Run("no output missed at exit", func(t *testing.T) {
 		t.Parallel()
 		const n = 1 << 20
-		for _, pool := range []bool{false, true} {
-			res := run(t, e, Spec{Cmd: sh("head -c 1048576 /dev/zero | tr '\\0' x; echo done >&2"), Pool: pool})
-			if len(res.Stdout) != n || res.Truncated || string(res.Stderr) != "done\n" {
-				t.Errorf("pool %v: kept %d bytes of stdout (truncated %v), stderr %q; want %d, false, \"done\\n\"", pool, len(res.Stdout), res.Truncated, res.Stderr, n)
-			}
+		res := run(t, e, Spec{Cmd: sh("head -c 1048576 /dev/zero | tr '\\0' x; echo done >&2")})
+		if len(res.Stdout) != n || res.Truncated || string(res.Stderr) != "done\n" {
+			t.Errorf("kept %d bytes of stdout (truncated %v), stderr %q; want %d, false, \"done\\n\"", len(res.Stdout), res.Truncated, res.Stderr, n)
 		}
-		e.refills.Wait()
-		e.DrainPool(context.Background())
 	})
 	t.Run("stdin", func(t *testing.T) {
 		t.Parallel()

@@ -81,9 +81,10 @@ func ownerOf(names []string, labels map[string]string) owner {
 	return owner{pid: pid, start: labels[LabelStart]}
 }
 
-// idle reports whether c waits in the warm pool: pooled and never started.
+// idle reports whether c waits in the warm pool: pooled, its holder
+// running, and not claimed.
 func idle(c container.Summary) bool {
-	return c.Labels[LabelPool] != "" && c.State == "created" && !claimed(c.Names)
+	return c.Labels[LabelPool] != "" && c.State == "running" && !claimed(c.Names)
 }
 
 func claimed(names []string) bool {
@@ -107,10 +108,20 @@ func (e *Executor) GC(ctx context.Context) ([]string, error) {
 	})
 }
 
-// DrainPool removes, and returns the ids of, every idle warm-pool container
-// of this host. It holds the pool lock and checks each container again
-// under it, so it never removes one that a run has just claimed.
+// DrainPool removes, and returns the ids of, every warm-pool container of
+// this host that no run claimed: the idle ones, and those a refill left
+// half-made or whose holder stopped. It holds the pool lock and checks each
+// container's name again under it, so it never removes one that a run has
+// just claimed. It first waits for this Executor's background work (a
+// refill in flight would fill the pool again), as long as ctx allows.
 func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
+	done := make(chan struct{})
+	go func() { e.bgWork.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("docker: drain pool: %w", ctx.Err())
+	}
 	lock, err := e.lockFile()
 	if err != nil {
 		return nil, fmt.Errorf("docker: pool lock: %w", err)
@@ -122,11 +133,11 @@ func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 	}
 	defer lock.Unlock()
 	return e.sweep(ctx, func(c container.Summary) bool {
-		if !idle(c) {
+		if c.Labels[LabelPool] == "" || claimed(c.Names) {
 			return false
 		}
 		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		return err == nil && ins.State != nil && ins.State.Status == "created" && !claimed([]string{ins.Name})
+		return err == nil && !claimed([]string{ins.Name})
 	})
 }
 

@@ -22,7 +22,13 @@ const testImage = "ccrun-test:busybox"
 // skipReason is why the tests that need an engine skip; "" when one answers.
 var skipReason string
 
+// refillEnv makes the test binary a detached refiller (TestPoolDetached).
+const refillEnv = "CCRUN_DOCKER_TEST_REFILL"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(refillEnv) != "" {
+		os.Exit(RefillMain())
+	}
 	if os.Getenv(childEnv) != "" || os.Getenv(permChildEnv) != "" {
 		os.Exit(m.Run()) // a child of TestGCAfterKill or TestSocketPermission: no setup
 	}

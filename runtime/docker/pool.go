@@ -5,16 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/gofrs/flock"
 )
 
@@ -23,30 +29,311 @@ import (
 // process, the mutex only saves the system calls).
 var poolMu sync.Mutex
 
+// closeWait bounds how long Close waits for the pool's background work (a
+// refill, the removal of a used container) before it gives up on it: what
+// a ccrun process that ran one pooled program pays before it exits.
+const closeWait = 3 * time.Second
+
 func isNotFound(err error) bool { return errdefs.IsNotFound(err) }
 
-// poolKey is what a pooled container must match to serve s: the whole
-// container configuration (command, environment, mounts, limits, user,
-// network...) and the id the image reference names now, so that a rebuilt
-// image is never served from an old container. ErrNotFound: the image is
-// not local.
-func (e *Executor) poolKey(ctx context.Context, s Spec, cfg *container.Config, hc *container.HostConfig) (string, error) {
-	img, err := e.eng.ImageInspect(ctx, s.Image)
-	if err != nil {
-		return "", classify(e.host, "inspect image "+s.Image, err)
-	}
+// poolConfig is the configuration of an idle pooled container for s: the
+// cold path's configuration, with its hardening as it is, except that
+//   - the program is the holder (bound read-only at holdPath, run by
+//     docker-init), not the call's: the call's program is exec'd into the
+//     container when a run claims it;
+//   - it holds none of the call's environment (given at exec time), no
+//     stdin, and nobody attaches to it;
+//   - its pids limit counts the holder too, so the program has as many
+//     processes as on the cold path.
+func poolConfig(s Spec, lim job.Limits, hold string, labels map[string]string) (*container.Config, *container.HostConfig) {
+	cfg, hc := s.config(lim, labels)
+	cfg.Entrypoint = []string{holdPath}
+	cfg.Cmd, cfg.Env = nil, nil
+	cfg.AttachStdin, cfg.OpenStdin, cfg.StdinOnce = false, false, false
+	cfg.AttachStdout, cfg.AttachStderr = false, false
+	pids := *hc.Resources.PidsLimit + 1
+	hc.Resources.PidsLimit = &pids
+	hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: hold, Target: holdPath, ReadOnly: true})
+	return cfg, hc
+}
+
+// poolKey is what an idle container must match to serve a run: the shape of
+// the container (image id, limits, mounts, network, user, working
+// directory, the holder) — not the command nor the environment, which come
+// with the exec. The image id is the one the reference names now, so a
+// rebuilt image is never served from an old container; likewise each bind
+// source is named by its device and inode now, so a directory replaced at
+// the same path is never served from a container that binds the old one.
+func poolKey(imageID string, cfg *container.Config, hc *container.HostConfig) (string, error) {
 	c := *cfg
 	c.Labels = nil // the owner differs from run to run
+	var sources []string
+	for _, m := range hc.Mounts {
+		fi, err := os.Stat(m.Source)
+		if err != nil {
+			return "", err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", fmt.Errorf("docker: pool key: no inode for %s", m.Source)
+		}
+		sources = append(sources, fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	}
 	b, err := json.Marshal(struct {
-		Image  string
-		Config container.Config
-		Host   *container.HostConfig
-	}{img.ID, c, hc})
+		Image   string
+		Config  container.Config
+		Host    *container.HostConfig
+		Sources []string
+	}{imageID, c, hc, sources})
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16]), nil
+}
+
+// execArgv is what the cold path would run for cmd in img: the image's
+// entrypoint followed by cmd, or by the image's command when cmd is empty.
+func execArgv(img image.InspectResponse, cmd []string) []string {
+	var entry, def []string
+	if img.Config != nil {
+		entry, def = img.Config.Entrypoint, img.Config.Cmd
+	}
+	if len(cmd) == 0 {
+		cmd = def
+	}
+	return append(append([]string(nil), entry...), cmd...)
+}
+
+// runPooled runs s in an idle pooled container if one is there, and starts
+// a refill of the pool either way. used is false when the run must go the
+// cold path: no idle container, the image not local (the cold path pulls
+// it), no holder for this architecture, or no program to run.
+func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin time.Time) (res *job.Result, used bool, err error) {
+	if e.poolDir == "" {
+		return nil, false, nil
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	img, err := e.eng.ImageInspect(kctx, s.Image)
+	if isNotFound(err) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, classify(e.host, "inspect image "+s.Image, err)
+	}
+	argv := execArgv(img, s.Cmd)
+	if len(argv) == 0 {
+		return nil, false, nil // the cold path says "no command"
+	}
+	hold, err := e.holderFile()
+	if err != nil {
+		return nil, false, nil // the pool is off here: cold
+	}
+	cfg, hc := poolConfig(s, lim, hold, nil)
+	key, err := poolKey(img.ID, cfg, hc)
+	if err != nil {
+		return nil, false, nil
+	}
+	labels := e.labels()
+	labels[LabelPool] = key
+	// A configuration of its own for the refill: the client normalises
+	// what it is given.
+	rcfg, rhc := poolConfig(s, lim, hold, labels)
+	id, ok := e.claim(kctx, key)
+	if !ok {
+		e.refill(key, rcfg, rhc, "")
+		return nil, false, nil
+	}
+	if e.detach == nil {
+		e.refill(key, rcfg, rhc, "") // while the program runs
+	}
+	e.pooledRuns.Add(1)
+	res, later, err := e.exec(ctx, id, s, lim, argv, begin)
+	switch {
+	case e.detach != nil && later:
+		e.refill(key, rcfg, rhc, id) // the refiller removes it
+	case e.detach != nil:
+		e.refill(key, rcfg, rhc, "")
+	case later:
+		e.background(func(ctx context.Context) { e.remove(ctx, id) })
+	}
+	return res, true, err
+}
+
+func (e *Executor) remove(ctx context.Context, id string) {
+	_ = e.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+}
+
+// exec runs argv in the claimed, started container id, as the call's user,
+// with its environment and working directory. It removes the container
+// before returning when it killed it (or checked it for an out-of-memory
+// kill); when the program exited by itself, later is true and the caller
+// removes it, off the run's path.
+func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, argv []string, begin time.Time) (res *job.Result, later bool, err error) {
+	defer func() {
+		if !later {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			e.remove(cctx, id)
+		}
+	}()
+	// The exec's stream lives as long as the run, whatever the caller does.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer rcancel()
+
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("docker: exec in pooled container: %w", err)
+	}
+	ex, err := e.eng.ContainerExecCreate(rctx, id, container.ExecOptions{
+		User:         s.user(),
+		Env:          append([]string(nil), s.Env...),
+		WorkingDir:   s.Dir,
+		Cmd:          argv,
+		AttachStdin:  s.Streams.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return nil, false, classify(e.host, "exec in pooled container", err)
+	}
+	// Attaching starts the program.
+	hj, err := e.eng.ContainerExecAttach(rctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, false, classify(e.host, "start exec in pooled container", err)
+	}
+	defer hj.Close()
+
+	overflow := make(chan struct{}, 1)
+	over := func() {
+		select {
+		case overflow <- struct{}{}:
+		default:
+		}
+	}
+	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, over)
+	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, over)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = stdcopy.StdCopy(stdout, stderr, hj.Reader)
+	}()
+	if in := s.Streams.Stdin; in != nil {
+		go func() {
+			_, _ = io.Copy(hj.Conn, in)
+			_ = hj.CloseWrite()
+		}()
+	}
+	// The stream ends when the program exited and its output is drained
+	// (the engine waits at most 2 s for a background process still holding
+	// it); the exit code is the exec's.
+	type exit struct {
+		code, pid int
+		err       error
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		<-copied
+		for {
+			ins, err := e.eng.ContainerExecInspect(rctx, ex.ID)
+			if err != nil || !ins.Running {
+				exited <- exit{ins.ExitCode, ins.Pid, err}
+				return
+			}
+			select {
+			case <-rctx.Done():
+				exited <- exit{err: rctx.Err()}
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+
+	var timeout <-chan time.Time
+	if lim.Timeout > 0 {
+		t := time.NewTimer(lim.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	res = &job.Result{Reason: job.Exit}
+	unstarted := false
+	select {
+	case x := <-exited:
+		if x.err != nil {
+			return nil, false, classify(e.host, "inspect exec in pooled container", x.err)
+		}
+		res.ExitCode = x.code
+		later = true
+		if x.pid == 0 && x.code != 0 {
+			// The program never started (not found, not executable): the
+			// engine wrote why on stdout. Like docker-init on the cold path:
+			// exit 127, the reason on stderr.
+			unstarted = true
+			res.ExitCode = 127
+		}
+	case <-timeout:
+		res.Reason, res.ExitCode = job.Timeout, job.TimeoutExit
+		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
+	case <-ctx.Done():
+		res.Reason, res.ExitCode = job.Cancelled, job.KilledExitCode
+		res.Detail = "killed: the caller cancelled the run"
+	case <-overflow:
+		res.Reason, res.ExitCode = job.OutputCap, job.KilledExitCode
+		res.Detail = fmt.Sprintf("killed: output went past %d bytes", lim.Output)
+	}
+	if !later {
+		// The container is single-use: kill all of it, the holder too.
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		_ = e.eng.ContainerKill(kctx, id, "KILL")
+		cancel()
+	}
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+	}
+	if res.Reason == job.Exit && res.ExitCode == job.KilledExitCode {
+		// Killed by SIGKILL: by the kernel, out of memory? The engine marks
+		// the container OOMKilled only once it stopped, so stop it first.
+		later = false
+		if e.oomKilled(ctx, id) {
+			res.Reason = job.Memory
+			res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+		}
+	}
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	if unstarted {
+		res.Stdout, res.Stderr = nil, append(res.Stderr, res.Stdout...)
+	}
+	res.Truncated = stdout.Exceeded() || stderr.Exceeded()
+	res.Duration = time.Since(begin)
+	return res, later, nil
+}
+
+// oomKilled kills container id, waits for it to stop, and reports whether
+// the kernel killed a process of it for want of memory.
+func (e *Executor) oomKilled(ctx context.Context, id string) bool {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	waitC, errC := e.eng.ContainerWait(cctx, id, container.WaitConditionNotRunning)
+	_ = e.eng.ContainerKill(cctx, id, "KILL")
+	select {
+	case <-waitC:
+	case <-errC:
+	case <-cctx.Done():
+	}
+	ins, err := e.eng.ContainerInspect(cctx, id)
+	return err == nil && ins.State != nil && ins.State.OOMKilled
+}
+
+// background runs f on the Executor's background context, which Close
+// cancels after waiting for it at most closeWait.
+func (e *Executor) background(f func(context.Context)) {
+	e.bgWork.Add(1)
+	go func() {
+		defer e.bgWork.Done()
+		ctx, cancel := context.WithTimeout(e.bg, cleanupTimeout)
+		defer cancel()
+		f(ctx)
+	}()
 }
 
 func (e *Executor) lockFile() (*flock.Flock, error) {
@@ -56,21 +343,26 @@ func (e *Executor) lockFile() (*flock.Flock, error) {
 	return flock.New(filepath.Join(e.poolDir, "docker-pool.lock")), nil
 }
 
-// claim takes an idle pooled container made for key, if there is one. The
+// poolList lists the pooled containers of key on this host; with running,
+// only those the engine says run.
+func (e *Executor) poolList(ctx context.Context, key string, running bool) ([]container.Summary, error) {
+	f := filters.NewArgs(
+		filters.Arg("label", LabelPool+"="+key),
+		filters.Arg("label", LabelHost+"="+e.hostname),
+	)
+	if running {
+		f.Add("status", "running")
+	}
+	return e.eng.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+}
+
 // claim takes an idle pooled container made for key, if there is one: one
-// that still has its idle name (an idle container is never started). Under
-// the pool lock it renames the container, by that idle name, to name its
-// claimer (for GC); a claimer that comes later finds the idle name gone, so
-// the lock is held for one rename, not for the start.
+// that runs its holder and still has its idle name. Under the pool lock it
+// renames the container, by that idle name, to name its claimer (for GC);
+// a claimer that comes later finds the idle name gone, so the lock is held
+// for one rename, not for the run.
 func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
-	list, err := e.eng.ContainerList(ctx, container.ListOptions{
-		All: true,
-		Filters: filters.NewArgs(
-			filters.Arg("label", LabelPool+"="+key),
-			filters.Arg("label", LabelHost+"="+e.hostname),
-			filters.Arg("status", "created"),
-		),
-	})
+	list, err := e.poolList(ctx, key, true)
 	if err != nil || len(list) == 0 {
 		return "", false
 	}
@@ -98,51 +390,76 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 	return "", false
 }
 
-// refill creates, in the background, an idle container for key (made for
-// s) unless one already waits. Close waits for it.
-func (e *Executor) refill(key string, s Spec, lim job.Limits) {
-	labels := e.labels()
-	labels[LabelPool] = key
-	// A configuration of its own: the client normalises what it is given,
-	// and the run's own create may be using the run's copy right now.
-	cfg, hc := s.config(lim, labels)
+// refill creates and starts, in the background, an idle container for key
+// from cfg and hc (their labels included) unless one already waits, and
+// removes on the way the pooled containers of key that serve no one (see
+// fill), and the used container remove when not "". In this process (one
+// refill per key at a time), or in a process of its own with
+// WithDetachedRefill.
+func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostConfig, remove string) {
+	if e.detach != nil {
+		e.spawnRefill(refillRequest{Key: key, Config: cfg, Host: hc, Remove: remove})
+		return
+	}
 	e.refillMu.Lock()
 	if e.refilling == nil {
 		e.refilling = make(map[string]bool)
 	}
 	if e.refilling[key] {
 		e.refillMu.Unlock()
-		return // one refill per key at a time in this process
+		return
 	}
 	e.refilling[key] = true
 	e.refillMu.Unlock()
-	e.refills.Add(1)
-	go func() {
-		defer e.refills.Done()
+	e.background(func(ctx context.Context) {
 		defer func() {
 			e.refillMu.Lock()
 			delete(e.refilling, key)
 			e.refillMu.Unlock()
 		}()
-		list, err := e.eng.ContainerList(e.bg, container.ListOptions{
-			All: true,
-			Filters: filters.NewArgs(
-				filters.Arg("label", LabelPool+"="+key),
-				filters.Arg("label", LabelHost+"="+e.hostname),
-				filters.Arg("status", "created"),
-			),
-		})
-		if err != nil {
-			return
+		e.fill(ctx, key, cfg, hc)
+	})
+}
+
+// fill creates and starts an idle container for key unless one waits
+// already, removing the pooled containers of key that serve no one:
+// stopped ones that no run claimed, and those whose owner is gone (a used
+// container a ccrun process exited before removing, a refill it left
+// half-made). A pool that cannot be refilled is only a cold next run: fill
+// reports nothing.
+func (e *Executor) fill(ctx context.Context, key string, cfg *container.Config, hc *container.HostConfig) {
+	list, err := e.poolList(ctx, key, false)
+	if err != nil {
+		return
+	}
+	waiting := false
+	for _, c := range list {
+		switch {
+		case idle(c):
+			waiting = true
+		case stale(c):
+			e.remove(ctx, c.ID)
 		}
-		for _, s := range list {
-			if idle(s) {
-				return // one waits already
-			}
-		}
-		_, err = e.create(e.bg, cfg, hc, "ccrun-pool-"+randHex(6))
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return // a pool that cannot be refilled is only a cold next run
-		}
-	}()
+	}
+	if waiting {
+		return
+	}
+	id, err := e.create(ctx, cfg, hc, "ccrun-pool-"+randHex(6))
+	if err != nil {
+		return
+	}
+	if err := e.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		e.remove(rctx, id)
+	}
+}
+
+// stale reports whether pooled container c serves no one: never claimed
+// and stopped (its holder died), or owned by a process that is gone.
+func stale(c container.Summary) bool {
+	if !claimed(c.Names) && c.State != "running" && c.State != "created" {
+		return true
+	}
+	return !ownerOf(c.Names, c.Labels).alive()
 }

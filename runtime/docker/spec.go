@@ -59,8 +59,10 @@ type Spec struct {
 	Network string
 	// Pull is the pull policy; default PullMissing.
 	Pull PullPolicy
-	// Pool opts into the warm pool: the run uses a container created in
-	// advance for this exact Spec, and leaves a fresh one for the next run.
+	// Pool opts into the warm pool: the program is exec'd into a container
+	// started in advance for the same shape (image, limits, mounts,
+	// network, user, working directory), used once, then removed; a fresh
+	// one is started for the next run. With none waiting, the run is cold.
 	// Default false. See the package documentation for what it costs.
 	Pool bool
 	// User is the user (and group) the program runs as, "uid[:gid]" or a
