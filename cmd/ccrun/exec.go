@@ -301,6 +301,9 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	if isTerminal(a.io.err) {
 		opts = append(opts, ccrun.WithDockerOptions(docker.WithPullProgress(a.io.err)))
 	}
+	if exe, err := os.Executable(); err == nil {
+		opts = append(opts, ccrun.WithDockerOptions(docker.WithDetachedRefill(exe, dockerRefillCmd)))
+	}
 	return ccrun.New(append(opts, extra...)...)
 }
 

@@ -6,8 +6,14 @@ import (
 	"io"
 	"os"
 
+	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
+
+// dockerRefillCmd is the hidden first argument under which ccrun refills a
+// @docker warm pool in a process of its own, so that the run that used a
+// pooled container exits at once.
+const dockerRefillCmd = "__docker-refill"
 
 // stdio is where a run of the CLI reads and writes.
 type stdio struct {
@@ -18,6 +24,9 @@ type stdio struct {
 func main() {
 	if wasm.IsWorker() { // a killable worker process of `exec --wasm-worker`
 		os.Exit(wasm.ServeWorker())
+	}
+	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd { // the detached refill of a warm container pool
+		os.Exit(docker.RefillMain())
 	}
 	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }

@@ -7,12 +7,16 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 func TestMain(m *testing.M) {
 	if wasm.IsWorker() {
 		os.Exit(wasm.ServeWorker())
+	}
+	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd {
+		os.Exit(docker.RefillMain())
 	}
 	testscript.Main(m, map[string]func(){
 		"ccrun": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
