@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -19,11 +20,13 @@ import (
 // Dir is where a project keeps its capabilities, relative to its root.
 const Dir = ".ccrun/capabilities"
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+// nameRE is compiled on first use: ccrun starts often, and most runs name
+// no capability.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
 
 // ValidName reports whether name can name a capability: 1 to 63 lowercase
 // letters, digits and dashes, not starting with a dash.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+func ValidName(name string) bool { return nameRE().MatchString(name) }
 
 // Capability is a loaded, checked capability. Its fields are read-only
 // once Load returns; a *Capability is safe for concurrent use.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -28,7 +29,7 @@ func Warnings(req *Request) []string {
 	}
 	f, ok := commandFile(req)
 	if !ok {
-		if req.Command != nil && sqlDrop.MatchString(req.Command.Source) {
+		if req.Command != nil && sqlDrop().MatchString(req.Command.Source) {
 			add("may drop database objects")
 		}
 		return out
@@ -48,7 +49,7 @@ func Warnings(req *Request) []string {
 				add("defines a function that calls itself (a fork bomb?)")
 			}
 		case *syntax.Word:
-			if w := wordOf(n); sqlDrop.MatchString(w.val) {
+			if w := wordOf(n); sqlDrop().MatchString(w.val) {
 				add("may drop database objects")
 			}
 		}
@@ -57,7 +58,10 @@ func Warnings(req *Request) []string {
 	return out
 }
 
-var sqlDrop = regexp.MustCompile(`(?i)\b(drop\s+(table|database|schema|index|view|user)|truncate\s+table|delete\s+from\s+\w+\s*(;|$))`)
+// sqlDrop is compiled on first use, to keep it out of every start of ccrun.
+var sqlDrop = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(drop\s+(table|database|schema|index|view|user)|truncate\s+table|delete\s+from\s+\w+\s*(;|$))`)
+})
 
 func calls(body syntax.Node, name string) bool {
 	found := false
