@@ -16,6 +16,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/shell"
 )
 
 // The built-in tools. A capability is a tool of its own name.
@@ -92,8 +93,12 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		return nil, nil, fmt.Errorf("call: want exactly one of a command, a capability, a module or an image, got %d: %w", n, ErrInvalidCall)
 	}
 	for _, kv := range c.Env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
 			return nil, nil, fmt.Errorf("call: env %q: want KEY=VALUE: %w", kv, ErrInvalidCall)
+		}
+		if strings.HasPrefix(k, "CCRUN_") {
+			return nil, nil, fmt.Errorf("call: env %s: CCRUN_* variables are set by ccrun itself: %w", k, ErrInvalidCall)
 		}
 	}
 	mounts, err := r.absMounts(c.Mounts)
@@ -222,7 +227,16 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		if m.Entry.Workdir != "" {
 			inv.Dir = filepath.Join(capa.Project, m.Entry.Workdir)
 		}
-		inv.Env = append(inv.Env, "CCRUN_CAPABILITY_DIR="+capa.Dir)
+		// The capability's own files come first on PATH, so its entry can name
+		// them with a literal program word (run.sh) that the policy can read.
+		path := os.Getenv("PATH")
+		if v, ok := m.Env["PATH"]; ok { // the manifest's own PATH, shown when approved
+			path = v
+		}
+		if path == "" {
+			path = shell.DefaultPath
+		}
+		inv.Env = append(inv.Env, "CCRUN_CAPABILITY_DIR="+capa.Dir, "PATH="+capa.Dir+string(os.PathListSeparator)+path)
 		req.Command = cmd
 		req.Display = m.Entry.Command
 	case ceiling.Wasm:

@@ -93,8 +93,10 @@ type Manifest struct {
 // Entry says what runs. Which fields apply depends on the environment:
 //
 //   - @shell: Command, a shell command run from the project root (or
-//     Workdir, relative to it); the executor sets CCRUN_CAPABILITY_DIR to
-//     the capability's directory.
+//     Workdir, relative to it), with the capability's directory first on
+//     PATH (so "run.sh" runs the capability's own script) and
+//     CCRUN_CAPABILITY_DIR set to it. A literal program word keeps the
+//     policy's view of the command precise.
 //   - @wasm: Module, the .wasm file relative to the capability's directory,
 //     and Args, given after the module's name and before the call's own.
 //   - @docker: Image, and Argv (written "command": [...] in JSON) to run in

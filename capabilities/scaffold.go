@@ -65,7 +65,7 @@ func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err
 	switch env {
 	case ceiling.Shell:
 		m.Description = "Prints the call's input back (scaffold: edit run.sh)"
-		m.Entry.Command = `"$CCRUN_CAPABILITY_DIR/run.sh"`
+		m.Entry.Command = "run.sh"
 		files["run.sh"] = file{[]byte(shellScript), 0o755}
 	case ceiling.Wasm:
 		m.Description = "Prints hello (scaffold: replace hello.wasm with your module)"
@@ -112,7 +112,8 @@ func writeNew(path string, data []byte, mode fs.FileMode) error {
 
 const shellScript = `#!/bin/sh
 # A ccrun @shell capability. It runs on the host with your rights, from the
-# project root; CCRUN_CAPABILITY_DIR is this directory. The call's input
+# project root, with this directory first on PATH (so the entry command
+# is just run.sh); CCRUN_CAPABILITY_DIR is this directory. The call's input
 # (JSON, checked against "parameters") arrives on stdin.
 set -eu
 cat

@@ -73,10 +73,11 @@ func TestScaffoldShellRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Run the entry as the @shell executor would: from the project root,
-	// with CCRUN_CAPABILITY_DIR set and the input on stdin.
+	// with the capability's directory first on PATH and in
+	// CCRUN_CAPABILITY_DIR, and the input on stdin.
 	cmd := exec.Command("/bin/sh", "-c", c.Manifest.Entry.Command)
 	cmd.Dir = project
-	cmd.Env = []string{"CCRUN_CAPABILITY_DIR=" + dir, "PATH=/usr/bin:/bin"}
+	cmd.Env = []string{"CCRUN_CAPABILITY_DIR=" + dir, "PATH=" + dir + ":/usr/bin:/bin"}
 	cmd.Stdin = bytes.NewReader([]byte(`{"a":1}`))
 	out, err := cmd.CombinedOutput()
 	if err != nil || string(out) != "{\"a\":1}\n" {
