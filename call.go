@@ -68,9 +68,10 @@ type Invocation struct {
 	Command *permission.Command
 	// Capability is set when the call runs a capability.
 	Capability *capabilities.Capability
-	Module     []byte // @wasm: the module's bytes
-	ModuleName string // @wasm: argv[0]
-	Image      string // @docker
+	Module     []byte            // @wasm: the module's bytes
+	ModuleSum  [sha256.Size]byte // @wasm: sha256 of Module
+	ModuleName string            // @wasm: argv[0]
+	Image      string            // @docker
 	Args       []string
 	Dir        string // working directory: on the host (@shell) or in the container (@docker)
 	Env        []string
@@ -150,14 +151,15 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(r.dir, path)
 		}
-		mod, err := os.ReadFile(path)
+		mod, sum, err := r.modules.read(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("call: module: %w", err)
 		}
 		inv.Environment, inv.Tool, inv.Module, inv.ModuleName = ceiling.Wasm, ToolRunWasm, mod, filepath.Base(path)
+		inv.ModuleSum = sum
 		req.Tool = ToolRunWasm
 		req.Permission = permission.Ask(pathKey(ToolRunWasm, r.rel(path)))
-		req.Digest = contentDigest(mod, mounts, "")
+		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "")
 		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
 	case c.Image != "":
 		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
@@ -245,7 +247,7 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		if err != nil {
 			return err
 		}
-		inv.Module, inv.ModuleName = mod, m.Entry.Module
+		inv.Module, inv.ModuleName, inv.ModuleSum = mod, m.Entry.Module, sha256.Sum256(mod)
 		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)
 		req.Display = strings.Join(append([]string{m.Entry.Module}, inv.Args...), " ")
 	case ceiling.Docker:
@@ -328,7 +330,8 @@ func imageKey(image string) permission.Key {
 	return k
 }
 
-// contentDigest binds an ad-hoc grant to what runs and what it may reach.
+// contentDigest binds an ad-hoc grant to what runs (the content, or its
+// sha256) and what it may reach.
 func contentDigest(content []byte, mounts []job.Mount, network string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "content %d\n", len(content))

@@ -70,6 +70,7 @@ type Runtime struct {
 	docker   []docker.Option
 	wasm     []wasm.Option
 	parent   *Runtime // a sub-agent's: executors are the parent's
+	modules  moduleCache
 }
 
 // Option configures a Runtime.

@@ -2,6 +2,7 @@ package ccrun_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +14,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // recorder is an executor that records what it was asked to run.
@@ -240,5 +243,55 @@ func TestToolsHidesDenied(t *testing.T) {
 	}
 	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, permission.ErrPermissionDenied) {
 		t.Errorf("a hidden tool was not denied at execution: %v", err)
+	}
+}
+
+// A grant for an ad-hoc module is bound to its content: the same file
+// rewritten with other bytes is asked again, and the module cache never
+// serves the old bytes for the new file.
+func TestModuleChangedIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "tool.wasm")
+	hello := capabilities.HelloWasm()
+	if err := os.WriteFile(mod, hello, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithWasmOptions(wasm.WithCacheDir("")),
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+			asked++
+			return permission.AlwaysThisSession, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		if out, err := rt.Exec(ctx, &ccrun.Call{Module: "tool.wasm"}); err != nil || string(out.Result.Stdout) != "hello\n" {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("asked %d times for the same module, want 1", asked)
+	}
+	// Other bytes (the text it prints), same path.
+	changed := bytes.Replace(hello, []byte("hello\n"), []byte("HELLO\n"), 1)
+	if err := os.WriteFile(mod, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := rt.Exec(ctx, &ccrun.Call{Module: "tool.wasm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != 2 {
+		t.Errorf("a changed module was not asked again (asked %d times)", asked)
+	}
+	if got := string(out.Result.Stdout); got != "HELLO\n" {
+		t.Errorf("the changed file ran as %q: the old bytes were served", got)
+	}
+	if out.Request.Digest == "" {
+		t.Error("no digest bound")
 	}
 }

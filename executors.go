@@ -74,7 +74,7 @@ func (r *Runtime) wasmMaker() func(context.Context) (Executor, error) {
 type wasmExecutor struct{ e *wasm.Executor }
 
 func (w *wasmExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
-	return w.e.Run(ctx, wasm.Spec{Module: inv.Module, Name: inv.ModuleName, Args: inv.Args, Env: inv.Env,
+	return w.e.Run(ctx, wasm.Spec{Module: inv.Module, Sum: inv.ModuleSum, Name: inv.ModuleName, Args: inv.Args, Env: inv.Env,
 		Mounts: inv.Mounts, Streams: inv.Streams, Limits: inv.Limits})
 }
 

@@ -222,6 +222,11 @@ type Spec struct {
 	// runs repeat exactly. Default false: the host's clocks, real sleeps,
 	// crypto/rand.
 	Deterministic bool
+	// Sum is sha256.Sum256(Module), when the caller has computed it
+	// already (the root package digests every module it runs); the zero
+	// value means: compute it. It keys the compiled-module cache, so a Sum
+	// that is not Module's runs another module: only pass one you computed.
+	Sum [sha256.Size]byte
 }
 
 // Run compiles (or finds compiled) the module and runs its `_start`. A
@@ -272,9 +277,14 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	mod := known
 	if mod == nil {
-		var key [sha256.Size]byte
+		key := s.Sum
 		var err error
-		if mod, key, err = e.compile(ctx, bin); err != nil {
+		if key == ([sha256.Size]byte{}) {
+			mod, key, err = e.compile(ctx, bin)
+		} else {
+			mod, err = e.compileKey(ctx, key, bin)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if fk != "" {

@@ -1,0 +1,80 @@
+package ccrun
+
+import (
+	"crypto/sha256"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// moduleCache keeps the bytes and sha256 of recently run module files, so
+// a warm run neither reads nor hashes the file again. An entry is used only
+// while the file's identity (device, inode, size, modification and change
+// times) is unchanged; the bytes that run are always the bytes that were
+// hashed, so a file changed behind an unchanged identity still runs the
+// content that was digested and approved, never unapproved content.
+type moduleCache struct {
+	mu      sync.Mutex
+	entries map[fileID]*cachedModule
+	order   []fileID
+}
+
+type cachedModule struct {
+	bytes []byte
+	sum   [sha256.Size]byte
+}
+
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+const moduleCacheSize = 16
+
+func statID(path string) (fileID, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+}
+
+// read returns path's bytes and their sha256.
+func (c *moduleCache) read(path string) ([]byte, [sha256.Size]byte, error) {
+	before, ok := statID(path)
+	if ok {
+		c.mu.Lock()
+		e := c.entries[before]
+		c.mu.Unlock()
+		if e != nil {
+			return e.bytes, e.sum, nil
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, [sha256.Size]byte{}, err
+	}
+	sum := sha256.Sum256(data)
+	if after, ok2 := statID(path); ok && ok2 && after == before && int64(len(data)) == before.size {
+		c.mu.Lock()
+		if c.entries == nil {
+			c.entries = map[fileID]*cachedModule{}
+		}
+		if _, dup := c.entries[before]; !dup {
+			c.entries[before] = &cachedModule{bytes: data, sum: sum}
+			c.order = append(c.order, before)
+			if len(c.order) > moduleCacheSize {
+				delete(c.entries, c.order[0])
+				c.order = c.order[1:]
+			}
+		}
+		c.mu.Unlock()
+	}
+	return data, sum, nil
+}
