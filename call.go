@@ -50,6 +50,9 @@ type Call struct {
 	Limits job.Limits
 	// Network loosens a run_docker call's network ("" or "none": none).
 	Network string
+	// Pull is the @docker pull policy: "missing" (the default), "never" or
+	// "always".
+	Pull string
 	// Directive narrows this call (read-only, plan-only…).
 	Directive permission.Directive
 
@@ -78,6 +81,7 @@ type Invocation struct {
 	Mounts     []job.Mount
 	Limits     job.Limits
 	Network    string
+	Pull       string
 	Pool       bool
 	Streams    job.Streams
 }
@@ -112,6 +116,7 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		Mounts:  mounts,
 		Limits:  c.Limits,
 		Network: c.Network,
+		Pull:    c.Pull,
 		Streams: job.Streams{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr},
 	}
 	req := &permission.Request{Directive: c.Directive, Class: permission.ClassExec}
@@ -161,6 +166,8 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		req.Permission = permission.Ask(pathKey(ToolRunWasm, r.rel(path)))
 		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "")
 		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
+	case c.Pull != "" && c.Image == "" && c.Capability == "":
+		return nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
 	case c.Image != "":
 		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
 		req.Tool = ToolRunDocker

@@ -46,7 +46,7 @@ type dockerExecutor struct{ e *docker.Executor }
 
 func (d *dockerExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
 	return d.e.Run(ctx, docker.Spec{Image: inv.Image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
-		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: inv.Pool})
+		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: inv.Pool, Pull: docker.PullPolicy(inv.Pull)})
 }
 
 func (d *dockerExecutor) Close() error { return d.e.Close() }

@@ -31,7 +31,7 @@ type callFlags struct {
 	memory, output         string
 	mounts, env            []string
 	input                  string
-	network                string
+	network, pull          string
 	directive              string
 	mode                   string
 	allow, ask, deny       []string
@@ -43,6 +43,7 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 	fl.StringVar(&f.wasmFile, "wasm", "", "run this WebAssembly (WASI preview 1) module with the run_wasm tool")
 	fl.StringVar(&f.image, "docker", "", "run this container image with the run_docker tool; the command follows --")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "mount HOST:GUEST[:ro|rw] into a @wasm or @docker tool (read-only unless rw; repeatable)")
+	fl.StringVar(&f.pull, "pull", "", "@docker pull policy: missing (default), never or always")
 	fl.StringVar(&f.network, "network", "", "@docker network: none (default), bridge or host; anything but none loosens the sandbox")
 	fl.StringVar(&f.input, "input", "", "the call's parameters as a JSON object, validated against the capability's schema")
 	fl.StringArrayVar(&f.env, "env", nil, "give the tool KEY=VALUE (repeatable)")
@@ -85,11 +86,16 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 	case len(before) > 0:
 		return nil, usagef("unexpected arguments %q; put the tool's arguments after --", before)
 	}
+	switch f.pull {
+	case "", "missing", "never", "always":
+	default:
+		return nil, usagef("--pull %q: want missing, never or always", f.pull)
+	}
 	if f.shell != "" && strings.TrimSpace(f.shell) == "" {
 		return nil, usagef("--shell: the command is empty")
 	}
 	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image,
-		Args: rest, Env: f.env, Network: f.network, Directive: permission.Directive(f.directive)}
+		Args: rest, Env: f.env, Network: f.network, Pull: f.pull, Directive: permission.Directive(f.directive)}
 	for _, m := range f.mounts {
 		mt, err := job.ParseMount(m)
 		if err != nil {
