@@ -129,6 +129,9 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 			inv.Streams.Stdin = bytes.NewReader(c.Input)
 		}
 	}
+	if c.Pull != "" && (c.Command != "" || c.Module != "") {
+		return nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
+	}
 	switch {
 	case c.Command != "":
 		if strings.TrimSpace(c.Command) == "" {
@@ -166,8 +169,6 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		req.Permission = permission.Ask(pathKey(ToolRunWasm, r.rel(path)))
 		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "")
 		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
-	case c.Pull != "" && c.Image == "" && c.Capability == "":
-		return nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
 	case c.Image != "":
 		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
 		req.Tool = ToolRunDocker
