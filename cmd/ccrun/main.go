@@ -19,5 +19,8 @@ func main() {
 	if wasm.IsWorker() { // a killable worker process of `exec --wasm-worker`
 		os.Exit(wasm.ServeWorker())
 	}
+	if wasm.IsServer() { // the warm @wasm server a client started (CCRUN_WASM_SERVER=1)
+		os.Exit(wasm.ServeDefault())
+	}
 	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
