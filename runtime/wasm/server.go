@@ -365,15 +365,39 @@ func (s *Server) handle(ctx context.Context, c *conn) {
 		return
 	}
 	s.served.Add(1)
+	// A client that stops reading must not hold a guest in a write past
+	// its time: writes give up at the run's deadline, or at once when the
+	// run is cancelled or the client goes away.
+	var wmu sync.Mutex
+	finished := false
+	stopDeadline := context.AfterFunc(runCtx, func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if !finished {
+			_ = c.c.SetWriteDeadline(time.Now())
+		}
+	})
+	if req.Timeout > 0 {
+		_ = c.c.SetWriteDeadline(time.Now().Add(time.Duration(req.Timeout) + time.Second))
+	}
 	res, err := s.e.Run(runCtx, spec)
+	wmu.Lock()
+	finished = true
+	wmu.Unlock()
+	stopDeadline()
 	cancel(nil) // the reader stops handing stdin over
+	_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	var reply workerReply
 	if err != nil {
 		reply = replyErr(err)
 	} else {
 		reply = workerReply{Result: res}
 	}
-	_ = c.writeJSON(frameReply, reply)
+	if err := c.writeJSON(frameReply, reply); err != nil {
+		_ = c.c.Close() // the client does not read: done with it
+		<-readerDone
+		return
+	}
 	_ = c.c.CloseWrite()
 	// Wait for the client to close (it has what it needs), but not for
 	// ever.
@@ -465,7 +489,9 @@ func ListenAndServe(ctx context.Context, path string, cacheDir string, idle time
 	}
 	_ = lock.Truncate(0)
 	_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // who serves, for a person
-	_ = os.Remove(path) // a stale socket of a server that died
+	// A socket left there is a stale one, of a server that died: this
+	// one holds the lock.
+	_ = os.Remove(path)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return fmt.Errorf("wasm server: listen: %w", err)

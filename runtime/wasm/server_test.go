@@ -229,6 +229,11 @@ func TestServerCancel(t *testing.T) {
 		t.Parallel()
 		sock, srv := testServer(t)
 		e := serverExecutor(t, sock)
+		// Compiled first: a run cancelled while waiting for the compiler
+		// ends with ctx's error, in process as in the server.
+		if _, err := e.Run(context.Background(), probe("exit", "0")); err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cause := errors.New("the agent gave up")
 		time.AfterFunc(300*time.Millisecond, func() { cancel(cause) })
@@ -241,9 +246,27 @@ func TestServerCancel(t *testing.T) {
 		if res.Reason != job.Cancelled || res.ExitCode != job.KilledExitCode || res.Detail != cause.Error() {
 			t.Errorf("got %s %d %q, want cancelled %d %q", res.Reason, res.ExitCode, res.Detail, job.KilledExitCode, cause)
 		}
-		if srv.servedRuns() != 1 {
-			t.Errorf("served %d runs, want 1", srv.servedRuns())
+		if srv.servedRuns() != 2 {
+			t.Errorf("served %d runs, want 2", srv.servedRuns())
 		}
+		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
+	})
+	t.Run("client not reading", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		uc, err := dialServer(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uc.Close()
+		c := newConn(uc)
+		if err := c.writeJSON(frameRequest, serverRequest{Name: "probe", Args: []string{"flood"}, Timeout: int64(time.Second), Output: -1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.write(frameModule, guests["probe"]); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "running", func() bool { return srv.servedRuns() == 1 })
 		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
 	})
 	t.Run("client gone", func(t *testing.T) {
