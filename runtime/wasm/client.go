@@ -99,11 +99,11 @@ func (c *Client) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	s.Mounts = mounts
 	uc, err := dialServer(c.socket)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrServerGone, err)
+		return nil, fmt.Errorf("%w: %w", err, ErrServerGone)
 	}
-	res, err, started := runOn(ctx, uc, s, bin, name, lim, start)
+	res, started, err := runOn(ctx, uc, s, bin, name, lim, start)
 	if !started && err == nil {
-		err = ErrServerGone
+		err = fmt.Errorf("wasm server: the connection ended: %w", ErrServerGone)
 	}
 	return res, err
 }
@@ -183,26 +183,26 @@ func dialServer(socket string) (*net.UnixConn, error) {
 
 // runServer is Run through the warm server. ok is false when no server
 // could take the run (the guest did not run): Run then runs it here.
-func (e *Executor) runServer(ctx context.Context, s Spec, bin []byte, name string, lim job.Limits, start time.Time) (res *job.Result, err error, ok bool) {
+func (e *Executor) runServer(ctx context.Context, s Spec, bin []byte, name string, lim job.Limits, start time.Time) (res *job.Result, ok bool, err error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("wasm: run: %w", ErrClosed), true
+		return nil, true, fmt.Errorf("wasm: run: %w", ErrClosed)
 	}
 	if bin == nil {
 		b, err := os.ReadFile(s.Path)
 		if err != nil {
-			return nil, fmt.Errorf("wasm: read module: %w", err), true
+			return nil, true, fmt.Errorf("wasm: read module: %w", err)
 		}
 		bin = b
 	}
 	if err := checkHeader(bin); err != nil {
-		return nil, err, true
+		return nil, true, err
 	}
 	mounts, err := absMounts(s.Mounts, e.cacheDir)
 	if err != nil {
-		return nil, err, true
+		return nil, true, err
 	}
 	s.Mounts = mounts
 	uc, err := dialServer(e.server)
@@ -218,13 +218,13 @@ func (e *Executor) runServer(ctx context.Context, s Spec, bin []byte, name strin
 		}
 	}
 	if err != nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
-	res, err, began := runOn(ctx, uc, s, bin, name, lim, start)
+	res, began, err := runOn(ctx, uc, s, bin, name, lim, start)
 	if !began && err == nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
-	return res, err, true
+	return res, true, err
 }
 
 // startServer starts e.serverExe as the server, detached (a session of its
@@ -252,7 +252,7 @@ func (e *Executor) startServer() error {
 // runOn runs one guest on the connection uc, which it closes. began says
 // whether the server started the run; when it did not, the error is nil
 // and the guest did not run.
-func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name string, lim job.Limits, start time.Time) (*job.Result, error, bool) {
+func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name string, lim job.Limits, start time.Time) (*job.Result, bool, error) {
 	defer uc.Close()
 	c := newConn(uc)
 	req := serverRequest{Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
@@ -262,10 +262,10 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 		req.Mounts = []job.Mount{}
 	}
 	if err := c.writeJSON(frameRequest, req); err != nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	if err := c.write(frameModule, bin); err != nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, nil)
 	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, nil)
@@ -303,7 +303,7 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 				_ = c.write(frameEOF, nil)
 				continue
 			}
-			_ = c.write(frameStdin, nil) // an empty read: ask again
+			_ = c.write(frameStdin, nil) // an empty read, passed on as one
 		}
 	}()
 
@@ -372,7 +372,7 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 	case <-backstop:
 		_ = uc.Close()
 		<-done
-		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()+" (the wasm server did not answer)", false), nil, true
+		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()+" (the wasm server did not answer)", false), true, nil
 	case <-ctx.Done():
 		_ = c.write(frameCancel, []byte(context.Cause(ctx).Error()))
 		select {
@@ -380,26 +380,26 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 		case <-time.After(2 * time.Second):
 			_ = uc.Close()
 			<-done
-			return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error(), false), nil, true
+			return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error(), false), true, nil
 		}
 	}
 	if fin.err != nil {
 		if !started() {
-			return nil, nil, false
+			return nil, false, nil
 		}
 		if ctx.Err() != nil {
-			return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error(), false), nil, true
+			return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error(), false), true, nil
 		}
 		if errors.Is(fin.err, io.EOF) {
 			fin.err = errors.New("the connection ended before the run did")
 		}
-		return nil, fmt.Errorf("wasm server: %w", fin.err), true
+		return nil, true, fmt.Errorf("wasm server: %w", fin.err)
 	}
 	if r := fin.reply; r.Result != nil {
-		return result(r.Result.Reason, r.Result.ExitCode, r.Result.Detail, r.Result.Truncated), nil, true
+		return result(r.Result.Reason, r.Result.ExitCode, r.Result.Detail, r.Result.Truncated), true, nil
 	}
 	if cl, ok := classes[fin.reply.Class]; ok {
-		return nil, fmt.Errorf("%s (in the wasm server): %w", fin.reply.Error, cl), true
+		return nil, true, fmt.Errorf("%s (in the wasm server): %w", fin.reply.Error, cl)
 	}
-	return nil, fmt.Errorf("wasm server: %s", fin.reply.Error), true
+	return nil, true, fmt.Errorf("wasm server: %s", fin.reply.Error)
 }

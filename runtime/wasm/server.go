@@ -335,6 +335,8 @@ func (s *Server) handle(ctx context.Context, c *conn) {
 			case frameStdin, frameEOF:
 				if kind == frameEOF {
 					b = nil
+				} else if b == nil {
+					b = []byte{} // an empty read, not the end
 				}
 				select {
 				case in.data <- b:
@@ -445,6 +447,10 @@ func (p *pullStdin) Read(b []byte) (int, error) {
 		case d := <-p.data:
 			if d == nil {
 				p.eof = true
+				break
+			}
+			if len(d) == 0 {
+				return 0, nil // the client's stdin read nothing: so does the guest
 			}
 			p.left = d
 		case <-p.ctx.Done():

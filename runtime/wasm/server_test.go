@@ -50,6 +50,20 @@ func testServer(t *testing.T) (string, *Server) {
 	return sock, srv
 }
 
+// stutter reads one byte, then nothing (0, nil), in turn.
+type stutter struct {
+	r    io.Reader
+	mute bool
+}
+
+func (s *stutter) Read(p []byte) (int, error) {
+	s.mute = !s.mute
+	if s.mute || len(p) == 0 {
+		return 0, nil
+	}
+	return s.r.Read(p[:1])
+}
+
 // serverExecutor is an Executor that runs its guests in the server at sock.
 func serverExecutor(t *testing.T, sock string) *Executor {
 	t.Helper()
@@ -114,6 +128,11 @@ func TestServerParity(t *testing.T) {
 				pw.Close()
 			}()
 			s.Streams.Stdin = pr
+			return s
+		}, nil},
+		{"stdin, empty reads", func() Spec {
+			s := probe("cat")
+			s.Streams.Stdin = &stutter{r: strings.NewReader("a\nb\nc\n")}
 			return s
 		}, nil},
 		{"deterministic clock", func() Spec { s := probe("clock"); s.Deterministic = true; return s }, nil},

@@ -268,7 +268,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	lim = lim.WithDefaults()
 
 	if e.server != "" && e.worker == "" {
-		if res, err, ok := e.runServer(ctx, s, bin, name, lim, start); ok {
+		if res, ok, err := e.runServer(ctx, s, bin, name, lim, start); ok {
 			return res, err
 		}
 	}
