@@ -620,3 +620,41 @@ func TestServerProcess(t *testing.T) {
 	eventually(t, "serving again", func() bool { _, err := Dial(sock); return err == nil })
 	eventually(t, "gone after its idle time", gone)
 }
+
+// BenchmarkServerHello: one run of the Go hello module through a warm
+// server (socket, framing, a fresh instance), next to BenchmarkHello's in
+// process figure.
+func BenchmarkServerHello(b *testing.B) {
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "wasm.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := NewServer(shared, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	defer func() { cancel(); <-done }()
+	client, err := Dial(sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := Spec{Module: guests["hello"]}
+	if _, err := client.Run(context.Background(), s); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := client.Run(context.Background(), s)
+		if err != nil || !res.OK() {
+			b.Fatal(err, res)
+		}
+	}
+}
