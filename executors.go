@@ -63,7 +63,8 @@ func loadPolicy(dir string, extra []*permission.Settings) (*permission.Policy, e
 
 func (r *Runtime) wasmMaker() func(context.Context) (Executor, error) {
 	return func(ctx context.Context) (Executor, error) {
-		e, err := wasm.New(ctx, r.wasm...)
+		// CCRUN_WASM_SERVER=1 opts in to the warm server (runtime/wasm.WithServer).
+		e, err := wasm.New(ctx, append(wasm.ServerFromEnv(), r.wasm...)...)
 		if err != nil {
 			return nil, fmt.Errorf("@wasm: %w", err)
 		}

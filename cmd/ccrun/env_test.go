@@ -214,3 +214,68 @@ func TestWasmWorkerTimeout(t *testing.T) {
 		}
 	}
 }
+
+// CCRUN_WASM_SERVER=1: the first `ccrun exec --wasm` starts the warm server
+// (a detached ccrun), later ones run in it; output and exit codes are the
+// tool's, and a timeout still ends the guest.
+func TestWasmServerThroughCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a guest")
+	}
+	runtimeDir := t.TempDir()
+	if err := os.Chmod(runtimeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "ccrun")
+	if err := os.Symlink(exe, bin); err != nil {
+		t.Fatal(err)
+	}
+	probeSrc, err := os.ReadFile(filepath.Join("..", "..", "testdata", "wasm", "probe", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := buildGuest(t, string(probeSrc))
+	if err := os.WriteFile(filepath.Join(dir, "probe.wasm"), mod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "CCRUN_WASM_SERVER=1", "XDG_RUNTIME_DIR="+runtimeDir,
+		"XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"))
+	runProc := func(stdin string, args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "probe.wasm"}, args...)...)
+		cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), 0
+	}
+	t.Cleanup(func() { // stop the server this test started
+		if pid, err := os.ReadFile(filepath.Join(runtimeDir, "ccrun", "wasm.sock.lock")); err == nil {
+			_ = exec.Command("kill", strings.TrimSpace(string(pid))).Run()
+		}
+	})
+	for i := 0; i < 3; i++ {
+		if out, code := runProc("", "--", "exit", "3"); code != 3 {
+			t.Fatalf("run %d: exit %d, want 3: %s", i, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(runtimeDir, "ccrun", "wasm.sock")); err != nil {
+		t.Errorf("no server socket after three runs: %v", err)
+	}
+	if out, code := runProc("through the server\n", "--", "cat"); code != 0 || out != "through the server\n" {
+		t.Errorf("cat: exit %d, out %q", code, out)
+	}
+	if out, code := runProc("", "--timeout", "1s", "--", "forever"); code != exitTimeout {
+		t.Errorf("forever: exit %d, want %d: %s", code, exitTimeout, out)
+	}
+}

@@ -25,6 +25,9 @@ func main() {
 	if wasm.IsWorker() { // a killable worker process of `exec --wasm-worker`
 		os.Exit(wasm.ServeWorker())
 	}
+	if wasm.IsServer() { // the warm @wasm server a client started (CCRUN_WASM_SERVER=1)
+		os.Exit(wasm.ServeDefault())
+	}
 	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd { // the detached refill of a warm container pool
 		os.Exit(docker.RefillMain())
 	}

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if wasm.IsWorker() {
 		os.Exit(wasm.ServeWorker())
 	}
+	if wasm.IsServer() {
+		os.Exit(wasm.ServeDefault())
+	}
 	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd {
 		os.Exit(docker.RefillMain())
 	}

@@ -26,6 +26,12 @@ func TestMain(m *testing.M) {
 	if IsWorker() {
 		os.Exit(ServeWorker())
 	}
+	if IsServer() {
+		os.Exit(ServeDefault())
+	}
+	if sock := os.Getenv(peerTestEnv); sock != "" {
+		os.Exit(peerMain(sock))
+	}
 	os.Exit(runMain(m))
 }
 

@@ -72,6 +72,10 @@ type Executor struct {
 	memory    int64
 	interrupt bool
 	worker    string // the worker executable; "" runs guests in process
+	server    string // the warm server's socket; "" runs guests here
+	serverExe string // started as the server when none answers; "" never
+
+	startOnce sync.Once // one auto-start per Executor
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
@@ -94,6 +98,8 @@ type config struct {
 	memory    int64
 	interrupt bool
 	worker    string
+	server    string
+	serverExe string
 }
 
 // Option configures an Executor.
@@ -152,7 +158,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, mountFS: confined}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -240,7 +246,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	bin, name := s.Module, s.Name
 	var known wazero.CompiledModule // found by the file's identity, unread
 	fk := ""
-	if bin == nil && s.Path != "" && e.worker == "" {
+	if bin == nil && s.Path != "" && e.worker == "" && e.server == "" {
 		fk = fileKey(s.Path)
 		known = e.lookupFile(fk)
 	}
@@ -266,6 +272,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	lim = lim.WithDefaults()
 
+	if e.server != "" && e.worker == "" {
+		if res, ok, err := e.runServer(ctx, s, bin, name, lim, start); ok {
+			return res, err
+		}
+	}
 	if e.worker != "" {
 		e.mu.Lock()
 		closed := e.closed

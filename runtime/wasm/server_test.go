@@ -1,0 +1,660 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// testServer serves with the shared Executor on a socket of its own, in a
+// 0700 directory with a short path (a socket path has at most 107 bytes).
+func testServer(t *testing.T) (string, *Server) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "wasm.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(shared, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return sock, srv
+}
+
+// stutter reads one byte, then nothing (0, nil), in turn.
+type stutter struct {
+	r    io.Reader
+	mute bool
+}
+
+func (s *stutter) Read(p []byte) (int, error) {
+	s.mute = !s.mute
+	if s.mute || len(p) == 0 {
+		return 0, nil
+	}
+	return s.r.Read(p[:1])
+}
+
+// serverExecutor is an Executor that runs its guests in the server at sock.
+func serverExecutor(t *testing.T, sock string) *Executor {
+	t.Helper()
+	e, err := New(context.Background(), WithCacheDir(sharedCache), WithServer(sock, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
+func (s *Server) servedRuns() int64 { return s.served.Load() }
+
+func (s *Server) activeRuns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+// eventually waits (at most 30s) for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 30s", what)
+		}
+	}
+}
+
+// TestServerParity: a run through the server, by an Executor made
+// WithServer and by a Client, ends exactly as the same run in process.
+func TestServerParity(t *testing.T) {
+	t.Parallel()
+	sock, srv := testServer(t)
+	viaExec := serverExecutor(t, sock)
+	client, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trap := module(false, []string{"explode"}, [][]byte{opUnreachable}, map[string]int{"_start": 0}, nil)
+	tests := []struct {
+		name  string
+		spec  func() Spec // a fresh one per run: stdin is consumed
+		class error
+	}{
+		{"hello", func() Spec { return Spec{Module: guests["hello"]} }, nil},
+		{"args", func() Spec { return probe("args", "x", "y z") }, nil},
+		{"env", func() Spec { s := probe("env"); s.Env = []string{"A=1", "B=two"}; return s }, nil},
+		{"exit code", func() Spec { return probe("exit", "3") }, nil},
+		{"stdin, bytes", func() Spec {
+			s := probe("cat")
+			s.Streams.Stdin = strings.NewReader("some input\nand more\n")
+			return s
+		}, nil},
+		{"stdin, a pipe", func() Spec {
+			s := probe("cat")
+			pr, pw := io.Pipe()
+			go func() {
+				for i := range 100 {
+					fmt.Fprintf(pw, "line %d\n", i)
+				}
+				pw.Close()
+			}()
+			s.Streams.Stdin = pr
+			return s
+		}, nil},
+		{"stdin, empty reads", func() Spec {
+			s := probe("cat")
+			s.Streams.Stdin = &stutter{r: strings.NewReader("a\nb\nc\n")}
+			return s
+		}, nil},
+		{"deterministic clock", func() Spec { s := probe("clock"); s.Deterministic = true; return s }, nil},
+		{"deterministic rand", func() Spec { s := probe("rand"); s.Deterministic = true; return s }, nil},
+		{"trap", func() Spec { return Spec{Module: trap, Name: "trap"} }, nil},
+		{"not wasm", func() Spec { return Spec{Module: []byte("#!/bin/sh\n")} }, ErrNotWasm},
+		{"missing start", func() Spec { return Spec{Module: []byte("\x00asm\x01\x00\x00\x00")} }, ErrMissingStart},
+		{"empty argument", func() Spec { return probe("args", "") }, ErrInvalidSpec},
+		{"bad env", func() Spec { s := probe("env"); s.Env = []string{"NOEQUALS"}; return s }, ErrInvalidSpec},
+		{"mount not a dir", func() Spec {
+			s := probe("ls")
+			s.Mounts = []job.Mount{{Host: "/nonexistent-ccrun", Guest: "/x"}}
+			return s
+		}, ErrInvalidSpec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			want, wantErr := shared.Run(context.Background(), tc.spec())
+			for name, run := range map[string]func(context.Context, Spec) (*job.Result, error){
+				"executor": viaExec.Run, "client": client.Run,
+			} {
+				var streamed bytes.Buffer
+				s := tc.spec()
+				s.Streams.Stdout = &streamed
+				got, err := run(context.Background(), s)
+				if tc.class != nil {
+					if !errors.Is(err, tc.class) || !errors.Is(wantErr, tc.class) {
+						t.Errorf("%s: err = %v (in process: %v), want %v", name, err, wantErr, tc.class)
+					}
+					continue
+				}
+				if err != nil || wantErr != nil {
+					t.Fatalf("%s: err = %v (in process: %v)", name, err, wantErr)
+				}
+				if got.Reason != want.Reason || got.ExitCode != want.ExitCode || got.Detail != want.Detail ||
+					got.Truncated != want.Truncated || !bytes.Equal(got.Stdout, want.Stdout) || !bytes.Equal(got.Stderr, want.Stderr) {
+					t.Errorf("%s: got %s %d %q out %q err %q; in process %s %d %q out %q err %q", name,
+						got.Reason, got.ExitCode, got.Detail, got.Stdout, got.Stderr,
+						want.Reason, want.ExitCode, want.Detail, want.Stdout, want.Stderr)
+				}
+				if !bytes.Equal(streamed.Bytes(), got.Stdout) {
+					t.Errorf("%s: streamed %q, kept %q", name, streamed.Bytes(), got.Stdout)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		// Every run above but the refused specs reached the server (the
+		// executor did not quietly fall back).
+		if srv.servedRuns() == 0 {
+			t.Error("the server ran nothing")
+		}
+	})
+}
+
+// TestServerLimits: timeout (computing, sleeping, blocked on stdin),
+// output cap and memory cap through the server.
+func TestServerLimits(t *testing.T) {
+	t.Parallel()
+	sock, srv := testServer(t)
+	client, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		spec   Spec
+		reason job.Reason
+		code   int
+	}{
+		{"infinite loop", probe("forever"), job.Timeout, job.TimeoutExit},
+		{"sleeping", probe("sleep"), job.Timeout, job.TimeoutExit},
+		{"blocked on stdin", Spec{Module: guests["probe"], Args: []string{"cat"}, Streams: job.Streams{Stdin: blockingReader{make(chan struct{})}}}, job.Timeout, job.TimeoutExit},
+		{"flood", probe("flood"), job.OutputCap, job.KilledExitCode},
+		{"memory bomb", probe("bomb"), job.Memory, job.KilledExitCode},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.spec
+			s.Limits = job.Limits{Timeout: 20 * time.Second, Output: 64 << 10, Memory: 64 << 20}
+			if tc.reason == job.Timeout {
+				s.Limits.Timeout = time.Second
+			}
+			res, err := client.Run(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason != tc.reason || res.ExitCode != tc.code {
+				t.Errorf("got %s %d (%s), want %s %d", res.Reason, res.ExitCode, res.Detail, tc.reason, tc.code)
+			}
+			if len(res.Stdout) > 64<<10 {
+				t.Errorf("kept %d bytes of stdout, over the cap", len(res.Stdout))
+			}
+			if tc.reason == job.OutputCap && !res.Truncated {
+				t.Error("not marked truncated")
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if n := srv.servedRuns(); n != int64(len(tests)) {
+			t.Errorf("the server ran %d guests, want %d", n, len(tests))
+		}
+	})
+}
+
+// TestServerCancel: cancelling the client's context, or the client going
+// away, stops the run in the server.
+func TestServerCancel(t *testing.T) {
+	t.Parallel()
+	t.Run("context", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		e := serverExecutor(t, sock)
+		// Compiled first: a run cancelled while waiting for the compiler
+		// ends with ctx's error, in process as in the server.
+		if _, err := e.Run(context.Background(), probe("exit", "0")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("the agent gave up")
+		time.AfterFunc(300*time.Millisecond, func() { cancel(cause) })
+		s := probe("forever")
+		s.Limits.Timeout = time.Minute
+		res, err := e.Run(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Reason != job.Cancelled || res.ExitCode != job.KilledExitCode || res.Detail != cause.Error() {
+			t.Errorf("got %s %d %q, want cancelled %d %q", res.Reason, res.ExitCode, res.Detail, job.KilledExitCode, cause)
+		}
+		if srv.servedRuns() != 2 {
+			t.Errorf("served %d runs, want 2", srv.servedRuns())
+		}
+		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
+	})
+	t.Run("client not reading", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		uc, err := dialServer(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uc.Close()
+		c := newConn(uc)
+		if err := c.writeJSON(frameRequest, serverRequest{Name: "probe", Args: []string{"flood"}, Timeout: int64(time.Second), Output: -1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.write(frameModule, guests["probe"]); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "running", func() bool { return srv.servedRuns() == 1 })
+		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
+	})
+	t.Run("client gone", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		uc, err := dialServer(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newConn(uc)
+		if err := c.writeJSON(frameRequest, serverRequest{Name: "probe", Args: []string{"forever"}, Timeout: int64(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.write(frameModule, guests["probe"]); err != nil {
+			t.Fatal(err)
+		}
+		if kind, _, err := c.read(maxControl); err != nil || kind != frameAck {
+			t.Fatalf("first frame %q, %v; want the ack", kind, err)
+		}
+		eventually(t, "running", func() bool { return srv.activeRuns() == 1 })
+		uc.Close()
+		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
+	})
+}
+
+// TestServerConcurrent: many clients at once, each with its own instance.
+func TestServerConcurrent(t *testing.T) {
+	t.Parallel()
+	sock, srv := testServer(t)
+	e := serverExecutor(t, sock)
+	var wg sync.WaitGroup
+	const clients, runs = 8, 3
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range runs {
+				arg := fmt.Sprintf("c%d-r%d", i, j)
+				res, err := e.Run(context.Background(), probe("args", arg))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if want := "probe\nargs\n" + arg + "\n"; string(res.Stdout) != want {
+					t.Errorf("stdout %q, want %q", res.Stdout, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := srv.servedRuns(); n != clients*runs {
+		t.Errorf("served %d, want %d", n, clients*runs)
+	}
+}
+
+// TestServerEscape: mounts are confined through the server as in process
+// (a sample of the attacks, one of each kind).
+func TestServerEscape(t *testing.T) {
+	t.Parallel()
+	sock, srv := testServer(t)
+	s := newSandbox(t)
+	s.exec = serverExecutor(t, sock)
+	sample := map[string]bool{
+		"dotdot read": true, "existing absolute symlink": true, "write through existing relative symlink": true,
+		"new relative symlink out": true, "hard link from ro mount into rw mount, then write": true,
+		"compilation cache through symlink": true, "write read-only file": true,
+	}
+	n := 0
+	for _, tc := range escapes(s) {
+		if !sample[tc.name] {
+			continue
+		}
+		n++
+		if got := s.run(t, tc.args...); len(got) < 7 || got[:7] != "BLOCKED" {
+			t.Errorf("escape %q: got %q, want BLOCKED", tc.args, got)
+		}
+	}
+	s.unchanged(t)
+	if n != len(sample) || srv.servedRuns() != int64(n) {
+		t.Errorf("%d attacks of %d, %d through the server", n, len(sample), srv.servedRuns())
+	}
+	// A mount of the compilation cache is refused before the server.
+	_, err := s.exec.Run(context.Background(), Spec{Module: guests["probe"], Args: []string{"ls", "/c"},
+		Mounts: []job.Mount{{Host: sharedCache, Guest: "/c"}}})
+	if !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("mounting the cache: err = %v, want ErrInvalidSpec", err)
+	}
+}
+
+// TestServerFallback: with no server to answer, an Executor made
+// WithServer runs the guest in process; Dial says why.
+func TestServerFallback(t *testing.T) {
+	t.Parallel()
+	hello := func(t *testing.T, e *Executor) {
+		t.Helper()
+		done := make(chan struct{})
+		var res *job.Result
+		var err error
+		go func() { res, err = e.Run(context.Background(), Spec{Module: guests["hello"]}); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run hangs")
+		}
+		if err != nil || !res.OK() || string(res.Stdout) != "hello, world\n" {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	t.Run("no socket", func(t *testing.T) {
+		t.Parallel()
+		sock := filepath.Join(t.TempDir(), "none.sock")
+		hello(t, serverExecutor(t, sock))
+		if _, err := Dial(sock); err == nil {
+			t.Error("Dial: no error")
+		}
+	})
+	t.Run("stale socket", func(t *testing.T) {
+		t.Parallel()
+		dir, err := os.MkdirTemp("", "ccrun-sock-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		sock := filepath.Join(dir, "wasm.sock")
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetUnlinkOnClose(false)
+		l.Close()
+		if _, err := os.Lstat(sock); err != nil {
+			t.Fatal(err)
+		}
+		hello(t, serverExecutor(t, sock))
+		if _, err := Dial(sock); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("Dial: %v, want ECONNREFUSED", err)
+		}
+	})
+	t.Run("socket dir open to others", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		if err := os.Chmod(filepath.Dir(sock), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		hello(t, serverExecutor(t, sock))
+		if srv.servedRuns() != 0 {
+			t.Error("the server was used through an unsafe directory")
+		}
+		if _, err := Dial(sock); !errors.Is(err, ErrUnsafeSocket) {
+			t.Errorf("Dial: %v, want ErrUnsafeSocket", err)
+		}
+	})
+	t.Run("socket dir a symlink", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		link := filepath.Join(t.TempDir(), "l")
+		if err := os.Symlink(filepath.Dir(sock), link); err != nil {
+			t.Fatal(err)
+		}
+		hello(t, serverExecutor(t, filepath.Join(link, "wasm.sock")))
+		if srv.servedRuns() != 0 {
+			t.Error("the server was used through a symlinked directory")
+		}
+	})
+	t.Run("closed executor", func(t *testing.T) {
+		t.Parallel()
+		sock, _ := testServer(t)
+		e := serverExecutor(t, sock)
+		e.Close(context.Background())
+		if _, err := e.Run(context.Background(), Spec{Module: guests["hello"]}); !errors.Is(err, ErrClosed) {
+			t.Errorf("err = %v, want ErrClosed", err)
+		}
+	})
+}
+
+const peerTestEnv = "CCRUN_WASM_TEST_PEER"
+
+// peerMain is the test binary run as another user: it tries the server at
+// sock, raw and as a client, and prints what happened.
+func peerMain(sock string) int {
+	if _, err := dialServer(sock); err == nil {
+		fmt.Println("CLIENT-ACCEPTED")
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		fmt.Println("DIAL-REFUSED", err)
+		return 0
+	}
+	cc := newConn(c.(*net.UnixConn))
+	_ = cc.writeJSON(frameRequest, serverRequest{Name: "x"})
+	_ = cc.write(frameModule, []byte("\x00asm\x01\x00\x00\x00"))
+	if kind, _, err := cc.read(maxControl); err == nil {
+		fmt.Printf("SERVED %q\n", kind)
+		return 0
+	}
+	fmt.Println("REFUSED")
+	return 0
+}
+
+// TestServerOtherUser: a process of another uid cannot have the server run
+// anything: not through a socket it may connect to (SO_PEERCRED), nor
+// through one in the user's 0700 directory. Needs root (to switch uid).
+func TestServerOtherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another uid")
+	}
+	t.Parallel()
+	// The test binary, where uid 65534 may run it.
+	bin, err := os.MkdirTemp("", "ccrun-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := filepath.Join(bin, "peer")
+	if err := os.WriteFile(peer, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, sock string) string {
+		cmd := exec.Command(peer)
+		cmd.Env = []string{peerTestEnv + "=" + sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("peer: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	t.Run("open socket, PEERCRED", func(t *testing.T) {
+		sock, srv := testServer(t)
+		if err := os.Chmod(filepath.Dir(sock), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(sock, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, sock)
+		if !strings.Contains(out, "REFUSED") || strings.Contains(out, "SERVED") || strings.Contains(out, "CLIENT-ACCEPTED") {
+			t.Errorf("another uid: %s", out)
+		}
+		if srv.servedRuns() != 0 {
+			t.Error("the server ran a guest for another uid")
+		}
+	})
+	t.Run("private directory", func(t *testing.T) {
+		sock, srv := testServer(t)
+		out := run(t, sock)
+		if !strings.Contains(out, "DIAL-REFUSED") {
+			t.Errorf("another uid: %s", out)
+		}
+		if srv.servedRuns() != 0 {
+			t.Error("the server ran a guest for another uid")
+		}
+	})
+}
+
+// TestServerProcess: the real thing. An Executor made WithServer with the
+// test binary as the server starts it detached; the server runs guests,
+// keeps a second server off, exits on SIGTERM and after its idle time.
+func TestServerProcess(t *testing.T) {
+	t.Setenv(serverIdleEnv, "2s")
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "wasm.sock") // the server makes run/
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A module that exits 42 at once: the server compiles it in no time,
+	// even under the race detector.
+	exit42 := module(true, []string{"start"}, [][]byte{cat(opI32Const(42), opCall(0))}, map[string]int{"_start": 1}, nil)
+	check := func(res *job.Result, err error) {
+		t.Helper()
+		if err != nil || res.Reason != job.Exit || res.ExitCode != 42 {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	start := func() {
+		e, err := New(context.Background(), WithCacheDir(sharedCache), WithServer(sock, exe))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close(context.Background()) })
+		check(e.Run(context.Background(), Spec{Module: exit42}))
+	}
+	start()
+	var client *Client
+	eventually(t, "serving", func() bool { client, err = Dial(sock); return err == nil })
+	fi, err := os.Stat(filepath.Dir(sock))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socket dir: %v %v, want 0700", fi.Mode(), err)
+	}
+	check(client.Run(context.Background(), Spec{Module: exit42}))
+	// A second server does not start while the first holds the lock.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ListenAndServe(ctx, sock, sharedCache, 0); err != nil || ctx.Err() != nil {
+		t.Fatalf("second server: %v, %v; want nil at once", err, ctx.Err())
+	}
+	if _, err := Dial(sock); err != nil {
+		t.Fatalf("the first server went away: %v", err)
+	}
+	// SIGTERM ends it, socket removed.
+	b, err := os.ReadFile(sock + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid == os.Getpid() {
+		t.Fatalf("lock file %q: %v", b, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	gone := func() bool { _, err := os.Lstat(sock); return errors.Is(err, os.ErrNotExist) }
+	eventually(t, "gone after SIGTERM", gone)
+	// Started again, it leaves after 2s idle.
+	start()
+	eventually(t, "serving again", func() bool { _, err := Dial(sock); return err == nil })
+	eventually(t, "gone after its idle time", gone)
+}
+
+// BenchmarkServerHello: one run of the Go hello module through a warm
+// server (socket, framing, a fresh instance), next to BenchmarkHello's in
+// process figure.
+func BenchmarkServerHello(b *testing.B) {
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "wasm.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := NewServer(shared, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	defer func() { cancel(); <-done }()
+	client, err := Dial(sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := Spec{Module: guests["hello"]}
+	if _, err := client.Run(context.Background(), s); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := client.Run(context.Background(), s)
+		if err != nil || !res.OK() {
+			b.Fatal(err, res)
+		}
+	}
+}
