@@ -31,7 +31,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 			if err != nil {
 				return usageError{err}
 			}
-			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 			if rmScope != "project" {
 				return usagef("--scope %q: only project grants can be removed one by one; end the session to drop its grants", rmScope)
 			}
-			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 		Short: "List the project's and the session's grants",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 		Short: "Check the project allowlist: exits non-zero on a ceiling violation or an unknown key form",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rt, err := a.runtime(nil, nil, ccrun.WithAuditLog(""))
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}

@@ -313,6 +313,12 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	return ccrun.New(append(opts, extra...)...)
 }
 
+// adminRuntime is the Runtime of a command that runs no tool (allowlist,
+// lint): nothing to ask, nothing to audit.
+func (a *app) adminRuntime() (*ccrun.Runtime, error) {
+	return a.runtime(nil, nil, ccrun.WithAuditLog(""))
+}
+
 // isTerminal reports whether v is a terminal file.
 func isTerminal(v any) bool {
 	f, ok := v.(interface{ Fd() uintptr })
