@@ -292,15 +292,10 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 
 	waitC, waitErrC := e.eng.ContainerWait(rctx, id, container.WaitConditionNextExit)
 
-	overflow := make(chan struct{}, 1)
-	over := func() {
-		select {
-		case overflow <- struct{}{}:
-		default:
-		}
-	}
-	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, over)
-	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, over)
+	overflow := make(chan struct{}) // closed once, when output first goes past the cap
+	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
+	out.Start = begin
+	stdout, stderr := out.Stdout, out.Stderr
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -377,10 +372,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 			}
 		}
 	}
-	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
-	res.Truncated = stdout.Exceeded() || stderr.Exceeded()
-	res.Duration = time.Since(begin)
-	return res, nil
+	return out.Fill(res), nil
 }
 
 // container creates a container for s, not started, pulling the image

@@ -203,15 +203,10 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 	}
 	defer hj.Close()
 
-	overflow := make(chan struct{}, 1)
-	over := func() {
-		select {
-		case overflow <- struct{}{}:
-		default:
-		}
-	}
-	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, over)
-	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, over)
+	overflow := make(chan struct{}) // closed once, when output first goes past the cap
+	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
+	out.Start = begin
+	stdout, stderr := out.Stdout, out.Stderr
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -299,12 +294,10 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 			res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
 		}
 	}
-	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	out.Fill(res)
 	if unstarted {
 		res.Stdout, res.Stderr = nil, append(res.Stderr, res.Stdout...)
 	}
-	res.Truncated = stdout.Exceeded() || stderr.Exceeded()
-	res.Duration = time.Since(begin)
 	return res, later, nil
 }
 

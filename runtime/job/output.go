@@ -3,6 +3,7 @@ package job
 import (
 	"io"
 	"sync"
+	"time"
 )
 
 // Output captures one stream of a run up to a limit, copying what it keeps
@@ -69,4 +70,42 @@ func (o *Output) Exceeded() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.over
+}
+
+// Capture is a run's two output streams, each capped at the same limit,
+// and when the run started: what every executor needs to say how it ended.
+type Capture struct {
+	Stdout, Stderr *Output
+	Start          time.Time
+}
+
+// NewCapture starts capturing a run's output: each stream kept up to limit
+// (see NewOutput) and copied to s's writer; overflow is called once, when
+// either stream first goes past the limit.
+func NewCapture(limit int64, s Streams, overflow func()) *Capture {
+	var once sync.Once
+	over := func() {
+		if overflow != nil {
+			once.Do(overflow)
+		}
+	}
+	return &Capture{
+		Stdout: NewOutput(limit, s.Stdout, over),
+		Stderr: NewOutput(limit, s.Stderr, over),
+		Start:  time.Now(),
+	}
+}
+
+// Fill sets r's output, truncation and duration from what was captured so
+// far, and returns r.
+func (c *Capture) Fill(r *Result) *Result {
+	r.Stdout, r.Stderr = c.Stdout.Bytes(), c.Stderr.Bytes()
+	r.Truncated = c.Stdout.Exceeded() || c.Stderr.Exceeded()
+	r.Duration = time.Since(c.Start)
+	return r
+}
+
+// Result is Fill of a new Result with the reason, exit code and detail.
+func (c *Capture) Result(reason Reason, code int, detail string) *Result {
+	return c.Fill(&Result{Reason: reason, ExitCode: code, Detail: detail})
 }

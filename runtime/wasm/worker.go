@@ -132,16 +132,9 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, func() { cancel(errOutputCap) })
-	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, func() { cancel(errOutputCap) })
-	result := func(r job.Reason, code int, detail string) *job.Result {
-		return &job.Result{
-			Reason: r, ExitCode: code, Detail: detail,
-			Stdout: stdout.Bytes(), Stderr: stderr.Bytes(),
-			Truncated: stdout.Exceeded() || stderr.Exceeded(),
-			Duration:  time.Since(start),
-		}
-	}
+	out := job.NewCapture(lim.Output, s.Streams, func() { cancel(errOutputCap) })
+	out.Start = start
+	stdout, stderr, result := out.Stdout, out.Stderr, out.Result
 	if lim.Timeout > 0 {
 		t := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
 		defer t.Stop()
