@@ -1,0 +1,84 @@
+package ceiling_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/ccrun/ccrun/ceiling"
+)
+
+func TestOf(t *testing.T) {
+	t.Parallel()
+	for env, want := range map[ceiling.Environment]ceiling.Grant{
+		ceiling.Shell:  ceiling.AlwaysThisSession,
+		ceiling.Wasm:   ceiling.AlwaysThisProject,
+		ceiling.Docker: ceiling.AlwaysThisProject,
+		"@python":      ceiling.Once, // unknown: trusted least
+		"":             ceiling.Once,
+	} {
+		if got := ceiling.Of(env); got != want {
+			t.Errorf("Of(%q) = %s, want %s", env, got, want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		env   ceiling.Environment
+		grant ceiling.Grant
+		ok    bool
+	}{
+		{ceiling.Shell, ceiling.Once, true},
+		{ceiling.Shell, ceiling.AlwaysThisSession, true},
+		{ceiling.Shell, ceiling.AlwaysThisProject, false},
+		{ceiling.Wasm, ceiling.AlwaysThisProject, true},
+		{ceiling.Docker, ceiling.AlwaysThisProject, true},
+		{"@python", ceiling.AlwaysThisSession, false},
+	}
+	for _, c := range cases {
+		err := ceiling.Check(c.env, "k:v", c.grant)
+		if (err == nil) != c.ok {
+			t.Errorf("Check(%s, %s) = %v, want ok=%v", c.env, c.grant, err, c.ok)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		var v *ceiling.Violation
+		if !errors.As(err, &v) || !errors.Is(err, ceiling.ErrViolation) {
+			t.Errorf("Check(%s, %s): %v is not a *Violation of class ErrViolation", c.env, c.grant, err)
+		}
+		if v.Grant != c.grant || v.Ceiling != ceiling.Of(c.env) || v.Key != "k:v" {
+			t.Errorf("violation %+v", v)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]ceiling.Environment{"@shell": ceiling.Shell, "wasm": ceiling.Wasm, "@docker": ceiling.Docker} {
+		if got, err := ceiling.ParseEnvironment(in); err != nil || got != want {
+			t.Errorf("ParseEnvironment(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "@", "@python", "shell "} {
+		if _, err := ceiling.ParseEnvironment(bad); !errors.Is(err, ceiling.ErrUnknownEnvironment) {
+			t.Errorf("ParseEnvironment(%q): %v, want ErrUnknownEnvironment", bad, err)
+		}
+	}
+	for _, g := range []ceiling.Grant{ceiling.Deny, ceiling.Once, ceiling.AlwaysThisSession, ceiling.AlwaysThisProject} {
+		if got, err := ceiling.ParseGrant(g.String()); err != nil || got != g {
+			t.Errorf("ParseGrant(%s) = %s, %v", g, got, err)
+		}
+		b, err := json.Marshal(g)
+		var back ceiling.Grant
+		if err != nil || json.Unmarshal(b, &back) != nil || back != g {
+			t.Errorf("%s does not round-trip through JSON: %s", g, b)
+		}
+	}
+	if _, err := ceiling.ParseGrant("forever"); !errors.Is(err, ceiling.ErrUnknownGrant) {
+		t.Errorf("ParseGrant(forever): %v", err)
+	}
+}
