@@ -35,7 +35,7 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 		return t.out, t.fail(err)
 	}
 	t.key = req.Permission.Key().String()
-	t.out.Tool, t.tool = req.Tool, req.Tool
+	t.out.Tool = req.Tool
 	t.emit(Validating, nil)
 	d := r.gate.Decide(req)
 	if d.Verdict == permission.AskUser && r.gate.Approver != nil {
@@ -94,7 +94,6 @@ func (r *Runtime) Check(c *Call) (*Outcome, error) {
 type tracker struct {
 	r     *Runtime
 	out   *Outcome
-	tool  string
 	key   string
 	start time.Time
 }
@@ -106,7 +105,7 @@ func (r *Runtime) track(c *Call) *tracker {
 
 func (t *tracker) emit(s State, d *permission.Decision) {
 	now := time.Now()
-	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.tool, Key: t.key, State: s, Time: now,
+	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.out.Tool, Key: t.key, State: s, Time: now,
 		Elapsed: now.Sub(t.start), Decision: d, Result: t.out.Result})
 }
 
@@ -116,7 +115,7 @@ func (t *tracker) fail(err error) error {
 		s = Cancelled
 	}
 	now := time.Now()
-	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.tool, Key: t.key, State: s, Time: now,
+	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.out.Tool, Key: t.key, State: s, Time: now,
 		Elapsed: now.Sub(t.start), Decision: t.out.Decision, Result: t.out.Result, Err: err.Error()})
 	return err
 }

@@ -62,10 +62,10 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 	req, d := p.Request, p.Decision
 	offered, note := Choices(req, d)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nccrun: %s (%s) asks to run\n", Escape(req.Tool), req.Environment)
+	fmt.Fprintf(&b, "\nccrun: %s (%s) asks to run\n", permission.Escape(req.Tool), req.Environment)
 	if req.Display != "" {
 		for _, line := range strings.Split(req.Display, "\n") {
-			fmt.Fprintf(&b, "    %s\n", Escape(line))
+			fmt.Fprintf(&b, "    %s\n", permission.Escape(line))
 		}
 	}
 	fmt.Fprintf(&b, "  key:      %s\n", d.Key)
@@ -73,16 +73,16 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 		fmt.Fprintf(&b, "  digest:   %s\n", req.Digest)
 	}
 	for _, l := range req.Loosens {
-		fmt.Fprintf(&b, "  loosens:  %s\n", Escape(l))
+		fmt.Fprintf(&b, "  loosens:  %s\n", permission.Escape(l))
 	}
 	if d.Reason != "" {
-		fmt.Fprintf(&b, "  why asked: %s\n", Escape(d.Reason))
+		fmt.Fprintf(&b, "  why asked: %s\n", permission.Escape(d.Reason))
 	}
 	for _, w := range d.Warnings {
-		fmt.Fprintf(&b, "  WARNING:  %s\n", Escape(w))
+		fmt.Fprintf(&b, "  WARNING:  %s\n", permission.Escape(w))
 	}
 	for _, x := range d.Diagnostics {
-		fmt.Fprintf(&b, "  note:     %s\n", Escape(x))
+		fmt.Fprintf(&b, "  note:     %s\n", permission.Escape(x))
 	}
 	if note != "" {
 		fmt.Fprintf(&b, "  (%s)\n", note)
@@ -150,10 +150,4 @@ func (t *Terminal) readLine(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// Escape shows s with every control and non-ASCII character escaped, so a
-// person sees exactly which characters a command holds.
-func Escape(s string) string {
-	return permission.Escape(s)
 }

@@ -330,14 +330,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	case err := <-waitErrC:
 		return nil, classify(e.host, "wait for container", err)
 	case <-timeout:
-		res.Reason, res.ExitCode = job.Timeout, job.TimeoutExit
-		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
+		stopped(res, job.Timeout, lim)
 	case <-ctx.Done():
-		res.Reason, res.ExitCode = job.Cancelled, job.KilledExitCode
-		res.Detail = "killed: the caller cancelled the run"
+		stopped(res, job.Cancelled, lim)
 	case <-overflow:
-		res.Reason, res.ExitCode = job.OutputCap, job.KilledExitCode
-		res.Detail = fmt.Sprintf("killed: output went past %d bytes", lim.Output)
+		stopped(res, job.OutputCap, lim)
 	}
 	if !exited {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -487,4 +484,19 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// stopped records on res that ccrun killed the program, and why: the
+// timeout ran out, the caller cancelled, or the output went past its cap.
+func stopped(res *job.Result, why job.Reason, lim job.Limits) {
+	res.Reason, res.ExitCode = why, job.KilledExitCode
+	switch why {
+	case job.Timeout:
+		res.ExitCode = job.TimeoutExit
+		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
+	case job.Cancelled:
+		res.Detail = "killed: the caller cancelled the run"
+	case job.OutputCap:
+		res.Detail = fmt.Sprintf("killed: output went past %d bytes", lim.Output)
+	}
 }

@@ -266,14 +266,11 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 			res.ExitCode = 127
 		}
 	case <-timeout:
-		res.Reason, res.ExitCode = job.Timeout, job.TimeoutExit
-		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
+		stopped(res, job.Timeout, lim)
 	case <-ctx.Done():
-		res.Reason, res.ExitCode = job.Cancelled, job.KilledExitCode
-		res.Detail = "killed: the caller cancelled the run"
+		stopped(res, job.Cancelled, lim)
 	case <-overflow:
-		res.Reason, res.ExitCode = job.OutputCap, job.KilledExitCode
-		res.Detail = fmt.Sprintf("killed: output went past %d bytes", lim.Output)
+		stopped(res, job.OutputCap, lim)
 	}
 	if !later {
 		// The container is single-use: kill all of it, the holder too.
