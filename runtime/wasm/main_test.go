@@ -117,17 +117,7 @@ func uleb(n uint64) []byte {
 	}
 }
 
-func sleb(n int64) []byte {
-	var b []byte
-	for {
-		c := byte(n & 0x7f)
-		n >>= 7
-		if (n == 0 && c&0x40 == 0) || (n == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func sleb(n int64) []byte { return appendSleb(nil, n) }
 
 func str(s string) []byte { return append(uleb(uint64(len(s))), s...) }
 

@@ -84,6 +84,7 @@ type Executor struct {
 	mu      sync.Mutex
 	modules map[[sha256.Size]byte]*compiled
 	files   map[string][sha256.Size]byte // fileKey -> content hash
+	sizes   map[int][]*compiled          // len(bin) -> modules of that size, newest last
 	closed  bool
 }
 
@@ -91,7 +92,11 @@ type compiled struct {
 	ready chan struct{} // closed once mod or err is set
 	mod   wazero.CompiledModule
 	err   error
+	bin   []byte // a copy of the module's bytes, once compiled
 }
+
+// perSize is how many modules of one size lookupBytes compares with.
+const perSize = 4
 
 type config struct {
 	cacheDir  string
@@ -158,7 +163,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, sizes: map[int][]*compiled{}, mountFS: confined}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -249,6 +254,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if bin == nil && s.Path != "" && e.worker == "" && e.server == "" {
 		fk = fileKey(s.Path)
 		known = e.lookupFile(fk)
+	}
+	if bin != nil && s.Sum == ([sha256.Size]byte{}) && e.worker == "" && e.server == "" {
+		known = e.lookupBytes(bin)
 	}
 	if bin == nil && known == nil {
 		if s.Path == "" {
@@ -420,6 +428,23 @@ func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModu
 	return mod, key, err
 }
 
+// lookupBytes returns the compiled module whose bytes are bin's, or nil:
+// comparing bin with a copy kept at compile time costs a fraction of
+// hashing it.
+func (e *Executor) lookupBytes(bin []byte) wazero.CompiledModule {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	for _, c := range e.sizes[len(bin)] {
+		if bytes.Equal(c.bin, bin) {
+			return c.mod
+		}
+	}
+	return nil
+}
+
 // lookupFile returns the compiled module of a file already compiled and
 // not changed since (same device, inode, size, mtime and ctime), or nil.
 func (e *Executor) lookupFile(fk string) wazero.CompiledModule {
@@ -468,17 +493,23 @@ func (e *Executor) compileKey(ctx context.Context, key [sha256.Size]byte, bin []
 		}
 	}
 	c.mod, c.err = e.compileNow(context.WithoutCancel(ctx), bin)
-	close(c.ready)
-	if c.err != nil {
-		e.mu.Lock()
-		delete(e.modules, key) // errors are not kept: they are cheap to find again
-		e.mu.Unlock()
+	if c.err == nil {
+		c.bin = bytes.Clone(bin)
 	}
+	close(c.ready)
+	e.mu.Lock()
+	if c.err != nil {
+		delete(e.modules, key) // errors are not kept: they are cheap to find again
+	} else {
+		same := append(e.sizes[len(bin)], c)
+		e.sizes[len(bin)] = same[max(0, len(same)-perSize):]
+	}
+	e.mu.Unlock()
 	return c.mod, c.err
 }
 
 func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
-	mod, err := e.rt.CompileModule(ctx, bin)
+	mod, err := e.rt.CompileModule(ctx, packData(bin))
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end") {

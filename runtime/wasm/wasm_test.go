@@ -361,3 +361,29 @@ func TestPathChanged(t *testing.T) {
 		t.Errorf("after rewrite: got %s %d, want exit 9 from the new module", res.Reason, res.ExitCode)
 	}
 }
+
+// TestModuleBytesChanged: a caller that rewrites its Module slice in place
+// between runs gets the new module, not the one compiled from the old bytes
+// (the executor finds compiled modules by comparing bytes, never by the
+// slice).
+func TestModuleBytesChanged(t *testing.T) {
+	t.Parallel()
+	e, err := New(context.Background(), WithCacheDir(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	exit := func(code int64) []byte {
+		return module(true, []string{"start"}, [][]byte{cat(opI32Const(code), opCall(0))}, map[string]int{"_start": 1}, nil)
+	}
+	bin := exit(21)
+	for _, code := range []int64{21, 22, 21, 23} {
+		copy(bin, exit(code)) // same length: one byte differs
+		for range 2 {
+			res, err := e.Run(context.Background(), Spec{Module: bin})
+			if err != nil || res.ExitCode != int(code) {
+				t.Fatalf("module exiting %d: got %v %+v", code, err, res)
+			}
+		}
+	}
+}
