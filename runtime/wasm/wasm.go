@@ -81,24 +81,13 @@ type Executor struct {
 	// own to compare.
 	mountFS func(r *os.Root, m job.Mount) esys.FS
 
-	mu      sync.Mutex
-	modules map[[sha256.Size]byte]*compiled
-	files   map[string][sha256.Size]byte // fileKey -> content hash
-	sizes   map[int][]*compiled          // len(bin) -> modules of that size, newest last
-	closed  bool
+	mu     sync.Mutex
+	mods   modules // guarded by mu
+	closed bool
 }
-
-type compiled struct {
-	ready chan struct{} // closed once mod or err is set
-	mod   wazero.CompiledModule
-	err   error
-	bin   []byte // a copy of the module's bytes, once compiled
-}
-
-// perSize is how many modules of one size lookupBytes compares with.
-const perSize = 4
 
 type config struct {
+	keep      int
 	cacheDir  string
 	memory    int64
 	interrupt bool
@@ -154,7 +143,7 @@ func WithInterrupt(on bool) Option {
 // New returns an Executor. The context is used to create the wazero
 // runtime only.
 func New(ctx context.Context, opts ...Option) (*Executor, error) {
-	c := config{memory: job.DefaultMemory, interrupt: true}
+	c := config{memory: job.DefaultMemory, interrupt: true, keep: DefaultKeep}
 	if d, err := os.UserCacheDir(); err == nil {
 		c.cacheDir = filepath.Join(d, "ccrun", "wasm")
 	}
@@ -163,7 +152,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, modules: map[[sha256.Size]byte]*compiled{}, files: map[string][sha256.Size]byte{}, sizes: map[int][]*compiled{}, mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, mods: newModules(c.keep), mountFS: confined}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -249,7 +238,7 @@ type Spec struct {
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	start := time.Now()
 	bin, name := s.Module, s.Name
-	var known wazero.CompiledModule // found by the file's identity, unread
+	var known *compiled // found without hashing: by the file's identity, or its bytes
 	fk := ""
 	if bin == nil && s.Path != "" && e.worker == "" && e.server == "" {
 		fk = fileKey(s.Path)
@@ -257,6 +246,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	if bin != nil && s.Sum == ([sha256.Size]byte{}) && e.worker == "" && e.server == "" {
 		known = e.lookupBytes(bin)
+	}
+	if known != nil {
+		defer e.release(known)
 	}
 	if bin == nil && known == nil {
 		if s.Path == "" {
@@ -294,24 +286,19 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		}
 		return e.runWorker(ctx, s, bin, name, lim)
 	}
-	mod := known
-	if mod == nil {
+	c := known
+	if c == nil {
 		key := s.Sum
-		var err error
 		if key == ([sha256.Size]byte{}) {
-			mod, key, err = e.compile(ctx, bin)
-		} else {
-			mod, err = e.compileKey(ctx, key, bin)
+			key = sha256.Sum256(bin)
 		}
-		if err != nil {
+		var err error
+		if c, err = e.compile(ctx, key, bin, fk); err != nil {
 			return nil, err
 		}
-		if fk != "" {
-			e.mu.Lock()
-			e.files[fk] = key
-			e.mu.Unlock()
-		}
+		defer e.release(c)
 	}
+	mod := c.mod
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -418,94 +405,6 @@ func trapDetail(msg string) string {
 		}
 	}
 	return "trap: " + what
-}
-
-// compile returns the compiled module for bin, compiling it at most once
-// per Executor however many runs ask for it at the same time.
-func (e *Executor) compile(ctx context.Context, bin []byte) (wazero.CompiledModule, [sha256.Size]byte, error) {
-	key := sha256.Sum256(bin)
-	mod, err := e.compileKey(ctx, key, bin)
-	return mod, key, err
-}
-
-// lookupBytes returns the compiled module whose bytes are bin's, or nil:
-// comparing bin with a copy kept at compile time costs a fraction of
-// hashing it.
-func (e *Executor) lookupBytes(bin []byte) wazero.CompiledModule {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil
-	}
-	for _, c := range e.sizes[len(bin)] {
-		if bytes.Equal(c.bin, bin) {
-			return c.mod
-		}
-	}
-	return nil
-}
-
-// lookupFile returns the compiled module of a file already compiled and
-// not changed since (same device, inode, size, mtime and ctime), or nil.
-func (e *Executor) lookupFile(fk string) wazero.CompiledModule {
-	if fk == "" {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	key, ok := e.files[fk]
-	if !ok || e.closed {
-		return nil
-	}
-	c, ok := e.modules[key]
-	if !ok {
-		return nil
-	}
-	select {
-	case <-c.ready:
-		return c.mod
-	default:
-		return nil
-	}
-}
-
-func (e *Executor) compileKey(ctx context.Context, key [sha256.Size]byte, bin []byte) (wazero.CompiledModule, error) {
-	if err := checkHeader(bin); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
-	}
-	c, ok := e.modules[key]
-	if !ok {
-		c = &compiled{ready: make(chan struct{})}
-		e.modules[key] = c
-	}
-	e.mu.Unlock()
-	if ok {
-		select {
-		case <-c.ready:
-			return c.mod, c.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	c.mod, c.err = e.compileNow(context.WithoutCancel(ctx), bin)
-	if c.err == nil {
-		c.bin = bytes.Clone(bin)
-	}
-	close(c.ready)
-	e.mu.Lock()
-	if c.err != nil {
-		delete(e.modules, key) // errors are not kept: they are cheap to find again
-	} else {
-		same := append(e.sizes[len(bin)], c)
-		e.sizes[len(bin)] = same[max(0, len(same)-perSize):]
-	}
-	e.mu.Unlock()
-	return c.mod, c.err
 }
 
 func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {

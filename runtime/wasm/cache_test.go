@@ -1,0 +1,120 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+func exitModule(code int64) []byte {
+	return module(true, []string{"start"}, [][]byte{cat(opI32Const(code), opCall(0))}, map[string]int{"_start": 1}, nil)
+}
+
+func kept(e *Executor) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.mods.byKey)
+}
+
+// TestKeep: an Executor keeps at most WithKeep compiled modules, the most
+// recently run ones, and runs a module it let go of again.
+func TestKeep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, err := New(ctx, WithCacheDir(""), WithKeep(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	for _, code := range []int64{1, 2, 1, 3, 1, 4, 2, 1} {
+		res, err := e.Run(ctx, Spec{Module: exitModule(code)})
+		if err != nil || res.ExitCode != int(code) {
+			t.Fatalf("module exiting %d: %v %+v", code, err, res)
+		}
+		if n := kept(e); n > 2 {
+			t.Fatalf("%d modules kept, want at most 2", n)
+		}
+	}
+	if _, err := New(ctx, WithKeep(0)); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("WithKeep(0): %v", err)
+	}
+}
+
+// TestKeepWhileRunning: a module evicted while a run of it is going on is
+// closed only once that run ends, which ends as it would have.
+func TestKeepWhileRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, err := New(ctx, WithCacheDir(""), WithKeep(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, err := e.Run(ctx, Spec{Module: guests["probe"], Args: []string{"sleep"}, Limits: job.Limits{Timeout: 500 * time.Millisecond}})
+		if err != nil || res.Reason != job.Timeout {
+			t.Errorf("the sleeping run: %v %+v", err, res)
+		}
+	}()
+	key := sha256.Sum256(guests["probe"])
+	var sleeping *compiled
+	for sleeping == nil { // until the probe is compiled and running
+		time.Sleep(10 * time.Millisecond)
+		e.mu.Lock()
+		if c := e.mods.byKey[key]; c != nil && c.done && c.users > 0 {
+			sleeping = c
+		}
+		e.mu.Unlock()
+	}
+	for _, code := range []int64{5, 6, 7} {
+		if res, err := e.Run(ctx, Spec{Module: exitModule(code)}); err != nil || res.ExitCode != int(code) {
+			t.Fatalf("module exiting %d: %v %+v", code, err, res)
+		}
+	}
+	e.mu.Lock()
+	evicted, users := sleeping.evicted, sleeping.users
+	e.mu.Unlock()
+	if !evicted || users != 1 {
+		t.Errorf("the running probe: evicted %v, users %d; want evicted, 1", evicted, users)
+	}
+	wg.Wait()
+	if res, err := e.Run(ctx, Spec{Module: guests["probe"], Args: []string{"exit", "3"}}); err != nil || res.ExitCode != 3 {
+		t.Fatalf("the probe again: %v %+v", err, res)
+	}
+}
+
+// TestKeepConcurrent: many runs of more modules than are kept, at once,
+// under -race.
+func TestKeepConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, err := New(ctx, WithCacheDir(""), WithKeep(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code := int64(i % 5)
+			res, err := e.Run(ctx, Spec{Module: exitModule(code)})
+			if err != nil || res.ExitCode != int(code) {
+				t.Errorf("module exiting %d: %v %+v", code, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := kept(e); n > 2 {
+		t.Fatalf("%d modules kept", n)
+	}
+}
