@@ -15,6 +15,18 @@ func exitModule(code int64) []byte {
 	return module(true, []string{"start"}, [][]byte{cat(opI32Const(code), opCall(0))}, map[string]int{"_start": 1}, nil)
 }
 
+// keeping returns an Executor, closed at the end of the test, that keeps
+// n compiled modules and no disk cache.
+func keeping(t *testing.T, n int) *Executor {
+	t.Helper()
+	e, err := New(context.Background(), WithCacheDir(""), WithKeep(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
 func kept(e *Executor) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -26,11 +38,7 @@ func kept(e *Executor) int {
 func TestKeep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, err := New(ctx, WithCacheDir(""), WithKeep(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := keeping(t, 2)
 	for _, code := range []int64{1, 2, 1, 3, 1, 4, 2, 1} {
 		res, err := e.Run(ctx, Spec{Module: exitModule(code)})
 		if err != nil || res.ExitCode != int(code) {
@@ -50,11 +58,7 @@ func TestKeep(t *testing.T) {
 func TestKeepWhileRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, err := New(ctx, WithCacheDir(""), WithKeep(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := keeping(t, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -96,11 +100,7 @@ func TestKeepWhileRunning(t *testing.T) {
 func TestKeepConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, err := New(ctx, WithCacheDir(""), WithKeep(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := keeping(t, 2)
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Add(1)
