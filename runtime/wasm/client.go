@@ -257,7 +257,7 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 	c := newConn(uc)
 	req := serverRequest{Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
 		Timeout: int64(lim.Timeout), Memory: lim.Memory, Output: lim.Output,
-		Deterministic: s.Deterministic, Stdin: s.Streams.Stdin != nil}
+		Deterministic: s.Deterministic, Stdin: s.Streams.Stdin != nil, Protocol: protocol}
 	if req.Mounts == nil {
 		req.Mounts = []job.Mount{}
 	}

@@ -246,3 +246,13 @@ func describe(mem []byte, err error) string {
 	}
 	return fmt.Sprintf("%d bytes of memory", len(mem))
 }
+
+// BenchmarkPackData: joining the Go hello module's data segments, paid once
+// per process and module.
+func BenchmarkPackData(b *testing.B) {
+	bin := guests["hello"]
+	b.SetBytes(int64(len(bin)))
+	for b.Loop() {
+		packData(bin)
+	}
+}

@@ -205,13 +205,27 @@ type serverRequest struct {
 	Output        int64       `json:"output"`
 	Deterministic bool        `json:"deterministic"`
 	Stdin         bool        `json:"stdin"` // the client has a stdin to send
+	Protocol      int         `json:"protocol"`
 }
+
+// protocol is the version of the frames and the request: a server closes,
+// before acknowledging, a request of another version, and the client runs
+// the guest in its own process.
+const protocol = 1
 
 // Server runs guests for clients of its own uid. Build one with NewServer;
 // Serve may be called once. It is safe for concurrent use.
 type Server struct {
 	e    *Executor
 	idle time.Duration
+
+	// Stale, when set, is asked before every run; when it says true, the
+	// Server takes no more runs (the connection is closed before the
+	// acknowledgement, so the client runs the guest itself), lets the runs
+	// going end, and Serve returns nil. ServeDefault sets it to notice
+	// that its executable was replaced (ccrun upgraded): an old server
+	// must not go on running guests with old code.
+	Stale func() bool
 
 	served atomic.Int64 // runs started, for tests
 
@@ -248,10 +262,11 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 		go s.watchIdle(ctx, cancel)
 	}
 	uid := os.Getuid()
+	stale := false
 	for {
 		c, err := l.AcceptUnix()
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || stale {
 				return nil
 			}
 			var ne net.Error
@@ -262,6 +277,12 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 		}
 		if peer, err := peerUID(c); err != nil || peer != uid {
 			_ = c.Close() // another user, or unknown: not served
+			continue
+		}
+		if s.Stale != nil && s.Stale() {
+			_ = c.Close()
+			_ = l.Close() // no more runs; wait for those going on, below
+			stale = true
 			continue
 		}
 		s.mu.Lock()
@@ -310,6 +331,9 @@ func (s *Server) handle(ctx context.Context, c *conn) {
 	if err := json.Unmarshal(b, &req); err != nil {
 		_ = c.writeJSON(frameReply, replyErr(fmt.Errorf("wasm server: request: %v: %w", err, ErrInvalidSpec)))
 		return
+	}
+	if req.Protocol != protocol {
+		return // another version of ccrun: it runs the guest itself
 	}
 	kind, mod, err := c.read(maxFrame)
 	if err != nil || kind != frameModule {
@@ -472,6 +496,10 @@ func (p *pullStdin) Read(b []byte) (int, error) {
 // beside the socket (PATH.lock, holding the server's pid) keeps a second
 // server off: when one holds it, ListenAndServe returns nil at once.
 func ListenAndServe(ctx context.Context, path string, cacheDir string, idle time.Duration) error {
+	return listenAndServe(ctx, path, cacheDir, idle, nil)
+}
+
+func listenAndServe(ctx context.Context, path string, cacheDir string, idle time.Duration, stale func() bool) error {
 	if path == "" {
 		path = DefaultSocket()
 	}
@@ -516,7 +544,33 @@ func ListenAndServe(ctx context.Context, path string, cacheDir string, idle time
 	if err != nil {
 		return err
 	}
+	s.Stale = stale
 	return s.Serve(ctx, l)
+}
+
+// exeReplaced returns a func that reports whether this process's
+// executable is no longer the file it started from (see replaced), or nil
+// when that cannot be known.
+func exeReplaced() func() bool {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return replaced(exe)
+}
+
+// replaced returns a func that reports whether the file at path is no
+// longer the one there now (another inode, size or modification time, or
+// none), or nil when there is none now.
+func replaced(path string) func() bool {
+	was, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return func() bool {
+		now, err := os.Stat(path)
+		return err != nil || !os.SameFile(was, now) || !now.ModTime().Equal(was.ModTime()) || now.Size() != was.Size()
+	}
 }
 
 // ServeDefault is the main of a server process started by a client: it
@@ -542,7 +596,7 @@ func ServeDefault() int {
 		}
 		idle = d
 	}
-	if err := ListenAndServe(ctx, os.Getenv(serverSocketEnv), cache, idle); err != nil {
+	if err := listenAndServe(ctx, os.Getenv(serverSocketEnv), cache, idle, exeReplaced()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +22,9 @@ import (
 )
 
 // testServer serves with the shared Executor on a socket of its own, in a
-// 0700 directory with a short path (a socket path has at most 107 bytes).
-func testServer(t *testing.T) (string, *Server) {
+// 0700 directory with a short path (a socket path has at most 107 bytes),
+// after configure has set up the Server.
+func testServer(t *testing.T, configure ...func(*Server)) (string, *Server) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ccrun-sock-")
 	if err != nil {
@@ -37,6 +39,9 @@ func testServer(t *testing.T) (string, *Server) {
 	srv, err := NewServer(shared, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range configure {
+		f(srv)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -91,6 +96,23 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("still not %s after 30s", what)
 		}
 	}
+}
+
+// rawRun sends req and the module mod to the server at sock, as a client
+// does, and returns the connection, for the test to go on by hand.
+func rawRun(t *testing.T, sock string, req serverRequest, mod []byte) (*net.UnixConn, *conn) {
+	t.Helper()
+	uc, err := dialServer(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { uc.Close() })
+	c := newConn(uc)
+	if err := c.writeJSON(frameRequest, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.write(frameModule, mod) // a server that refuses req may have closed already
+	return uc, c
 }
 
 // TestServerParity: a run through the server, by an Executor made
@@ -273,35 +295,14 @@ func TestServerCancel(t *testing.T) {
 	t.Run("client not reading", func(t *testing.T) {
 		t.Parallel()
 		sock, srv := testServer(t)
-		uc, err := dialServer(sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer uc.Close()
-		c := newConn(uc)
-		if err := c.writeJSON(frameRequest, serverRequest{Name: "probe", Args: []string{"flood"}, Timeout: int64(time.Second), Output: -1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.write(frameModule, guests["probe"]); err != nil {
-			t.Fatal(err)
-		}
+		rawRun(t, sock, serverRequest{Name: "probe", Args: []string{"flood"}, Timeout: int64(time.Second), Output: -1, Protocol: protocol}, guests["probe"])
 		eventually(t, "running", func() bool { return srv.servedRuns() == 1 })
 		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
 	})
 	t.Run("client gone", func(t *testing.T) {
 		t.Parallel()
 		sock, srv := testServer(t)
-		uc, err := dialServer(sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := newConn(uc)
-		if err := c.writeJSON(frameRequest, serverRequest{Name: "probe", Args: []string{"forever"}, Timeout: int64(time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.write(frameModule, guests["probe"]); err != nil {
-			t.Fatal(err)
-		}
+		uc, c := rawRun(t, sock, serverRequest{Name: "probe", Args: []string{"forever"}, Timeout: int64(time.Minute), Protocol: protocol}, guests["probe"])
 		if kind, _, err := c.read(maxControl); err != nil || kind != frameAck {
 			t.Fatalf("first frame %q, %v; want the ack", kind, err)
 		}
@@ -461,6 +462,110 @@ func TestServerFallback(t *testing.T) {
 	})
 }
 
+// TestServerStale: once Stale says so (its executable was replaced), the
+// server takes no new run (the client runs it itself), lets the run going
+// on end as it would have, and stops.
+func TestServerStale(t *testing.T) {
+	t.Parallel()
+	var stale atomic.Bool
+	sock, srv := testServer(t, func(s *Server) { s.Stale = stale.Load })
+	e := serverExecutor(t, sock)
+	pr, pw := io.Pipe()
+	first := make(chan *job.Result, 1)
+	go func() {
+		res, err := e.Run(context.Background(), Spec{Module: guests["probe"], Args: []string{"cat"}, Streams: job.Streams{Stdin: pr}})
+		if err != nil {
+			t.Errorf("the run going on: %v", err)
+		}
+		first <- res
+	}()
+	eventually(t, "running in the server", func() bool { return srv.activeRuns() == 1 })
+	stale.Store(true)
+	res, err := e.Run(context.Background(), Spec{Module: guests["hello"]})
+	if err != nil || !res.OK() || string(res.Stdout) != "hello, world\n" {
+		t.Fatalf("a run after the server went stale: %v %+v", err, res)
+	}
+	if n := srv.servedRuns(); n != 1 {
+		t.Errorf("the stale server took %d runs, want only the first", n)
+	}
+	if _, err := pw.Write([]byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if res := <-first; res == nil || !res.OK() || string(res.Stdout) != "still here" {
+		t.Errorf("the run going on: %+v", res)
+	}
+	eventually(t, "stopped", func() bool { _, err := Dial(sock); return err != nil })
+}
+
+// TestServerProtocol: a request of another protocol version is closed
+// before the acknowledgement, so that its client runs the guest itself.
+func TestServerProtocol(t *testing.T) {
+	t.Parallel()
+	sock, srv := testServer(t)
+	_, c := rawRun(t, sock, serverRequest{Name: "hello", Mounts: []job.Mount{}, Protocol: protocol + 1}, guests["hello"])
+	if kind, _, err := c.read(maxControl); err == nil {
+		t.Fatalf("got a %q frame, want the connection closed", kind)
+	}
+	if srv.servedRuns() != 0 {
+		t.Error("the run was served")
+	}
+	// The same request of this version runs.
+	res, err := serverExecutor(t, sock).Run(context.Background(), Spec{Module: guests["hello"]})
+	if err != nil || !res.OK() || srv.servedRuns() != 1 {
+		t.Errorf("run: %v %+v, served %d", err, res, srv.servedRuns())
+	}
+}
+
+// TestReplaced: the staleness ServeDefault uses notices a new file at the
+// executable's path, a change to it, or its removal.
+func TestReplaced(t *testing.T) {
+	if stale := exeReplaced(); stale == nil || stale() {
+		t.Fatal("this test binary: no check, or stale at once")
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "ccrun")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func()
+	}{
+		{"new file renamed over it", func() {
+			write(exe+".new", "v2")
+			if err := os.Rename(exe+".new", exe); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"written in place", func() { write(exe, "v1 and more") }},
+		{"touched", func() {
+			if err := os.Chtimes(exe, time.Now(), time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"removed", func() { os.Remove(exe) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			write(exe, "v1")
+			stale := replaced(exe)
+			if stale == nil || stale() {
+				t.Fatal("no check, or stale at once")
+			}
+			tc.change()
+			if !stale() {
+				t.Error("not noticed")
+			}
+		})
+	}
+	if replaced(filepath.Join(dir, "none")) != nil {
+		t.Error("a check for a file that is not there")
+	}
+}
+
 const peerTestEnv = "CCRUN_WASM_TEST_PEER"
 
 // peerMain is the test binary run as another user: it tries the server at
@@ -475,7 +580,7 @@ func peerMain(sock string) int {
 		return 0
 	}
 	cc := newConn(c.(*net.UnixConn))
-	_ = cc.writeJSON(frameRequest, serverRequest{Name: "x"})
+	_ = cc.writeJSON(frameRequest, serverRequest{Name: "x", Protocol: protocol})
 	_ = cc.write(frameModule, []byte("\x00asm\x01\x00\x00\x00"))
 	if kind, _, err := cc.read(maxControl); err == nil {
 		fmt.Printf("SERVED %q\n", kind)
