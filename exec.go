@@ -37,6 +37,9 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 	t.key = req.Permission.Key().String()
 	t.out.Tool = req.Tool
 	t.emit(Validating, nil)
+	if err := r.bindImage(ctx, req, inv, true); err != nil {
+		return t.out, t.fail(err)
+	}
 	d := r.gate.Decide(req)
 	if d.Verdict == permission.AskUser && r.gate.Approver != nil {
 		t.emit(AwaitingApproval, d)
@@ -81,12 +84,22 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 // Check prepares c and runs the gate's steps without asking anyone and
 // without running anything: the decision `ccrun exec` would take with
 // nobody to ask. It appends nothing to the audit log.
+//
+// A @docker call's image is looked up (never pulled) so that a grant bound
+// to it can match; when it cannot be (not local, no engine), the decision
+// says so in its diagnostics, and no grant bound to an image matches.
 func (r *Runtime) Check(c *Call) (*Outcome, error) {
-	req, _, err := r.prepare(c)
+	req, inv, err := r.prepare(c)
 	if err != nil {
 		return &Outcome{Request: req}, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkResolveTimeout)
+	defer cancel()
+	unresolved := r.bindImage(ctx, req, inv, false)
 	d := r.gate.Decide(req)
+	if unresolved != nil {
+		d.Diagnostics = append(d.Diagnostics, "image not resolved, so no grant bound to an image applies: "+unresolved.Error())
+	}
 	return &Outcome{Tool: req.Tool, Request: req, Decision: d}, nil
 }
 

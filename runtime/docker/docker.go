@@ -372,6 +372,37 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	return out.Fill(res), nil
 }
 
+// Resolve returns the ID (sha256:...) of the image ref names now, pulling
+// it first as policy says (PullAlways: always; PullMissing, the default:
+// when it is not local; PullNever: never). A Spec whose Image is that ID
+// runs exactly that image, whatever ref is made to name later: ccrun binds
+// a grant to the ID and runs by it. Errors: ErrNotFound (not local and not
+// pulled), ErrUnavailable, ErrPermissionDenied.
+func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (string, error) {
+	if policy == "" {
+		policy = PullMissing
+	}
+	if policy == PullAlways {
+		if err := e.pull(ctx, ref); err != nil {
+			return "", err
+		}
+	}
+	img, err := e.eng.ImageInspect(ctx, ref)
+	if isNotFound(err) && policy == PullMissing {
+		if err := e.pull(ctx, ref); err != nil {
+			return "", err
+		}
+		img, err = e.eng.ImageInspect(ctx, ref)
+	}
+	if isNotFound(err) {
+		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", ref, policy, ref)
+	}
+	if err != nil {
+		return "", classify(e.host, "inspect image "+ref, err)
+	}
+	return img.ID, nil
+}
+
 // container creates a container for s, not started, pulling the image
 // when the policy says so and it was not pulled yet.
 //

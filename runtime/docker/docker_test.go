@@ -358,6 +358,34 @@ func TestMissingImage(t *testing.T) {
 	}
 }
 
+// TestResolve: a local image resolves to its ID, under every pull policy
+// but always (which must reach a registry, and there is none here); a
+// missing one is ErrNotFound, whatever the policy; and a Spec naming the
+// ID runs that image.
+func TestResolve(t *testing.T) {
+	e := executor(t, WithPullTimeout(20*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	img, err := e.eng.ImageInspect(ctx, testImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pull := range []PullPolicy{"", PullMissing, PullNever} {
+		id, err := e.Resolve(ctx, testImage, pull)
+		if err != nil || id != img.ID {
+			t.Errorf("Resolve(%s) = %q, %v; want %s", pull, id, err, img.ID)
+		}
+	}
+	for _, pull := range []PullPolicy{PullMissing, PullNever, PullAlways} {
+		if id, err := e.Resolve(ctx, "ccrun-test:no-such-image", pull); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Resolve(missing, %s) = %q, %v; want ErrNotFound", pull, id, err)
+		}
+	}
+	if res := run(t, e, Spec{Image: img.ID, Cmd: sh("echo by id")}); string(res.Stdout) != "by id\n" {
+		t.Errorf("run by ID: %+v", res)
+	}
+}
+
 func TestUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
 	_, err := New(context.Background())
