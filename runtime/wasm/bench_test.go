@@ -101,6 +101,31 @@ func BenchmarkCPULong(b *testing.B) {
 	b.Run("worker", func(b *testing.B) { runTimed(b, benchExecutor(b, workerOpt(b)), s) })
 }
 
+// BenchmarkEnforcedRatio runs the long CPU-bound guest unenforced and in
+// a worker (which enforces the timeout) one after the other in every
+// iteration, and reports the ratio of their medians: the goal is
+// at most 1.5.
+func BenchmarkEnforcedRatio(b *testing.B) {
+	s := probe("spin", "200000")
+	free, worker := benchExecutor(b, WithInterrupt(false)), benchExecutor(b, workerOpt(b))
+	var a, w []time.Duration
+	for b.Loop() {
+		for _, r := range []struct {
+			e  *Executor
+			ds *[]time.Duration
+		}{{free, &a}, {worker, &w}} {
+			t := time.Now()
+			res, err := r.e.Run(context.Background(), s)
+			*r.ds = append(*r.ds, time.Since(t))
+			if err != nil || !res.OK() {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+	}
+	median := func(ds []time.Duration) time.Duration { slices.Sort(ds); return ds[len(ds)/2] }
+	b.ReportMetric(float64(median(w))/float64(median(a)), "worker/unenforced")
+}
+
 // BenchmarkTimeout measures how long past its 200ms timeout a guest
 // looping forever runs before Run returns.
 func BenchmarkTimeout(b *testing.B) {
