@@ -106,6 +106,22 @@ type Executor struct {
 	stop      context.CancelFunc
 
 	pooledRuns atomic.Int64 // runs served by a pooled container, for tests
+
+	images sync.Map // image ID -> image.InspectResponse: an ID names one image for good
+}
+
+// inspect inspects the image ref. What an image ID names never changes, so
+// an ID inspected once is not asked about again (an image removed since
+// shows up at create, as ErrNotFound).
+func (e *Executor) inspect(ctx context.Context, ref string) (image.InspectResponse, error) {
+	if v, ok := e.images.Load(ref); ok {
+		return v.(image.InspectResponse), nil
+	}
+	img, err := e.eng.ImageInspect(ctx, ref)
+	if err == nil {
+		e.images.Store(img.ID, img)
+	}
+	return img, err
 }
 
 // Option configures an Executor.
@@ -387,12 +403,15 @@ func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (
 			return "", err
 		}
 	}
-	img, err := e.eng.ImageInspect(ctx, ref)
+	img, err := e.eng.ImageInspect(ctx, ref) // a name: asked every time
 	if isNotFound(err) && policy == PullMissing {
 		if err := e.pull(ctx, ref); err != nil {
 			return "", err
 		}
 		img, err = e.eng.ImageInspect(ctx, ref)
+	}
+	if err == nil {
+		e.images.Store(img.ID, img)
 	}
 	if isNotFound(err) {
 		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", ref, policy, ref)

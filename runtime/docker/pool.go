@@ -115,7 +115,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	img, err := e.eng.ImageInspect(kctx, s.Image)
+	img, err := e.inspect(kctx, s.Image)
 	if isNotFound(err) {
 		return nil, false, nil
 	} else if err != nil {
