@@ -359,6 +359,9 @@ func (e *Executor) classify(ctx, runCtx context.Context, err error, mem *allocat
 		if cause == errOutputCap {
 			return result(job.OutputCap, 0, "output went past the limit"), nil
 		}
+		if cause == errTimeout { // it ended as it was being stopped (on a stdin cut short, say)
+			return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
+		}
 		return result(job.Exit, 0, ""), nil
 	case mem.denied.Load():
 		return result(job.Memory, job.KilledExitCode, fmt.Sprintf("memory limit of %d bytes reached", lim.Memory)), nil

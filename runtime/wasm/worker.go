@@ -181,9 +181,16 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 		replyErr = errors.New("no reply")
 	}
 
+	// A run stopped by us is reported as stopped, whatever the worker said:
+	// stopping closes the guest's stdin, and a guest reading it may exit
+	// on that EOF before the kill lands.
 	switch cause := context.Cause(runCtx); {
 	case cause == errOutputCap:
 		return result(job.OutputCap, job.KilledExitCode, fmt.Sprintf("output went past the limit of %d bytes", lim.Output)), nil
+	case cause == errTimeout:
+		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
+	case ctx.Err() != nil:
+		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
 	case replyErr == nil && reply.Result != nil:
 		r := result(reply.Result.Reason, reply.Result.ExitCode, reply.Result.Detail)
 		return r, nil
@@ -192,10 +199,6 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 			return nil, fmt.Errorf("%s (in worker): %w", reply.Error, c)
 		}
 		return nil, fmt.Errorf("wasm worker: %s", reply.Error)
-	case cause == errTimeout:
-		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
-	case ctx.Err() != nil:
-		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
 	}
 	if errors.Is(replyErr, io.EOF) {
 		replyErr = errors.New("the worker ended without a reply")

@@ -114,3 +114,26 @@ func TestWorkerEscape(t *testing.T) {
 	}
 	s.unchanged(t)
 }
+
+// TestWorkerStdinCutAtTimeout: stopping a run closes the worker's stdin,
+// and a guest copying stdin exits 0 on that EOF, racing the kill (CI saw
+// the guest win once: "exit 0" for a run stopped at its timeout); the run
+// is a timeout all the same, every time. A stress test: the race is rare.
+func TestWorkerStdinCutAtTimeout(t *testing.T) {
+	t.Parallel()
+	e := newWorkerExecutor(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := Spec{Module: guests["probe"], Args: []string{"cat"}, Streams: job.Streams{Stdin: blockingReader{make(chan struct{})}},
+				Limits: job.Limits{Timeout: 300 * time.Millisecond}}
+			res, err := e.Run(context.Background(), s)
+			if err != nil || res.Reason != job.Timeout {
+				t.Errorf("got %v %+v, want a timeout", err, res)
+			}
+		}()
+	}
+	wg.Wait()
+}
