@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // memoryAfterInit instantiates bin without running anything (no start
-// function) in wazero's interpreter, with env.memory (one page, every byte
-// 0xAA) to import, and returns the bytes of its exported memory "memory".
+// function) in wazero's interpreter, with WASI and env.memory (one page,
+// every byte 0xAA) to import, and returns the bytes of its exported memory
+// "memory".
 // err is wazero's when compiling or instantiating fails.
 func memoryAfterInit(t testing.TB, bin []byte) ([]byte, error) {
 	t.Helper()
@@ -26,6 +28,7 @@ func memoryAfterInit(t testing.TB, bin []byte) ([]byte, error) {
 	if _, err := rt.InstantiateWithConfig(ctx, env, wazero.NewModuleConfig().WithName("env")); err != nil {
 		t.Fatalf("env module: %v", err)
 	}
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	mod, err := rt.CompileModule(ctx, bin)
 	if err != nil {
 		return nil, err
@@ -109,6 +112,9 @@ func TestPackDataGoGuests(t *testing.T) {
 				t.Fatalf("only %d data segments: not the Go linker's layout this test is about", n)
 			}
 			samePacked(t, bin, 1)
+			if m, err := memoryAfterInit(t, packData(bin)); err != nil || len(m) == 0 {
+				t.Fatalf("the packed module: %v, %d bytes of memory", err, len(m))
+			}
 		})
 	}
 }

@@ -479,7 +479,7 @@ func TestServerStale(t *testing.T) {
 		}
 		first <- res
 	}()
-	eventually(t, "running in the server", func() bool { return srv.activeRuns() == 1 })
+	eventually(t, "running in the server", func() bool { return srv.servedRuns() == 1 })
 	stale.Store(true)
 	res, err := e.Run(context.Background(), Spec{Module: guests["hello"]})
 	if err != nil || !res.OK() || string(res.Stdout) != "hello, world\n" {

@@ -411,7 +411,11 @@ func trapDetail(msg string) string {
 }
 
 func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
-	mod, err := e.rt.CompileModule(ctx, packData(bin))
+	guarded, err := guard(bin)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := e.rt.CompileModule(ctx, packData(guarded))
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end") {
