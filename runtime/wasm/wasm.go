@@ -381,15 +381,24 @@ func (e *Executor) classify(ctx, runCtx context.Context, err error, mem *allocat
 		return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "wasm error:") {
+	if strings.Contains(msg, "wasm error:") || strings.HasSuffix(msg, "failed: stack overflow") {
 		return result(job.Exit, TrapExit, trapDetail(msg)), nil
 	}
 	return nil, fmt.Errorf("wasm: instantiate: %v: %w", err, ErrInvalidModule)
 }
 
 // trapDetail turns wazero's trap error ("wasm error: unreachable\nwasm
-// stack trace:\n\tmod.fn()\n...") into "trap: unreachable in fn".
+// stack trace:\n\tmod.fn()\n...") into "trap: unreachable in fn", and its
+// stack overflow ("module[] function[fn] failed: stack overflow") into
+// "trap: stack overflow in function fn" (the function called first: wazero
+// names no other).
 func trapDetail(msg string) string {
+	if before, ok := strings.CutSuffix(msg, " failed: stack overflow"); ok {
+		if i := strings.LastIndex(before, "function["); i >= 0 && strings.HasSuffix(before, "]") {
+			return "trap: stack overflow in function " + before[i+len("function["):len(before)-1]
+		}
+		return "trap: stack overflow"
+	}
 	lines := strings.Split(msg, "\n")
 	what := strings.TrimSpace(strings.TrimPrefix(lines[0], "wasm error:"))
 	if i := strings.Index(lines[0], "wasm error:"); i >= 0 {

@@ -137,6 +137,9 @@ func TestTraps(t *testing.T) {
 		{"out of bounds", module(false, []string{"_start", "peek"},
 			[][]byte{opCall(1), cat(opI32Const(1<<20), opI32Load(0), opDrop)}, map[string]int{"_start": 0}, []int64{1, 1}),
 			[]string{"out of bounds memory access", "peek"}},
+		{"endless recursion", module(false, []string{"_start", "again"},
+			[][]byte{opCall(1), opCall(1)}, map[string]int{"_start": 0}, nil),
+			[]string{"stack overflow", "_start"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
