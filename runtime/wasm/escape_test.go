@@ -207,7 +207,7 @@ func TestMountsWork(t *testing.T) {
 func TestWazeroDirFS(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
-	s.exec.mountFS = func(_ *os.Root, m job.Mount) esys.FS {
+	s.exec.mountFS = func(_ *os.Root, m job.Mount, _ *openBudget) esys.FS {
 		fs := sysfs.DirFS(m.Host)
 		if !m.Writable {
 			fs = &sysfs.ReadFS{FS: fs}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,7 +33,27 @@ type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
 	writable bool
+	open     *openBudget // shared by the run's mounts
 }
+
+// maxOpen is the most files and directories one run may hold open at
+// once, all its mounts together. Each is a descriptor of the host process:
+// a guest opening without end would take all of the process's (the CLI's,
+// the warm server's, an agent's) and then the system's.
+const maxOpen = 1024
+
+// openBudget counts a run's open files against maxOpen.
+type openBudget struct{ n atomic.Int64 }
+
+func (b *openBudget) take() bool {
+	if b.n.Add(1) > maxOpen {
+		b.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (b *openBudget) give() { b.n.Add(-1) }
 
 // rel turns the path wazero hands over (already cleaned and relative to
 // the mount, possibly with a trailing slash) into a name for os.Root.
@@ -79,6 +100,21 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 			return nil, esys.ELOOP
 		}
 	}
+	// Past the budget the guest gets EAGAIN: wazero's errors have no
+	// EMFILE.
+	if !r.open.take() {
+		return nil, esys.EAGAIN
+	}
+	f, e := r.openFile(name, flag, perm)
+	if e != 0 {
+		r.open.give()
+		return nil, e
+	}
+	f.open = r.open
+	return f, 0
+}
+
+func (r *rootFS) openFile(name string, flag esys.Oflag, perm fs.FileMode) (*rootFile, esys.Errno) {
 	var of int
 	switch {
 	case flag&esys.O_RDWR != 0:
@@ -268,6 +304,8 @@ var _ esys.File = (*rootFile)(nil)
 
 type rootFile struct {
 	seeker[int64]
+	open   *openBudget // given back to at Close
+	closed atomic.Bool
 	f      *os.File
 	st     fs.FileInfo // at open: device, inode and type do not change
 	append bool
@@ -423,4 +461,10 @@ func (f *rootFile) Utimens(atim, mtim int64) esys.Errno {
 	return futimens(f.f, atim, mtim)
 }
 
-func (f *rootFile) Close() esys.Errno { return errno(f.f.Close()) }
+func (f *rootFile) Close() esys.Errno {
+	if f.closed.Swap(true) {
+		return esys.EBADF
+	}
+	f.open.give()
+	return errno(f.f.Close())
+}

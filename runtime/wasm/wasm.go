@@ -79,7 +79,7 @@ type Executor struct {
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
-	mountFS func(r *os.Root, m job.Mount) esys.FS
+	mountFS func(r *os.Root, m job.Mount, open *openBudget) esys.FS
 
 	mu     sync.Mutex
 	mods   modules // guarded by mu
@@ -499,6 +499,7 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 	}
 	fsc := wazero.NewFSConfig()
 	seen := map[string]bool{}
+	open := &openBudget{}
 	for _, m := range s.Mounts {
 		g := m.Guest
 		if !path.IsAbs(g) {
@@ -521,15 +522,15 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 			return nil, nil, fmt.Errorf("wasm: mount %s: %v: %w", m, err, ErrInvalidSpec)
 		}
 		roots = append(roots, r)
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(e.mountFS(r, m), g)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(e.mountFS(r, m, open), g)
 	}
 	return cfg.WithFSConfig(fsc), closeAll, nil
 }
 
 // confined is the file system of a mount: the host directory through
 // os.Root.
-func confined(r *os.Root, m job.Mount) esys.FS {
-	return &rootFS{root: r, writable: m.Writable}
+func confined(r *os.Root, m job.Mount, open *openBudget) esys.FS {
+	return &rootFS{root: r, writable: m.Writable, open: open}
 }
 
 // checkOverlap refuses a read-only mount whose host directory is inside a

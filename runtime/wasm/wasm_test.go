@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -388,5 +389,37 @@ func TestModuleBytesChanged(t *testing.T) {
 				t.Fatalf("module exiting %d: got %v %+v", code, err, res)
 			}
 		}
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+// TestOpenFileFlood: a guest opening a file without end gets an error once
+// the run holds maxOpen files (every one a descriptor of this process),
+// and they are all closed when the run ends.
+func TestOpenFileFlood(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := openFDs(t)
+	res := run(t, Spec{Module: guests["probe"], Args: []string{"open", "100000", "/m/f"},
+		Mounts: []job.Mount{{Host: dir, Guest: "/m"}}})
+	t.Logf("the guest: %s", res.Stdout)
+	var opened int
+	var rest string
+	if _, err := fmt.Sscanf(string(res.Stdout), "%d %s", &opened, &rest); err != nil || opened != maxOpen-1 || rest == "<nil>" {
+		t.Errorf("the guest opened %q, want %d files (the mount's root is one more) and an error", res.Stdout, maxOpen-1)
+	}
+	if after := openFDs(t); after > before+8 {
+		t.Errorf("%d descriptors open after the run, %d before", after, before)
 	}
 }

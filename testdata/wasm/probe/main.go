@@ -15,6 +15,8 @@
 //	probe clock            print the wall clock in Unix nanoseconds
 //	probe rand             print 16 random bytes in hex
 //	probe ls DIR           list DIR
+//	probe open N FILE      open FILE N times, keeping each open; print how
+//	                       many opened and the first error
 package main
 
 import (
@@ -82,6 +84,18 @@ func main() {
 		var b [16]byte
 		rand.Read(b[:])
 		fmt.Printf("%x\n", b)
+	case "open":
+		n, _ := strconv.Atoi(os.Args[2])
+		var files []*os.File
+		var err error
+		for len(files) < n {
+			var f *os.File
+			if f, err = os.Open(os.Args[3]); err != nil {
+				break
+			}
+			files = append(files, f)
+		}
+		fmt.Println(len(files), err)
 	case "ls":
 		ents, err := os.ReadDir(os.Args[2])
 		if err != nil {
