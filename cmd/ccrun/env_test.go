@@ -279,3 +279,62 @@ func TestWasmServerThroughCLI(t *testing.T) {
 		t.Errorf("forever: exit %d, want %d: %s", code, exitTimeout, out)
 	}
 }
+
+// Hostile and broken modules through the CLI, in process and in the
+// worker: a module declaring four billion locals (which made wazero's
+// decoder allocate until the process died) and a file that is not wasm are
+// refused with exit 64 and a message; a guest growing a table by four
+// billion elements is told no (table.grow returns -1) and exits 0; an
+// endless recursion is a trap, exit 134.
+func TestHostileModulesThroughCLI(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
+	dir := t.TempDir()
+	section := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	head := []byte("\x00asm\x01\x00\x00\x00")
+	start := func(tables []byte, code ...byte) []byte {
+		out := cat(head, section(1, 1, 0x60, 0, 0), section(3, 1, 0))
+		if tables != nil {
+			out = append(out, tables...)
+		}
+		return cat(out, section(7, append([]byte{1, 6}, append([]byte("_start"), 0, 0)...)...),
+			section(10, append([]byte{1, byte(len(code))}, code...)...))
+	}
+	files := map[string][]byte{
+		// the code of _start, locals first: 1 group of 0xfffffff0 i32
+		"locals.wasm": start(nil, 1, 0xf0, 0xff, 0xff, 0xff, 0x0f, 0x7f, 0x0b),
+		// no locals; ref.null func; i32.const -16; table.grow 0;
+		// i32.const -1; i32.ne; if unreachable end
+		"grow.wasm": start(section(4, 1, 0x70, 0, 0), 0, 0xd0, 0x70, 0x41, 0x70, 0xfc, 0x0f, 0, 0x41, 0x7f, 0x47, 0x04, 0x40, 0x00, 0x0b, 0x0b),
+		// no locals; call 0 (itself)
+		"recurse.wasm": start(nil, 0, 0x10, 0, 0x0b),
+		"text.wasm":    []byte("#!/bin/sh\necho not wasm\n"),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		file   string
+		code   int
+		stderr string
+	}{
+		{"locals.wasm", exitUsage, "4294967280 locals"},
+		{"text.wasm", exitUsage, "not a wasm module"},
+		{"grow.wasm", 0, ""},
+		{"recurse.wasm", 134, "stack overflow"},
+	} {
+		for _, worker := range []bool{false, true} {
+			args := []string{"exec", "--approve", "once", "--wasm", tc.file}
+			if worker {
+				args = append(args, "--wasm-worker")
+			}
+			_, stderr, code := ccrunIn(t, dir, args...)
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("%s (worker %v): exit %d, stderr %q; want %d and %q", tc.file, worker, code, stderr, tc.code, tc.stderr)
+			}
+		}
+	}
+}

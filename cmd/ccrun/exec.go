@@ -221,8 +221,11 @@ The tool's exit code becomes ccrun's.`,
 			for _, x := range out.Decision.Diagnostics {
 				fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
 			}
-			if out.Result != nil && out.Result.Reason != job.Exit {
-				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s%s\n", out.Tool, out.Result.Reason, detail(out.Result))
+			switch r := out.Result; {
+			case r != nil && r.Reason != job.Exit:
+				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s%s\n", out.Tool, r.Reason, detail(r))
+			case r != nil && r.Detail != "": // a trap, say
+				fmt.Fprintf(a.io.err, "ccrun: %s exited %d: %s\n", out.Tool, r.ExitCode, r.Detail)
 			}
 			return nil
 		},

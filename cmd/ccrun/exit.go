@@ -10,13 +10,14 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // The exit codes of ccrun itself. A tool that ran passes its own code
 // through; see exitCode.
 const (
 	exitOK       = 0
-	exitUsage    = 64  // bad usage: flags, arguments, input, an unknown capability
+	exitUsage    = 64  // bad usage: flags, arguments, input, an unknown capability, a module that is not a valid WASI command
 	exitDenied   = 77  // the gate did not allow the call, or what runs changed since it did
 	exitConfig   = 78  // bad configuration: ccrun.json, a settings file, a manifest
 	exitTimeout  = 124 // the tool ran past its timeout and was killed
@@ -55,7 +56,9 @@ func exitCode(res *job.Result, err error) int {
 	case errors.As(err, &ue),
 		errors.Is(err, ccrun.ErrInvalidCall),
 		errors.Is(err, capabilities.ErrInvalidInput),
-		errors.Is(err, capabilities.ErrNotFound):
+		errors.Is(err, capabilities.ErrNotFound),
+		errors.Is(err, wasm.ErrNotWasm), errors.Is(err, wasm.ErrTruncated),
+		errors.Is(err, wasm.ErrInvalidModule), errors.Is(err, wasm.ErrMissingStart):
 		return exitUsage
 	case errors.Is(err, permission.ErrPermissionDenied),
 		errors.Is(err, capabilities.ErrChanged):
