@@ -114,6 +114,12 @@ func (e *Executor) lookupFile(fk string) *compiled {
 // compile returns the compiled module for bin, whose SHA-256 is key, in
 // use, compiling it at most once however many runs ask for it at the same
 // time. fk, when not "", is the file bin was read from.
+//
+// The compilation itself goes on in the background: wazero cannot stop
+// one, and a module can be made to take minutes (a br_table of a few
+// hundred thousand targets does), so a caller whose ctx ends gets
+// ctx.Err() at once and the compiled module, when it is done, is kept for
+// the next run.
 func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byte, fk string) (*compiled, error) {
 	if err := checkHeader(bin); err != nil {
 		return nil, err
@@ -131,7 +137,7 @@ func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byt
 		}
 		e.mu.Unlock()
 		if !ok {
-			return e.compileNew(ctx, c, bin, fk)
+			go e.compileNew(context.WithoutCancel(ctx), c, bin)
 		}
 		select {
 		case <-c.ready:
@@ -156,31 +162,28 @@ func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byt
 
 // compileNew compiles bin into c, which compile just added, and makes room
 // for it.
-func (e *Executor) compileNew(ctx context.Context, c *compiled, bin []byte, fk string) (*compiled, error) {
-	c.mod, c.err = e.compileNow(context.WithoutCancel(ctx), bin)
-	if c.err == nil {
-		c.bin = bytes.Clone(bin)
-	}
-	close(c.ready)
+func (e *Executor) compileNew(ctx context.Context, c *compiled, bin []byte) {
+	mod, err := e.compileNow(ctx, bin)
 	e.mu.Lock()
-	if c.err != nil {
+	c.mod, c.err = mod, err
+	if err != nil {
 		delete(e.mods.byKey, c.key) // errors are not kept: they are cheap to find again
 		e.mu.Unlock()
-		return nil, c.err
+		close(c.ready)
+		return
 	}
+	c.bin = bytes.Clone(bin)
 	c.done = true
+	e.mods.clock++
+	c.used = e.mods.clock // the newest: not the one to evict
 	same := append(e.mods.sizes[len(bin)], c)
 	e.mods.sizes[len(bin)] = same[max(0, len(same)-perSize):]
-	if fk != "" {
-		e.mods.files[fk] = c
-	}
-	e.use(c)
 	closeNow := e.evict()
 	e.mu.Unlock()
+	close(c.ready)
 	for _, m := range closeNow {
 		_ = m.Close(context.Background())
 	}
-	return c, nil
 }
 
 // evict forgets the least recently used compiled modules past keep and

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -177,4 +179,32 @@ func BenchmarkGuard(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestCompileBomb: a module built to compile slowly (a br_table of tens of
+// thousands of targets: wazero's time grows faster than the table) ends the
+// run as a timeout once the compilation has had its time, instead of
+// holding the caller; the compilation goes on in the background, and the
+// next run, with time to wait, gets the compiled module.
+func TestCompileBomb(t *testing.T) {
+	e, err := New(context.Background(), WithCacheDir(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	e.minCompile = 10 * time.Millisecond
+	const targets = 60_000
+	body := cat([]byte{0x02, 0x40}, opI32Const(0), []byte{0x0e}, uleb(targets), make([]byte, targets), []byte{0x00}, opEnd())
+	bin := startModule(nil, vec(), body)
+	t0 := time.Now()
+	res, err := e.Run(context.Background(), Spec{Module: bin, Limits: job.Limits{Timeout: 10 * time.Millisecond}})
+	if err != nil || res.Reason != job.Timeout || !strings.Contains(res.Detail, "compiling") {
+		t.Fatalf("got %v %+v, want a timeout while compiling", err, res)
+	}
+	t.Logf("the run ended after %s", time.Since(t0))
+	res, err = e.Run(context.Background(), Spec{Module: bin})
+	if err != nil || !res.OK() {
+		t.Fatalf("the next run: %v %+v", err, res)
+	}
+	t.Logf("compiled %s after the first run began", time.Since(t0))
 }

@@ -63,6 +63,11 @@ var (
 // code of an aborted process (128+SIGABRT), as wasmtime reports it.
 const TrapExit = 134
 
+// defaultMinCompile is the least time a compilation is given: a run whose
+// module takes longer to compile (which only a module built to do so does)
+// ends as a timeout, while wazero's compilation goes on in the background.
+const defaultMinCompile = time.Minute
+
 // Executor runs modules. Build one with New; it is safe for concurrent use
 // and should be closed with Close.
 type Executor struct {
@@ -76,6 +81,10 @@ type Executor struct {
 	serverExe string // started as the server when none answers; "" never
 
 	startOnce sync.Once // one auto-start per Executor
+
+	// minCompile is the least time compiling a module is given before
+	// the run is a timeout; tests shorten it.
+	minCompile time.Duration
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
@@ -152,7 +161,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, mods: newModules(c.keep), mountFS: confined}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, mods: newModules(c.keep), mountFS: confined, minCompile: defaultMinCompile}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -292,8 +301,22 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		if key == ([sha256.Size]byte{}) {
 			key = sha256.Sum256(bin)
 		}
+		// Compiling is bounded too, by the run's timeout but never less
+		// than minCompile (a large module compiles for seconds, and a run
+		// given up while compiling leaves nothing in the disk cache for
+		// the next process); then the run gets its whole timeout.
+		cctx, stop := ctx, context.CancelFunc(func() {})
+		if lim.Timeout > 0 {
+			cctx, stop = context.WithTimeout(ctx, max(lim.Timeout, e.minCompile))
+		}
 		var err error
-		if c, err = e.compile(ctx, key, bin, fk); err != nil {
+		c, err = e.compile(cctx, key, bin, fk)
+		stop()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return &job.Result{Reason: job.Timeout, ExitCode: job.TimeoutExit, Duration: time.Since(start),
+				Detail: "compiling the module took longer than " + max(lim.Timeout, e.minCompile).String()}, nil
+		}
+		if err != nil {
 			return nil, err
 		}
 		defer e.release(c)
