@@ -35,6 +35,7 @@ func guard(bin []byte) ([]byte, error) {
 	g := reader{b: bin, off: 8}
 	tableStart, tableEnd := -1, -1
 	var tables []table
+	var seen [14]bool
 	for g.off < len(bin) {
 		secStart := g.off
 		id := g.byte()
@@ -42,6 +43,12 @@ func guard(bin []byte) ([]byte, error) {
 		p := g.bytes(int(size))
 		if g.bad {
 			return nil, fmt.Errorf("wasm: section %d runs past the end of the module: %w", id, ErrTruncated)
+		}
+		if int(id) < len(seen) && id != 0 {
+			if seen[id] {
+				return nil, fmt.Errorf("wasm: section %d twice: %w", id, ErrInvalidModule)
+			}
+			seen[id] = true
 		}
 		s := guardReader{reader: reader{b: p}, section: id}
 		switch id {

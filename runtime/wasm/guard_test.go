@@ -71,6 +71,7 @@ func TestGuardRefuses(t *testing.T) {
 		{"unknown section", cat(header, section(42, []byte{1, 2, 3}))},
 		{"unknown constant opcode", cat(header, section(6, vec(cat([]byte{0x7f, 0}, []byte{0x20, 0}, opEnd()))))},
 		{"bytes left in a section", cat(header, section(3, cat(vec(uleb(0)), []byte{9, 9})))},
+		{"table section twice", cat(header, section(4, vec([]byte{0x70, 0, 1})), section(4, vec([]byte{0x70, 0, 1})))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
