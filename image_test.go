@@ -109,3 +109,45 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 		t.Fatalf("tag moved during the approval: %v, moved %v, ran %q; want variant a", err, moved, out.Result.Stdout)
 	}
 }
+
+// A @docker call the gate refuses whatever its digest never reaches the
+// engine (here, none answers: the refusal is immediate and says nothing of
+// it); one it would ask about fails on the unreachable engine before anyone
+// is asked.
+func TestDockerRefusedWithoutEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/none.sock")
+	deny, err := permission.FlagSettings("", nil, nil, []string{"run_docker:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	approver := permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+		asked = true
+		return permission.Once, nil
+	})
+	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver), ccrun.WithSettings(deny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	out, err := rt.Check(&ccrun.Call{Image: "anything:1"})
+	if err != nil || out.Decision.Verdict != permission.Refuse || len(out.Decision.Diagnostics) != 0 {
+		t.Errorf("Check with a deny rule: %v %+v", err, out.Decision)
+	}
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "anything:1"}); !errors.Is(err, permission.ErrPermissionDenied) {
+		t.Errorf("Exec with a deny rule: %v, want denied", err)
+	}
+
+	open, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if _, err := open.Exec(context.Background(), &ccrun.Call{Image: "anything:1"}); err == nil || asked {
+		t.Errorf("Exec with no engine: %v, asked %v; want an error before anyone is asked", err, asked)
+	}
+	out, err = open.Check(&ccrun.Call{Image: "anything:1"})
+	if err != nil || out.Decision.Verdict == permission.Allow || len(out.Decision.Diagnostics) == 0 {
+		t.Errorf("Check with no engine: %v %+v; want no allow, and why", err, out.Decision)
+	}
+}
