@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -175,6 +176,42 @@ func OpenSession(dir, id string, opts ...SessionOption) (*SessionAllowlist, erro
 	}
 	s.entries, s.stamp = f.entryList(), stamp
 	return s, nil
+}
+
+// PruneSessions removes the files of the sessions in dir whose lifetime
+// has run out (OpenSession would remove each on its next use; a session
+// nobody uses again would stay) and returns their ids. Files it cannot
+// read as a session of this user are left where they are, and reported.
+func PruneSessions(dir string, opts ...SessionOption) ([]string, error) {
+	if err := checkSessionDir(dir); err != nil {
+		if errors.Is(err, ErrSessionNotFound) { // no directory: no session
+			return nil, nil
+		}
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, ent := range ents {
+		id, ok := strings.CutSuffix(ent.Name(), ".json")
+		if !ok || !validSessionID(id) {
+			continue
+		}
+		_, err := OpenSession(dir, id, opts...)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrSessionNotFound):
+			if _, serr := os.Lstat(filepath.Join(dir, ent.Name())); errors.Is(serr, fs.ErrNotExist) {
+				removed = append(removed, id)
+			}
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 func sessionOptions(opts []SessionOption) sessionConfig {

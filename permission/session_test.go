@@ -524,3 +524,34 @@ func BenchmarkSessionLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestPruneSessions: expired sessions' files go, live ones stay, a corrupt
+// file stays and is reported, a missing directory is no error.
+func TestPruneSessions(t *testing.T) {
+	t.Parallel()
+	dir := alSessionDir(t)
+	short, err := StartSession(dir, time.Minute, alClockAt(alNow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := alStart(t, dir)
+	bad := strings.Repeat("ab", 16)
+	if err := os.WriteFile(filepath.Join(dir, bad+".json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := PruneSessions(dir, alClockAt(alNow.Add(30*time.Minute)))
+	if len(removed) != 1 || removed[0] != short.ID() {
+		t.Errorf("removed %v, want only %s", removed, short.ID())
+	}
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("err = %v, want the corrupt file reported", err)
+	}
+	for id, want := range map[string]bool{short.ID(): false, long.ID(): true, bad: true} {
+		if _, err := os.Lstat(filepath.Join(dir, id+".json")); (err == nil) != want {
+			t.Errorf("%s: present %v, want %v", id, err == nil, want)
+		}
+	}
+	if removed, err := PruneSessions(filepath.Join(dir, "none")); err != nil || removed != nil {
+		t.Errorf("no directory: %v %v", removed, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/docker"
 )
 
@@ -12,11 +13,19 @@ func (a *app) gcCommand() *cobra.Command {
 	var pool bool
 	c := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove the containers a killed ccrun left behind",
-		Long: `Remove every container labelled by ccrun whose owning process is gone (a ccrun killed
-mid-run). With --pool, also remove the idle warm-pool containers.`,
+		Short: "Remove what ccrun left behind: expired session files, containers of a killed ccrun",
+		Long: `Remove the files of sessions whose lifetime ran out, then every container labelled by
+ccrun whose owning process is gone (a ccrun killed mid-run). With --pool, also remove the idle
+warm-pool containers.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			ids, err := permission.PruneSessions(sessionDir())
+			for _, id := range ids {
+				fmt.Fprintf(a.io.out, "removed expired session %s\n", id)
+			}
+			if err != nil {
+				fmt.Fprintf(a.io.err, "ccrun: note: %v\n", err)
+			}
 			e, err := docker.New(c.Context())
 			if err != nil {
 				return err
