@@ -414,12 +414,18 @@ func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (
 		e.images.Store(img.ID, img)
 	}
 	if isNotFound(err) {
-		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", ref, policy, ref)
+		return "", notLocal(ref, policy, err)
 	}
 	if err != nil {
 		return "", classify(e.host, "inspect image "+ref, err)
 	}
 	return img.ID, nil
+}
+
+// notLocal is the error for an image that is not local and that policy
+// did not pull.
+func notLocal(ref string, policy PullPolicy, err error) error {
+	return newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", ref, policy, ref)
 }
 
 // container creates a container for s, not started, pulling the image
@@ -441,7 +447,7 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled
 		id, err = e.create(kctx, cfg, hc, "")
 	}
 	if err != nil && errors.Is(err, ErrNotFound) {
-		return "", newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", s.Image, s.pull(), s.Image)
+		return "", notLocal(s.Image, s.pull(), err)
 	}
 	return id, err
 }

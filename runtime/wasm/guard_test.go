@@ -128,8 +128,8 @@ func TestTableGrowBomb(t *testing.T) {
 	}
 }
 
-// TestGuardKeepsModules: the Go guests pass the guard, only their tables
-// changed, and wazero reads the guarded module into the same one.
+// TestGuardKeepsModules: the Go guests pass the guard, and the guarded
+// module (its tables given a maximum) starts with the same memory.
 func TestGuardKeepsModules(t *testing.T) {
 	for _, name := range []string{"hello", "escape", "probe"} {
 		bin := guests[name]

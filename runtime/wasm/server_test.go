@@ -21,21 +21,11 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// testServer serves with the shared Executor on a socket of its own, in a
-// 0700 directory with a short path (a socket path has at most 107 bytes),
-// after configure has set up the Server.
+// testServer serves with the shared Executor on a socket of its own
+// (listenShort), after configure has set up the Server.
 func testServer(t *testing.T, configure ...func(*Server)) (string, *Server) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ccrun-sock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "wasm.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sock, l := listenShort(t)
 	srv, err := NewServer(shared, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +43,24 @@ func testServer(t *testing.T, configure ...func(*Server)) (string, *Server) {
 		}
 	})
 	return sock, srv
+}
+
+// listenShort listens on wasm.sock in a new 0700 directory with a short
+// path (a socket path has at most 107 bytes), removed at the end of the
+// test.
+func listenShort(t testing.TB) (string, *net.UnixListener) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "wasm.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sock, l
 }
 
 // stutter reads one byte, then nothing (0, nil), in turn.
@@ -405,16 +413,7 @@ func TestServerFallback(t *testing.T) {
 	})
 	t.Run("stale socket", func(t *testing.T) {
 		t.Parallel()
-		dir, err := os.MkdirTemp("", "ccrun-sock-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		sock := filepath.Join(dir, "wasm.sock")
-		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sock, l := listenShort(t)
 		l.SetUnlinkOnClose(false)
 		l.Close()
 		if _, err := os.Lstat(sock); err != nil {
@@ -730,16 +729,7 @@ func TestServerProcess(t *testing.T) {
 // server (socket, framing, a fresh instance), next to BenchmarkHello's in
 // process figure.
 func BenchmarkServerHello(b *testing.B) {
-	dir, err := os.MkdirTemp("", "ccrun-sock-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "wasm.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	sock, l := listenShort(b)
 	srv, err := NewServer(shared, 0)
 	if err != nil {
 		b.Fatal(err)

@@ -306,15 +306,16 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		// given up while compiling leaves nothing in the disk cache for
 		// the next process); then the run gets its whole timeout.
 		cctx, stop := ctx, context.CancelFunc(func() {})
+		bound := max(lim.Timeout, e.minCompile)
 		if lim.Timeout > 0 {
-			cctx, stop = context.WithTimeout(ctx, max(lim.Timeout, e.minCompile))
+			cctx, stop = context.WithTimeout(ctx, bound)
 		}
 		var err error
 		c, err = e.compile(cctx, key, bin, fk)
 		stop()
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return &job.Result{Reason: job.Timeout, ExitCode: job.TimeoutExit, Duration: time.Since(start),
-				Detail: "compiling the module took longer than " + max(lim.Timeout, e.minCompile).String()}, nil
+				Detail: "compiling the module took longer than " + bound.String()}, nil
 		}
 		if err != nil {
 			return nil, err

@@ -181,9 +181,14 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 		replyErr = errors.New("no reply")
 	}
 
-	// A run stopped by us is reported as stopped, whatever the worker said:
-	// stopping closes the guest's stdin, and a guest reading it may exit
-	// on that EOF before the kill lands.
+	return workerOutcome(ctx, runCtx, reply, replyErr, waitErr, lim, result)
+}
+
+// workerOutcome is how a worker's run ended. A run stopped by us is
+// reported as stopped, whatever the worker said: stopping closes the
+// guest's stdin, and a guest reading it may exit on that EOF before the
+// kill lands.
+func workerOutcome(ctx, runCtx context.Context, reply workerReply, replyErr, waitErr error, lim job.Limits, result func(job.Reason, int, string) *job.Result) (*job.Result, error) {
 	switch cause := context.Cause(runCtx); {
 	case cause == errOutputCap:
 		return result(job.OutputCap, job.KilledExitCode, fmt.Sprintf("output went past the limit of %d bytes", lim.Output)), nil
@@ -192,8 +197,7 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 	case ctx.Err() != nil:
 		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
 	case replyErr == nil && reply.Result != nil:
-		r := result(reply.Result.Reason, reply.Result.ExitCode, reply.Result.Detail)
-		return r, nil
+		return result(reply.Result.Reason, reply.Result.ExitCode, reply.Result.Detail), nil
 	case replyErr == nil && reply.Error != "":
 		if c, ok := classes[reply.Class]; ok {
 			return nil, fmt.Errorf("%s (in worker): %w", reply.Error, c)

@@ -115,25 +115,37 @@ func TestWorkerEscape(t *testing.T) {
 	s.unchanged(t)
 }
 
-// TestWorkerStdinCutAtTimeout: stopping a run closes the worker's stdin,
-// and a guest copying stdin exits 0 on that EOF, racing the kill (CI saw
-// the guest win once: "exit 0" for a run stopped at its timeout); the run
-// is a timeout all the same, every time. A stress test: the race is rare.
-func TestWorkerStdinCutAtTimeout(t *testing.T) {
-	t.Parallel()
-	e := newWorkerExecutor(t)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := Spec{Module: guests["probe"], Args: []string{"cat"}, Streams: job.Streams{Stdin: blockingReader{make(chan struct{})}},
-				Limits: job.Limits{Timeout: 300 * time.Millisecond}}
-			res, err := e.Run(context.Background(), s)
-			if err != nil || res.Reason != job.Timeout {
-				t.Errorf("got %v %+v, want a timeout", err, res)
-			}
-		}()
+// TestStoppedRunIsStopped: stopping a run cuts the guest's stdin, and a
+// guest copying stdin may exit 0 on that EOF before the kill lands (CI saw
+// it once: "exit 0" for a run stopped at its timeout). Whatever the guest
+// did once the run was stopped, the run is reported as stopped: through the
+// worker (its reply says exit 0) and in process (wazero returned no error).
+func TestStoppedRunIsStopped(t *testing.T) {
+	lim := job.Limits{Timeout: time.Second, Output: 1 << 20}
+	result := func(r job.Reason, code int, detail string) *job.Result {
+		return &job.Result{Reason: r, ExitCode: code, Detail: detail}
 	}
-	wg.Wait()
+	exited := workerReply{Result: &job.Result{Reason: job.Exit, ExitCode: 0}}
+	for _, tc := range []struct {
+		cause  error
+		reason job.Reason
+	}{
+		{errTimeout, job.Timeout},
+		{errOutputCap, job.OutputCap},
+		{nil, job.Exit}, // not stopped: the guest's own exit
+	} {
+		runCtx, cancel := context.WithCancelCause(context.Background())
+		if tc.cause != nil {
+			cancel(tc.cause)
+		}
+		res, err := workerOutcome(context.Background(), runCtx, exited, nil, nil, lim, result)
+		if err != nil || res.Reason != tc.reason {
+			t.Errorf("worker, stopped by %v, guest exited 0: %v %+v, want %s", tc.cause, err, res, tc.reason)
+		}
+		res, err = shared.classify(context.Background(), runCtx, nil, &allocator{}, result, lim)
+		if err != nil || res.Reason != tc.reason {
+			t.Errorf("in process, stopped by %v, guest returned: %v %+v, want %s", tc.cause, err, res, tc.reason)
+		}
+		cancel(nil)
+	}
 }
