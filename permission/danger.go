@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
 // DangerKind says why a path is dangerous (seed 003).
@@ -17,11 +19,11 @@ type DangerKind string
 const (
 	// DangerLeak: reading it puts a secret in the conversation, writing it
 	// replaces a credential. Asked for reads and writes.
-	DangerLeak DangerKind = "leak"
+	DangerLeak = DangerKind(sensitive.Leak)
 	// DangerImplant: one write makes something run later, every time (a
 	// shell rc file, a git hook, an editor's or agent's config, ccrun's own
 	// config). Asked for writes.
-	DangerImplant DangerKind = "implant"
+	DangerImplant = DangerKind(sensitive.Implant)
 )
 
 // Finding is one dangerous path a call touches.
@@ -41,121 +43,13 @@ func (f Finding) String() string {
 	return s
 }
 
-// dangerRule matches a run of path components anywhere in a path: as a
-// directory the path is in (dir) or as its last components (file).
-// Components are globs (* within one component).
-type dangerRule struct {
-	seq  []string
-	dir  bool
-	kind DangerKind
-	what string
-}
+// The dangerous path list is internal/sensitive's table (docs/policy.md),
+// the one the interpreter's handlers, the Landlock ruleset and the
+// sandboxes' mounts use too.
 
-func dr(kind DangerKind, dir bool, what string, seqs ...string) []dangerRule {
-	out := make([]dangerRule, len(seqs))
-	for i, s := range seqs {
-		out[i] = dangerRule{seq: strings.Split(s, "/"), dir: dir, kind: kind, what: what}
-	}
-	return out
-}
-
-// dangerRules is the dangerous path list (docs/policy.md). A rule matches
-// wherever the components occur, not only under the home directory: a copy
-// of ~/.ssh is as secret as the original.
-var dangerRules = concat(
-	dr(DangerLeak, true, "SSH keys", ".ssh"),
-	dr(DangerLeak, true, "cloud credentials", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
-		".config/gh", ".terraform.d", ".oci", ".config/doctl"),
-	dr(DangerLeak, true, "keys", ".gnupg", ".password-store"),
-	dr(DangerLeak, false, "package registry credentials", ".npmrc", ".pypirc", ".cargo/credentials",
-		".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml"),
-	dr(DangerLeak, false, "stored passwords", ".netrc", "_netrc", ".pgpass", ".git-credentials",
-		".my.cnf", ".vault-token", ".config/git/credentials"),
-	dr(DangerLeak, false, "private keys", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*"),
-	dr(DangerLeak, false, "environment secrets", ".env", ".env.*"),
-	dr(DangerImplant, false, "a shell startup file", ".bashrc", ".bash_profile", ".bash_login",
-		".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
-		".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc"),
-	dr(DangerImplant, true, "a shell startup file", ".config/fish", ".oh-my-zsh", ".config/environment.d"),
-	dr(DangerImplant, true, "git hooks", ".git/hooks", ".husky"),
-	dr(DangerImplant, false, "git configuration", ".git/config", ".gitconfig", ".config/git/config"),
-	dr(DangerImplant, true, "an editor's or agent's configuration", ".vscode", ".idea", ".claude",
-		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
-		".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents"),
-	dr(DangerImplant, false, "an editor's or agent's configuration", ".mcp.json", ".claude.json",
-		".vimrc", ".exrc", ".cursorrules"),
-	dr(DangerImplant, false, "ccrun's own configuration", "ccrun.json", "ccrun.local.json"),
-	dr(DangerImplant, true, "ccrun's own configuration", ".ccrun"),
-)
-
-func concat(lists ...[]dangerRule) []dangerRule {
-	var out []dangerRule
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
-}
-
-// matchComps is match on a path already cut into its components.
-func (r dangerRule) matchComps(comps []string) bool {
-	n := len(r.seq)
-	for i := 0; i+n <= len(comps); i++ {
-		if !r.dir && i+n != len(comps) {
-			continue
-		}
-		ok := true
-		for j, pat := range r.seq {
-			if m, _ := path.Match(pat, comps[i+j]); !m {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
-// dangerIndex finds the rules that may match a path without trying every
-// rule: rules whose first component is literal are filed under it; the
-// others (id_rsa*, .env.*) are tried on every path.
-var dangerIndex, dangerGlobs = func() (map[string][]int, []int) {
-	idx := map[string][]int{}
-	var globs []int
-	for i, r := range dangerRules {
-		if strings.ContainsAny(r.seq[0], "*?[\\") {
-			globs = append(globs, i)
-		} else {
-			idx[r.seq[0]] = append(idx[r.seq[0]], i)
-		}
-	}
-	return idx, globs
-}()
-
-// firstRule returns the first rule, in dangerRules' order, that covers the
-// absolute, clean path p (implant-class ones only when write), or -1.
-func firstRule(p string, write bool) int {
-	comps := strings.Split(strings.Trim(p, "/"), "/")
-	best := -1
-	try := func(i int) {
-		if (best >= 0 && i >= best) || (dangerRules[i].kind == DangerImplant && !write) {
-			return
-		}
-		if dangerRules[i].matchComps(comps) {
-			best = i
-		}
-	}
-	for _, c := range comps {
-		for _, i := range dangerIndex[c] {
-			try(i)
-		}
-	}
-	for _, i := range dangerGlobs {
-		try(i)
-	}
-	return best
-}
+// firstRule returns the first row of the table that covers the absolute,
+// clean path p (implant-class ones only when write), or -1.
+func firstRule(p string, write bool) int { return sensitive.First(p, write) }
 
 // DangerousPaths lists the dangerous paths req touches: in req.Paths, and,
 // for a shell command, in every word of it — arguments, redirection
@@ -362,13 +256,13 @@ func (d *dangerScan) check(given string, write bool) {
 		if i < 0 {
 			continue
 		}
-		r := dangerRules[i]
-		key := string(r.kind) + "\x00" + physical
+		r := sensitive.Rows[i]
+		key := string(r.Kind) + "\x00" + physical
 		if d.seen[key] {
 			continue
 		}
 		d.seen[key] = true
-		d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: r.kind, What: r.what})
+		d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: DangerKind(r.Kind), What: r.What})
 	}
 }
 
@@ -411,14 +305,14 @@ func (d *dangerScan) glob(given, pattern string, write bool) {
 	}
 	if err != nil || n == 0 {
 		// nothing there (yet): compare the pattern's components with the rules' names
-		for _, r := range dangerRules {
-			if (r.kind == DangerImplant && !write) || !r.matchPattern(pcomps) {
+		for _, r := range sensitive.Rows {
+			if (r.Kind == sensitive.Implant && !write) || !r.MatchPattern(pcomps[1:]) {
 				continue
 			}
-			key := string(r.kind) + "\x00" + pattern
+			key := string(r.Kind) + "\x00" + pattern
 			if !d.seen[key] {
 				d.seen[key] = true
-				d.out = append(d.out, Finding{Given: given, Resolved: pattern, Kind: r.kind, What: r.what})
+				d.out = append(d.out, Finding{Given: given, Resolved: pattern, Kind: DangerKind(r.Kind), What: r.What})
 			}
 		}
 	}
@@ -427,31 +321,6 @@ func (d *dangerScan) glob(given, pattern string, write bool) {
 func hiddenByGlob(pcomps, mcomps []string) bool {
 	for i := range pcomps {
 		if strings.HasPrefix(mcomps[i], ".") && !strings.HasPrefix(pcomps[i], ".") {
-			return true
-		}
-	}
-	return false
-}
-
-// matchPattern reports whether a glob's components could name a path the
-// rule covers.
-func (r dangerRule) matchPattern(comps []string) bool {
-	n := len(r.seq)
-	for i := 0; i+n <= len(comps); i++ {
-		if !r.dir && i+n != len(comps) {
-			continue
-		}
-		ok := true
-		for j, name := range r.seq {
-			c := comps[i+j]
-			m1, _ := path.Match(name, c)
-			m2, _ := path.Match(c, name)
-			if !(m1 || m2) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(c, ".")) {
-				ok = false
-				break
-			}
-		}
-		if ok {
 			return true
 		}
 	}

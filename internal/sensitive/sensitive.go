@@ -1,0 +1,293 @@
+// Package sensitive is the one table of dangerous paths: the files whose
+// reading puts a secret in an agent's conversation (Leak), and the files
+// whose writing makes something run later, every time (Implant). Four
+// users read it: the gate's dangerous-path step, the @shell interpreter's
+// exec and open handlers, the Landlock ruleset of read-only commands, and
+// the @wasm and @docker sandboxes' writable mounts. Nothing else keeps a
+// list of its own.
+//
+// A row matches a run of path components anywhere in a path (a copy of
+// ~/.ssh is as secret as the original), as a directory the path is in or as
+// its last components; a component is a glob (path.Match). Rows marked Abs
+// match only from the root (/etc/shadow). The table and its functions are
+// safe for concurrent use.
+package sensitive
+
+import (
+	"path"
+	"strings"
+)
+
+// Kind says why a path is dangerous.
+type Kind string
+
+// The kinds.
+const (
+	// Leak: reading it puts a secret in the conversation, writing it
+	// replaces a credential. Asked for reads and writes.
+	Leak Kind = "leak"
+	// Implant: one write makes something run later (a shell rc file, a git
+	// hook or config, an editor's or agent's settings, ccrun's own files).
+	// Asked for writes.
+	Implant Kind = "implant"
+)
+
+// Row is one entry of the table.
+type Row struct {
+	Seq  []string // path components, globs
+	Dir  bool     // the row names a directory: everything under it matches
+	Abs  bool     // the row matches from the root only
+	Kind Kind
+	What string // what lives there, for the person asked: the row's reason
+}
+
+// Pattern is the row as a path ("/etc/shadow", ".ssh/").
+func (r Row) Pattern() string {
+	s := strings.Join(r.Seq, "/")
+	if r.Abs {
+		s = "/" + s
+	}
+	if r.Dir {
+		s += "/"
+	}
+	return s
+}
+
+func rows(kind Kind, dir bool, what string, seqs ...string) []Row {
+	out := make([]Row, len(seqs))
+	for i, s := range seqs {
+		abs := strings.HasPrefix(s, "/")
+		out[i] = Row{Seq: strings.Split(strings.TrimPrefix(s, "/"), "/"), Dir: dir, Abs: abs, Kind: kind, What: what}
+	}
+	return out
+}
+
+// Rows is the table, first match wins (Leak rows come first, so that a
+// secret inside an implant directory, ~/.claude/.credentials.json, is a
+// leak for reads too). docs/policy.md lists it.
+var Rows = concat(
+	rows(Leak, true, "SSH keys", ".ssh"),
+	rows(Leak, false, "an AI agent's credentials", ".claude/.credentials.json", ".codex/auth.json",
+		".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".config/github-copilot/hosts.json",
+		".config/github-copilot/apps.json", ".aider.conf.yml"),
+	rows(Leak, true, "cloud credentials", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
+		".config/gh", ".terraform.d", ".oci", ".config/doctl", ".config/rclone", ".config/hub",
+		".config/glab-cli", ".config/op", ".fly", ".config/heroku"),
+	rows(Leak, true, "keys", ".gnupg", ".password-store", ".local/share/keyrings", ".pki"),
+	rows(Leak, false, "package registry credentials", ".npmrc", ".pypirc", ".cargo/credentials",
+		".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml", ".config/pip/pip.conf",
+		".m2/settings.xml", ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".composer/auth.json"),
+	rows(Leak, false, "stored passwords", ".netrc", "_netrc", ".pgpass", ".git-credentials",
+		".my.cnf", ".vault-token", ".config/git/credentials", ".s3cfg", ".boto", ".dockercfg",
+		".config/rclone/rclone.conf", ".wgetrc", ".curlrc"),
+	rows(Leak, false, "private keys", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
+		"*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx"),
+	rows(Leak, false, "environment secrets", ".env", ".env.*"),
+	rows(Leak, false, "shell and REPL histories", ".bash_history", ".zsh_history", ".zhistory",
+		".histfile", ".sh_history", ".python_history", ".node_repl_history", ".psql_history",
+		".mysql_history", ".sqlite_history", ".lesshst", ".irb_history", ".local/share/fish/fish_history",
+		".rediscli_history"),
+	rows(Leak, false, "the system's password hashes", "/etc/shadow", "/etc/shadow-", "/etc/gshadow",
+		"/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"),
+	rows(Leak, true, "the system's password hashes", "/etc/sudoers.d"),
+	rows(Leak, false, "the host's SSH keys", "/etc/ssh/ssh_host_*_key"),
+	rows(Leak, false, "another process's environment (its secrets)", "/proc/*/environ",
+		"/proc/*/task/*/environ"),
+	rows(Implant, false, "a shell startup file", ".bashrc", ".bash_profile", ".bash_login",
+		".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+		".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc", ".tool-versions",
+		".mise.toml", "mise.toml"),
+	rows(Implant, true, "a shell startup file", ".config/fish", ".oh-my-zsh", ".config/environment.d",
+		".config/mise", ".config/direnv"),
+	rows(Implant, true, "git hooks", ".git/hooks", ".husky"),
+	rows(Implant, false, "a file git runs programs from", ".git/config", ".git/info/attributes",
+		".gitconfig", ".config/git/config", ".config/git/attributes", ".gitattributes", ".gitmodules",
+		".git/config.worktree", ".lfsconfig"),
+	rows(Implant, true, "a file git runs programs from", ".git/worktrees", ".git/modules"),
+	rows(Implant, true, "an editor's or agent's configuration", ".vscode", ".idea", ".claude",
+		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
+		".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents", ".zed", ".aider",
+		".config/opencode", ".opencode"),
+	rows(Implant, false, "an editor's or agent's configuration", ".mcp.json", ".claude.json",
+		".vimrc", ".exrc", ".cursorrules", ".nvim.lua", ".nvimrc", "opencode.json"),
+	rows(Implant, false, "ccrun's own configuration", "ccrun.json", "ccrun.local.json"),
+	rows(Implant, true, "ccrun's own configuration", ".ccrun", ".config/ccrun"),
+)
+
+func concat(lists ...[]Row) []Row {
+	var out []Row
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// MatchComps reports whether the row covers a path already cut into its
+// components (an absolute path, without the leading empty one).
+func (r Row) MatchComps(comps []string) bool {
+	n := len(r.Seq)
+	for i := 0; i+n <= len(comps); i++ {
+		if r.Abs && i > 0 {
+			return false
+		}
+		if !r.Dir && i+n != len(comps) {
+			continue
+		}
+		ok := true
+		for j, pat := range r.Seq {
+			if m, _ := path.Match(pat, comps[i+j]); !m {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchPattern reports whether a glob's components could name a path the
+// row covers (either side may be the wider glob).
+func (r Row) MatchPattern(comps []string) bool {
+	n := len(r.Seq)
+	for i := 0; i+n <= len(comps); i++ {
+		if r.Abs && i > 0 {
+			return false
+		}
+		if !r.Dir && i+n != len(comps) {
+			continue
+		}
+		ok := true
+		for j, name := range r.Seq {
+			c := comps[i+j]
+			m1, _ := path.Match(name, c)
+			m2, _ := path.Match(c, name)
+			if !(m1 || m2) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(c, ".")) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// index files the rows that may match a path under their first literal
+// component; the others (id_rsa*, *.pem, /proc/*/environ with a glob
+// second component) are tried on every path.
+var index, globs = func() (map[string][]int, []int) {
+	idx := map[string][]int{}
+	var gl []int
+	for i, r := range Rows {
+		if strings.ContainsAny(r.Seq[0], "*?[\\") {
+			gl = append(gl, i)
+		} else {
+			idx[r.Seq[0]] = append(idx[r.Seq[0]], i)
+		}
+	}
+	return idx, gl
+}()
+
+// First returns the index in Rows of the first row that covers the
+// absolute, clean, slash-separated path p — Implant rows only when write —
+// or -1.
+func First(p string, write bool) int {
+	comps := strings.Split(strings.Trim(p, "/"), "/")
+	best := -1
+	try := func(i int) {
+		if (best >= 0 && i >= best) || (Rows[i].Kind == Implant && !write) {
+			return
+		}
+		if Rows[i].MatchComps(comps) {
+			best = i
+		}
+	}
+	for _, c := range comps {
+		for _, i := range index[c] {
+			try(i)
+		}
+	}
+	for _, i := range globs {
+		try(i)
+	}
+	return best
+}
+
+// Match returns the first row that covers the absolute, clean path p
+// (Implant rows only when write).
+func Match(p string, write bool) (Row, bool) {
+	if i := First(p, write); i >= 0 {
+		return Rows[i], true
+	}
+	return Row{}, false
+}
+
+// Under reports whether p, relative to a directory and slash-separated
+// (".git/hooks/pre-commit", "sub/.envrc"), is covered by a row, either kind:
+// what a sandbox may not write under a writable mount. An empty or "." p is
+// the directory itself and is never covered.
+func Under(rel string) (Row, bool) {
+	rel = strings.Trim(path.Clean("/"+rel), "/")
+	if rel == "" {
+		return Row{}, false
+	}
+	comps := strings.Split(rel, "/")
+	for _, r := range Rows {
+		if !r.Abs && r.MatchComps(comps) {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// Contains reports whether the directory dir (absolute, clean) holds, at
+// some depth, the home-anchored or absolute locations of the table: it is
+// $HOME, an ancestor of it, /, or /etc. A mount of such a directory hands a
+// sandbox keys and credentials.
+func Contains(dir, home string) bool {
+	dir = path.Clean(dir)
+	if dir == "/" {
+		return true
+	}
+	in := func(d, p string) bool { return d == p || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") }
+	if home != "" && home != "/" && in(dir, path.Clean(home)) {
+		return true
+	}
+	for _, r := range Rows {
+		if r.Abs && !strings.ContainsAny(r.Seq[0], "*?[") && in(dir, "/"+strings.Join(r.Seq, "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// Anchored returns the table's locations on this machine that a kernel
+// ruleset can hide: every row of literal components joined to home, and
+// every absolute row without globs, as absolute paths (files and
+// directories alike; whether they exist is the caller's business). Rows
+// with globs (id_rsa*, *.pem, /proc/*/environ) cannot be anchored.
+func Anchored(home string) []string {
+	var out []string
+	for _, r := range Rows {
+		lit := true
+		for _, c := range r.Seq {
+			if strings.ContainsAny(c, "*?[\\") {
+				lit = false
+				break
+			}
+		}
+		if !lit {
+			continue
+		}
+		switch {
+		case r.Abs:
+			out = append(out, "/"+strings.Join(r.Seq, "/"))
+		case home != "" && home != "/":
+			out = append(out, path.Join(append([]string{home}, r.Seq...)...))
+		}
+	}
+	return out
+}
