@@ -98,6 +98,21 @@ type Request struct {
 	// Display is what to show a person for this call (the command, the
 	// arguments); the approver escapes it.
 	Display string
+	// Env is what the call adds to the tool's environment (KEY=VALUE). It
+	// is part of the decision (a variable that changes what programs run
+	// makes a command non-read-only), of the prompt and of the audit line.
+	Env []string
+	// Args are the call's positional arguments: $1… of a command, argv[1:]
+	// of a module, the container's command. Part of the decision (each is
+	// checked as a path), of the prompt and of the audit line.
+	Args []string
+	// Dir is the working directory of a @shell call on the host; empty:
+	// the project root.
+	Dir string
+	// Stdin says where the call's standard input comes from, when it is a
+	// file or the call's input ("file /x", "input"); empty: none or the
+	// caller's stream.
+	Stdin string
 }
 
 // Layer names the step of the gate that decided (DESIGN.md "The gate").
