@@ -3,7 +3,9 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -307,6 +309,11 @@ func (c *Command) simple(src string, f *syntax.File) bool {
 	c.Key = Key{Tool: ShellTool, Action: name}
 	for i, a := range args {
 		if lit[i] && strings.HasPrefix(a, "-") {
+			if path.Base(name) == "git" && !slices.Contains(gitGlobal, a) {
+				// git -C d status, --git-dir=x, -c k=v: a global option
+				// changes what the subcommand does, so no detail hides it
+				break
+			}
 			continue
 		}
 		if lit[i] && bare(a, false) {

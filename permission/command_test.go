@@ -21,7 +21,9 @@ var keyTests = []struct {
 	{"git status", `run_command:git:status`, false},
 	{"git", `run_command:git`, false},
 	{"git push origin main", `run_command:git:push`, false},
-	{"git -C /tmp status", `run_command:git:/tmp`, false},
+	{"git -C /tmp status", `run_command:git`, false}, // a global option: no detail
+	{"git --git-dir=x status", `run_command:git`, false},
+	{"git -c core.pager=x log", `run_command:git`, false},
 	{"git --no-pager log", `run_command:git:log`, false},
 	{"ls -la", `run_command:ls`, false},
 	{"ls -- -x", `run_command:ls`, false},

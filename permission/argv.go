@@ -1,0 +1,63 @@
+package permission
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/permission/shellcmd"
+)
+
+// ReadOnlyArgv reports whether one program invocation is read-only: argv
+// are its words as they are about to run (expanded: no quotes, globs,
+// braces or parameters left), env the variables set for it beyond the
+// environment the executor started from (KEY=VALUE: the call's env,
+// assignments and exports of the command). It applies IsReadOnly's rules
+// to one simple command, and RunsPrograms to every variable of env: pass
+// the changes, not the whole environment, since PATH and HOME are in every
+// environment. When it says no, reason says why. It is safe for concurrent
+// use.
+func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
+	if len(argv) == 0 {
+		return false, "no command"
+	}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if why, runs := RunsPrograms(name); runs {
+			return false, "the environment sets " + name + " (" + why + ")"
+		}
+	}
+	for _, a := range argv {
+		if strings.ContainsFunc(a, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
+			return false, "has control characters"
+		}
+	}
+	return roArgv(argv, false, 0)
+}
+
+// KeyOfArgv returns the key a simple command of these literal words gets:
+// the key ParseCommand gives the text that quotes each word so that it
+// reads back as itself. A word that cannot be quoted (a NUL byte) or a
+// program word that is not bare makes the key the exact one of that text,
+// as for any compound command; no words key as run_command:"#empty".
+func KeyOfArgv(argv []string) Key {
+	if len(argv) == 0 {
+		return Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		q, err := syntax.Quote(a, ShellVariant)
+		if err != nil {
+			return Key{Tool: ShellTool, Action: UnparsedPrefix + strings.Join(argv, " "), Exact: true}
+		}
+		words[i] = q
+	}
+	return ParseCommand(strings.Join(words, " ")).Key
+}
+
+// RunsPrograms reports whether setting the environment variable name can
+// change what programs run (git's GIT_CONFIG_*, BASH_ENV, LD_PRELOAD,
+// PAGER, PATH…), and why: the one table, shellcmd.EnvTable, that the gate
+// and the exec-time guard both read. A call or command setting such a
+// variable is never read-only.
+func RunsPrograms(name string) (reason string, ok bool) { return shellcmd.RunsPrograms(name) }

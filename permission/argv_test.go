@@ -1,0 +1,70 @@
+package permission
+
+import "testing"
+
+func TestReadOnlyArgv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		argv []string
+		env  []string
+		want bool
+	}{
+		{[]string{"git", "status"}, nil, true},
+		{[]string{"cat", "a b", "{x,y}"}, nil, true}, // expanded words: a brace is text
+		{[]string{"ls", "-la"}, []string{"LC_ALL=C"}, true},
+		{[]string{"git", "status"}, []string{"GIT_CONFIG_COUNT=1"}, false},
+		{[]string{"bash", "-c", "true"}, []string{"BASH_ENV=x.sh"}, false},
+		{[]string{"ls"}, []string{"LD_PRELOAD=/tmp/x.so"}, false},
+		{[]string{"rg", "x"}, []string{"RIPGREP_CONFIG_PATH=/tmp/rc"}, false},
+		{[]string{"cat", "x"}, []string{"PATH=/tmp"}, false},
+		{[]string{"rm", "x"}, nil, false},
+		{[]string{"cat", "a\rb"}, nil, false},
+		{nil, nil, false},
+	}
+	for _, tt := range tests {
+		if got, why := ReadOnlyArgv(tt.argv, tt.env); got != tt.want {
+			t.Errorf("ReadOnlyArgv(%q, %q) = %v (%s), want %v", tt.argv, tt.env, got, why, tt.want)
+		}
+	}
+}
+
+func TestKeyOfArgv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"git", "status"}, "run_command:git:status"},
+		{[]string{"git", "--no-pager", "log"}, "run_command:git:log"},
+		{[]string{"git", "--git-dir=x", "status"}, "run_command:git"},
+		{[]string{"git", "-C", "d", "status"}, "run_command:git"},
+		{[]string{"git", "-c", "k=v", "status"}, "run_command:git"},
+		{[]string{"/usr/bin/git", "push"}, "run_command:/usr/bin/git:push"},
+		{[]string{"cat", "a b"}, "run_command:cat"},
+		{[]string{"rm", "-rf", "/"}, "run_command:rm:/"},
+		{[]string{"a b", "x"}, `run_command:"'a b' x"`},
+		{nil, `run_command:"#empty"`},
+	}
+	for _, tt := range tests {
+		if got := KeyOfArgv(tt.argv).String(); got != tt.want {
+			t.Errorf("KeyOfArgv(%q) = %s, want %s", tt.argv, got, tt.want)
+		}
+	}
+}
+
+func TestRunsPrograms(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "BASH_ENV", "ENV", "LD_PRELOAD",
+		"PAGER", "GIT_PAGER", "LESSOPEN", "LESSCLOSE", "RIPGREP_CONFIG_PATH", "PYTHONSTARTUP", "NODE_OPTIONS",
+		"PERL5OPT", "RUBYOPT", "IFS", "PATH", "PS4", "PROMPT_COMMAND", "EDITOR", "VISUAL", "SSH_ASKPASS",
+		"MANPAGER", "BASH_FUNC_ls%%", "", "1X", "a-b"} {
+		if why, ok := RunsPrograms(name); !ok || why == "" {
+			t.Errorf("RunsPrograms(%q) = %q, %v; want a reason, true", name, why, ok)
+		}
+	}
+	for _, name := range []string{"LANG", "LC_ALL", "TZ", "NO_COLOR", "COLUMNS", "FOO"} {
+		if why, ok := RunsPrograms(name); ok {
+			t.Errorf("RunsPrograms(%q) = %q, true; want false", name, why)
+		}
+	}
+}
