@@ -26,6 +26,7 @@ const (
 	Memory    Reason = "memory"    // the program went past Limits.Memory
 	OutputCap Reason = "output"    // the program wrote more than Limits.Output; it was stopped
 	Cancelled Reason = "cancelled" // the caller's context was cancelled; the program was killed
+	Refused   Reason = "refused"   // a check where the program runs refused a step (exit RefusedExit); see Detail
 )
 
 // Defaults for Limits fields left at zero. Each executor applies them.
@@ -38,6 +39,7 @@ const (
 	MinMemory      = 6 << 20          // below this no container runtime starts reliably
 	KilledExitCode = 137              // the exit code reported for a killed program (128+SIGKILL)
 	TimeoutExit    = 124              // the exit code reported on timeout, as timeout(1) does
+	RefusedExit    = 77               // the exit code reported when a step was refused where it runs (EX_NOPERM)
 )
 
 // Limits bound a run. A zero field means the default named beside it; a

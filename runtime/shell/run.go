@@ -46,6 +46,8 @@ type run struct {
 	files    []*os.File       // pipes to close when Run returns
 	started  bool             // at least one program was started
 	marker   string           // MarkerVar=<id of the run>, in every program's environment
+	guard    *Guard           // Spec.Guard
+	refusal  string           // what the Guard refused first, for the Result
 }
 
 func newRun(e *Executor) *run {
@@ -156,6 +158,9 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		fmt.Fprintln(hc.Stderr, err)
 		return interp.ExitStatus(127)
 	}
+	if err := r.checkExec(ctx, hc, path, args); err != nil {
+		return err
+	}
 
 	newCmd := func() *exec.Cmd {
 		cmd := exec.CommandContext(ctx, path)
@@ -261,6 +266,7 @@ func (r *run) script(ctx context.Context, hc interp.HandlerContext, path string,
 		interp.StdIO(stdin, hc.Stdout, hc.Stderr),
 		interp.Params(append([]string{"--"}, args[1:]...)...),
 		interp.ExecHandlers(r.middleware),
+		interp.OpenHandler(r.open),
 	)
 	if err != nil {
 		fmt.Fprintln(hc.Stderr, err)

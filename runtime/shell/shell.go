@@ -232,6 +232,10 @@ type Spec struct {
 	// Limits bound the run; zero fields take the job defaults. Memory,
 	// Pids and CPUs are not enforced on the host.
 	Limits job.Limits
+	// Guard, when set, checks every program before it starts and every
+	// file the script opens, after expansion; a refusal stops the run with
+	// job.Refused (see Guard). nil: no checks.
+	Guard *Guard
 }
 
 func (s *Spec) validate() error {
@@ -270,6 +274,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 
 	r := newRun(e)
+	r.guard = s.Guard
 	defer r.releaseFiles()
 
 	// Output: one OS pipe per stream, so that programs write straight into
@@ -304,6 +309,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		interp.StdIO(stdin, outW, errW),
 		interp.Params(append([]string{"--"}, s.Args...)...),
 		interp.ExecHandlers(r.middleware),
+		interp.OpenHandler(r.open),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("shell: interpreter: %w: %w", ErrInvalidSpec, err)
@@ -368,6 +374,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	case job.Cancelled:
 		res.ExitCode = job.KilledExitCode
 		res.Detail = "killed: cancelled by the caller"
+	case job.Refused:
+		res.ExitCode = job.RefusedExit
+		r.mu.Lock()
+		res.Detail = r.refusal
+		r.mu.Unlock()
 	}
 	if r.leftover > 0 && res.Detail == "" && res.Reason == job.Exit {
 		res.Detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", r.leftover)
