@@ -1,152 +1,347 @@
 // Package prompt is the terminal approver: it shows a person what a call
 // asks for and reads their choice.
 //
-// It shows the tool, its environment, the key, the command or arguments
-// (escaped: no control or non-ASCII character reaches the terminal as is),
-// what the call loosens, diagnostics and warnings, and only the choices the
-// gate offers: a @shell key is never offered "this project", and a call that
-// touches a dangerous path is offered "once" only.
+// It shows the tool, its environment and description, the command or
+// module or image with its arguments, what the call adds to the
+// environment, its working directory and stdin, every mount with its source
+// resolved, the key, what the call loosens, why it is asked (the decision's
+// reason and diagnostics), warnings, and what a lasting grant covers. Text
+// that comes from the call is escaped: no control or non-ASCII character
+// reaches the terminal as is. The arrows ccrun writes itself ("→") are
+// kept.
+//
+// The answers are letters that never change meaning: o (once), s (this
+// session), p (this project), d (deny); each is shown only when offered,
+// and Enter alone is the default, deny. Anything else is answered with what
+// is on offer, never taken silently. A @shell key is never offered "this
+// project", a call that touches a dangerous path is offered "once" only,
+// and "this session" is offered only when a session is running.
 package prompt
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 )
 
-// Terminal asks on Out and reads answers from In. It is not safe for
-// concurrent use: one prompt at a time, as on one terminal.
+// Errors Approve returns when nobody answered; the gate then denies. Test
+// them with errors.Is.
+var (
+	// ErrInterrupted: the person pressed Ctrl-C at the prompt (the
+	// context was cancelled).
+	ErrInterrupted = errors.New("interrupted at the prompt (Ctrl-C)")
+	// ErrClosed: the prompt's input ended (Ctrl-D at the terminal).
+	ErrClosed = errors.New("the prompt's input ended (Ctrl-D)")
+)
+
+// Terminal asks on Out and reads answers from In, one line each. It is not
+// safe for concurrent use: one prompt at a time, as on one terminal.
 type Terminal struct {
 	In  io.Reader
 	Out io.Writer
-	r   *bufio.Reader
+	// Session says whether a session is running that a "this session"
+	// answer can live in. Default false: "this session" is not offered,
+	// and the prompt says how to start a session.
+	Session bool
+	// Describe returns the description of a tool (a capability's), shown
+	// under the tool's name; nil or "": none shown.
+	Describe func(tool string) string
+
+	r       *bufio.Reader
+	pending chan line // a read still under way (after a Ctrl-C), taken by the next prompt
 }
 
-type choice struct {
-	keys  []string
-	label string
-	grant ceiling.Grant
+// line is what one read of the input gave.
+type line struct {
+	s   string
+	err error
 }
 
-// Choices returns the grants offered for d, most restrictive first, and why
-// any was left out.
-func Choices(req *permission.Request, d *permission.Decision) (offered []ceiling.Grant, note string) {
+// Choices returns the grants offered for d, most restrictive first, and
+// why any was left out (one note per grant left out). session says whether
+// a session is running.
+func Choices(req *permission.Request, d *permission.Decision, session bool) (offered []ceiling.Grant, notes []string) {
 	limit := d.Offer
 	if limit == ceiling.Deny {
 		limit = ceiling.Of(req.Environment)
 	}
 	for _, g := range []ceiling.Grant{ceiling.Once, ceiling.AlwaysThisSession, ceiling.AlwaysThisProject} {
-		if g <= limit {
-			offered = append(offered, g)
+		if g > limit {
+			continue
 		}
+		if g == ceiling.AlwaysThisSession && !session {
+			continue
+		}
+		offered = append(offered, g)
 	}
 	switch {
 	case limit == ceiling.Once:
-		note = "only \"once\" is offered: the call touches a dangerous path"
-	case limit < ceiling.AlwaysThisProject && req.Environment == ceiling.Shell:
-		note = "\"this project\" is not offered: a @shell command runs with your own rights, so its grant ends with the session"
+		notes = append(notes, `only "once" is offered: the call touches a dangerous path`)
+	default:
+		if !session {
+			notes = append(notes, `"this session" is not offered: no session is running (start one with eval "$(ccrun session start)", then run this again)`)
+		}
+		if limit < ceiling.AlwaysThisProject && req.Environment == ceiling.Shell {
+			notes = append(notes, `"this project" is not offered: a @shell command runs with your own rights, so its grant ends with the session at most`)
+		}
 	}
-	return offered, note
+	return offered, notes
 }
 
-// Approve implements permission.Approver.
-func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
-	if t.r == nil {
-		t.r = bufio.NewReader(t.In)
-	}
+// answer is one choice the prompt offers.
+type answer struct {
+	letter, word, label string
+	grant               ceiling.Grant
+}
+
+var answers = []answer{
+	{"o", "once", "once", ceiling.Once},
+	{"s", "session", "this session", ceiling.AlwaysThisSession},
+	{"p", "project", "this project", ceiling.AlwaysThisProject},
+}
+
+var deny = answer{"d", "deny", "deny", ceiling.Deny}
+
+// Render writes what Approve shows for p, up to (not including) the
+// question, as text for a terminal. session says whether a session is
+// running; describe may be nil.
+func Render(p *permission.Prompt, session bool, describe func(string) string) string {
 	req, d := p.Request, p.Decision
-	offered, note := Choices(req, d)
+	offered, notes := Choices(req, d, session)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nccrun: %s (%s) asks to run\n", permission.Escape(req.Tool), req.Environment)
+	if describe != nil {
+		if s := describe(req.Tool); s != "" {
+			fmt.Fprintf(&b, "  about:     %s\n", permission.Escape(s))
+		}
+	}
 	if req.Display != "" {
 		for _, line := range strings.Split(req.Display, "\n") {
 			fmt.Fprintf(&b, "    %s\n", permission.Escape(line))
 		}
 	}
-	fmt.Fprintf(&b, "  key:      %s\n", d.Key)
+	if len(req.Args) > 0 {
+		q := make([]string, len(req.Args))
+		for i, a := range req.Args {
+			q[i] = strconv.QuoteToASCII(a)
+		}
+		fmt.Fprintf(&b, "  args:      %s\n", strings.Join(q, " "))
+	}
+	for _, kv := range req.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "  env:       %s=%s\n", permission.Escape(k), strconv.QuoteToASCII(v))
+	}
+	if req.Dir != "" {
+		fmt.Fprintf(&b, "  dir:       %s\n", resolved(req.Dir))
+	}
+	if req.Stdin != "" {
+		fmt.Fprintf(&b, "  stdin:     %s\n", permission.Escape(req.Stdin))
+	}
+	label := "path:     "
+	if req.Environment == ceiling.Wasm || req.Environment == ceiling.Docker {
+		label = "mount:    "
+	}
+	for _, path := range req.Paths {
+		fmt.Fprintf(&b, "  %s %s%s\n", label, resolved(path), mountMode(req, path))
+	}
+	fmt.Fprintf(&b, "  key:       %s\n", d.Key)
 	if req.Digest != "" {
-		fmt.Fprintf(&b, "  digest:   %s\n", req.Digest)
+		fmt.Fprintf(&b, "  digest:    %s\n", req.Digest)
 	}
 	for _, l := range req.Loosens {
-		fmt.Fprintf(&b, "  loosens:  %s\n", permission.Escape(l))
+		fmt.Fprintf(&b, "  loosens:   %s\n", own(l))
 	}
 	if d.Reason != "" {
-		fmt.Fprintf(&b, "  why asked: %s\n", permission.Escape(d.Reason))
-	}
-	for _, w := range d.Warnings {
-		fmt.Fprintf(&b, "  WARNING:  %s\n", permission.Escape(w))
+		fmt.Fprintf(&b, "  why asked: %s\n", own(d.Reason))
 	}
 	for _, x := range d.Diagnostics {
-		fmt.Fprintf(&b, "  note:     %s\n", permission.Escape(x))
+		fmt.Fprintf(&b, "  note:      %s\n", own(x))
 	}
-	if note != "" {
-		fmt.Fprintf(&b, "  (%s)\n", note)
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "  WARNING:   %s\n", own(w))
 	}
-	choices := make([]choice, 0, 4)
-	for i, g := range offered {
-		c := choice{grant: g, keys: []string{fmt.Sprint(i + 1)}}
+	if c := covers(req, d, offered); c != "" {
+		fmt.Fprintf(&b, "  a grant:   %s\n", c)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "  (%s)\n", n)
+	}
+	return b.String()
+}
+
+// covers says what a lasting grant would cover, when one is offered.
+func covers(req *permission.Request, d *permission.Decision, offered []ceiling.Grant) string {
+	lasting := ""
+	for _, g := range offered {
 		switch g {
-		case ceiling.Once:
-			c.label, c.keys = "once", append(c.keys, "o", "once", "y", "yes")
 		case ceiling.AlwaysThisSession:
-			c.label, c.keys = "this session", append(c.keys, "s", "session")
+			lasting = `"this session"`
 		case ceiling.AlwaysThisProject:
-			c.label, c.keys = "this project", append(c.keys, "p", "project")
-		}
-		choices = append(choices, c)
-	}
-	choices = append(choices, choice{label: "deny", grant: ceiling.Deny,
-		keys: []string{fmt.Sprint(len(offered) + 1), "d", "deny", "n", "no"}})
-	b.WriteString("  allow? ")
-	for i, c := range choices {
-		if i > 0 {
-			b.WriteString("  ")
-		}
-		fmt.Fprintf(&b, "[%s] %s", c.keys[0], c.label)
-	}
-	b.WriteString(": ")
-	if _, err := io.WriteString(t.Out, b.String()); err != nil {
-		return ceiling.Deny, err
-	}
-	for {
-		line, err := t.readLine(ctx)
-		if err != nil {
-			fmt.Fprintln(t.Out)
-			return ceiling.Deny, fmt.Errorf("prompt: no answer: %w", err)
-		}
-		ans := strings.ToLower(strings.TrimSpace(line))
-		for _, c := range choices {
-			for _, k := range c.keys {
-				if ans == k {
-					return c.grant, nil
-				}
+			if lasting != "" {
+				lasting += ` or "this project"`
+			} else {
+				lasting = `"this project"`
 			}
 		}
-		fmt.Fprintf(t.Out, "  answer with a number (1-%d) or o/s/p/d: ", len(choices))
+	}
+	if lasting == "" {
+		return ""
+	}
+	switch {
+	case req.Tool == "run_docker":
+		return lasting + " covers every command of this image (this image ID) with these mounts and network, whatever its arguments"
+	case req.Tool == "run_wasm":
+		return lasting + " covers every run of this module (these bytes) with these mounts, whatever its arguments"
+	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command":
+		return fmt.Sprintf("%s covers every command under the key %s, whatever its further arguments", lasting, d.Key)
+	case req.Tool == "run_command":
+		return lasting + " covers this exact command only"
+	case req.Environment == ceiling.Docker:
+		return lasting + " covers every call of this capability while its files and image stay as they are, whatever its input and arguments"
+	default:
+		return lasting + " covers every call of this capability while its files stay as they are, whatever its input and arguments"
 	}
 }
 
-func (t *Terminal) readLine(ctx context.Context) (string, error) {
-	type res struct {
-		s   string
-		err error
+// mountMode labels an ad-hoc mount read-only or read-write (a capability's
+// mounts are listed with their modes under "loosens").
+func mountMode(req *permission.Request, path string) string {
+	if req.Tool != "run_wasm" && req.Tool != "run_docker" {
+		return ""
 	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := t.r.ReadString('\n')
-		if err == io.EOF && s != "" {
-			err = nil
+	for _, l := range req.Loosens {
+		if strings.HasPrefix(l, "writable mount "+path+":") {
+			return " (read-write)"
 		}
-		ch <- res{s, err}
-	}()
+	}
+	return " (read-only)"
+}
+
+// resolved shows path escaped, followed by where it really points when a
+// symlink makes that differ.
+func resolved(path string) string {
+	s := permission.Escape(path)
+	real, err := filepath.EvalSymlinks(path)
+	switch {
+	case err != nil:
+		return s + " (does not exist)"
+	case filepath.IsAbs(path) && real != filepath.Clean(path):
+		return s + " → " + permission.Escape(real)
+	}
+	return s
+}
+
+// own escapes text that ccrun wrote around parts it did not: every part is
+// escaped, the arrows between them are kept.
+func own(s string) string {
+	parts := strings.Split(s, "→")
+	for i, p := range parts {
+		parts[i] = permission.Escape(p)
+	}
+	return strings.Join(parts, "→")
+}
+
+// question is the line that asks, with the answers offered and the
+// default.
+func question(offered []answer) string {
+	var b strings.Builder
+	b.WriteString("  allow? ")
+	for _, a := range offered {
+		fmt.Fprintf(&b, "[%s] %s  ", a.letter, a.label)
+	}
+	b.WriteString("(Enter: deny): ")
+	return b.String()
+}
+
+// Approve implements permission.Approver. Ctrl-C (the context cancelled)
+// returns ErrInterrupted, Ctrl-D ErrClosed; the gate denies either way.
+func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	if t.r == nil {
+		t.r = bufio.NewReader(t.In)
+	}
+	grants, notes := Choices(p.Request, p.Decision, t.Session)
+	var offered []answer
+	for _, a := range answers {
+		for _, g := range grants {
+			if a.grant == g {
+				offered = append(offered, a)
+			}
+		}
+	}
+	offered = append(offered, deny)
+	text := Render(p, t.Session, t.Describe) + question(offered)
+	if _, err := io.WriteString(t.Out, text); err != nil {
+		return ceiling.Deny, err
+	}
+	letters := make([]string, len(offered))
+	for i, a := range offered {
+		letters[i] = a.letter
+	}
+	valid := strings.Join(letters, ", ")
+	for {
+		got, err := t.readLine(ctx)
+		switch {
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			fmt.Fprintf(t.Out, "\n  denied: interrupted (Ctrl-C)\n")
+			return ceiling.Deny, fmt.Errorf("prompt: %w", ErrInterrupted)
+		case errors.Is(err, io.EOF):
+			fmt.Fprintf(t.Out, "\n  denied: no answer (Ctrl-D)\n")
+			return ceiling.Deny, fmt.Errorf("prompt: %w", ErrClosed)
+		case err != nil:
+			fmt.Fprintln(t.Out)
+			return ceiling.Deny, fmt.Errorf("prompt: reading the answer: %w", err)
+		}
+		ans := strings.ToLower(strings.TrimSpace(got))
+		if ans == "" {
+			return ceiling.Deny, nil
+		}
+		for _, a := range offered {
+			if ans == a.letter || ans == a.word {
+				return a.grant, nil
+			}
+		}
+		why := "not an answer"
+		for _, a := range answers {
+			if ans == a.letter || ans == a.word {
+				why = fmt.Sprintf("%q is not offered here", a.label)
+				for _, n := range notes {
+					if strings.Contains(n, `"`+a.label+`"`) {
+						why = n
+					}
+				}
+			}
+		}
+		fmt.Fprintf(t.Out, "  %s: %s; answer %s (Enter: deny): ", strconv.QuoteToASCII(ans), why, valid)
+	}
+}
+
+// readLine reads one line, or returns the context's error when it ends
+// first. A line cut by the end of input is returned with no error; an end
+// of input with nothing read is io.EOF.
+func (t *Terminal) readLine(ctx context.Context) (string, error) {
+	if t.pending == nil {
+		ch := make(chan line, 1)
+		go func() {
+			s, err := t.r.ReadString('\n')
+			if err == io.EOF && s != "" {
+				err = nil
+			}
+			ch <- line{s, err}
+		}()
+		t.pending = ch
+	}
 	select {
-	case r := <-ch:
-		return r.s, r.err
+	case l := <-t.pending:
+		t.pending = nil
+		return l.s, l.err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
