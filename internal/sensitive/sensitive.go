@@ -291,3 +291,28 @@ func Anchored(home string) []string {
 	}
 	return out
 }
+
+// Above reports whether a path below rel (relative, slash-separated) could
+// be covered by a row that rel itself is not: rel ends with the leading
+// components of a longer row (".git" for .git/config, ".config" for
+// .config/fish, "sub/.cargo" for .cargo/credentials). A symbolic link or a
+// renamed directory at such a path gives a sandbox a second name for what
+// the host will read there.
+func Above(rel string) bool {
+	rel = strings.Trim(path.Clean("/"+rel), "/")
+	if rel == "" {
+		return false
+	}
+	comps := strings.Split(rel, "/")
+	for _, r := range Rows {
+		if r.Abs {
+			continue
+		}
+		for k := 1; k < len(r.Seq) && k <= len(comps); k++ {
+			if (Row{Seq: r.Seq[:k]}).MatchComps(comps[len(comps)-k:]) {
+				return true
+			}
+		}
+	}
+	return false
+}

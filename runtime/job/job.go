@@ -10,10 +10,15 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
 // Reason says why a run ended.
@@ -74,10 +79,88 @@ func (l Limits) WithDefaults() Limits {
 
 // Mount makes a host directory visible to a sandboxed program at Guest.
 // It is read-only unless Writable is set.
+//
+// Under a writable mount the paths of the dangerous-path table
+// (internal/sensitive: .git/hooks, .git/config, .envrc, ccrun.local.json,
+// .ccrun/, editor settings, keys...) stay read-only, at any depth, unless
+// Implants names them: the sandbox cannot plant what the host runs later.
 type Mount struct {
 	Host     string `json:"host"`
 	Guest    string `json:"guest"`
 	Writable bool   `json:"rw,omitempty"`
+	// Implants are the protected paths, relative to Host and slash-
+	// separated (".git/hooks", "sub/.envrc"), that a writable mount may
+	// change all the same: each and everything under it. Default none. A
+	// manifest names them explicitly; the prompt shows them and offers
+	// only Once.
+	Implants []string `json:"implants,omitempty"`
+}
+
+// CheckImplants refuses an Implants entry that is empty, absolute, not
+// clean, climbs with "..", or names no protected path: ErrInvalidMount.
+func (m Mount) CheckImplants() error {
+	for _, p := range m.Implants {
+		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+			return fmt.Errorf("mount %s: implant %q: want a clean relative path: %w", m, p, ErrInvalidMount)
+		}
+		if _, ok := sensitive.Under(p); !ok {
+			return fmt.Errorf("mount %s: implant %q is not a protected path: %w", m, p, ErrInvalidMount)
+		}
+	}
+	return nil
+}
+
+// ErrInvalidMount is the class of a Mount that cannot be used as given.
+var ErrInvalidMount = errors.New("invalid mount")
+
+// Protected reports whether rel, a path relative to Host and slash-
+// separated, is one a sandbox may not change through a writable m: a row
+// of the dangerous-path table covers it, at any depth, and Implants does
+// not name it or a directory above it. The row says why.
+func (m Mount) Protected(rel string) (sensitive.Row, bool) {
+	rel = strings.Trim(path.Clean("/"+rel), "/")
+	row, ok := sensitive.Under(rel)
+	if !ok {
+		return sensitive.Row{}, false
+	}
+	for _, p := range m.Implants {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return sensitive.Row{}, false
+		}
+	}
+	return row, true
+}
+
+// Resolved returns Host made absolute with every symbolic link resolved:
+// the directory the sandbox really sees, for the prompt.
+func (m Mount) Resolved() (string, error) {
+	abs, err := filepath.Abs(m.Host)
+	if err != nil {
+		return "", fmt.Errorf("mount %s: %w", m, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("mount %s: %w", m, err)
+	}
+	return real, nil
+}
+
+// Dangerous reports whether the mount's resolved source holds the
+// home-anchored or absolute locations of the dangerous-path table: it is
+// home, an ancestor of home, / or /etc (sensitive.Contains). Such a mount
+// hands the sandbox keys and credentials: the gate asks, Once only. The
+// resolved source is returned for the prompt.
+func (m Mount) Dangerous(home string) (real string, dangerous bool, err error) {
+	real, err = m.Resolved()
+	if err != nil {
+		return "", false, err
+	}
+	if home != "" {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			home = h
+		}
+	}
+	return real, sensitive.Contains(filepath.ToSlash(real), filepath.ToSlash(home)), nil
 }
 
 // ParseMount reads HOST:GUEST[:ro|rw] as the --mount flag takes it. The

@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,10 +61,10 @@ func TestParseMount(t *testing.T) {
 		"a:/b:rw": {Host: "a", Guest: "/b", Writable: true},
 	} {
 		got, err := ParseMount(in)
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("ParseMount(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
-		if back, _ := ParseMount(got.String()); back != got {
+		if back, _ := ParseMount(got.String()); !reflect.DeepEqual(back, got) {
 			t.Errorf("%q does not round-trip: %q", in, got.String())
 		}
 	}
