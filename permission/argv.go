@@ -18,21 +18,7 @@ import (
 // environment. When it says no, reason says why. It is safe for concurrent
 // use.
 func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
-	if len(argv) == 0 {
-		return false, "no command"
-	}
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if why, runs := RunsPrograms(name); runs {
-			return false, "the environment sets " + name + " (" + why + ")"
-		}
-	}
-	for _, a := range argv {
-		if strings.ContainsFunc(a, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
-			return false, "has control characters"
-		}
-	}
-	return roArgv(argv, false, 0)
+	return shellcmd.ReadOnlyArgv(argv, env)
 }
 
 // KeyOfArgv returns the key a simple command of these literal words gets:

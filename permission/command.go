@@ -1,22 +1,14 @@
 package permission
 
 import (
-	"errors"
-	"fmt"
-	"path"
-	"reflect"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"unicode/utf8"
-
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/permission/shellcmd"
 )
 
 // ShellVariant is the shell language ParseCommand reads: Bash, as the
 // @shell executor (mvdan.cc/sh/v3/interp) runs bash-like syntax.
-const ShellVariant = syntax.LangBash
+const ShellVariant = shellcmd.Variant
 
 // ShellTool is the tool name of the keys ParseCommand makes.
 const ShellTool = "run_command"
@@ -27,56 +19,24 @@ const ShellTool = "run_command"
 const (
 	// CanonicalEmpty is the canonical text (and exact key action) of a
 	// command with no statement at all: empty, blank or only comments.
-	CanonicalEmpty = "#empty"
+	CanonicalEmpty = shellcmd.CanonicalEmpty
 	// UnparsedPrefix starts the canonical text (and exact key action) of a
 	// command that does not parse; the source follows it unchanged.
-	UnparsedPrefix = "#unparsed:"
+	UnparsedPrefix = shellcmd.UnparsedPrefix
 )
 
-// Limits on the text ParseCommand parses; longer or denser text is keyed
-// as unparsed. The parser, the printer and the check of the printed form
-// recurse once per level of nesting, and a few hundred thousand levels
-// overflow the goroutine stack, which is fatal, not a panic: an agent must
-// not be able to crash the gate with ((((((…. Every level of nesting takes
-// at least one operator byte, one of ( ) { } [ ] < > | & ; ! $ ` + - * / %
-// = ? : , ^ ~ @ or a newline, or the word time or coproc; so bounding
-// their number bounds the depth.
+// Limits on the text ParseCommand parses (shellcmd.MaxBytes,
+// shellcmd.MaxOperators); longer or denser text is keyed as unparsed.
 const (
 	// MaxCommandBytes is the longest text ParseCommand parses: 1 MiB.
-	MaxCommandBytes = 1 << 20
-	// MaxCommandOperators is the most operator bytes (as above) the text
-	// may hold: 8192, which leaves room for a here-document of a few
-	// hundred lines of code. Nesting that deep parses in well under a second.
-	MaxCommandOperators = 8192
+	MaxCommandBytes = shellcmd.MaxBytes
+	// MaxCommandOperators is the most operator bytes the text may hold: 8192.
+	MaxCommandOperators = shellcmd.MaxOperators
 )
-
-var operatorBytes = func() (t [256]bool) {
-	for _, c := range []byte("(){}[]<>|&;!$`+-*/%=?:,^~@\n\r") {
-		t[c] = true
-	}
-	return t
-}()
-
-// tooBig says why src is beyond the limits, or returns "".
-func tooBig(src string) string {
-	if len(src) > MaxCommandBytes {
-		return fmt.Sprintf("longer than %d bytes", MaxCommandBytes)
-	}
-	n := strings.Count(src, "time") + strings.Count(src, "coproc")
-	for i := 0; i < len(src); i++ {
-		if operatorBytes[src[i]] {
-			n++
-		}
-	}
-	if n > MaxCommandOperators {
-		return fmt.Sprintf("more than %d operators", MaxCommandOperators)
-	}
-	return ""
-}
 
 // ErrUnparsable is the class of Command.Err: the text is not a shell
 // program ParseCommand accepts.
-var ErrUnparsable = errors.New("shell command does not parse")
+var ErrUnparsable = shellcmd.ErrUnparsable
 
 // Command is a shell command as the gate and the @shell executor see it:
 // parsed once, keyed from that parse, and run from that same parse.
@@ -124,13 +84,8 @@ type Command struct {
 	Err error
 }
 
-var (
-	parsers  = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(ShellVariant)) }}
-	printers = sync.Pool{New: func() any { return syntax.NewPrinter() }}
-)
-
-// ParseCommand parses src as a Bash program (syntax.LangBash, comments
-// dropped) and keys it. It never fails: text that does not parse is a
+// ParseCommand parses src with shellcmd.Parse, the one guarded parser
+// (syntax.LangBash, comments dropped), and keys it. It never fails: text that does not parse is a
 // compound command with a nil File and Err set. It is safe for concurrent
 // use.
 //
@@ -143,12 +98,13 @@ var (
 // continuation and no control byte in its source. A simple command keys
 // by its program as written, path and all (./git is not git), with as
 // detail its first argument not starting with '-', when that argument is
-// literal and bare (otherwise no detail):
+// literal and bare (otherwise no detail), and for git only when every
+// option before it changes nothing about what runs (--no-pager, -P):
 //
 //	git status         run_command:git:status
 //	"git" status       run_command:git:status (so do g''it and \git)
 //	./git status       run_command:./git:status
-//	git -C dir push    run_command:git:dir
+//	git -C dir push    run_command:git (a global option of git: no detail)
 //	git "$X" push      run_command:git
 //
 // Everything else is compound and keys exactly by its canonical text:
@@ -169,250 +125,15 @@ var (
 // tree (a$()<() is one word, printed as two). Neither can collide with a
 // parsed command's key: printer output never starts with '#'.
 func ParseCommand(src string) *Command {
-	c := &Command{Source: src}
-	if strings.IndexByte(src, 0) >= 0 {
-		return c.unparsed(errors.New("NUL byte in command"))
+	p := shellcmd.Parse(src)
+	c := &Command{Source: p.Source, File: p.File, Canonical: p.Canonical, Compound: p.Compound,
+		Program: p.Program, Args: p.Args, Literal: p.Literal, Err: p.Err}
+	if p.Compound {
+		c.Key = Key{Tool: ShellTool, Action: p.Canonical, Exact: true}
+	} else {
+		c.Key = Key{Tool: ShellTool, Action: p.Program, Detail: p.Detail}
 	}
-	if why := tooBig(src); why != "" {
-		return c.unparsed(errors.New(why))
-	}
-	f, err := parse(src)
-	if err != nil {
-		return c.unparsed(err)
-	}
-	if len(f.Stmts) == 0 {
-		c.File, c.Canonical, c.Compound = f, CanonicalEmpty, true
-		c.Key = Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}
-		return c
-	}
-	if c.Canonical, err = printNode(f); err != nil {
-		return c.unparsed(err)
-	}
-	if c.simple(src, f) {
-		c.File = f
-		return c
-	}
-	c.File, c.Compound = f, true
-	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
-	if c.Canonical == src {
-		return c // f is the parse of the canonical text already
-	}
-	// Run what was keyed: the parse of the canonical text. The printer is
-	// meant to print a tree that parses back to itself; where it does not
-	// (a$()<() prints as two words), fail closed.
-	g, err := parse(c.Canonical)
-	if err != nil {
-		return c.unparsed(fmt.Errorf("printed form %s does not parse back: %v", shorten(c.Canonical), err))
-	}
-	if !sameTree(f, g) {
-		return c.unparsed(fmt.Errorf("printed form %s does not mean the same", shorten(c.Canonical)))
-	}
-	c.File = g
 	return c
-}
-
-func (c *Command) unparsed(err error) *Command {
-	*c = Command{
-		Source:    c.Source,
-		Canonical: UnparsedPrefix + c.Source,
-		Compound:  true,
-		Err:       fmt.Errorf("%s: %v: %w", shorten(c.Source), err, ErrUnparsable),
-	}
-	c.Key = Key{Tool: ShellTool, Action: c.Canonical, Exact: true}
-	return c
-}
-
-// shorten escapes s for an error message, cut after 200 bytes.
-func shorten(s string) string {
-	if len(s) > 200 {
-		return Escape(s[:200]) + "..."
-	}
-	return Escape(s)
-}
-
-// parse parses src with a pooled parser. A panic in the parser is an
-// error (the command is then keyed as unparsed), and that parser is not
-// reused.
-func parse(src string) (f *syntax.File, err error) {
-	p := parsers.Get().(*syntax.Parser)
-	defer func() {
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("parser panicked: %v", r)
-			return
-		}
-		parsers.Put(p)
-	}()
-	return p.Parse(strings.NewReader(src), "")
-}
-
-// printNode prints n with a pooled printer, without a final newline. A
-// panic in the printer is an error, and that printer is not reused.
-func printNode(n syntax.Node) (_ string, err error) {
-	p := printers.Get().(*syntax.Printer)
-	var b strings.Builder
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("printer panicked: %v", r)
-			return
-		}
-		printers.Put(p)
-	}()
-	if err := p.Print(&b, n); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
-}
-
-// simple fills in c as a simple command if f is one.
-func (c *Command) simple(src string, f *syntax.File) bool {
-	if len(f.Stmts) != 1 {
-		return false
-	}
-	st := f.Stmts[0]
-	if st.Negated || st.Background || st.Coprocess || st.Disown || len(st.Redirs) > 0 {
-		return false
-	}
-	call, ok := st.Cmd.(*syntax.CallExpr)
-	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 {
-		return false
-	}
-	prog := call.Args[0]
-	from, to := prog.Pos().Offset(), prog.End().Offset()
-	if from >= to || to > uint(len(src)) {
-		return false
-	}
-	raw := src[from:to]
-	for i := 0; i < len(raw); i++ {
-		if raw[i] < 0x20 || raw[i] >= 0x7f {
-			return false // line continuation, NUL or other hidden byte
-		}
-	}
-	name, ok := literal(prog)
-	if !ok || !bare(name, false) || strings.IndexByte(name, '~') >= 0 {
-		return false
-	}
-	args := make([]string, len(call.Args)-1)
-	lit := make([]bool, len(args))
-	for i, w := range call.Args[1:] {
-		if !plainWord(w) {
-			return false
-		}
-		args[i], lit[i] = literal(w)
-		if !lit[i] {
-			var err error
-			if args[i], err = printNode(w); err != nil {
-				return false
-			}
-		}
-	}
-	c.Program, c.Args, c.Literal = name, args, lit
-	c.Key = Key{Tool: ShellTool, Action: name}
-	for i, a := range args {
-		if lit[i] && strings.HasPrefix(a, "-") {
-			if path.Base(name) == "git" && !slices.Contains(gitGlobal, a) {
-				// git -C d status, --git-dir=x, -c k=v: a global option
-				// changes what the subcommand does, so no detail hides it
-				break
-			}
-			continue
-		}
-		if lit[i] && bare(a, false) {
-			c.Key.Detail = a
-		}
-		break
-	}
-	return true
-}
-
-// plainWord reports whether w runs nothing when expanded: only text,
-// quotes, extended globs and plain parameter expansions.
-func plainWord(w *syntax.Word) bool {
-	return plainParts(w.Parts)
-}
-
-func plainParts(parts []syntax.WordPart) bool {
-	for _, p := range parts {
-		switch p := p.(type) {
-		case *syntax.Lit, *syntax.SglQuoted, *syntax.ExtGlob:
-		case *syntax.DblQuoted:
-			if !plainParts(p.Parts) {
-				return false
-			}
-		case *syntax.ParamExp:
-			// $x and ${x} only: indexes and operators hold arithmetic and
-			// words that may run code; Bash evaluates some of them from
-			// the variable's value (${x@P}, ${a[$i]}).
-			if p.Excl || p.Length || p.Width || p.IsSet || p.Flags != nil ||
-				p.NestedParam != nil || p.Index != nil || p.Modifiers != nil ||
-				p.Slice != nil || p.Repl != nil || p.Names != 0 || p.Exp != nil ||
-				p.Split != 0 || p.GlobSubst != 0 || p.RcExpand != 0 {
-				return false
-			}
-		default: // command, process and arithmetic substitution, and anything new
-			return false
-		}
-	}
-	return true
-}
-
-// literal returns the value of w after quote removal when w is fully
-// literal: plain text and '…' or "…" quoting only, and no unquoted
-// character that expands (* ? [ { ~).
-func literal(w *syntax.Word) (string, bool) {
-	var b strings.Builder
-	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if !unquote(&b, p.Value, false) {
-				return "", false
-			}
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok || !unquote(&b, l.Value, true) {
-					return "", false
-				}
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
-}
-
-// unquote removes backslash quoting from the source text of a literal,
-// unquoted or inside double quotes, and reports false when an unquoted
-// character in it would expand.
-func unquote(b *strings.Builder, s string, dbl bool) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '\\' && i+1 < len(s) {
-			n := s[i+1]
-			if !dbl || strings.IndexByte("$`\"\\\n", n) >= 0 {
-				i++
-				if n != '\n' {
-					b.WriteByte(n)
-				}
-				continue
-			}
-		}
-		if !dbl && strings.IndexByte("*?[{~", c) >= 0 {
-			return false
-		}
-		if !dbl && c == '\\' { // a lone trailing backslash
-			return false
-		}
-		b.WriteByte(c)
-	}
-	return true
 }
 
 // Escape returns s for showing to a person on one line: printable ASCII
@@ -421,171 +142,4 @@ func unquote(b *strings.Builder, s string, dbl bool) bool {
 // and so is each byte that is not valid UTF-8 (\xff). Two different
 // strings never escape to the same text. Escape is for display only; it
 // is not shell quoting.
-func Escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			if c == '\\' {
-				b.WriteString(`\\`)
-			} else {
-				b.WriteByte(c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			fmt.Fprintf(&b, `\x%02x`, c)
-			i++
-			continue
-		}
-		q := strconv.QuoteRuneToASCII(r)
-		b.WriteString(q[1 : len(q)-1])
-		i += n
-	}
-	return b.String()
-}
-
-var (
-	posType   = reflect.TypeFor[syntax.Pos]()
-	redirType = reflect.TypeFor[syntax.Redirect]()
-	litType   = reflect.TypeFor[syntax.Lit]()
-
-	// Fields that only say how a node was spelled: `…` or $(…), $[…] or $((…)).
-	spellingFields = map[reflect.Type]int{
-		reflect.TypeFor[syntax.CmdSubst]():  fieldIndex[syntax.CmdSubst]("Backquotes"),
-		reflect.TypeFor[syntax.ArithmExp](): fieldIndex[syntax.ArithmExp]("Bracket"),
-	}
-)
-
-// sameTree reports whether two syntax trees are the same but for what does
-// not change what runs: the positions of their nodes, `…` written $(…),
-// $[…] written $((…)), the tabs a <<- here-document strips, and a lone
-// backslash ending the text (a literal backslash) written as two.
-func sameTree(a, b *syntax.File) bool {
-	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b))
-}
-
-func sameValue(a, b reflect.Value) bool {
-	if a.Type() != b.Type() {
-		return false
-	}
-	switch a.Type() {
-	case posType:
-		return true
-	case litType:
-		va, vb := a.Field(litValue).String(), b.Field(litValue).String()
-		return va == vb || evenBackslashes(va) == evenBackslashes(vb)
-	case redirType:
-		if !a.CanAddr() || !b.CanAddr() {
-			return false
-		}
-		ra, rb := a.Addr().Interface().(*syntax.Redirect), b.Addr().Interface().(*syntax.Redirect)
-		if ra.Op == syntax.DashHdoc && rb.Op == syntax.DashHdoc && ra.Hdoc != nil && rb.Hdoc != nil {
-			ca, cb := *ra, *rb
-			ca.Hdoc, cb.Hdoc = stripTabs(ra.Hdoc), stripTabs(rb.Hdoc)
-			a, b = reflect.ValueOf(&ca).Elem(), reflect.ValueOf(&cb).Elem()
-		}
-	}
-	switch a.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if a.IsNil() || b.IsNil() {
-			return a.IsNil() == b.IsNil()
-		}
-		return sameValue(a.Elem(), b.Elem())
-	case reflect.Struct:
-		for _, i := range fieldsOf(a.Type()) {
-			if !sameValue(a.Field(i), b.Field(i)) {
-				return false
-			}
-		}
-		return true
-	case reflect.Slice, reflect.Array:
-		if a.Len() != b.Len() {
-			return false
-		}
-		for i := range a.Len() {
-			if !sameValue(a.Index(i), b.Index(i)) {
-				return false
-			}
-		}
-		return true
-	case reflect.Bool:
-		return a.Bool() == b.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return a.Int() == b.Int()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return a.Uint() == b.Uint()
-	case reflect.String:
-		return a.String() == b.String()
-	}
-	return false // a kind syntax trees do not hold today: fail closed
-}
-
-// evenBackslashes doubles the last of an odd run of backslashes ending s, as
-// the printer does to keep a literal backslash at the end of a file one.
-func evenBackslashes(s string) string {
-	if n := len(s) - len(strings.TrimRight(s, `\`)); n%2 == 1 {
-		return s + `\`
-	}
-	return s
-}
-
-var (
-	litValue     = fieldIndex[syntax.Lit]("Value")
-	structFields sync.Map // reflect.Type → []int
-)
-
-// fieldsOf returns the indexes of the fields of struct type t that say
-// what runs: not positions, not spellings.
-func fieldsOf(t reflect.Type) []int {
-	if f, ok := structFields.Load(t); ok {
-		return f.([]int)
-	}
-	skip, ok := spellingFields[t]
-	if !ok {
-		skip = -1
-	}
-	var idx []int
-	for i := range t.NumField() {
-		if i != skip && t.Field(i).Type != posType {
-			idx = append(idx, i)
-		}
-	}
-	structFields.Store(t, idx)
-	return idx
-}
-
-func fieldIndex[T any](name string) int {
-	f, ok := reflect.TypeFor[T]().FieldByName(name)
-	if !ok {
-		panic("permission: no field " + name)
-	}
-	return f.Index[0]
-}
-
-// stripTabs returns a copy of a <<- here-document body with the tabs that
-// start its lines removed, as Bash reads it.
-func stripTabs(w *syntax.Word) *syntax.Word {
-	c := &syntax.Word{}
-	start := true
-	for _, p := range w.Parts {
-		l, ok := p.(*syntax.Lit)
-		if !ok {
-			c.Parts = append(c.Parts, p)
-			start = false
-			continue
-		}
-		var b strings.Builder
-		for i := 0; i < len(l.Value); i++ {
-			if start && l.Value[i] == '\t' {
-				continue
-			}
-			start = l.Value[i] == '\n'
-			b.WriteByte(l.Value[i])
-		}
-		c.Parts = append(c.Parts, &syntax.Lit{Value: b.String()})
-	}
-	return c
-}
+func Escape(s string) string { return shellcmd.Escape(s) }

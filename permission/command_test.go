@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/permission/shellcmd"
 )
 
 // keyTests are commands and how they key. For a simple command want is the
@@ -220,11 +224,11 @@ func checkCommand(t *testing.T, c *Command) {
 		}
 		// The tree that runs is the parse of the canonical text, and it is
 		// the tree of the source: the printer changed nothing that runs.
-		src, err := parse(c.Source)
+		src, err := syntax.NewParser(syntax.Variant(ShellVariant)).Parse(strings.NewReader(c.Source), "")
 		if err != nil {
 			t.Fatalf("source %q does not parse: %v", c.Source, err)
 		}
-		if !sameTree(src, c.File) {
+		if !shellcmd.SameTree(src, c.File) {
 			t.Fatalf("the parse of canonical %q differs from the parse of source %q", c.Canonical, c.Source)
 		}
 	default:

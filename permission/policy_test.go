@@ -475,7 +475,7 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	for _, src := range []string{"git status", "go test ./... && git log --oneline -5 | head"} {
 		req := shellRequest(src)
-		f, _ := parseShell(src)
+		f, _ := parseFile(src)
 		req.Command.File = f
 		b.Run(fmt.Sprintf("len%d", len(src)), func(b *testing.B) {
 			b.ReportAllocs()

@@ -192,7 +192,7 @@ func BenchmarkIsReadOnly(b *testing.B) {
 		"git log --oneline -5 | head -3 && grep -rn foo . | wc -l",
 		"find . -name '*.go' -exec rm {} ;",
 	} {
-		f, _ := parseShell(src)
+		f, _ := parseFile(src)
 		b.Run(fmt.Sprintf("%s-len%d", strings.Fields(src)[0], len(src)), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

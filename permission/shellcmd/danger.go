@@ -1,0 +1,399 @@
+package shellcmd
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/internal/sensitive"
+)
+
+// DangerKind says why a path is dangerous (seed 003).
+type DangerKind string
+
+// The kinds.
+const (
+	// DangerLeak: reading it puts a secret in the conversation, writing it
+	// replaces a credential. Asked for reads and writes.
+	DangerLeak = DangerKind(sensitive.Leak)
+	// DangerImplant: one write makes something run later, every time (a
+	// shell rc file, a git hook, an editor's or agent's config, ccrun's own
+	// config). Asked for writes.
+	DangerImplant = DangerKind(sensitive.Implant)
+)
+
+// Finding is one dangerous path a call touches.
+type Finding struct {
+	Given    string // as written in the call
+	Resolved string // absolute, after ~, .. and symlinks
+	Kind     DangerKind
+	What     string // what lives there, for the person asked
+}
+
+// String says what was found, for a prompt.
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s (%s: %s)", f.Given, f.Kind, f.What)
+	if f.Resolved != "" && f.Resolved != f.Given {
+		s += " → " + f.Resolved
+	}
+	return s
+}
+
+// The dangerous path list is internal/sensitive's table (docs/policy.md),
+// the one the interpreter's handlers, the Landlock ruleset and the
+// sandboxes' mounts use too.
+
+// firstRule returns the first row of the table that covers the absolute,
+// clean path p (implant-class ones only when write), or -1.
+func firstRule(p string, write bool) int { return sensitive.First(p, write) }
+
+// Target is what Dangerous scans.
+type Target struct {
+	// Paths are file paths a call names (tool arguments, mounts), as given.
+	Paths []string
+	// WritePaths says Paths may be written (any call but a read).
+	WritePaths bool
+	// Shell is set for a shell command: File, or Source when File is nil
+	// (text that does not parse: its pieces are checked as text).
+	Shell  bool
+	File   *syntax.File
+	Source string
+	// Args are the command's positional parameters ($1…): each is checked
+	// as a path, and $1, $@, $* in the words are read as them.
+	Args []string
+	// WriteShell says the command's words may be written to (it is not
+	// read-only); redirections that write are writes regardless.
+	WriteShell bool
+}
+
+// Dangerous lists the dangerous paths t touches: its Paths, and, for a
+// shell command, every word of it — arguments, redirection targets,
+// assignments, the text of bash -c and eval, the parts of a word around =
+// and :, each brace expansion of a word as the interpreter expands it, the
+// value after an option letter (-ofile) — and its positional arguments,
+// taken generously: any word that could be a path is one. Paths are
+// compared after expanding ~ (and $HOME), taking relative paths against
+// projectDir, and resolving .. and symlinks (both the text's reading and
+// the file system's are checked); an expansion that is not known before
+// running stands, in a word with a /, for any one component
+// (/proc/$$/environ is /proc/*/environ). Leak-class paths count for any
+// access; implant-class paths for writes. Empty projectDir: the working
+// directory; empty home: $HOME. It is safe for concurrent use.
+func Dangerous(t Target, projectDir, home string) []Finding {
+	if projectDir == "" {
+		projectDir, _ = os.Getwd()
+	}
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	d := dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}, args: t.Args}
+	d.realProject = resolve(projectDir)
+	for _, p := range t.Paths {
+		d.check(p, t.WritePaths)
+	}
+	if !t.Shell {
+		return d.out
+	}
+	for _, a := range t.Args {
+		d.tokens(a, t.WriteShell)
+	}
+	if t.File != nil {
+		d.shell(t.File, t.WriteShell, 0)
+		d.recursive(t.File)
+	} else {
+		d.tokens(t.Source, true)
+	}
+	return d.out
+}
+
+type dangerScan struct {
+	projectDir, home string
+	realProject      string // projectDir with its symlinks resolved
+	seen             map[string]bool
+	args             []string // positional parameters
+	out              []Finding
+}
+
+func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Redirect:
+			if n.Word != nil && n.Hdoc == nil {
+				w := write
+				switch n.Op {
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+					syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
+					w = true
+				}
+				d.word(n.Word, w, depth)
+			}
+			if n.Hdoc != nil {
+				d.word(n.Hdoc, write, depth)
+			}
+			return n.Hdoc == nil
+		case *syntax.Word:
+			d.word(n, write, depth)
+		}
+		return true
+	})
+}
+
+func (d *dangerScan) word(w *syntax.Word, write bool, depth int) {
+	s := d.render(w)
+	d.tokens(s, write)
+	// a word that is itself shell text (bash -c, eval): look at its words too
+	if depth < maxNesting && strings.ContainsAny(s, " \t\n;|&<>") {
+		if f, ok := parseFile(s); ok {
+			d.shell(f, write, depth+1)
+		}
+	}
+}
+
+// tokens checks s whole and each piece of it between blanks, quotes,
+// shell operators, = , and :.
+func (d *dangerScan) tokens(s string, write bool) {
+	d.check(s, write)
+	for _, t := range strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(" \t\n\r'\"`;|&<>()=:,@", r)
+	}) {
+		if t != s {
+			d.check(t, write)
+		}
+	}
+}
+
+// recursive finds programs that read whole trees (grep -r, rg, find, tar,
+// cp -r, rsync…) given the home directory or one above it: the keys and
+// credentials in it would be read too.
+func (d *dangerScan) recursive(f *syntax.File) {
+	home := filepath.Clean(d.home)
+	for _, seg := range Segments(f) {
+		prog, lit := seg.Program()
+		if !lit {
+			continue
+		}
+		var args []string
+		for _, a := range seg.Argv[1:] {
+			args = append(args, a.Val)
+		}
+		switch path.Base(prog) {
+		case "grep", "egrep", "fgrep", "zgrep":
+			if !hasOpt(args, "--recursive", 'r') && !hasOpt(args, "--dereference-recursive", 'R') {
+				continue
+			}
+		case "cp", "scp":
+			if !hasOpt(args, "--recursive", 'r') && !hasOpt(args, "", 'R') && !hasOpt(args, "--archive", 'a') {
+				continue
+			}
+		case "rg", "ag", "ack", "find", "fd", "tar", "zip", "7z", "rsync", "rclone", "git":
+		default:
+			continue
+		}
+		for _, a := range args {
+			if a == "" || strings.HasPrefix(a, "-") {
+				continue
+			}
+			p := a
+			if p == "~" || strings.HasPrefix(p, "~/") {
+				p = filepath.Join(d.home, strings.TrimPrefix(p, "~"))
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(d.projectDir, p)
+			}
+			r := resolve(p)
+			if home != "" && home != "/" && (r == home || strings.HasPrefix(home, strings.TrimSuffix(r, "/")+"/")) {
+				key := "tree\x00" + r
+				if !d.seen[key] {
+					d.seen[key] = true
+					d.out = append(d.out, Finding{Given: a, Resolved: r, Kind: DangerLeak,
+						What: "the home directory, read as a whole tree (keys and credentials are in it)"})
+				}
+			}
+		}
+	}
+}
+
+// render renders w as well as can be told before running: $HOME and ~ as
+// the home directory, other expansions as nothing.
+func (d *dangerScan) render(w *syntax.Word) string {
+	var b strings.Builder
+	var part func(p syntax.WordPart)
+	part = func(p syntax.WordPart) {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value, false))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				part(q)
+			}
+		case *syntax.ParamExp:
+			if p.Param != nil && p.Param.Value == "HOME" {
+				b.WriteString(d.home)
+			}
+		}
+	}
+	for _, p := range w.Parts {
+		part(p)
+	}
+	return b.String()
+}
+
+func (d *dangerScan) check(given string, write bool) {
+	given = strings.TrimSpace(given)
+	if given == "" || strings.ContainsRune(given, 0) {
+		return
+	}
+	p := given
+	switch {
+	case p == "~":
+		p = d.home
+	case strings.HasPrefix(p, "~/"):
+		p = filepath.Join(d.home, p[2:])
+	case strings.HasPrefix(p, "file://"):
+		p = strings.TrimPrefix(p, "file://")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(d.projectDir, p)
+	}
+	if strings.ContainsAny(p, "*?[") {
+		d.glob(given, p, write)
+		return
+	}
+	lexical := filepath.Clean(p)
+	var physical string
+	if rest, ok := strings.CutPrefix(lexical, filepath.Clean(d.projectDir)+"/"); ok {
+		physical = resolveFrom(d.realProject, rest) // the project's own path resolved once
+	} else {
+		physical = resolve(p)
+	}
+	for _, cand := range []string{lexical, physical} {
+		i := firstRule(filepath.ToSlash(cand), write)
+		if i < 0 {
+			continue
+		}
+		r := sensitive.Rows[i]
+		key := string(r.Kind) + "\x00" + physical
+		if d.seen[key] {
+			continue
+		}
+		d.seen[key] = true
+		d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: DangerKind(r.Kind), What: r.What})
+	}
+}
+
+// maxGlob bounds how many expansions of one glob are checked.
+const maxGlob = 1000
+
+// glob checks what a glob would expand to, as bash would (a * or ? does
+// not match a leading dot unless the pattern's component starts with
+// one). A glob that expands to nothing is checked as text: a rule whose
+// name it could match counts (cat ~/.aw?/credentials before the file
+// exists; a write tool's literal path with a * in it), and so is one too
+// wide to expand (more than two glob components, or one under / or a
+// top-level directory).
+func (d *dangerScan) glob(given, pattern string, write bool) {
+	pattern = filepath.Clean(pattern)
+	pcomps := strings.Split(pattern, string(filepath.Separator))
+	fixed, globs := 0, 0
+	for _, c := range pcomps {
+		if strings.ContainsAny(c, "*?[") {
+			globs++
+		} else if globs == 0 {
+			fixed++
+		}
+	}
+	var matches []string
+	err := filepath.ErrBadPattern
+	if fixed >= 3 && globs <= 2 { // "", and two real directories: not a walk of the whole disk
+		matches, err = filepath.Glob(pattern)
+	}
+	n := 0
+	for _, m := range matches {
+		mcomps := strings.Split(m, string(filepath.Separator))
+		if len(mcomps) != len(pcomps) || hiddenByGlob(pcomps, mcomps) {
+			continue
+		}
+		if n++; n > maxGlob {
+			break
+		}
+		d.check(m, write)
+	}
+	if err != nil || n == 0 {
+		// nothing there (yet): compare the pattern's components with the rules' names
+		for _, r := range sensitive.Rows {
+			if (r.Kind == sensitive.Implant && !write) || !r.MatchPattern(pcomps[1:]) {
+				continue
+			}
+			key := string(r.Kind) + "\x00" + pattern
+			if !d.seen[key] {
+				d.seen[key] = true
+				d.out = append(d.out, Finding{Given: given, Resolved: pattern, Kind: DangerKind(r.Kind), What: r.What})
+			}
+		}
+	}
+}
+
+func hiddenByGlob(pcomps, mcomps []string) bool {
+	for i := range pcomps {
+		if strings.HasPrefix(mcomps[i], ".") && !strings.HasPrefix(pcomps[i], ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve returns p with every symlink of its existing part followed and
+// .. taken on the real directories, as the kernel would; the part that does
+// not exist is joined lexically.
+func resolve(p string) string { return resolveFrom("/", p) }
+
+// resolveFrom is resolve for a path p below base, where base is already
+// resolved (no symlink in it): only the components past base are looked at.
+func resolveFrom(base, p string) string {
+	comps := strings.Split(filepath.ToSlash(p), "/")
+	cur := base
+	links := 0
+	for i := 0; i < len(comps); i++ {
+		c := comps[i]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Clean(filepath.Join(append([]string{next}, comps[i+1:]...)...))
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		links++
+		if links > 40 {
+			return filepath.Clean(filepath.Join(append([]string{next}, comps[i+1:]...)...))
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			cur = next
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(cur, target)
+		} else {
+			cur = "/"
+		}
+		// splice the target's components in place of this one
+		rest := append(strings.Split(filepath.ToSlash(target), "/"), comps[i+1:]...)
+		comps, i, cur = rest, -1, "/"
+	}
+	return cur
+}
