@@ -89,6 +89,10 @@ func (e *Executor) spawnRefill(r refillRequest) {
 //		os.Exit(docker.RefillMain())
 //	}
 func RefillMain() int {
+	// A refiller outlives the ccrun that started it by design (it is
+	// detached so that ccrun can exit): its own time bounds it, even should
+	// an engine call not heed its context; `ccrun gc` ends one found later.
+	time.AfterFunc(refillTimeout+30*time.Second, func() { os.Exit(1) })
 	if err := refillMain(os.Stdin); err != nil {
 		return 1
 	}
