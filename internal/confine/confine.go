@@ -1,0 +1,188 @@
+// Package confine starts programs under a Linux Landlock ruleset (and a
+// small seccomp filter) without restricting the calling process: the
+// kernel layer of ccrun's enforcement, for @shell commands that run
+// because ccrun judged them read-only and nobody was asked.
+//
+// # What a confined program may do
+//
+// With the policy of ReadOnly: read and execute every file of the file
+// system except the hidden ones (the Leak rows of internal/sensitive,
+// found under the user's home, under the project directory and at their
+// absolute places; raw devices under /dev), write nothing but /dev/null and
+// the terminals (/dev/tty, /dev/pts), make, remove, rename, link and
+// truncate nothing, bind and connect no TCP port (Landlock ABI 4), and, from
+// ABI 6, neither signal nor connect to the abstract unix sockets of
+// processes outside its domain. Landlock's ptrace scoping makes the
+// /proc/PID/environ and /proc/PID/mem of processes outside the domain
+// unreadable (ps e shows no environment of ccrun or of the user's other
+// programs). On amd64 and arm64 a seccomp filter refuses, with EACCES,
+// what Landlock does not see: socket(2) of every family (UDP, raw, netlink,
+// and unix sockets, so no connect to the Docker Engine's or an agent's
+// socket; socketpair stays), io_uring, chmod, chown, utimes and xattr
+// changes (touch of an existing file), keyrings, bpf, perf, module
+// loading, reboot, clocks, hostnames, and the TIOCSTI and TIOCLINUX ioctls.
+// A misjudged "read-only" command fails with EACCES (or EPERM) instead of
+// writing or leaking.
+//
+// # What it does not do (documented limits)
+//
+//   - Landlock is allow-only, so "everything but the hidden paths" is built
+//     as rules on each sibling of each directory on the way to a hidden
+//     path. Such a partly granted directory (/, /etc, the home, the
+//     project) is listed as it was at Prepare: an entry created in it
+//     later cannot be read by a confined program until the next Prepare.
+//   - A partly granted directory may be listed, and so may the directories
+//     beneath it, hidden ones included: `ls ~/.ssh` shows names; `cat`
+//     of what is inside fails. Landlock has no "this directory only" rule.
+//   - A hidden path is hidden where it is, after symlinks are resolved:
+//     a hard link to a secret, another mount of the same files, or a copy
+//     made before the run is read as any other file. Rows with globs
+//     (id_rsa*, *.pem, .env.*) are expanded at Prepare, in the directories
+//     named, not in the whole file system.
+//   - Files already open when the program starts (its stdio, pipes) are
+//     not checked by Landlock; a terminal given as stdin can still be
+//     read and, apart from TIOCSTI, driven by ioctl.
+//   - Where seccomp is not installed (other architectures), UDP and unix
+//     sockets stay open; Available and Ruleset.Seccomp say so.
+//
+// # How it applies to one program only
+//
+// Landlock and seccomp restrict a thread, and every process forked from
+// it inherits the restriction. A Ruleset owns one goroutine locked to its
+// OS thread that sets PR_SET_NO_NEW_PRIVS, installs the seccomp filter and
+// calls landlock_restrict_self on that thread only, then starts every
+// program given to Start (os/exec forks from the calling thread). It never
+// unlocks the thread: when Close ends it, the Go runtime ends the thread,
+// so the restriction never reaches another goroutine; new OS threads are
+// never made from a locked thread (the runtime's template thread makes
+// them). The thread lives until Close, which matters: PR_SET_PDEATHSIG
+// fires when the thread that started a program exits.
+//
+// Rulesets are safe for concurrent use; Start calls are served one at a
+// time.
+package confine
+
+import (
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/ccrun/ccrun/internal/sensitive"
+)
+
+// Errors, to be tested with errors.Is.
+var (
+	// ErrUnavailable: the kernel (or the OS) cannot confine a program
+	// here, or CCRUN_LANDLOCK=off says not to. A caller that asked for
+	// confinement must not run the program unconfined.
+	ErrUnavailable = errors.New("confinement unavailable")
+	// ErrInvalidPolicy: a Policy path is relative, or "/" itself is
+	// hidden.
+	ErrInvalidPolicy = errors.New("invalid confinement policy")
+	// ErrClosed: Start on a closed Ruleset.
+	ErrClosed = errors.New("confinement ruleset closed")
+)
+
+// EnvVar, set to "off", makes Available and Prepare report ErrUnavailable:
+// for tests of the fallback, and for people whose kernel misbehaves.
+const EnvVar = "CCRUN_LANDLOCK"
+
+// MinABI is the lowest Landlock ABI accepted: 4, the first that can refuse
+// TCP bind and connect (Linux 6.7). Below it Available reports
+// ErrUnavailable.
+const MinABI = 4
+
+// Policy says what a confined program may reach. Everything not granted
+// is refused. The zero Policy hides nothing, reads everything and writes
+// nothing.
+type Policy struct {
+	// Hide lists absolute paths (files or directories) whose content a
+	// confined program may not read or execute; a directory hides what is
+	// beneath it. Paths that do not exist are ignored. Default none.
+	Hide []string
+	// Read lists absolute paths readable even where they lie in a hidden
+	// directory (/dev/urandom when /dev is hidden): exceptions to Hide.
+	// Default none.
+	Read []string
+	// Write lists absolute paths (files, or directories for everything
+	// beneath) that a confined program may open for writing, besides
+	// reading, hidden or not. Nothing may be created, removed, renamed or truncated
+	// anywhere, these paths included. Default none.
+	Write []string
+}
+
+// devRead are the devices a read-only program may read when /dev is
+// hidden; devWrite the ones it may also write.
+var (
+	devRead  = []string{"/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	devWrite = []string{"/dev/null", "/dev/tty", "/dev/pts"}
+)
+
+// ReadOnly is the policy of a command that runs because ccrun judged it
+// read-only: it hides every Leak row of internal/sensitive found under
+// home and under each of dirs (the project, the working directory), and
+// the absolute rows (/etc/shadow, /etc/ssh/ssh_host_*_key) except those of
+// /proc (Landlock's ptrace scoping covers /proc/PID/environ); it hides
+// /dev but its null, zero, full, random, urandom and terminal devices; it
+// writes /dev/null and the terminals only. Globs are expanded now: a file
+// created later is not hidden by its name.
+func ReadOnly(home string, dirs ...string) Policy {
+	var p Policy
+	seen := map[string]bool{}
+	add := func(m string) {
+		if !seen[m] {
+			seen[m] = true
+			p.Hide = append(p.Hide, m)
+		}
+	}
+	var bases []string
+	for _, d := range append([]string{home}, dirs...) {
+		if d != "" && filepath.IsAbs(d) && path.Clean(d) != "/" {
+			bases = append(bases, path.Clean(d))
+		}
+	}
+	for _, r := range sensitive.Rows {
+		if r.Kind != sensitive.Leak {
+			continue
+		}
+		rel := strings.Join(r.Seq, "/")
+		var pats []string
+		if r.Abs {
+			if r.Seq[0] == "proc" {
+				continue
+			}
+			pats = []string{"/" + rel}
+		} else {
+			for _, b := range bases {
+				pats = append(pats, globEscape(b)+"/"+rel)
+			}
+		}
+		for _, pat := range pats {
+			ms, _ := filepath.Glob(pat) // the only error is a bad pattern: the table has none
+			for _, m := range ms {
+				add(m)
+			}
+		}
+	}
+	add("/dev")
+	p.Read = append(p.Read, devRead...)
+	p.Write = append(p.Write, devWrite...)
+	return p
+}
+
+// globEscape quotes the glob characters of a directory name.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// off reports whether EnvVar forces confinement off.
+func off() bool { return strings.EqualFold(os.Getenv(EnvVar), "off") }

@@ -1,0 +1,387 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Access rights, by the ABI that introduced them.
+const (
+	readFile = ll.AccessFSExecute | ll.AccessFSReadFile
+	readDir  = ll.AccessFSReadDir
+	// write rights granted on Policy.Write: open for writing and device
+	// ioctls (a terminal's); never truncate, make, remove or refer.
+	writeFile = ll.AccessFSWriteFile | ll.AccessFSIoctlDev
+)
+
+// handledFS is every file system right the ABI knows: all handled, so all
+// refused but what a rule grants.
+func handledFS(abi int) uint64 {
+	switch {
+	case abi >= 9:
+		return 1<<17 - 1 // + resolving pathname unix sockets
+	case abi >= 5:
+		return 1<<16 - 1 // + device ioctls
+	case abi >= 3:
+		return 1<<15 - 1 // + truncate
+	case abi == 2:
+		return 1<<14 - 1 // + refer
+	default:
+		return 1<<13 - 1
+	}
+}
+
+// handledNet is every network right the ABI knows.
+func handledNet(abi int) uint64 {
+	switch {
+	case abi >= 10:
+		return 1<<4 - 1 // + UDP bind and connect/send
+	case abi >= 4:
+		return 1<<2 - 1 // TCP bind and connect
+	default:
+		return 0
+	}
+}
+
+// scoped is every scope the ABI knows.
+func scoped(abi int) uint64 {
+	if abi >= 6 {
+		return ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+	}
+	return 0
+}
+
+// Available reports the kernel's Landlock ABI version, or ErrUnavailable
+// when EnvVar is "off", when Landlock is missing or disabled, or when its
+// ABI is below MinABI.
+func Available() (abi int, err error) {
+	if off() {
+		return 0, fmt.Errorf("confine: %s=off: %w", EnvVar, ErrUnavailable)
+	}
+	abi, err = ll.LandlockGetABIVersion()
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOSYS):
+			return 0, fmt.Errorf("confine: landlock: not in this kernel: %w", ErrUnavailable)
+		case errors.Is(err, unix.EOPNOTSUPP):
+			return 0, fmt.Errorf("confine: landlock: disabled at boot (not in the lsm= list): %w", ErrUnavailable)
+		}
+		return 0, fmt.Errorf("confine: landlock: %w: %w", ErrUnavailable, err)
+	}
+	if abi < MinABI {
+		return abi, fmt.Errorf("confine: landlock ABI %d, want %d or later (Linux 6.7) to refuse TCP: %w", abi, MinABI, ErrUnavailable)
+	}
+	return abi, nil
+}
+
+// Seccomp reports whether confined programs also get the seccomp filter
+// on this architecture (amd64, arm64).
+func Seccomp() bool { return hasSeccomp }
+
+// Ruleset is a prepared Policy and the confined thread that starts
+// programs under it. Make one with Prepare, share it among the programs of
+// a run, and Close it once every program it started has exited. It is
+// safe for concurrent use.
+type Ruleset struct {
+	abi   int
+	rules int
+	reqs  chan startReq
+
+	mu     sync.RWMutex
+	closed bool
+	exited chan struct{} // closed when the confined goroutine has returned
+}
+
+type startReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Prepare builds the ruleset of p and the thread that will start programs
+// under it. It fails with ErrUnavailable when Available does, and with
+// ErrInvalidPolicy for a relative path or a hidden "/". Prepare restricts nothing but that one thread.
+func Prepare(p Policy) (*Ruleset, error) {
+	return prepare(p, hasSeccomp)
+}
+
+// prepare is Prepare with the seccomp filter optional, so that tests can
+// prove what Landlock refuses on its own.
+func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
+	abi, err := Available()
+	if err != nil {
+		return nil, err
+	}
+	// os/exec checks once, process-wide, whether pidfds work, by signalling
+	// this process: do it here, unconfined, rather than on the confined
+	// thread, whose signals to ccrun are scoped away.
+	if pr, err := os.FindProcess(os.Getpid()); err == nil {
+		pr.Release()
+	}
+
+	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi), HandledAccessNet: handledNet(abi), Scoped: scoped(abi)}
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return nil, fmt.Errorf("confine: create ruleset: %w: %w", ErrUnavailable, err)
+	}
+	defer unix.Close(fd)
+	b := builder{fd: fd, fsMask: attr.HandledAccessFS}
+	if err := b.build(p); err != nil {
+		return nil, err
+	}
+	var filter []unix.SockFilter
+	if withSeccomp {
+		filter = buildFilter()
+	}
+	rs := &Ruleset{abi: abi, rules: b.rules, reqs: make(chan startReq), exited: make(chan struct{})}
+	ready := make(chan error, 1)
+	go rs.serve(fd, filter, ready)
+	if err := <-ready; err != nil {
+		<-rs.exited
+		return nil, err
+	}
+	return rs, nil
+}
+
+// serve is the confined goroutine. It locks itself to its OS thread and
+// never unlocks: when it returns, the runtime ends the thread and the
+// restriction with it.
+func (rs *Ruleset) serve(fd int, filter []unix.SockFilter, ready chan<- error) {
+	defer close(rs.exited)
+	runtime.LockOSThread()
+	if err := restrictThread(fd, filter); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for req := range rs.reqs {
+		req.done <- req.cmd.Start()
+	}
+}
+
+// restrictThread confines the calling thread (locked): no new privileges,
+// the Landlock domain, then the seccomp filter.
+func restrictThread(fd int, filter []unix.SockFilter) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("confine: no_new_privs: %w: %w", ErrUnavailable, err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("confine: landlock_restrict_self: %w: %w", ErrUnavailable, err)
+	}
+	if len(filter) > 0 {
+		prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+		if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+			return fmt.Errorf("confine: seccomp filter: %w: %w", ErrUnavailable, err)
+		}
+		runtime.KeepAlive(filter)
+	}
+	return nil
+}
+
+// Start starts cmd (as cmd.Start would) from the confined thread: the
+// program and everything it forks run under the ruleset. It fails with
+// ErrClosed after Close.
+func (rs *Ruleset) Start(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	rs.mu.RLock()
+	if rs.closed {
+		rs.mu.RUnlock()
+		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
+	}
+	rs.reqs <- startReq{cmd, done}
+	rs.mu.RUnlock()
+	return <-done
+}
+
+// ABI is the Landlock ABI version the ruleset was built for.
+func (rs *Ruleset) ABI() int { return rs.abi }
+
+// Rules is the number of Landlock rules in the ruleset.
+func (rs *Ruleset) Rules() int { return rs.rules }
+
+// Close ends the confined thread. A program it started that is still
+// running then gets its PR_SET_PDEATHSIG signal, if it asked for one: close
+// a Ruleset only once its programs have exited. Close is idempotent.
+func (rs *Ruleset) Close() error {
+	rs.mu.Lock()
+	if !rs.closed {
+		rs.closed = true
+		close(rs.reqs)
+	}
+	rs.mu.Unlock()
+	<-rs.exited
+	return nil
+}
+
+// builder adds the rules of a Policy to a ruleset.
+type builder struct {
+	fd     int
+	fsMask uint64
+	rules  int
+}
+
+// node is a directory on the way to a hidden path, or a hidden path.
+type node struct {
+	hidden bool
+	kids   map[string]*node
+}
+
+func (n *node) child(name string) *node {
+	if n.kids == nil {
+		n.kids = map[string]*node{}
+	}
+	c := n.kids[name]
+	if c == nil {
+		c = &node{}
+		n.kids[name] = c
+	}
+	return c
+}
+
+// real resolves p, which must be absolute, to the path of what it names
+// now; ok is false when nothing is there.
+func real(p string) (string, bool, error) {
+	if !filepath.IsAbs(p) {
+		return "", false, fmt.Errorf("confine: path %q: not absolute: %w", p, ErrInvalidPolicy)
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", false, nil // missing, or unreachable: nothing to grant or hide
+	}
+	return r, true, nil
+}
+
+func comps(p string) []string {
+	if p == "/" {
+		return nil
+	}
+	return strings.Split(strings.TrimPrefix(p, "/"), "/")
+}
+
+// build grants read on everything but p.Hide, then p.Read, then p.Write.
+func (b *builder) build(p Policy) error {
+	root := &node{}
+	for _, h := range p.Hide {
+		r, ok, err := real(h)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if r == "/" {
+			return fmt.Errorf("confine: hide %q: the whole file system: %w", h, ErrInvalidPolicy)
+		}
+		n := root
+		for _, c := range comps(r) {
+			n = n.child(c)
+		}
+		n.hidden = true
+		n.kids = nil
+	}
+	if err := b.walk("/", root); err != nil {
+		return err
+	}
+	// Read and Write are exceptions to Hide: their rules come on top.
+	grant := func(list []string, rights uint64) error {
+		for _, w := range list {
+			r, ok, err := real(w)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if err := b.rule(r, rights); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := grant(p.Read, readFile|readDir); err != nil {
+		return err
+	}
+	return grant(p.Write, readFile|readDir|writeFile)
+}
+
+// walk grants the entries of dir, a directory with hidden paths beneath:
+// listing dir (and, Landlock being hierarchical, the directories beneath
+// it), and reading every entry but the hidden ones, recursing into those
+// with hidden paths beneath. Symlinks get no rule: what they point to is
+// granted, or not, where it is.
+func (b *builder) walk(dir string, n *node) error {
+	if err := b.rule(dir, readDir); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // unreadable: nothing under it is granted
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		k := n.kids[name]
+		switch {
+		case k != nil && k.hidden:
+			continue
+		case k != nil:
+			if err := b.walk(p, k); err != nil {
+				return err
+			}
+		default:
+			if err := b.rule(p, readFile|readDir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rule grants rights beneath p (only the file rights when p is not a
+// directory). A path that is gone, or a symlink, gets nothing.
+func (b *builder) rule(p string, rights uint64) error {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return nil
+	case unix.S_IFDIR:
+	default:
+		rights &^= ll.AccessFSReadDir | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
+			ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
+			ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer
+	}
+	rights &= b.fsMask
+	if rights == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: fd}
+	if err := ll.LandlockAddPathBeneathRule(b.fd, &attr, 0); err != nil {
+		return fmt.Errorf("confine: rule on %s: %w: %w", p, ErrUnavailable, err)
+	}
+	b.rules++
+	return nil
+}

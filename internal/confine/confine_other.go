@@ -1,0 +1,41 @@
+//go:build !linux
+
+package confine
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+)
+
+// Available reports ErrUnavailable: Landlock is Linux's.
+func Available() (abi int, err error) {
+	return 0, fmt.Errorf("confine: no landlock on %s: %w", runtime.GOOS, ErrUnavailable)
+}
+
+// Seccomp reports false: seccomp is Linux's.
+func Seccomp() bool { return false }
+
+// Ruleset is never made on this OS.
+type Ruleset struct{}
+
+// Prepare fails with ErrUnavailable on this OS.
+func Prepare(p Policy) (*Ruleset, error) {
+	_, err := Available()
+	return nil, err
+}
+
+// Start fails with ErrUnavailable on this OS.
+func (rs *Ruleset) Start(cmd *exec.Cmd) error {
+	_, err := Available()
+	return err
+}
+
+// ABI is 0 on this OS.
+func (rs *Ruleset) ABI() int { return 0 }
+
+// Rules is 0 on this OS.
+func (rs *Ruleset) Rules() int { return 0 }
+
+// Close does nothing on this OS.
+func (rs *Ruleset) Close() error { return nil }

@@ -1,0 +1,12 @@
+//go:build linux && !amd64 && !arm64
+
+package confine
+
+import "golang.org/x/sys/unix"
+
+// hasSeccomp says whether this architecture gets the seccomp filter: not
+// this one (its syscall table is not listed), so UDP and unix sockets stay
+// open to confined programs here.
+const hasSeccomp = false
+
+func buildFilter() []unix.SockFilter { return nil }
