@@ -38,8 +38,11 @@ type Call struct {
 	// (argv[1:]), as the container's command, or as $1… of a command.
 	Args []string
 	// Input is the call's parameters, a JSON object validated against the
-	// capability's schema before the gate. The tool receives it in the
-	// CCRUN_INPUT environment variable, and on stdin when Stdin is nil.
+	// capability's schema before the gate, at most 64 MiB. The tool
+	// receives it on stdin when Stdin is nil, and in the CCRUN_INPUT
+	// environment variable when it is at most 64 KiB (a larger variable
+	// cannot reach a program: Linux caps each at 128 KiB); a larger input
+	// with a Stdin of the call's own is refused.
 	Input json.RawMessage
 	// Mounts add host directories (@wasm, @docker); read-only unless rw.
 	Mounts []job.Mount
@@ -60,6 +63,12 @@ type Call struct {
 	Stdout io.Writer
 	Stderr io.Writer
 }
+
+// The limits of Call.Input: in the environment, and at all.
+const (
+	maxInputEnv = 64 << 10
+	maxInput    = 64 << 20
+)
 
 // Invocation is a call made ready for an executor: what runs, where, with
 // what. Executors must not change it.
@@ -124,7 +133,14 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		if !json.Valid(c.Input) {
 			return nil, nil, fmt.Errorf("call: input is not valid JSON: %w", ErrInvalidCall)
 		}
-		inv.Env = append(inv.Env, "CCRUN_INPUT="+string(c.Input))
+		switch n := len(c.Input); {
+		case n > maxInput:
+			return nil, nil, fmt.Errorf("call: input of %d bytes: past the limit of %d bytes (64 MiB): %w", n, maxInput, ErrInvalidCall)
+		case n <= maxInputEnv:
+			inv.Env = append(inv.Env, "CCRUN_INPUT="+string(c.Input))
+		case inv.Streams.Stdin != nil:
+			return nil, nil, fmt.Errorf("call: input of %d bytes: past what CCRUN_INPUT carries (%d bytes), so it goes on stdin, but the call gives stdin of its own: %w", n, maxInputEnv, ErrInvalidCall)
+		}
 		if inv.Streams.Stdin == nil {
 			inv.Streams.Stdin = bytes.NewReader(c.Input)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +102,9 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 		},
 	}
 	remove.Flags().StringVar(&rmScope, "scope", "project", "project")
+	remove.ValidArgsFunction = a.completeProjectKeys
 
+	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the project's and the session's grants",
@@ -112,27 +115,51 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				return err
 			}
 			defer rt.Close()
-			fmt.Fprintf(a.io.out, "project (%s):\n", rt.Gate().Project.Path())
+			var r allowlistReport
+			r.Project.Path = rt.Gate().Project.Path()
+			r.Project.Entries = []entryReport{}
 			for _, e := range rt.Gate().Project.Entries() {
-				note := ""
-				if _, err := lintEntry(rt, e); err != nil {
-					note = "   ! " + err.Error()
+				er := entryOf(e)
+				warn, err := lintEntry(rt, e)
+				if err != nil {
+					er.Problem = err.Error()
 				}
-				fmt.Fprintf(a.io.out, "  %s%s\n", e, note)
+				er.Warning = warn
+				r.Project.Entries = append(r.Project.Entries, er)
 			}
-			s, err := openSession()
-			if err != nil {
-				return usageError{err}
+			if os.Getenv("CCRUN_SESSION") != "" {
+				if r.Session, err = a.sessionStatus(); err != nil {
+					return err
+				}
 			}
-			if s != nil {
-				fmt.Fprintf(a.io.out, "session %s:\n", s.ID())
-				for _, e := range s.Entries() {
-					fmt.Fprintf(a.io.out, "  %s\n", e)
+			if listJSON {
+				return writeJSON(a.io.out, r)
+			}
+			fmt.Fprintf(a.io.out, "project (%s): %s\n", r.Project.Path, plural(len(r.Project.Entries), "entry", "entries"))
+			for _, e := range r.Project.Entries {
+				note := ""
+				switch {
+				case e.Problem != "":
+					note = "   ! " + e.Problem
+				case e.Warning != "":
+					note = "   (" + e.Warning + ")"
+				}
+				fmt.Fprintf(a.io.out, "  %s → %s%s%s\n", e.Key, e.Grant, digestNote(e.Digest), note)
+			}
+			switch s := r.Session; {
+			case s == nil:
+			case !s.Active:
+				fmt.Fprintf(a.io.out, "%s\n", s.Reason)
+			default:
+				fmt.Fprintf(a.io.out, "session %s: %s\n", s.ID, plural(len(s.Entries), "entry", "entries"))
+				for _, e := range s.Entries {
+					fmt.Fprintf(a.io.out, "  %s → %s%s\n", e.Key, e.Grant, digestNote(e.Digest))
 				}
 			}
 			return nil
 		},
 	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the grants as JSON")
 
 	lint := &cobra.Command{
 		Use:   "lint",
@@ -156,7 +183,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 			if len(bad) > 0 {
 				return &lintError{n: len(bad), errs: bad}
 			}
-			fmt.Fprintf(a.io.out, "%s: %d entries, no problems\n", rt.Gate().Project.Path(), len(rt.Gate().Project.Entries()))
+			fmt.Fprintf(a.io.out, "%s: %s, no problems\n", rt.Gate().Project.Path(), plural(len(rt.Gate().Project.Entries()), "entry", "entries"))
 			return nil
 		},
 	}
@@ -191,7 +218,7 @@ type lintError struct {
 }
 
 func (e *lintError) Error() string {
-	return fmt.Sprintf("allowlist lint: %d problem(s)", e.n)
+	return "allowlist lint: " + plural(e.n, "problem", "problems")
 }
 
 func (e *lintError) Unwrap() []error {

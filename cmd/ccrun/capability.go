@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ func (a *app) capabilityCommand() *cobra.Command {
 		Aliases: []string{"cap"},
 		Short:   "List, validate and scaffold capabilities (.ccrun/capabilities/NAME/)",
 	}
+	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the project's capabilities",
@@ -27,18 +29,34 @@ func (a *app) capabilityCommand() *cobra.Command {
 				return err
 			}
 			caps, errs := capabilities.LoadAll(dir)
-			for _, c := range caps {
-				fmt.Fprintf(a.io.out, "%-24s %-8s %s\n", c.Manifest.Name, c.Manifest.Environment, permission.Escape(c.Manifest.Description))
-			}
-			for _, err := range errs {
-				fmt.Fprintf(a.io.err, "ccrun: %v\n", err)
+			if listJSON {
+				r := capabilitiesReport{Capabilities: []capabilityReport{}, Errors: []string{}}
+				for _, c := range caps {
+					m := &c.Manifest
+					r.Capabilities = append(r.Capabilities, capabilityReport{Name: m.Name, Environment: string(m.Environment),
+						Description: m.Description, Digest: c.Digest, Dir: c.Dir})
+				}
+				for _, err := range errs {
+					r.Errors = append(r.Errors, err.Error())
+				}
+				if err := writeJSON(a.io.out, r); err != nil {
+					return err
+				}
+			} else {
+				for _, c := range caps {
+					fmt.Fprintf(a.io.out, "%-24s %-8s %s\n", c.Manifest.Name, c.Manifest.Environment, permission.Escape(c.Manifest.Description))
+				}
+				for _, err := range errs {
+					fmt.Fprintf(a.io.err, "ccrun: %v\n", err)
+				}
 			}
 			if len(errs) > 0 {
-				return fmt.Errorf("%d capabilities do not load: %w", len(errs), errors.Join(errs...))
+				return fmt.Errorf("%s not load: %w", plural(len(errs), "capability does", "capabilities do"), errors.Join(errs...))
 			}
 			return nil
 		},
 	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the capabilities as JSON (those that do not load under \"errors\")")
 	validate := &cobra.Command{
 		Use:   "validate [NAME]",
 		Short: "Check one capability, or all of them, against the schema and the file system",
@@ -87,11 +105,19 @@ func (a *app) capabilityCommand() *cobra.Command {
 				}
 				return err
 			}
-			fmt.Fprintf(a.io.out, "wrote %s\nrun it: ccrun exec %s\n", out, args[0])
+			fmt.Fprintf(a.io.out, "wrote %s\n", out)
+			if e == ceiling.Docker {
+				fmt.Fprintf(a.io.out, "it runs the image %s: build it from ccrun's source tree with `make testimage`,\n"+
+					"or set \"image\" in %s to an image you have (docker pull busybox, then \"image\": \"busybox\")\n",
+					capabilities.ScaffoldImage, filepath.Join(out, capabilities.ManifestFile))
+			}
+			fmt.Fprintf(a.io.out, "run it: ccrun exec %s\n", args[0])
 			return nil
 		},
 	}
 	newCmd.Flags().StringVar(&env, "env", "", "the environment: @wasm, @shell or @docker (required)")
+	_ = newCmd.RegisterFlagCompletionFunc("env", completeWords("@wasm", "@shell", "@docker"))
+	validate.ValidArgsFunction = a.completeCapabilities
 	_ = newCmd.MarkFlagRequired("env")
 	c.AddCommand(list, validate, newCmd)
 	return c

@@ -54,8 +54,8 @@ decision could be made; the JSON fields are stable.`,
 				return err
 			}
 			sess := permission.NewSessionAllowlist()
-			if cur, err := openSession(); err != nil {
-				return usageError{err}
+			if cur, err := a.liveSession(); err != nil {
+				return err
 			} else if cur != nil {
 				for _, e := range cur.Entries() {
 					if err := sess.Add(e); err != nil {
@@ -97,6 +97,7 @@ decision could be made; the JSON fields are stable.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
 	c.Flags().StringArrayVar(&sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")
 	c.MarkFlagsMutuallyExclusive("command", "shell")
+	c.ValidArgsFunction = a.completeCapabilities
 	return c
 }
 

@@ -45,7 +45,7 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 	fl.StringArrayVar(&f.mounts, "mount", nil, "mount HOST:GUEST[:ro|rw] into a @wasm or @docker tool (read-only unless rw; repeatable)")
 	fl.StringVar(&f.pull, "pull", "", "@docker pull policy: missing (default), never or always")
 	fl.StringVar(&f.network, "network", "", "@docker network: none (default), bridge or host; anything but none loosens the sandbox")
-	fl.StringVar(&f.input, "input", "", "the call's parameters as a JSON object, validated against the capability's schema")
+	fl.StringVar(&f.input, "input", "", "the call's parameters, a JSON object validated against the capability's schema: inline, @FILE or - (stdin); at most 64 MiB")
 	fl.StringArrayVar(&f.env, "env", nil, "give the tool KEY=VALUE (repeatable)")
 	fl.StringVar(&f.mode, "mode", "", "permission mode: plan, default, accept-edits or trust (default: from the settings files, else default)")
 	fl.StringArrayVar(&f.allow, "allow", nil, "allow rule for this run, a key pattern (repeatable)")
@@ -58,6 +58,7 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 		fl.StringVar(&f.output, "output", "", "limit of each output stream, e.g. 1MiB (default: the capability's, else 4MiB)")
 	}
 	c.MarkFlagsMutuallyExclusive("shell", "wasm", "docker")
+	completeCallFlags(c)
 }
 
 // call builds the call from the flags and the arguments (args before --
@@ -98,17 +99,27 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 		Args: rest, Env: f.env, Network: f.network, Pull: f.pull, Directive: permission.Directive(f.directive)}
 	for _, m := range f.mounts {
 		mt, err := job.ParseMount(m)
+		if err == nil {
+			mt, err = absMount(mt) // relative to where the person stands
+		}
 		if err != nil {
 			return nil, usagef("--mount: %w", err)
 		}
 		call.Mounts = append(call.Mounts, mt)
 	}
-	if f.input != "" {
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(f.input), &obj); err != nil {
-			return nil, usagef("--input: want a JSON object: %v", err)
+	var err error
+	if call.Module, err = absFromHere(call.Module); err != nil {
+		return nil, usagef("--wasm: %w", err)
+	}
+	if call.Image != "" {
+		if err := checkImage(call.Image); err != nil {
+			return nil, err
 		}
-		call.Input = json.RawMessage(f.input)
+	}
+	if f.input != "" {
+		if call.Input, err = readInput(f.input, c.InOrStdin()); err != nil {
+			return nil, err
+		}
 	}
 	call.Limits.Timeout = f.timeout
 	if f.timeout < 0 {
@@ -163,6 +174,7 @@ The tool's exit code becomes ccrun's.`,
 				return err
 			}
 			var approver permission.Approver
+			var term *prompt.Terminal
 			if approve != "" {
 				g, err := ceiling.ParseGrant(approve)
 				if err != nil || g == ceiling.Deny {
@@ -170,7 +182,8 @@ The tool's exit code becomes ccrun's.`,
 				}
 				approver = fixedApprover(g)
 			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
-				approver = &prompt.Terminal{In: a.io.in, Out: a.io.err}
+				term = &prompt.Terminal{In: a.io.in, Out: a.io.err}
+				approver = term
 			}
 			layer, err := f.settings()
 			if err != nil {
@@ -189,6 +202,9 @@ The tool's exit code becomes ccrun's.`,
 				return err
 			}
 			defer rt.Close()
+			if term != nil {
+				term.Session, term.Describe = a.session != nil, a.describe
+			}
 			call.Stdout, call.Stderr = a.io.out, a.io.err
 			if call.Input == nil { // with --input, the input is the tool's stdin
 				call.Stdin = a.io.in
@@ -223,7 +239,7 @@ The tool's exit code becomes ccrun's.`,
 			}
 			switch r := out.Result; {
 			case r != nil && r.Reason != job.Exit:
-				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s%s\n", out.Tool, r.Reason, detail(r))
+				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s\n", out.Tool, stopReason(r))
 			case r != nil && r.Detail != "": // a trap, say
 				fmt.Fprintf(a.io.err, "ccrun: %s exited %d: %s\n", out.Tool, r.ExitCode, r.Detail)
 			}
@@ -234,14 +250,10 @@ The tool's exit code becomes ccrun's.`,
 	c.Flags().StringVar(&approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell)")
 	c.Flags().BoolVar(&worker, "wasm-worker", false, "run a @wasm guest in a separate process that is killed at the limits: CPU-bound guests run at full speed (in process they run several times slower), at ~90 ms more per run")
 	c.Flags().StringVar(&events, "events", "", "print each state transition as a JSON line on stderr: json")
+	_ = c.RegisterFlagCompletionFunc("approve", completeWords("once", "session", "project"))
+	_ = c.RegisterFlagCompletionFunc("events", completeWords("json"))
+	c.ValidArgsFunction = a.completeCapabilities
 	return c
-}
-
-func detail(r *job.Result) string {
-	if r.Detail == "" {
-		return ""
-	}
-	return " (" + r.Detail + ")"
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and
@@ -252,8 +264,16 @@ func explain(out *ccrun.Outcome, err error) error {
 		return err
 	}
 	d := de.Decision
+	switch {
+	case errors.Is(err, prompt.ErrInterrupted):
+		return &denied{msg: fmt.Sprintf("denied: %s: interrupted at the prompt (Ctrl-C); nothing ran", d.Key), err: err}
+	case errors.Is(err, prompt.ErrClosed):
+		return &denied{msg: fmt.Sprintf("denied: %s: the prompt got no answer (Ctrl-D); nothing ran", d.Key), err: err}
+	}
 	var how string
 	switch {
+	case d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil: // a person said no
+		how = personHint(out.Request, d)
 	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
 		how = "change the rule or mode that denies it"
 	case errors.Is(err, ceiling.ErrViolation):
@@ -300,11 +320,12 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	if layer != nil {
 		opts = append(opts, ccrun.WithSettings(layer))
 	}
-	sess, err := openSession()
+	sess, err := a.liveSession()
 	if err != nil {
-		return nil, usageError{err}
+		return nil, err
 	}
 	if sess != nil {
+		a.session = sess
 		opts = append(opts, ccrun.WithSession(sess))
 	}
 	if isTerminal(a.io.err) {

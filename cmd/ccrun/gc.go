@@ -13,12 +13,20 @@ func (a *app) gcCommand() *cobra.Command {
 	var pool bool
 	c := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove what ccrun left behind: expired session files, containers of a killed ccrun",
-		Long: `Remove the files of sessions whose lifetime ran out, then every container labelled by
+		Short: "Remove what ccrun left behind: orphaned helpers, expired session files, containers of a killed ccrun",
+		Long: `End your helper processes of ccrun that lost their ccrun (a @wasm worker whose ccrun died,
+a docker refiller past its time), remove the files of sessions whose lifetime ran out, then every container labelled by
 ccrun whose owning process is gone (a ccrun killed mid-run). With --pool, also remove the idle
 warm-pool containers.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			ended, err := endOrphans()
+			for _, o := range ended {
+				fmt.Fprintf(a.io.out, "ended orphaned %s %d\n", o.what, o.pid)
+			}
+			if err != nil {
+				fmt.Fprintf(a.io.err, "ccrun: note: %v\n", err)
+			}
 			ids, err := permission.PruneSessions(sessionDir())
 			for _, id := range ids {
 				fmt.Fprintf(a.io.out, "removed expired session %s\n", id)

@@ -11,6 +11,11 @@ import (
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
+// asCCRun, set to 1 in the environment, makes the test binary run as
+// ccrun: for tests that need ccrun as a process of its own (a terminal's
+// signals).
+const asCCRun = "CCRUN_TEST_AS_CCRUN"
+
 func TestMain(m *testing.M) {
 	if wasm.IsWorker() {
 		os.Exit(wasm.ServeWorker())
@@ -20,6 +25,9 @@ func TestMain(m *testing.M) {
 	}
 	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd {
 		os.Exit(docker.RefillMain())
+	}
+	if os.Getenv(asCCRun) == "1" {
+		os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 	}
 	testscript.Main(m, map[string]func(){
 		"ccrun": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },

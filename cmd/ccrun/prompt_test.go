@@ -1,43 +1,35 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/ccrun/ccrun/internal/testimage"
+	"github.com/ccrun/ccrun/permission"
 )
 
-// promptRun runs ccrun with a pseudo-terminal as stdin and stderr, answers
-// the prompt with answer once it shows, and returns what the terminal
-// showed and the exit code.
-func promptRun(t *testing.T, dir, answer string, args ...string) (screen string, code int) {
+// The question every prompt ends with.
+const asked = "(Enter: deny): "
+
+// readScreen collects what ptmx shows, sends answers[i] the i-th time the
+// prompt asks, and returns the screen once done yields the exit code.
+func readScreen(t *testing.T, ptmx io.ReadWriter, done <-chan int, answers []string) (string, int) {
 	t.Helper()
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	defer ptmx.Close()
-	defer tty.Close()
-	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(dir, ".sessions"))
-	var out bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(append([]string{"--project-dir", dir}, args...), stdio{tty, &out, tty})
-	}()
 	var seen strings.Builder
-	r := bufio.NewReader(ptmx)
-	deadline := time.After(30 * time.Second)
 	buf := make(chan string)
 	go func() {
 		for {
 			b := make([]byte, 4096)
-			n, err := r.Read(b)
+			n, err := ptmx.Read(b)
 			if n > 0 {
 				buf <- string(b[:n])
 			}
@@ -47,7 +39,8 @@ func promptRun(t *testing.T, dir, answer string, args ...string) (screen string,
 			}
 		}
 	}()
-	answered := false
+	sent := 0
+	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case s, ok := <-buf:
@@ -56,104 +49,274 @@ func promptRun(t *testing.T, dir, answer string, args ...string) (screen string,
 				continue
 			}
 			seen.WriteString(s)
-			if !answered && strings.Contains(seen.String(), "allow? ") {
-				answered = true
-				if _, err := io.WriteString(ptmx, answer+"\n"); err != nil {
+			if sent < len(answers) && strings.Count(seen.String(), asked) > sent {
+				if _, err := io.WriteString(ptmx, answers[sent]); err != nil {
 					t.Fatal(err)
 				}
+				sent++
 			}
-		case code = <-done:
+		case code := <-done:
 			time.Sleep(50 * time.Millisecond) // let the last bytes through
-			for {
+			for drained := false; !drained && buf != nil; {
 				select {
 				case s, ok := <-buf:
-					if ok {
-						seen.WriteString(s)
-						continue
+					if !ok {
+						drained = true
 					}
+					seen.WriteString(s)
 				default:
+					drained = true
 				}
-				break
 			}
 			return seen.String(), code
 		case <-deadline:
-			t.Fatalf("no exit after 30s; the terminal showed:\n%s", seen.String())
+			t.Fatalf("no exit after 60s; the terminal showed:\n%s", seen.String())
 		}
 	}
 }
 
-func TestPromptShellOffersNoProject(t *testing.T) {
+// promptRun runs ccrun in this process with a pseudo-terminal as stdin and
+// stderr, answers each prompt in turn (answers carry their own newline),
+// and returns what the terminal showed, what went to stdout, and the exit
+// code.
+func promptRun(t *testing.T, dir string, answers []string, args ...string) (screen string, code int) {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	if os.Getenv("CCRUN_SESSION_DIR") == "" {
+		t.Setenv("CCRUN_SESSION_DIR", filepath.Join(dir, ".sessions"))
+	}
+	var out bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(append([]string{"--project-dir", dir}, args...), stdio{tty, &out, tty})
+	}()
+	return readScreen(t, ptmx, done, answers)
+}
+
+// inSession starts a session for the rest of the test.
+func inSession(t *testing.T, dir string) {
+	t.Helper()
+	sd := filepath.Join(dir, ".sessions")
+	t.Setenv("CCRUN_SESSION_DIR", sd)
+	s, err := permission.StartSession(sd, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CCRUN_SESSION", s.ID())
+}
+
+func wantScreen(t *testing.T, screen string, want, unwanted []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(screen, w) {
+			t.Errorf("the terminal lacks %q; it showed:\n%s", w, screen)
+		}
+	}
+	for _, u := range unwanted {
+		if strings.Contains(screen, u) {
+			t.Errorf("the terminal shows %q; it showed:\n%s", u, screen)
+		}
+	}
+}
+
+func TestPromptShell(t *testing.T) {
 	dir := t.TempDir()
-	screen, code := promptRun(t, dir, "1", "exec", "--shell", "touch made\x1b[31m")
+	inSession(t, dir)
+	screen, code := promptRun(t, dir, []string{"p\n", "y\n", "o\n"}, "exec", "--shell", "touch made\x1b[31m")
 	if code != 0 {
 		t.Fatalf("exit %d; screen:\n%s", code, screen)
 	}
-	for _, want := range []string{
+	wantScreen(t, screen, []string{
 		"run_command (@shell) asks to run",
 		`touch made\x1b[31m`, // the escape is shown, not sent to the terminal
-		"key:      run_command:touch\r\n",
-		"[1] once", "[2] this session", "[3] deny",
+		"key:       run_command:touch\r\n",
+		"allow? [o] once  [s] this session  [d] deny  (Enter: deny): ",
 		`"this project" is not offered: a @shell command runs with your own rights`,
-	} {
-		if !strings.Contains(screen, want) {
-			t.Errorf("the prompt lacks %q; it showed:\n%s", want, screen)
-		}
-	}
-	if strings.Contains(screen, "[3] this project") || strings.Contains(screen, "project\x1b") {
-		t.Errorf("a @shell prompt offered the project:\n%s", screen)
-	}
+		`"this session" covers every command under the key run_command:touch`,
+		`"p": "this project" is not offered`, // asked again, never taken
+		`"y": not an answer; answer o, s, d`,
+	}, []string{"[p]", "[1]", "made\x1b[31m"})
 	if _, err := os.Stat(filepath.Join(dir, "made\x1b[31m")); err != nil {
 		t.Errorf("the command did not run: %v", err)
 	}
 }
 
-func TestPromptDenyExits77(t *testing.T) {
+// With no session, "this session" is not offered (it would last for this
+// call only), and the prompt says how to start one.
+func TestPromptNoSession(t *testing.T) {
 	dir := t.TempDir()
-	screen, code := promptRun(t, dir, "d", "exec", "--shell", "touch nope")
+	t.Setenv("CCRUN_SESSION", "")
+	screen, code := promptRun(t, dir, []string{"s\n", "d\n"}, "exec", "--shell", "touch nope")
 	if code != exitDenied {
 		t.Fatalf("exit %d, want %d; screen:\n%s", code, exitDenied, screen)
 	}
+	wantScreen(t, screen, []string{
+		"allow? [o] once  [d] deny  (Enter: deny): ",
+		`"this session" is not offered: no session is running (start one with eval "$(ccrun session start)"`,
+		`"s": "this session" is not offered: no session is running`,
+		// the deny's hint says how to allow it, not "run it at a terminal"
+		"denied by the person asked); to allow it, run it again and answer o",
+		"ccrun allowlist add 'run_command:touch:nope' --scope session",
+	}, []string{"[s]", "run it at a terminal"})
 	if _, err := os.Stat(filepath.Join(dir, "nope")); err == nil {
 		t.Error("a denied command ran")
 	}
 }
 
-func TestPromptWasmOffersProject(t *testing.T) {
+func TestPromptWasm(t *testing.T) {
 	dir := t.TempDir()
+	inSession(t, dir)
 	if code := run([]string{"--project-dir", dir, "capability", "new", "hi", "--env", "@wasm"}, stdio{nil, io.Discard, io.Discard}); code != 0 {
 		t.Fatalf("scaffold: exit %d", code)
 	}
-	screen, code := promptRun(t, dir, "p", "exec", "hi")
+	screen, code := promptRun(t, dir, []string{"p\n"}, "exec", "hi")
 	if code != 0 {
 		t.Fatalf("exit %d; screen:\n%s", code, screen)
 	}
-	if !strings.Contains(screen, "[3] this project") {
-		t.Errorf("a @wasm prompt must offer the project:\n%s", screen)
-	}
+	wantScreen(t, screen, []string{
+		"hi (@wasm) asks to run",
+		"about:     Prints hello",
+		"allow? [o] once  [s] this session  [p] this project  [d] deny  (Enter: deny): ",
+		`"this session" or "this project" covers every call of this capability while its files stay as they are`,
+	}, nil)
 	data, err := os.ReadFile(filepath.Join(dir, "ccrun.json"))
 	if err != nil || !bytes.Contains(data, []byte(`"capability:hi"`)) {
 		t.Errorf("the project grant was not written: %v %s", err, data)
 	}
+
+	// An ad-hoc module with a read-only mount whose source is a symlink:
+	// the mount is shown with where it really points.
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(dir, ".ccrun", "capabilities", "hi", "hello.wasm")
+	screen, code = promptRun(t, dir, []string{"\n"}, "exec", "--wasm", mod, "--mount", filepath.Join(dir, "data")+":/data", "--", "-v")
+	if code != exitDenied {
+		t.Fatalf("Enter: exit %d, want %d (deny is the default); screen:\n%s", code, exitDenied, screen)
+	}
+	wantScreen(t, screen, []string{
+		"run_wasm (@wasm) asks to run",
+		"mount:     " + filepath.Join(dir, "data") + " → " + filepath.Join(dir, "real") + " (read-only)",
+		"covers every run of this module (these bytes) with these mounts, whatever its arguments",
+	}, nil)
 }
 
-func TestPromptDangerousPathOffersOnce(t *testing.T) {
+func TestPromptDocker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := testimage.Ensure(ctx); err != nil {
+		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
+		}
+		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
+	}
 	dir := t.TempDir()
+	inSession(t, dir)
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	screen, code := promptRun(t, dir, []string{"o\n"}, "exec", "--docker", testimage.Name, "--mount", filepath.Join(dir, "data")+":/data", "--", "/bin/busybox", "echo", "in docker")
+	if code != 0 {
+		t.Fatalf("exit %d; screen:\n%s", code, screen)
+	}
+	wantScreen(t, screen, []string{
+		"run_docker (@docker) asks to run",
+		testimage.Name + " /bin/busybox echo in docker",
+		"image: sha256:",
+		"mount:     " + filepath.Join(dir, "data") + " (read-only)",
+		"allow? [o] once  [s] this session  [p] this project  [d] deny  (Enter: deny): ",
+		`covers every command of this image (this image ID) with these mounts and network, whatever its arguments`,
+	}, nil)
+}
+
+// A call that touches a dangerous path is offered "once" only, whatever
+// the environment, and the other letters are refused out loud.
+func TestPromptDangerousPath(t *testing.T) {
+	dir := t.TempDir()
+	inSession(t, dir)
 	if err := os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	screen, code := promptRun(t, dir, "2", "exec", "--shell", "touch .git/hooks/pre-commit")
-	if !strings.Contains(screen, "[1] once") || strings.Contains(screen, "this session") {
-		t.Errorf("a dangerous path must offer once only:\n%s", screen)
-	}
-	// "2" is deny when only once is offered.
+	screen, code := promptRun(t, dir, []string{"s\n", "\n"}, "exec", "--shell", "touch .git/hooks/pre-commit")
 	if code != exitDenied {
 		t.Errorf("exit %d, want %d", code, exitDenied)
+	}
+	wantScreen(t, screen, []string{
+		"allow? [o] once  [d] deny  (Enter: deny): ",
+		`only "once" is offered: the call touches a dangerous path`,
+		`"s": only "once" is offered`,
+		"to allow it, run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)",
+	}, []string{"[s]", "[p]"})
+	if _, err := os.Stat(filepath.Join(dir, ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("a denied command ran")
+	}
+}
+
+// Ctrl-D at the prompt (the terminal's end of input) is a deny of its own.
+func TestPromptCtrlD(t *testing.T) {
+	dir := t.TempDir()
+	inSession(t, dir)
+	screen, code := promptRun(t, dir, []string{"\x04"}, "exec", "--shell", "touch nope")
+	if code != exitDenied {
+		t.Fatalf("exit %d, want %d; screen:\n%s", code, exitDenied, screen)
+	}
+	wantScreen(t, screen, []string{
+		"denied: no answer (Ctrl-D)",
+		"ccrun: denied: run_command:touch:nope: the prompt got no answer (Ctrl-D); nothing ran",
+	}, []string{"nobody answered"})
+	if _, err := os.Stat(filepath.Join(dir, "nope")); err == nil {
+		t.Error("a denied command ran")
+	}
+}
+
+// Ctrl-C at the prompt: the terminal sends SIGINT to ccrun, a process of
+// its own whose controlling terminal it is; a deny of its own.
+func TestPromptCtrlC(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "--project-dir", dir, "exec", "--shell", "touch nope")
+	cmd.Env = append(os.Environ(), asCCRun+"=1", "CCRUN_SESSION=", "CCRUN_SESSION_DIR="+filepath.Join(dir, ".sessions"))
+	ptmx, err := pty.Start(cmd) // stdin, stdout, stderr: the terminal, in a session of its own
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	done := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			done <- ee.ExitCode()
+			return
+		}
+		done <- 0
+	}()
+	screen, code := readScreen(t, ptmx, done, []string{"\x03"})
+	if code != exitDenied {
+		t.Fatalf("exit %d, want %d; screen:\n%s", code, exitDenied, screen)
+	}
+	wantScreen(t, screen, []string{
+		"denied: interrupted (Ctrl-C)",
+		"ccrun: denied: run_command:touch:nope: interrupted at the prompt (Ctrl-C); nothing ran",
+	}, []string{"nobody answered", "context canceled"})
+	if _, err := os.Stat(filepath.Join(dir, "nope")); err == nil {
+		t.Error("a denied command ran")
 	}
 }
 
 func TestStatusLineAfterOneSecond(t *testing.T) {
 	dir := t.TempDir()
-	screen, code := promptRun(t, dir, "", "exec", "--approve", "once", "--shell", "sleep 1.8")
+	screen, code := promptRun(t, dir, nil, "exec", "--approve", "once", "--shell", "sleep 1.8")
 	if code != 0 {
 		t.Fatalf("exit %d; screen:\n%s", code, screen)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,6 +19,8 @@ type app struct {
 	io         stdio
 	projectDir string
 	result     *job.Result
+	session    *permission.SessionAllowlist // the running session, once runtime has opened it
+	noted      bool                         // an unusable CCRUN_SESSION was reported
 }
 
 // run is main without os.Exit, for tests: it parses args, runs the command
@@ -75,7 +76,7 @@ output limit, cancelled).`,
 	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else the current one)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand())
+		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand(), a.keyCommand())
 	return root
 }
 
@@ -117,20 +118,4 @@ func sessionDir() string {
 		return d
 	}
 	return permission.DefaultSessionDir()
-}
-
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print ccrun's version",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(a.io.out, "ccrun %s\n", v)
-			return nil
-		},
-	}
 }

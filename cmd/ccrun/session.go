@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,13 +11,58 @@ import (
 	"github.com/ccrun/ccrun/permission"
 )
 
+// liveSession opens the session named by $CCRUN_SESSION. One that expired,
+// ended or does not exist is reported once, on stderr, and ccrun goes on
+// without a session (nil): read-only commands still run, grants are asked.
+// An id that is not a session id, or storage someone else could touch, is
+// an error.
+func (a *app) liveSession() (*permission.SessionAllowlist, error) {
+	id := os.Getenv("CCRUN_SESSION")
+	s, err := openSession()
+	if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
+		if !a.noted {
+			a.noted = true
+			fmt.Fprintf(a.io.err, "ccrun: note: %s; going on without a session: its grants no longer count (start a new one: eval \"$(ccrun session start)\", or unset CCRUN_SESSION)\n", sessionGone(id, err))
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+// sessionGone says in a few words why session id cannot be opened.
+func sessionGone(id string, err error) string {
+	var ue usageError
+	if errors.As(err, &ue) {
+		err = ue.err
+	}
+	return fmt.Sprintf("the session %s has ended or expired (%v)", id, errors.Unwrap(err))
+}
+
+// validID reports whether id has the form of a session id (32 lowercase
+// hex digits), as opposed to a mistake or a hostile value.
+func validID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func (a *app) sessionCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "session",
 		Short: "Start, end and show a session: grants that later exec calls share",
 		Long: `A session keeps "this session" grants across ccrun processes (an agent calls ccrun exec
 many times). Its grants live in a file only you can read, under your runtime directory;
-it ends on request or when its lifetime runs out.`,
+it ends on request or when its lifetime runs out. A session that ran out is reported once
+and ccrun goes on without it: grants are asked again.`,
 	}
 	var lifetime time.Duration
 	start := &cobra.Command{
@@ -42,12 +88,17 @@ it ends on request or when its lifetime runs out.`,
 		Short: "End the session named by $CCRUN_SESSION, dropping its grants",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			id := os.Getenv("CCRUN_SESSION")
+			if id == "" {
+				return usagef("no session: CCRUN_SESSION is not set")
+			}
 			s, err := openSession()
+			if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
+				fmt.Fprintf(a.io.out, "%s: nothing to end\nunset CCRUN_SESSION\n", sessionGone(id, err))
+				return nil
+			}
 			if err != nil {
 				return usageError{err}
-			}
-			if s == nil {
-				return usagef("no session: CCRUN_SESSION is not set")
 			}
 			if err := s.End(); err != nil {
 				return err
@@ -56,26 +107,65 @@ it ends on request or when its lifetime runs out.`,
 			return nil
 		},
 	}
+	var asJSON bool
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show the session named by $CCRUN_SESSION and its grants",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if os.Getenv("CCRUN_SESSION") == "" {
-				fmt.Fprintln(a.io.out, "no session (CCRUN_SESSION is not set)")
-				return nil
-			}
-			s, err := openSession()
+			r, err := a.sessionStatus()
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			fmt.Fprintf(a.io.out, "session %s, ends %s\n", s.ID(), s.Expires().Local().Format(time.RFC3339))
-			for _, e := range s.Entries() {
-				fmt.Fprintf(a.io.out, "  %s\n", e)
+			if asJSON {
+				return writeJSON(a.io.out, r)
+			}
+			switch {
+			case r.ID == "":
+				fmt.Fprintln(a.io.out, "no session (CCRUN_SESSION is not set)")
+			case !r.Active:
+				fmt.Fprintf(a.io.out, "%s: its grants no longer count (start a new one: eval \"$(ccrun session start)\", or unset CCRUN_SESSION)\n", r.Reason)
+			default:
+				fmt.Fprintf(a.io.out, "session %s, ends %s, %s\n", r.ID, r.Expires, plural(len(r.Entries), "grant", "grants"))
+				for _, e := range r.Entries {
+					fmt.Fprintf(a.io.out, "  %s → %s%s\n", e.Key, e.Grant, digestNote(e.Digest))
+				}
 			}
 			return nil
 		},
 	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print the session as JSON")
 	c.AddCommand(start, end, status)
 	return c
+}
+
+// sessionStatus reports the session named by $CCRUN_SESSION (an empty ID
+// when it is not set).
+func (a *app) sessionStatus() (*sessionReport, error) {
+	id := os.Getenv("CCRUN_SESSION")
+	r := &sessionReport{ID: id, Entries: []entryReport{}}
+	if id == "" {
+		return r, nil
+	}
+	s, err := openSession()
+	if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
+		r.Reason = sessionGone(id, err)
+		return r, nil
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	r.Active = true
+	r.Expires = s.Expires().UTC().Format(time.RFC3339)
+	for _, e := range s.Entries() {
+		r.Entries = append(r.Entries, entryOf(e))
+	}
+	return r, nil
+}
+
+func digestNote(d string) string {
+	if d == "" {
+		return ""
+	}
+	return " @" + d
 }

@@ -313,7 +313,7 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 			if ans == a.letter || ans == a.word {
 				why = fmt.Sprintf("%q is not offered here", a.label)
 				for _, n := range notes {
-					if strings.Contains(n, `"`+a.label+`"`) {
+					if strings.Contains(n, `"`+a.label+`"`) || strings.HasPrefix(n, `only "once"`) {
 						why = n
 					}
 				}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -16,10 +19,18 @@ import (
 // WorkerEnv is the environment variable that marks a worker process.
 const WorkerEnv = "CCRUN_WASM_WORKER"
 
+// WorkerParentEnv holds, in a worker's environment, the pid of the process
+// that started it. A worker whose parent is not that process (its parent
+// died before the worker could be told, and it was reparented) exits at
+// once; `ccrun gc` ends a worker found running under another parent.
+const WorkerParentEnv = "CCRUN_WASM_WORKER_PARENT"
+
 // WithWorkerProcess runs each guest in a process of its own: exe (the
 // running program, from os.Executable, in practice) started again with
-// WorkerEnv=1 and nothing else in its environment, whose main calls
-// ServeWorker before anything else. The worker runs the guest's compiled
+// WorkerEnv=1, WorkerParentEnv=this process's pid and nothing else in its
+// environment, whose main calls ServeWorker before anything else. A worker
+// dies with the process that started it (the kernel's parent-death signal,
+// SIGKILL, and a check of its parent once started). The worker runs the guest's compiled
 // code without interrupt checks, so CPU-bound guests run at full speed,
 // and the Executor kills the worker (SIGKILL) when the timeout, the output
 // cap or ctx stops the run. Mounts, memory limit and confinement are the
@@ -70,6 +81,12 @@ var classes = map[string]error{
 //		os.Exit(wasm.ServeWorker())
 //	}
 func ServeWorker() int {
+	// The parent asked the kernel for SIGKILL when it dies (Pdeathsig);
+	// if it died before that took effect, this process was reparented.
+	if want := os.Getenv(WorkerParentEnv); want != "" && want != strconv.Itoa(os.Getppid()) {
+		fmt.Fprintln(os.Stderr, "wasm worker: the process that started it is gone")
+		return 125
+	}
 	reqf, repf := os.NewFile(3, "request"), os.NewFile(4, "reply")
 	if reqf == nil || repf == nil {
 		fmt.Fprintln(os.Stderr, "wasm worker: descriptors 3 and 4 missing")
@@ -151,7 +168,13 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 	}
 	defer repR.Close()
 	cmd := exec.CommandContext(runCtx, e.worker)
-	cmd.Env = []string{WorkerEnv + "=1"}
+	cmd.Env = []string{WorkerEnv + "=1", WorkerParentEnv + "=" + strconv.Itoa(os.Getpid())}
+	// The worker dies with this process: the kernel sends it SIGKILL when
+	// the thread that started it ends, so this goroutine keeps its thread
+	// (which no other goroutine can then end) until the worker is reaped.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if s.Streams.Stdin != nil {
 		cmd.Stdin = stdin(runCtx, s.Streams.Stdin)
 	}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/permission"
+)
+
+// completeWords completes a flag from a fixed list of values.
+func completeWords(words ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, w := range words {
+			if strings.HasPrefix(w, prefix) {
+				out = append(out, w)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeCapabilities completes the name of one of the project's
+// capabilities, with its description (a capability name comes first, and
+// once only).
+func (a *app) completeCapabilities(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 || c.ArgsLenAtDash() >= 0 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	dir, err := a.project()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	caps, _ := capabilities.LoadAll(dir)
+	var out []string
+	for _, cp := range caps {
+		if strings.HasPrefix(cp.Manifest.Name, prefix) {
+			out = append(out, cp.Manifest.Name+"\t"+permission.Escape(cp.Manifest.Description))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeProjectKeys completes a key of the project allowlist.
+func (a *app) completeProjectKeys(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	rt, err := a.adminRuntime()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	defer rt.Close()
+	var out []string
+	for _, e := range rt.Gate().Project.Entries() {
+		if k := e.Pattern.String(); strings.HasPrefix(k, prefix) {
+			out = append(out, k+"\t"+e.Grant.String())
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeCallFlags registers the completions of the flags exec and check
+// share.
+func completeCallFlags(c *cobra.Command) {
+	for flag, words := range map[string][]string{
+		"mode":      {"plan", "default", "accept-edits", "trust"},
+		"directive": {"read-only", "plan-only", "analyze-only", "do-not-edit"},
+		"pull":      {"missing", "never", "always"},
+		"network":   {"none", "bridge", "host"},
+	} {
+		_ = c.RegisterFlagCompletionFunc(flag, completeWords(words...))
+	}
+	_ = c.RegisterFlagCompletionFunc("wasm", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"wasm"}, cobra.ShellCompDirectiveFilterFileExt
+	})
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/distribution/reference"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// maxInput is the largest --input ccrun reads: the library's limit on a
+// call's input (64 MiB).
+const maxInput = 64 << 20
+
+// readInput reads --input: a JSON object given inline, @FILE (read from
+// FILE, relative to the current directory) or - (read from stdin).
+func readInput(arg string, stdin io.Reader) (json.RawMessage, error) {
+	var data []byte
+	switch {
+	case arg == "-":
+		if stdin == nil {
+			return nil, usagef("--input -: no stdin")
+		}
+		b, err := io.ReadAll(io.LimitReader(stdin, maxInput+1))
+		if err != nil {
+			return nil, usagef("--input -: reading stdin: %w", err)
+		}
+		data = b
+	case strings.HasPrefix(arg, "@"):
+		name := arg[1:]
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usagef("--input @FILE: %w", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxInput+1))
+		if err != nil {
+			return nil, usagef("--input %s: %w", arg, err)
+		}
+		data = b
+	default:
+		data = []byte(arg)
+	}
+	if len(data) > maxInput {
+		return nil, usagef("--input: more than %d bytes (64 MiB), the most a call's input may be", maxInput)
+	}
+	var obj map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		if err == nil {
+			err = fmt.Errorf("got null")
+		}
+		return nil, usagef("--input: want a JSON object: %v", err)
+	}
+	if dec.More() {
+		return nil, usagef("--input: want one JSON object, got more after it")
+	}
+	return json.RawMessage(bytes.TrimSpace(data)), nil
+}
+
+// absFromHere makes a path the person typed absolute against the current
+// directory, where they stand (not the project root).
+func absFromHere(path string) (string, error) {
+	if path == "" || filepath.IsAbs(path) {
+		return path, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", usagef("%s: %w", path, err)
+	}
+	return abs, nil
+}
+
+// absMount makes a mount's host path absolute against the current directory.
+func absMount(m job.Mount) (job.Mount, error) {
+	h, err := absFromHere(m.Host)
+	m.Host = h
+	return m, err
+}
+
+// checkImage refuses an image reference the engine could not read, before
+// the engine is called: a name (with a registry, a tag or a digest) or an
+// image ID.
+func checkImage(ref string) error {
+	if _, err := reference.ParseAnyReference(ref); err != nil {
+		return usagef("--docker %q: not an image reference (want NAME[:TAG][@DIGEST], such as busybox:1.36, or an image ID): %v", ref, err)
+	}
+	return nil
+}

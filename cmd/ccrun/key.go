@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun/permission"
+)
+
+func (a *app) keyCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "key COMMAND",
+		Short: "Print the key a shell command is asked under, and the rule to write for it",
+		Long: `Print the key ccrun gives a shell command (as --shell would run it) and the rule that
+matches it, ready to paste into the "permissions" of ccrun.json, into --allow/--ask/--deny,
+or into ccrun allowlist add. A compound command (&&, pipes, redirections, substitutions…) is
+matched only by a rule of its exact key. Give the command as one argument, quoted.`,
+		Example: `  ccrun key 'git push origin main'
+  ccrun key 'make test && make lint'`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd := permission.ParseCommand(args[0])
+			key := cmd.Key.String()
+			rule, err := json.Marshal(key)
+			if err != nil {
+				return err
+			}
+			r := keyReport{Command: args[0], Key: key, Compound: cmd.Key.Exact, Rule: string(rule), Parses: cmd.File != nil}
+			if asJSON {
+				return writeJSON(a.io.out, r)
+			}
+			w := a.io.out
+			fmt.Fprintf(w, "key:      %s\n", key)
+			switch {
+			case !r.Parses:
+				fmt.Fprintf(w, "          (the text does not parse as a shell command, so it cannot run: %v)\n", cmd.Err)
+			case r.Compound:
+				fmt.Fprintln(w, "          (compound: only a rule of this exact key matches it; run_command:* does not)")
+			}
+			fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
+			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(key))
+			fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(key))
+			if !r.Compound && cmd.Key.Detail != "" {
+				broad := permission.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
+				fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, permission.Escape(cmd.Key.Action))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the key and the rule as JSON")
+	return c
+}

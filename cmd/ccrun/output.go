@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// The shapes that --json prints, one per command; docs/cli.md lists them.
+// They are stable: add fields, never rename or remove one.
+
+// versionReport is `ccrun version --json`.
+type versionReport struct {
+	Version  string `json:"version"`            // the module version, "(devel)" for a build from a work tree
+	Revision string `json:"revision,omitempty"` // the VCS revision the binary was built from
+	Time     string `json:"time,omitempty"`     // the revision's commit time, RFC 3339
+	Modified bool   `json:"modified"`           // the work tree had changes not in Revision
+	Go       string `json:"go"`                 // the Go toolchain
+}
+
+// entryReport is one grant, in allowlist list and session status.
+type entryReport struct {
+	Key     string `json:"key"`               // the pattern the grant covers
+	Grant   string `json:"grant"`             // AlwaysThisSession or AlwaysThisProject
+	Digest  string `json:"digest,omitempty"`  // the content it is bound to
+	Expires string `json:"expires,omitempty"` // RFC 3339; absent: never
+	Problem string `json:"problem,omitempty"` // why it does not count as written (allowlist list)
+	Warning string `json:"warning,omitempty"` // a note that does not stop it counting (allowlist list)
+}
+
+// sessionReport is `ccrun session status --json`, and the session of
+// `allowlist list --json`.
+type sessionReport struct {
+	ID      string        `json:"id"`                // "" when CCRUN_SESSION is not set
+	Active  bool          `json:"active"`            // the session runs: its grants count
+	Expires string        `json:"expires,omitempty"` // RFC 3339, when active
+	Reason  string        `json:"reason,omitempty"`  // why it is not active
+	Entries []entryReport `json:"entries"`
+}
+
+// allowlistReport is `ccrun allowlist list --json`.
+type allowlistReport struct {
+	Project struct {
+		Path    string        `json:"path"`
+		Entries []entryReport `json:"entries"`
+	} `json:"project"`
+	Session *sessionReport `json:"session"` // null when CCRUN_SESSION is not set
+}
+
+// capabilityReport is one capability of `ccrun capability list --json`.
+type capabilityReport struct {
+	Name        string `json:"name"`
+	Environment string `json:"environment"`
+	Description string `json:"description"`
+	Digest      string `json:"digest"`
+	Dir         string `json:"dir"`
+}
+
+// capabilitiesReport is `ccrun capability list --json`.
+type capabilitiesReport struct {
+	Capabilities []capabilityReport `json:"capabilities"`
+	Errors       []string           `json:"errors"` // capabilities that do not load, one message each
+}
+
+// gcReport is `ccrun gc --json`.
+type gcReport struct {
+	Sessions   []string `json:"sessions_removed"`   // ids of expired sessions whose files were removed
+	Containers []string `json:"containers_removed"` // ids of the containers removed
+	Errors     []string `json:"errors"`             // what could not be cleaned, one message each
+}
+
+// keyReport is `ccrun key --json`.
+type keyReport struct {
+	Command  string `json:"command"`
+	Key      string `json:"key"`
+	Compound bool   `json:"compound"` // matched only by a rule of this exact key
+	Rule     string `json:"rule"`     // the rule to write in ccrun.json's permissions, as a JSON string
+	Parses   bool   `json:"parses"`   // false: the text is not a shell command and cannot run
+}
+
+func entryOf(e permission.Entry) entryReport {
+	r := entryReport{Key: e.Pattern.String(), Grant: e.Grant.String(), Digest: e.Digest}
+	if e.Expiry != permission.Never {
+		r.Expires = time.Unix(e.Expiry, 0).UTC().Format(time.RFC3339)
+	}
+	return r
+}
+
+// writeJSON prints v indented, as every --json does.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// plural counts in plain language: "1 entry", "2 entries".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// stopReason words why ccrun stopped a tool, the same in every
+// environment; a refusal keeps its detail (what was refused).
+func stopReason(r *job.Result) string {
+	switch r.Reason {
+	case job.Timeout:
+		return "it ran past its timeout and was killed"
+	case job.Memory:
+		return "it went past its memory limit and was killed"
+	case job.OutputCap:
+		return "it wrote more than its output limit to one stream and was killed"
+	case job.Cancelled:
+		return "interrupted (Ctrl-C or a signal to ccrun); it was killed"
+	}
+	if r.Detail != "" {
+		return fmt.Sprintf("%s (%s)", r.Reason, r.Detail)
+	}
+	return string(r.Reason)
+}
+
+// personHint says, after a person denied a call at the prompt, how to
+// allow it another time.
+func personHint(req *permission.Request, d *permission.Decision) string {
+	k := shellQuote(d.Key.String())
+	switch {
+	case d.Offer == ceiling.Once:
+		return "run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)"
+	case req.Environment == ceiling.Shell:
+		return fmt.Sprintf("run it again and answer o (or s in a session), or grant it for the session ahead: ccrun allowlist add %s --scope session; `ccrun key` prints the rule to write", k)
+	default:
+		return fmt.Sprintf("run it again and answer o, s or p, or grant it ahead: ccrun allowlist add %s --scope project", k)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell, so that a printed command line can
+// be pasted as is.
+func shellQuote(s string) string {
+	out := "'"
+	for _, r := range s {
+		if r == '\'' {
+			out += `'\''`
+		} else {
+			out += string(r)
+		}
+	}
+	return out + "'"
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print ccrun's version and the revision it was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			r := buildVersion()
+			if asJSON {
+				return writeJSON(a.io.out, r)
+			}
+			fmt.Fprintf(a.io.out, "ccrun %s", r.Version)
+			if r.Revision != "" {
+				rev := r.Revision
+				if len(rev) > 12 {
+					rev = rev[:12]
+				}
+				fmt.Fprintf(a.io.out, " (%s", rev)
+				if r.Modified {
+					fmt.Fprint(a.io.out, ", modified")
+				}
+				if r.Time != "" {
+					fmt.Fprintf(a.io.out, ", %s", r.Time)
+				}
+				fmt.Fprint(a.io.out, ")")
+			}
+			fmt.Fprintf(a.io.out, " %s\n", r.Go)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the version as JSON")
+	return c
+}
+
+// buildVersion reads the version from the binary's build information: the
+// module version of a `go install …@version` binary, the VCS revision of a
+// build from a work tree.
+func buildVersion() versionReport {
+	r := versionReport{Version: "(devel)"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return r
+	}
+	r.Go = bi.GoVersion
+	if v := bi.Main.Version; v != "" {
+		r.Version = v
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			r.Revision = s.Value
+		case "vcs.time":
+			r.Time = s.Value
+		case "vcs.modified":
+			r.Modified = s.Value == "true"
+		}
+	}
+	return r
+}
+
+// describe returns the description of the capability named tool, for the
+// prompt; "" for a built-in tool or one that does not load.
+func (a *app) describe(tool string) string {
+	switch tool {
+	case ccrun.ToolRunCommand, ccrun.ToolRunWasm, ccrun.ToolRunDocker:
+		return ""
+	}
+	dir, err := a.project()
+	if err != nil {
+		return ""
+	}
+	c, err := capabilities.Find(dir, tool)
+	if err != nil {
+		return ""
+	}
+	return c.Manifest.Description
+}
