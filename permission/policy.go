@@ -124,6 +124,13 @@ type PolicyConfig struct {
 	Home string
 	// Scope is the caller's scope. Default: ScopeFull.
 	Scope Scope
+	// Unconfined says the kernel layer (Landlock) is missing on this
+	// machine: read-only commands whose safety rests on it (git, which runs
+	// what its configuration names; file lists; recursive reads such as
+	// grep -r, rg, find — shellcmd.Verdict.Kernel) are then asked instead
+	// of auto-allowed. Default false: the caller runs read-only commands
+	// under Landlock.
+	Unconfined bool
 }
 
 // Policy is the merged settings of every layer and the hooks the gate
@@ -140,6 +147,7 @@ type Policy struct {
 	depth      int
 	projectDir string
 	home       string
+	unconfined bool
 }
 
 // NewPolicy merges the layers. Lists merge across layers (deny beats ask beats
@@ -149,7 +157,7 @@ type Policy struct {
 // mode plan. A layer that does not say which it is is an error of class
 // ErrInvalidConfig.
 func NewPolicy(cfg PolicyConfig) (*Policy, error) {
-	p := &Policy{mode: ModeDefault, scope: cfg.Scope, projectDir: cfg.ProjectDir, home: cfg.Home}
+	p := &Policy{mode: ModeDefault, scope: cfg.Scope, projectDir: cfg.ProjectDir, home: cfg.Home, unconfined: cfg.Unconfined}
 	best := -1
 	for _, s := range cfg.Layers {
 		if s == nil {
@@ -285,20 +293,26 @@ func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
 	return "", false
 }
 
-// effectiveClass is req's class, with a read-only shell command read.
-func effectiveClass(req *Request) (Class, bool) {
-	c := req.Class
+// effectiveClass is req's class, with a read-only shell command read. A
+// command whose safety rests on the kernel layer is not read on a policy
+// that is Unconfined; why then says so.
+func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string) {
+	c = req.Class
 	if c == "" {
 		c = ClassUnknown
 	}
 	if isShell(req) && (c == ClassExec || c == ClassUnknown) {
 		if f, ok := commandFile(req); ok {
-			if ro, _ := IsReadOnly(f); ro {
-				return ClassRead, true
+			v := classify(req, f)
+			switch {
+			case v.ReadOnly && v.Kernel != "" && p.unconfined:
+				return c, false, "read-only, but " + v.Kernel + ", and this machine has no kernel layer (Landlock) to contain it"
+			case v.ReadOnly:
+				return ClassRead, true, ""
 			}
 		}
 	}
-	return c, false
+	return c, false, ""
 }
 
 // Restricted is the gate's step 3: whether the call's directive or plan
@@ -308,7 +322,7 @@ func effectiveClass(req *Request) (Class, bool) {
 // unknown calls. An unknown directive forbids everything but reads. When
 // ok, reason says why (the gate denies with LayerDirective).
 func (p *Policy) Restricted(req *Request) (reason string, ok bool) {
-	c, _ := effectiveClass(req)
+	c, _, _ := p.effectiveClass(req)
 	readish := c == ClassRead || c == ClassInternal
 	switch req.Directive {
 	case DirectiveNone:
@@ -374,13 +388,23 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		class = ClassUnknown
 	}
 	if p.mode.Verdict(class) != Allow {
-		if c, ro := effectiveClass(req); ro {
+		c, ro, why := p.effectiveClass(req)
+		if ro {
 			if v := p.mode.Verdict(c); v == Allow {
 				return Allow, LayerReadOnly, "a read-only command" + note
 			}
 		}
+		if why != "" {
+			note += "; " + why
+		}
 	}
 	v = p.mode.Verdict(class)
+	if v == Allow && p.mode == ModeTrust && isShell(req) {
+		// seed 002's Solo mode: everything but clearly dangerous commands
+		if w := Warnings(req); len(w) > 0 {
+			return AskUser, LayerMode, fmt.Sprintf("mode %s asks for destructive commands: %s%s", p.mode, strings.Join(w, "; "), note)
+		}
+	}
 	return v, LayerMode, fmt.Sprintf("mode %s: %s calls %s%s", p.mode, class, verb(v), note)
 }
 

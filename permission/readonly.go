@@ -21,6 +21,9 @@ func IsReadOnlyText(src string) (ok bool, reason string) { return shellcmd.ReadO
 // readOnlyClass reports whether req's shell command f is read-only with
 // what the call carries (its env and positional arguments).
 func readOnlyClass(req *Request, f *syntax.File) bool {
-	ro, _ := IsReadOnly(f)
-	return ro
+	return classify(req, f).ReadOnly
+}
+
+func classify(req *Request, f *syntax.File) shellcmd.Verdict {
+	return shellcmd.Classify(f, shellcmd.Call{Args: req.Args, Env: req.Env})
 }

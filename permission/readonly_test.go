@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -111,19 +112,28 @@ func TestIsReadOnlyEdges(t *testing.T) {
 		{"sed -e 's/a/b/' -n f", true},
 		{"sed --expression=p f", true},
 		{"sed --expr=p f", false}, // abbreviations are not accepted
-		{"eval 'ls -la'", true},
+		{"eval 'ls -la'", false},
 		{"eval ls '&&' rm x", false},
 		{"bash -c 'ls > x'", false},
-		{"sh -c 'bash -c \"sh -c ls\"'", true},
+		{"sh -c 'bash -c \"sh -c ls\"'", false},
 		{"env", true},
-		{"env LC_ALL=C sort f", true},
+		{"env LC_ALL=C sort f", false},
 		{"env FOO=1 ls", false},
-		{"xargs -0 grep -l foo", true},
+		{"xargs -0 grep -l foo", false},
 		{"xargs sed p", false},
 		{"xargs -i rm cat", false},
-		{"xargs -n 1 cat", true},
-		{"xargs -n1 -0 -I{} wc -l {}", true},
-		{"xargs --max-args 1 cat", false}, // a long option with a separate value: not accepted
+		{"xargs -n 1 cat", false},
+		{"xargs -n1 -0 -I{} wc -l {}", false},
+		{"xargs --max-args 1 cat", false},
+		// another interpreter's text, or a program ccrun's interpreter does not start: never read-only
+		{"bash -c 'git status'", false},
+		{"xargs echo", false},
+		{"find . -name '*.go' | xargs wc -l", false},
+		{"timeout 10 git log -1", false},
+		{"nice git status", false},
+		{"command git status", false},
+		{"command -v go", true},
+		{"LC_ALL=C sort f", true},
 		{"time ls", true},
 		{"! ls", true},
 		{"", false},
@@ -175,15 +185,29 @@ func FuzzIsReadOnly(f *testing.F) {
 			return
 		}
 		syntax.Walk(file, func(n syntax.Node) bool {
-			switch n.(type) {
+			switch n := n.(type) {
 			case *syntax.Redirect:
 				t.Fatalf("IsReadOnly(%q) = true with a redirection", src)
-			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ParamExp, *syntax.ArithmExp:
+			case *syntax.ParamExp:
+				if n.Param == nil || strings.Trim(n.Param.Value, "0123456789@*#") != "" || n.Param.Value == "0" {
+					t.Fatalf("IsReadOnly(%q) = true with a parameter expansion that is not positional", src)
+				}
+			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp, *syntax.BraceExp:
 				t.Fatalf("IsReadOnly(%q) = true with an expansion or substitution %T", src, n)
+			case *syntax.Word:
+				if w, ok := splitCopy(n); ok && len(expand.Braces(w)) > 1 {
+					t.Fatalf("IsReadOnly(%q) = true with a brace expansion", src)
+				}
 			}
 			return true
 		})
 	})
+}
+
+func splitCopy(w *syntax.Word) (*syntax.Word, bool) {
+	cp := *w
+	cp.Parts = append([]syntax.WordPart(nil), w.Parts...)
+	return &cp, syntax.SplitBraces(&cp)
 }
 
 func BenchmarkIsReadOnly(b *testing.B) {

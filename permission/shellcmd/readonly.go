@@ -2,53 +2,84 @@ package shellcmd
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
+
+// Call is what a command runs with beside its text.
+type Call struct {
+	// Args are the positional parameters: $1… of the command.
+	Args []string
+	// Env are the variables the call adds to the environment (KEY=VALUE).
+	Env []string
+}
+
+// Verdict is what Classify says of a command.
+type Verdict struct {
+	// ReadOnly: running it cannot change anything (see ReadOnly).
+	ReadOnly bool
+	// Reason says why it is not read-only, for the person asked.
+	Reason string
+	// Kernel, for a read-only command, says why its safety rests on the
+	// kernel layer (Landlock: no writes, the dangerous paths hidden): it
+	// runs programs its configuration names (git), reads files named in
+	// a file (--files0-from) or reads whole trees (grep -r, rg, find, du,
+	// tree, ls -R), where a committed symlink or a config file can take
+	// it where no word of the command says. Where that layer is missing,
+	// such a command is asked. Empty: the words say all it reads.
+	Kernel string
+}
 
 // ReadOnly reports whether running f cannot change anything: no file is
 // written, no program but the listed readers is run, nothing runs in the
 // background. It is conservative on purpose (seed 003 isReadonlyBash, seed
 // 002 CommandRisk): a false "no" costs a keystroke, a false "yes" is a
-// hole. When it says no, reason says why, for the person asked.
+// hole. When it says no, reason says why, for the person asked. It is
+// Classify with no positional arguments and no environment.
 //
 // The rules, all of which must hold:
 //
 //   - every statement is a plain call, or calls joined by && || | |&, or a
 //     bash time keyword; no subshells, blocks, loops, conditions, functions,
-//     declarations, arithmetic or [[ ]];
+//     declarations, arithmetic or [[ ]]; at most MaxReadOnlyPrograms calls;
 //   - no redirection at all (every redirection is taken as a write, even
 //     2>/dev/null), no background job, no coprocess;
-//   - every word is literal text or quotes: no $VAR, ${x@P}, $IFS, $(…),
-//     `…`, <(…), $((…)), $'…', extended globs; an unquoted glob (* ? [) is
-//     accepted only where every expansion is a harmless argument (the word
-//     starts with a literal character other than '-', and the program takes
-//     any number of them); brace expansion {a,b} is refused;
-//   - a leading assignment is only of LANG, LANGUAGE, LC_*, TZ, NO_COLOR,
-//     CLICOLOR, COLUMNS (LD_*, GIT_*, PAGER, NODE_OPTIONS, BASH_ENV, PATH…
-//     change what runs); a bare assignment (X=1 alone) is refused;
+//   - every word is literal text or quotes, or a plain positional
+//     parameter ($1, "$@", ${2}) read as the call's argument (an unquoted
+//     one only when its value would not be split or globbed): no other
+//     $VAR, ${x@P}, $IFS, $(…), `…`, <(…), $((…)), $'…', extended globs;
+//     no brace expansion ({a,b}, {1..3}, {-exec,{}}, as the interpreter
+//     reads them); an unquoted glob (* ? [) is accepted only where every
+//     expansion is a harmless argument (the word starts with a literal
+//     character other than '-', and the program takes any number of them);
+//   - a leading assignment, and a variable of the call's environment, is
+//     only of LANG, LANGUAGE, LC_*, TZ, NO_COLOR, CLICOLOR, COLUMNS: no
+//     variable of the table of those that change what programs run
+//     (RunsPrograms: GIT_*, LD_*, PAGER, BASH_ENV, PATH…), and no other;
 //   - the program is a bare name (no path) from a fixed list, and its
 //     options are checked against that program's dangerous ones; a long
 //     option that is a prefix of a dangerous one is dangerous (programs
-//     accept abbreviations: --upload-pa is --upload-pack);
-//   - wrappers are looked through: env (assignments as above), nice,
-//     timeout, command, xargs (only for programs none of whose options is
-//     dangerous, since xargs adds unseen arguments), bash/sh -c 'TEXT' and
-//     eval with literal text (TEXT must itself be read-only); find with
-//     -exec, -execdir, -ok, -okdir, -delete, -fprint… asks;
-//   - inline programs (awk, python -c, node -e, perl -e…), pagers (less,
-//     more, man: they have shell escapes) are not on the list: they ask.
+//     accept abbreviations: --upload-pa is --upload-pack); operands are
+//     counted as the program counts them (after --, a word starting with
+//   - is an operand: uniq in -- -out writes -out);
+//   - nothing hands text or a command to another interpreter or runs a
+//     program ccrun's interpreter does not start itself: bash -c, sh -c,
+//     eval, source, xargs, env CMD, nice, timeout, command CMD, exec,
+//     find -exec, awk, python -c… are not read-only, whatever they run;
+//   - inline programs, pagers (less, more, man: they have shell escapes)
+//     and ps with the BSD e option (the environment of processes) are not
+//     on the list: they ask.
 //
 // Dangerous paths (cat ~/.ssh/id_rsa) are not its business: the gate asks
-// for them before it gets here (see DangerousPaths).
+// for them before it gets here (see Dangerous).
 //
-// A nil or empty f is not read-only. IsReadOnly is safe for concurrent use.
+// A nil or empty f is not read-only. ReadOnly is safe for concurrent use.
 func ReadOnly(f *syntax.File) (ok bool, reason string) {
-	if f == nil || len(f.Stmts) == 0 {
-		return false, "no command"
-	}
-	return roStmts(f.Stmts, 0)
+	v := Classify(f, Call{})
+	return v.ReadOnly, v.Reason
 }
 
 // ReadOnlyText is ReadOnly of src parsed with Parse; text that does not
@@ -61,43 +92,110 @@ func ReadOnlyText(src string) (ok bool, reason string) {
 	return ReadOnly(f)
 }
 
-func roStmts(stmts []*syntax.Stmt, depth int) (bool, string) {
-	if depth > maxNesting {
-		return false, "nested too deep"
+// MaxReadOnlyPrograms is the most programs a read-only command may run:
+// a pipeline of thousands of cat is a fork flood, not a read.
+const MaxReadOnlyPrograms = 32
+
+// Classify says whether f is read-only when run with call's positional
+// arguments and environment (see ReadOnly for the rules), and, when it is,
+// whether its safety rests on the kernel layer (Verdict.Kernel). It is
+// safe for concurrent use.
+func Classify(f *syntax.File, call Call) Verdict {
+	if f == nil || len(f.Stmts) == 0 {
+		return Verdict{Reason: "no command"}
 	}
-	for _, st := range stmts {
-		if ok, why := roStmt(st, depth); !ok {
-			return false, why
+	c := &classifier{call: call}
+	for _, kv := range call.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if ok, why := envOK(name); !ok {
+			return Verdict{Reason: "the call's environment " + why}
 		}
 	}
-	return true, ""
+	for _, st := range f.Stmts {
+		if ok, why := c.stmt(st); !ok {
+			return Verdict{Reason: why}
+		}
+	}
+	return Verdict{ReadOnly: true, Kernel: c.kernel}
 }
 
-func roStmt(st *syntax.Stmt, depth int) (bool, string) {
+// ClassifyArgv is Classify of one program invocation: argv are its words
+// as they are about to run (expanded), env the variables set for it beyond
+// the environment the executor started from (KEY=VALUE).
+func ClassifyArgv(argv []string, env []string) Verdict {
+	if len(argv) == 0 {
+		return Verdict{Reason: "no command"}
+	}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if ok, why := envOK(name); !ok {
+			return Verdict{Reason: "the environment " + why}
+		}
+	}
+	for _, a := range argv {
+		if hasControl(a) {
+			return Verdict{Reason: "has control characters"}
+		}
+	}
+	c := &classifier{}
+	if ok, why := c.argv(argv, false); !ok {
+		return Verdict{Reason: why}
+	}
+	return Verdict{ReadOnly: true, Kernel: c.kernel}
+}
+
+// ReadOnlyArgv reports whether one program invocation is read-only: argv
+// are its words as they are about to run (expanded: a brace or a glob in
+// them is text), env the variables set for it beyond the environment the
+// executor started from (KEY=VALUE; PATH and HOME are in every
+// environment, so pass the changes). It is ClassifyArgv without the
+// kernel note.
+func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
+	v := ClassifyArgv(argv, env)
+	return v.ReadOnly, v.Reason
+}
+
+type classifier struct {
+	call     Call
+	programs int
+	kernel   string // the first reason its safety rests on the kernel layer
+}
+
+func (c *classifier) needsKernel(why string) {
+	if c.kernel == "" {
+		c.kernel = why
+	}
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f })
+}
+
+func (c *classifier) stmt(st *syntax.Stmt) (bool, string) {
 	switch {
 	case st.Background || st.Coprocess || st.Disown:
 		return false, "runs in the background"
 	case len(st.Redirs) > 0:
 		return false, "has a redirection (taken as a write)"
 	}
-	switch c := st.Cmd.(type) {
+	switch x := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		return roCall(c, depth)
+		return c.callExpr(x)
 	case *syntax.BinaryCmd:
-		switch c.Op {
+		switch x.Op {
 		case syntax.AndStmt, syntax.OrStmt, syntax.Pipe, syntax.PipeAll:
 		default:
 			return false, "has an unknown operator"
 		}
-		if ok, why := roStmt(c.X, depth); !ok {
+		if ok, why := c.stmt(x.X); !ok {
 			return false, why
 		}
-		return roStmt(c.Y, depth)
+		return c.stmt(x.Y)
 	case *syntax.TimeClause:
-		if c.Stmt == nil {
+		if x.Stmt == nil {
 			return true, ""
 		}
-		return roStmt(c.Stmt, depth)
+		return c.stmt(x.Stmt)
 	case nil:
 		return false, "no command"
 	default:
@@ -105,22 +203,41 @@ func roStmt(st *syntax.Stmt, depth int) (bool, string) {
 	}
 }
 
-// safeAssign lists the variables a leading assignment may set.
-func safeAssign(name string) bool {
+// SafeEnv reports whether a variable is one read-only commands are known
+// to read harmlessly: LANG, LANGUAGE, LC_*, TZ, NO_COLOR, CLICOLOR,
+// COLUMNS. Only these may be set for a read-only command.
+func SafeEnv(name string) bool {
 	switch name {
 	case "LANG", "LANGUAGE", "TZ", "NO_COLOR", "CLICOLOR", "COLUMNS":
 		return true
 	}
-	return strings.HasPrefix(name, "LC_") && name != "LC_"
+	return strings.HasPrefix(name, "LC_") && name != "LC_" && validName(name)
 }
 
-func roCall(c *syntax.CallExpr, depth int) (bool, string) {
-	if len(c.Args) == 0 {
+// envOK says whether setting name keeps a command read-only, and if not why.
+func envOK(name string) (bool, string) {
+	if why, runs := RunsPrograms(name); runs {
+		return false, "sets " + name + ", which changes what programs run (" + why + ")"
+	}
+	if !SafeEnv(name) {
+		return false, "sets " + name + ", which read-only programs are not known to ignore"
+	}
+	return true, ""
+}
+
+func (c *classifier) callExpr(x *syntax.CallExpr) (bool, string) {
+	if len(x.Args) == 0 {
 		return false, "sets shell variables"
 	}
-	for _, a := range c.Assigns {
-		if a.Append || a.Naked || a.Index != nil || a.Array != nil || a.Name == nil || !safeAssign(a.Name.Value) {
+	if c.programs++; c.programs > MaxReadOnlyPrograms {
+		return false, "runs more than " + strconv.Itoa(MaxReadOnlyPrograms) + " programs"
+	}
+	for _, a := range x.Assigns {
+		if a.Append || a.Naked || a.Index != nil || a.Array != nil || a.Name == nil {
 			return false, "assigns a variable that can change what runs"
+		}
+		if ok, why := envOK(a.Name.Value); !ok {
+			return false, "assigns a variable: " + why
 		}
 		if a.Value != nil {
 			if w := WordOf(a.Value); !w.Lit {
@@ -128,41 +245,171 @@ func roCall(c *syntax.CallExpr, depth int) (bool, string) {
 			}
 		}
 	}
-	argv := make([]string, len(c.Args))
+	var argv []string
 	globs, risky := false, false
-	for i, w := range c.Args {
-		lw := WordOf(w)
-		if !lw.Lit {
-			return false, "has an expansion or substitution ($…, `…`, <(…))"
-		}
-		if strings.ContainsFunc(lw.Val, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
-			return false, "has control characters"
-		}
-		g, brace := unquotedMeta(w)
-		if brace {
+	for i, w := range x.Args {
+		if hasBraces(w) {
 			return false, "has a brace expansion"
 		}
+		vals, ok, why := c.expand(w)
+		if !ok {
+			return false, why
+		}
+		for _, v := range vals {
+			if hasControl(v) {
+				return false, "has control characters"
+			}
+		}
+		g := unquotedGlob(w)
 		if g {
 			if i == 0 {
 				return false, "has a glob in the program name"
 			}
-			if lw.Val == "" || lw.Val[0] == '-' || strings.ContainsAny(lw.Val[:1], "*?[") {
+			if len(vals) != 1 || vals[0] == "" || vals[0][0] == '-' || strings.ContainsAny(vals[0][:1], "*?[") {
 				risky = true
 			}
 			globs = true
 		}
-		argv[i] = lw.Val
+		if i == 0 && len(vals) != 1 {
+			return false, "the program word is not one word"
+		}
+		argv = append(argv, vals...)
 	}
 	if risky && !readers[argv[0]].any {
 		return false, "has a glob that could expand to an option of " + argv[0]
 	}
-	return roArgv(argv, globs, depth)
+	if risky && readers[argv[0]].check != nil {
+		c.needsKernel("a glob could expand to an option of " + argv[0] + " such as -r")
+	}
+	return c.argv(argv, globs)
 }
 
-// unquotedMeta reports unescaped glob characters and brace expansions
-// ({a,b}, {1..3}) in the unquoted parts of w (quoted parts count as plain
-// text, as they do for the shell).
-func unquotedMeta(w *syntax.Word) (glob, brace bool) {
+// hasBraces reports whether w holds a brace expansion as the interpreter
+// reads it (nested {-exec,{}}, {a,{b,c}}, sequences {1..3}): whether
+// expand.BracesSeq, which the interpreter runs, makes more than one word
+// of it ({}, -I{} and {a} stay one word, themselves).
+func hasBraces(w *syntax.Word) bool {
+	cp, ok := splitBraces(w)
+	if !ok {
+		return false
+	}
+	n := 0
+	for _, err := range expand.BracesSeq(nil, cp) {
+		if n++; n > 1 || err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// splitBraces returns a copy of w with its brace expansions parsed
+// (syntax.SplitBraces), leaving w as it is; false when it has none.
+func splitBraces(w *syntax.Word) (*syntax.Word, bool) {
+	cp := *w
+	cp.Parts = slices.Clone(w.Parts)
+	if !syntax.SplitBraces(&cp) {
+		return nil, false
+	}
+	return &cp, true
+}
+
+// positional returns the name of a plain positional parameter expansion
+// ($1, ${2}, $@, $*, $#), or "".
+func positional(p *syntax.ParamExp) string {
+	if p.Param == nil || !plainParts([]syntax.WordPart{p}) {
+		return ""
+	}
+	switch n := p.Param.Value; {
+	case n == "@" || n == "*" || n == "#":
+		return n
+	case n != "0" && n != "" && strings.Trim(n, "0123456789") == "" && (len(n) == 1 || !p.Short):
+		return n
+	}
+	return ""
+}
+
+// expand returns the words w is when run with the call's positional
+// parameters, or why that cannot be known. A literal word is its value.
+func (c *classifier) expand(w *syntax.Word) ([]string, bool, string) {
+	if lw := WordOf(w); lw.Lit {
+		return []string{lw.Val}, true, ""
+	}
+	// "$@" alone: one word per argument
+	if len(w.Parts) == 1 {
+		if dq, ok := w.Parts[0].(*syntax.DblQuoted); ok && !dq.Dollar && len(dq.Parts) == 1 {
+			if pe, ok := dq.Parts[0].(*syntax.ParamExp); ok && positional(pe) == "@" {
+				return slices.Clone(c.call.Args), true, ""
+			}
+		}
+	}
+	var b strings.Builder
+	unquoted := false
+	var part func(p syntax.WordPart, quoted bool) (bool, string)
+	part = func(p syntax.WordPart, quoted bool) (bool, string) {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value, quoted))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return false, "has $'…' quoting"
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return false, "has $\"…\" quoting"
+			}
+			for _, q := range p.Parts {
+				if ok, why := part(q, true); !ok {
+					return false, why
+				}
+			}
+		case *syntax.ParamExp:
+			name := positional(p)
+			if name == "" {
+				return false, "has an expansion or substitution ($…, `…`, <(…))"
+			}
+			if !quoted {
+				unquoted = true
+			}
+			if name == "@" && quoted {
+				return false, "has \"$@\" inside a longer word"
+			}
+			b.WriteString(c.param(name))
+		default:
+			return false, "has an expansion or substitution ($…, `…`, <(…))"
+		}
+		return true, ""
+	}
+	for _, p := range w.Parts {
+		if ok, why := part(p, false); !ok {
+			return nil, false, why
+		}
+	}
+	v := b.String()
+	if unquoted && (v == "" || strings.ContainsAny(v, " \t\n*?[")) {
+		return nil, false, "an unquoted positional parameter would be split or globbed"
+	}
+	return []string{v}, true, ""
+}
+
+// param is the value of a positional parameter.
+func (c *classifier) param(name string) string {
+	switch name {
+	case "@", "*":
+		return strings.Join(c.call.Args, " ")
+	case "#":
+		return strconv.Itoa(len(c.call.Args))
+	}
+	n, err := strconv.Atoi(name)
+	if err != nil || n < 1 || n > len(c.call.Args) {
+		return ""
+	}
+	return c.call.Args[n-1]
+}
+
+// unquotedGlob reports unescaped glob characters in the unquoted parts of
+// w (quoted parts count as plain text, as they do for the shell).
+func unquotedGlob(w *syntax.Word) bool {
 	var b strings.Builder
 	for _, part := range w.Parts {
 		if l, ok := part.(*syntax.Lit); ok {
@@ -172,95 +419,103 @@ func unquotedMeta(w *syntax.Word) (glob, brace bool) {
 		}
 	}
 	s := b.String()
-	open := -1
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
 			i++
 		case '*', '?':
-			glob = true
+			return true
 		case '[':
 			if strings.IndexByte(s[i:], ']') > 0 {
-				glob = true
-			}
-		case '{':
-			open = i
-		case '}':
-			if open >= 0 && strings.ContainsAny(s[open:i], ",.") {
-				brace = true
+				return true
 			}
 		}
 	}
-	return glob, brace
+	return false
 }
 
 // roSpec says what options of a reader are dangerous.
 type roSpec struct {
-	any       bool     // no option writes or runs code: anything goes (and xargs may add arguments)
+	any       bool     // no option writes or runs code: anything goes
 	denyShort string   // short options that write or run code
 	denyLong  []string // long options that do (without --); their prefixes too
 	maxPos    int      // >0: at most this many operands (the next would be an output file)
-	check     func(args []string, globs bool, depth int) (bool, string)
+	check     func(args []string, globs bool) (bool, string)
+	// tree is set for programs that read whole trees (find, du, tree, rg):
+	// their safety rests on the kernel layer.
+	tree bool
 }
 
 var harmless = roSpec{any: true}
 
-// readers is the fixed list of programs IsReadOnly accepts.
+// readers is the fixed list of programs ReadOnly accepts.
 var readers = map[string]roSpec{
-	"ls": harmless, "cat": harmless, "head": harmless, "tail": harmless, "wc": harmless,
+	"ls": {any: true, check: roLs}, "cat": harmless, "head": harmless, "tail": harmless, "wc": harmless,
 	"pwd": harmless, "echo": harmless, "whoami": harmless, "id": harmless, "uname": harmless,
 	"basename": harmless, "dirname": harmless, "realpath": harmless, "readlink": harmless,
-	"stat": harmless, "du": harmless, "df": harmless, "true": harmless, "false": harmless,
+	"stat": harmless, "du": {any: true, tree: true}, "df": harmless, "true": harmless, "false": harmless,
 	"which": harmless, "type": harmless, "nl": harmless, "tac": harmless, "rev": harmless,
 	"cut": harmless, "tr": harmless, "comm": harmless, "diff": harmless, "cmp": harmless,
 	"md5sum": harmless, "sha1sum": harmless, "sha256sum": harmless, "sha512sum": harmless,
-	"b2sum": harmless, "cksum": harmless, "grep": harmless, "egrep": harmless, "fgrep": harmless,
+	"b2sum": harmless, "cksum": harmless, "grep": {any: true, check: roGrep}, "egrep": {any: true, check: roGrep}, "fgrep": {any: true, check: roGrep},
 	"seq": harmless, "printenv": harmless, "column": harmless, "fold": harmless, "od": harmless,
 	"hexdump": harmless, "strings": harmless, "test": harmless, "[": harmless, "nproc": harmless,
 	"uptime": harmless, "groups": harmless, "locale": harmless, "tty": harmless, "arch": harmless,
-	"ps": harmless, "jq": harmless, "paste": harmless, "join": harmless, "expr": harmless,
+	"ps": {check: roPs}, "jq": harmless, "paste": harmless, "join": harmless, "expr": harmless,
 	"cal": harmless, "sleep": harmless, "whereis": harmless, "numfmt": harmless,
-	"date":   {denyShort: "s", denyLong: []string{"set"}},
-	"file":   {denyShort: "C", denyLong: []string{"compile"}},
-	"tree":   {denyShort: "oR", denyLong: []string{"output"}},
-	"printf": {denyShort: "v"},
-	"uniq":   {maxPos: 1},
-	"xxd":    {maxPos: 1},
-	"base64": {denyShort: "o", denyLong: []string{"output"}, maxPos: 1},
-	"sort":   {denyShort: "o", denyLong: []string{"output", "compress-program"}},
-	"rg":     {denyShort: "z", denyLong: []string{"pre", "pre-glob", "hostname-bin", "search-zip"}},
-	"ag":     {denyLong: []string{"pager"}},
-	"fd":     {denyShort: "xX", denyLong: []string{"exec", "exec-batch"}},
-	"find":   {check: roFind},
-	"sed":    {check: roSed},
-	"git":    {check: roGit},
+	"date":    {denyShort: "s", denyLong: []string{"set"}},
+	"file":    {denyShort: "C", denyLong: []string{"compile"}},
+	"tree":    {denyShort: "oR", denyLong: []string{"output"}, tree: true},
+	"printf":  {denyShort: "v"},
+	"uniq":    {maxPos: 1},
+	"xxd":     {maxPos: 1},
+	"base64":  {denyShort: "o", denyLong: []string{"output"}, maxPos: 1},
+	"sort":    {denyShort: "o", denyLong: []string{"output", "compress-program"}},
+	"rg":      {denyShort: "z", denyLong: []string{"pre", "pre-glob", "hostname-bin", "search-zip"}, tree: true},
+	"ag":      {denyLong: []string{"pager"}, tree: true},
+	"fd":      {denyShort: "xX", denyLong: []string{"exec", "exec-batch"}, tree: true},
+	"find":    {check: roFind, tree: true},
+	"sed":     {check: roSed},
+	"git":     {check: roGit},
+	"env":     {check: roEnv},
+	"command": {check: roCommand},
 }
 
-func init() {
-	// wrappers look up readers themselves: set here to break the cycle
-	for name, check := range map[string]func([]string, bool, int) (bool, string){
-		"xargs": roXargs, "env": roEnv, "nice": roNice, "timeout": roTimeout,
-		"command": roCommand, "bash": roShellC, "sh": roShellC, "eval": roEval,
-	} {
-		readers[name] = roSpec{check: check}
-	}
-}
-
-func roArgv(argv []string, globs bool, depth int) (bool, string) {
-	if depth > maxNesting {
-		return false, "nested too deep"
-	}
+func (c *classifier) argv(argv []string, globs bool) (bool, string) {
 	prog := argv[0]
 	if strings.Contains(prog, "/") {
 		return false, "runs a program by path (" + prog + ")"
 	}
 	spec, ok := readers[prog]
 	if !ok {
+		if why := interpreterWhy(prog); why != "" {
+			return false, why
+		}
 		return false, prog + " is not a known read-only program"
 	}
 	args := argv[1:]
+	if slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--files0-from") || strings.HasPrefix(a, "--files-from")
+	}) {
+		c.needsKernel(prog + " reads the files a list names")
+	}
+	if spec.tree {
+		c.needsKernel(prog + " reads whole trees, where a symlink can lead anywhere")
+	}
+	if prog == "git" {
+		c.needsKernel("git runs programs its configuration names")
+	}
 	if spec.check != nil {
-		return spec.check(args, globs, depth)
+		ok, why := spec.check(args, globs)
+		if ok && (prog == "grep" || prog == "egrep" || prog == "fgrep") {
+			if grepRecursive(args) {
+				c.needsKernel(prog + " -r reads whole trees, where a symlink can lead anywhere")
+			}
+		}
+		if ok && prog == "ls" && (hasOpt(args, "--recursive", 'R')) {
+			c.needsKernel("ls -R reads whole trees")
+		}
+		return ok, why
 	}
 	if spec.any {
 		return true, ""
@@ -271,25 +526,53 @@ func roArgv(argv []string, globs bool, depth int) (bool, string) {
 	if ok, why := denyOptions(prog, args, spec.denyShort, spec.denyLong); !ok {
 		return false, why
 	}
-	if spec.maxPos > 0 {
-		pos := 0
-		for _, a := range args {
-			if a == "-" || !strings.HasPrefix(a, "-") {
-				pos++
-			}
-		}
-		if pos > spec.maxPos {
-			return false, prog + " is given an output file"
-		}
+	if spec.maxPos > 0 && operands(args) > spec.maxPos {
+		return false, prog + " is given an output file"
 	}
 	return true, ""
+}
+
+// operands counts the operands of args as a GNU program reads them: a
+// word not starting with -, the word -, and every word after --.
+func operands(args []string) int {
+	n := 0
+	for i, a := range args {
+		if a == "--" {
+			return n + len(args) - i - 1
+		}
+		if a == "-" || !strings.HasPrefix(a, "-") {
+			n++
+		}
+	}
+	return n
+}
+
+// interpreterWhy says why a program that runs another's text or command is
+// not read-only, or "".
+func interpreterWhy(prog string) string {
+	switch prog {
+	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "rbash", "fish", "yash", "tcsh", "csh", "eval", "source", ".":
+		return prog + " runs shell text ccrun does not interpret itself"
+	case "xargs", "parallel", "nice", "timeout", "nohup", "setsid", "stdbuf", "ionice", "chrt", "taskset",
+		"exec", "builtin", "sudo", "doas", "watch", "flock", "strace", "ltrace", "time":
+		return prog + " runs a program ccrun's interpreter does not see"
+	case "awk", "gawk", "mawk", "nawk", "python", "python2", "python3", "perl", "ruby", "node", "nodejs",
+		"deno", "bun", "php", "lua", "Rscript", "tclsh", "osascript", "pwsh", "powershell":
+		return prog + " runs code in another language"
+	case "less", "more", "most", "man", "vi", "vim", "nvim", "view", "emacs", "nano":
+		return prog + " has shell escapes"
+	}
+	return ""
 }
 
 // denyOptions checks every word that looks like an option (a value that
 // happens to look like one is checked too: that only errs towards asking).
 func denyOptions(prog string, args []string, denyShort string, denyLong []string) (bool, string) {
 	for _, a := range args {
-		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+		if a == "--" {
+			break // the rest are operands
+		}
+		if a == "-" || !strings.HasPrefix(a, "-") {
 			continue
 		}
 		if strings.HasPrefix(a, "--") {
@@ -320,7 +603,7 @@ var findPrimaries = []string{
 	"-O2", "-O3", "-ignore_readdir_race", "-noignore_readdir_race", "-nowarn", "-warn",
 }
 
-func roFind(args []string, globs bool, depth int) (bool, string) {
+func roFind(args []string, globs bool) (bool, string) {
 	for _, a := range args {
 		if len(a) < 2 || a[0] != '-' {
 			continue
@@ -333,133 +616,63 @@ func roFind(args []string, globs bool, depth int) (bool, string) {
 			return false, "find " + a + " runs a command"
 		case "-delete", "-fls", "-fprint", "-fprint0", "-fprintf":
 			return false, "find " + a + " writes or deletes files"
+		case "-files0-from":
+			continue // GNU find 4.9: reads the starting points from a file (kernel layer)
 		}
 		return false, "find " + a + " is not a known read-only option"
 	}
 	return true, ""
 }
 
-// roXargs accepts xargs running a program none of whose options is
-// dangerous, since xargs adds arguments nobody has seen. Only options whose
-// form is certain are accepted (not -i, -l, -e, whose value is optional).
-func roXargs(args []string, globs bool, depth int) (bool, string) {
-	i := 0
-	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
-		a := args[i]
-		i++
-		switch {
-		case a == "--":
-			goto command
-		case a == "-0" || a == "--null" || a == "-r" || a == "--no-run-if-empty" || a == "-t" || a == "--verbose" || a == "-x" || a == "--exit":
-		case len(a) == 2 && strings.ContainsRune("nLPdIsE", rune(a[1])):
-			i++ // the value is the next word
-		case len(a) > 2 && a[1] != '-' && strings.ContainsRune("nLPdIsE", rune(a[1])):
-			// the value is attached
-		case slices.ContainsFunc([]string{"--max-args=", "--max-lines=", "--max-procs=", "--delimiter=", "--replace=", "--max-chars=", "--eof="}, func(p string) bool { return strings.HasPrefix(a, p) }):
-		default:
-			return false, "xargs " + a + " is not accepted"
+// roLs: ls has no option that writes or runs.
+func roLs(args []string, globs bool) (bool, string) { return true, "" }
+
+// roGrep: grep has no option that writes or runs; -r reads trees.
+func roGrep(args []string, globs bool) (bool, string) { return true, "" }
+
+func grepRecursive(args []string) bool {
+	return hasOpt(args, "--recursive", 'r') || hasOpt(args, "--dereference-recursive", 'R') ||
+		slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--directories") || strings.HasPrefix(a, "-d") })
+}
+
+// roPs refuses the BSD e option (ps e, ps axeww: the environment of every
+// process, with the secrets the executor's filter held back) and -o/--format
+// columns that could show it.
+func roPs(args []string, globs bool) (bool, string) {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'e') {
+			return false, "ps " + a + " shows the environment of processes"
 		}
-	}
-command:
-	if i >= len(args) {
-		return true, "" // xargs echo
-	}
-	prog := args[i]
-	spec, ok := readers[prog]
-	if !ok || !spec.any {
-		return false, "xargs runs " + prog + " with arguments nobody has seen"
+		if strings.HasPrefix(a, "--") && strings.Contains(a, "env") {
+			return false, "ps " + a + " may show the environment of processes"
+		}
 	}
 	return true, ""
 }
 
-func wordsOf(args []string) []Word {
-	ws := make([]Word, len(args))
-	for i, a := range args {
-		ws[i] = Word{Val: a, Lit: true}
-	}
-	return ws
-}
-
-func valsOf(ws []Word) []string {
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		out[i] = w.Val
-	}
-	return out
-}
-
-func roEnv(args []string, globs bool, depth int) (bool, string) {
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			return false, "env " + a + " is not accepted"
-		}
-		name, _, found := strings.Cut(a, "=")
-		if !found {
-			break
-		}
-		if !safeAssign(name) {
-			return false, "env sets " + name + ", which can change what runs"
-		}
-		i++
-	}
-	if i == len(args) {
-		return true, "" // prints the environment
-	}
-	return roArgv(args[i:], globs, depth+1)
-}
-
-func roNice(args []string, globs bool, depth int) (bool, string) {
-	rest := valsOf(skipFlags(wordsOf(args), "n", "adjustment"))
-	if len(rest) == 0 {
+// roEnv accepts env with no argument (it prints the environment, already
+// filtered); env running a program is not read-only.
+func roEnv(args []string, globs bool) (bool, string) {
+	if len(args) == 0 {
 		return true, ""
 	}
-	return roArgv(rest, globs, depth+1)
+	return false, "env runs a program ccrun's interpreter does not see"
 }
 
-func roTimeout(args []string, globs bool, depth int) (bool, string) {
-	rest := valsOf(skipFlags(wordsOf(args), "sk", "signal kill-after"))
-	if len(rest) < 2 {
-		return false, "timeout without a command"
-	}
-	return roArgv(rest[1:], globs, depth+1)
-}
-
-func roCommand(args []string, globs bool, depth int) (bool, string) {
+// roCommand accepts command -v/-V (a lookup); command running a program
+// is not read-only.
+func roCommand(args []string, globs bool) (bool, string) {
 	if len(args) > 0 && (args[0] == "-v" || args[0] == "-V") {
 		return true, ""
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return false, "command with options"
-	}
-	return roArgv(args, globs, depth+1)
-}
-
-func roShellC(args []string, globs bool, depth int) (bool, string) {
-	if len(args) != 2 || args[0] != "-c" {
-		return false, "a shell is run other than as sh -c 'TEXT'"
-	}
-	return roNested(args[1], depth)
-}
-
-func roEval(args []string, globs bool, depth int) (bool, string) {
-	return roNested(strings.Join(args, " "), depth)
-}
-
-func roNested(text string, depth int) (bool, string) {
-	f, ok := parseFile(text)
-	if !ok || len(f.Stmts) == 0 {
-		return false, "nested shell text does not parse"
-	}
-	return roStmts(f.Stmts, depth+1)
+	return false, "command runs a program ccrun's interpreter does not see"
 }
 
 // roSed accepts sed printing: -n -E -r -s -u -z --posix … and scripts made
 // of addresses and the commands p d q Q = l n N P D g G h H x and s///
 // with flags among g p i I m M and digits. Any w W r R e command or flag,
 // -i, -f, blocks, abbreviated long options: ask.
-func roSed(args []string, globs bool, depth int) (bool, string) {
+func roSed(args []string, globs bool) (bool, string) {
 	var scripts, operands []string
 	haveE := false
 	for i := 0; i < len(args); i++ {
@@ -652,7 +865,7 @@ var gitGlobal = []string{"--no-pager", "-P", "--no-optional-locks", "--literal-p
 // configured program.
 var gitDiffDeny = []string{"output", "ext-diff", "textconv", "filters", "open-files-in-pager", "exec", "upload-pack", "receive-pack"}
 
-func roGit(args []string, globs bool, depth int) (bool, string) {
+func roGit(args []string, globs bool) (bool, string) {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
 		if !slices.Contains(gitGlobal, args[i]) {
@@ -765,28 +978,4 @@ func gitConfigRead(args []string) (bool, string) {
 		return false, "git config without --get or --list may set a value"
 	}
 	return true, ""
-}
-
-// ReadOnlyArgv reports whether one program invocation is read-only: argv
-// are its words as they are about to run (expanded), env the variables set
-// for it beyond the environment the executor started from (KEY=VALUE). It
-// applies ReadOnly's rules to one simple command, and the rules of an
-// assignment to every variable of env (RunsPrograms and the few variables
-// read-only commands are known to ignore).
-func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
-	if len(argv) == 0 {
-		return false, "no command"
-	}
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if why, runs := RunsPrograms(name); runs {
-			return false, "the environment sets " + name + " (" + why + ")"
-		}
-	}
-	for _, a := range argv {
-		if strings.ContainsFunc(a, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
-			return false, "has control characters"
-		}
-	}
-	return roArgv(argv, false, 0)
 }

@@ -14,7 +14,7 @@ import (
 // of a destructive form (seed 003 DestructiveCommandWarning): rm -rf,
 // git reset --hard, git push --force, git clean -f, DROP TABLE,
 // terraform destroy, kubectl delete, sudo, chmod -R 777, dd of=, mkfs, a
-// fork bomb… found anywhere in the command (every segment, substitutions,
+// fork bomb, curl … | sh… found anywhere in the command (every segment, substitutions,
 // bash -c, eval, wrappers). Warnings never change a decision; they err
 // towards warning (git clean -nf warns too). f is the parse of source;
 // nil when it does not parse (then source is searched as text).
@@ -31,6 +31,7 @@ func Warnings(f *syntax.File, source string) []string {
 		}
 		return out
 	}
+	download, shell := false, false
 	for _, seg := range Segments(f) {
 		if seg.Opaque {
 			continue
@@ -38,6 +39,17 @@ func Warnings(f *syntax.File, source string) []string {
 		if w := segmentWarning(seg); w != "" {
 			add(w)
 		}
+		prog, _ := seg.Program()
+		switch path.Base(prog) {
+		case "curl", "wget", "fetch", "aria2c", "nc", "ncat", "socat", "http", "https":
+			download = true
+		case "sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "eval", "source", ".", "python", "python3",
+			"perl", "ruby", "node", "php":
+			shell = true
+		}
+	}
+	if download && shell {
+		add("may run a downloaded script (curl … | sh)")
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
