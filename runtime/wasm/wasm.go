@@ -171,7 +171,11 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
 		}
 		e.cacheDir = real
-		if e.cache, err = wazero.NewCompilationCacheWithDir(real); err != nil {
+		// Code compiled with interrupt checks and code compiled without
+		// are kept apart: wazero's cache key does not tell them apart, so
+		// one directory would hand a run that must be stoppable code that
+		// cannot be stopped (or a worker the slow code).
+		if e.cache, err = wazero.NewCompilationCacheWithDir(filepath.Join(real, cacheSubdir(c.interrupt))); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
 		}
 	} else {
@@ -353,6 +357,15 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	runErr := instantiate(instCtx, e.rt, mod, cfg)
 	mem.done()
 	return e.classify(ctx, runCtx, runErr, mem, result, lim)
+}
+
+// cacheSubdir is the directory, under the disk cache, of the code compiled
+// with interrupt checks (or without).
+func cacheSubdir(interrupt bool) string {
+	if interrupt {
+		return "checked"
+	}
+	return "unchecked"
 }
 
 var (
