@@ -69,8 +69,18 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // existing allowlist entries keep their order and text, new ones are
 // appended. The file is written with two-space indentation, keeps its
 // mode (and, when ccrun may, its owner and group), and is not written at all
-// when its mode says read-only (fs.ErrPermission). A symbolic link at
-// ccrun.json is replaced by a regular file.
+// when its mode says read-only (fs.ErrPermission). ccrun.json is read as
+// ReadProjectFile reads it: a symbolic link there, or a file another user
+// owns, is an error.
+//
+// # Trust
+//
+// Once SetTrust has been called, the entries count only while the
+// project's Loosening (ccrun.json as this allowlist read it, and
+// ccrun.local.json) has a digest the Trust says the person trusted;
+// otherwise Lookup matches nothing and says NotTrusted. A change Add or
+// Remove makes carries the trust along (Trust.Rebind) in the same locked
+// step, so that a grant the person gave does not untrust the project.
 //
 // A ProjectAllowlist is made by LoadProject and is safe for concurrent use.
 type ProjectAllowlist struct {
@@ -78,9 +88,13 @@ type ProjectAllowlist struct {
 
 	writeMu sync.Mutex // serializes this value's writers; flock serializes processes
 
-	mu      sync.RWMutex
-	entries []Entry
-	loadErr error // the last Reload's error: the allowlist is then empty
+	mu        sync.RWMutex
+	entries   []Entry
+	loadErr   error // the last Reload's error: the allowlist is then empty
+	trust     Trust // nil: the file is taken as it is
+	localPath string
+	untrusted string // why the entries do not count; "" when they do
+	digest    string // the Loosening digest of the file as last read (with trust)
 }
 
 // LoadProject reads the allowlist of the ccrun.json at path (see
@@ -109,7 +123,68 @@ func (p *ProjectAllowlist) Reload() error {
 		return err
 	}
 	p.entries, p.loadErr = doc.entryList(), nil
+	p.judge(doc)
 	return nil
+}
+
+// SetTrust makes the entries count only while the project is trusted by t
+// (see "Trust" above); localPath is the project's ccrun.local.json, whose
+// loosening the digest covers too. It reads the file again.
+func (p *ProjectAllowlist) SetTrust(t Trust, localPath string) error {
+	p.mu.Lock()
+	p.trust, p.localPath = t, localPath
+	p.mu.Unlock()
+	return p.Reload()
+}
+
+// Untrusted returns why the entries do not count (NotTrusted and the
+// detail), or "" when they do.
+func (p *ProjectAllowlist) Untrusted() string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.untrusted
+}
+
+// judge decides, under p.mu, whether doc's entries count.
+func (p *ProjectAllowlist) judge(doc *projectDoc) {
+	p.untrusted, p.digest = "", ""
+	if p.trust == nil {
+		return
+	}
+	d, err := p.looseningDigest(doc)
+	if err != nil {
+		p.untrusted = fmt.Sprintf("%s (%v)", NotTrusted, err)
+		return
+	}
+	p.digest = d
+	if !p.trust.Trusted(d) {
+		p.untrusted = NotTrusted
+	}
+}
+
+// looseningDigest is the digest of the project's Loosening with ccrun.json
+// as doc holds it.
+func (p *ProjectAllowlist) looseningDigest(doc *projectDoc) (string, error) {
+	var project, local *Settings
+	if len(doc.members) > 0 || doc.data != nil {
+		s, err := ParseSettings(doc.encode(), p.path, OriginProject)
+		if err != nil {
+			return "", err
+		}
+		project = s
+	}
+	if p.localPath != "" {
+		s, err := LoadSettings(p.localPath, OriginLocal)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		local = s
+	}
+	l, err := ProjectLoosening(project, local)
+	if err != nil {
+		return "", err
+	}
+	return l.Digest(), nil
 }
 
 // Entries returns a copy of the entries, in file order.
@@ -126,6 +201,9 @@ func (p *ProjectAllowlist) Entries() []Entry {
 func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.untrusted != "" {
+		return LookupResult{Problems: []string{p.untrusted}}
+	}
 	m := lookupEntries(p.entries, p.path, key, digest, now)
 	if p.loadErr != nil {
 		m.Problems = append(m.Problems, fmt.Sprintf("project allowlist not loaded: %v", p.loadErr))
@@ -203,23 +281,51 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 	if err != nil {
 		return err
 	}
+	p.mu.RLock()
+	t := p.trust
+	p.mu.RUnlock()
+	var prev string
+	if t != nil {
+		if prev, err = p.looseningDigest(doc); err != nil {
+			prev = "" // not computable: nothing to carry over
+		}
+	}
+	var rebindErr error
 	if change(doc) {
 		if perm&0o200 == 0 {
 			return fmt.Errorf("write %s: the file is read-only (mode %04o): %w", p.path, perm, fs.ErrPermission)
 		}
-		if err := writeFileAtomic(p.path, doc.encode(), perm, owner); err != nil {
+		data := doc.encode()
+		if err := writeFileAtomic(p.path, data, perm, owner); err != nil {
 			return fmt.Errorf("write %s: %w", p.path, err)
+		}
+		doc.data = data
+		switch {
+		case t == nil:
+		case prev == "" || !t.Trusted(prev):
+			rebindErr = fmt.Errorf("the change counts only once the person trusts the project: %w", ErrNotTrusted)
+		default:
+			if next, err := p.looseningDigest(doc); err != nil {
+				rebindErr = err
+			} else if next != prev {
+				rebindErr = t.Rebind(prev, next)
+			}
 		}
 	}
 	p.mu.Lock()
 	p.entries, p.loadErr = doc.entryList(), nil
+	p.judge(doc)
 	p.mu.Unlock()
+	if rebindErr != nil {
+		return fmt.Errorf("%s written, but the project's trust does not cover it (run `ccrun trust`): %w", p.path, rebindErr)
+	}
 	return nil
 }
 
 // projectDoc is ccrun.json as read: its top-level members in order, raw,
 // and the allowlist member decoded.
 type projectDoc struct {
+	data    []byte // the file as read or written; nil: no file
 	members []projectMember
 	allow   int // index of the allowlist member in members; -1: none yet
 	entries []projectEntry
@@ -247,14 +353,19 @@ func (d *projectDoc) entryList() []Entry {
 // readProjectDoc reads and parses the file at path; a missing file is an
 // empty document.
 func readProjectDoc(path string) (*projectDoc, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadProjectFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &projectDoc{allow: -1}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read project file: %w", err)
 	}
-	return parseProjectDoc(path, data)
+	doc, err := parseProjectDoc(path, data)
+	if err != nil {
+		return nil, err
+	}
+	doc.data = data
+	return doc, nil
 }
 
 // parseProjectDoc parses ccrun.json. Syntax is checked on the whole text

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Origin names a settings layer. Rules of every origin merge; the origin
@@ -47,7 +49,8 @@ var originOrder = map[Origin]int{
 //	    "deny":  ["run_command:git:push", "web_fetch"]
 //	  },
 //	  "allowlist": { … },                   // the project allowlist: kept raw here
-//	  "env": { … }                          // the runtime's: kept raw here
+//	  "env": {"pass": ["NAME", …]},         // the runtime's: kept raw here
+//	  "flags": "no-loosening"               // see NoLoosening
 //	}
 //
 // Any other member, at the top or in "permissions", a duplicated member, a
@@ -65,6 +68,12 @@ type Settings struct {
 	Allowlist json.RawMessage
 	// Env is the raw "env" member; nil when absent.
 	Env json.RawMessage
+	// NoLoosening is set by "flags": "no-loosening": the command line may
+	// not loosen the gate (--approve, --mode above default, --allow,
+	// --session-allow, --trust-digest are refused), so that a harness can
+	// hand `ccrun exec` to an agent. Any layer may set it, a project file
+	// too (it only tightens); no layer can unset it (see LoosenLock).
+	NoLoosening bool
 }
 
 // checkProject enforces what a committed project file may not say: it is
@@ -83,7 +92,7 @@ func (s *Settings) checkProject() error {
 	return nil
 }
 
-var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env"}
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags"}
 
 // ParseSettings reads a settings file's content. name is used in errors.
 func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
@@ -116,6 +125,15 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			s.Allowlist = m.raw
 		case "env":
 			s.Env = m.raw
+			if _, err := s.EnvPass(); err != nil {
+				return nil, fmt.Errorf("%s:%s: %w", name, posString(data, m.valOff), err)
+			}
+		case "flags":
+			var str string
+			if err := json.Unmarshal(m.raw, &str); err != nil || str != "no-loosening" {
+				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, posString(data, m.valOff), ErrInvalidConfig)
+			}
+			s.NoLoosening = true
 		case "permissions":
 			if err := s.parsePermissions(data, m.valOff, name); err != nil {
 				return nil, err
@@ -168,13 +186,165 @@ func (s *Settings) parsePermissions(data []byte, off int, name string) error {
 }
 
 // LoadSettings reads the settings file at path. A missing file is an error
-// that errors.Is(err, fs.ErrNotExist).
+// that errors.Is(err, fs.ErrNotExist). A project's own files (OriginProject,
+// OriginLocal) are read as ReadProjectFile does: no symbolic link, no file
+// of another user.
 func LoadSettings(path string, origin Origin) (*Settings, error) {
-	data, err := os.ReadFile(path)
+	var data []byte
+	var err error
+	if origin == OriginProject || origin == OriginLocal {
+		data, err = ReadProjectFile(path)
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
 	return ParseSettings(data, path, origin)
+}
+
+// maxProjectFile bounds what ReadProjectFile reads.
+const maxProjectFile = 4 << 20
+
+// ReadProjectFile reads one of a project's own files (ccrun.json,
+// ccrun.local.json) without following a symbolic link at path, and only
+// when it is a regular file owned by the current user: a file another user
+// wrote (into a shared directory, say) is refused with an error of classes
+// ErrInvalidConfig and fs.ErrPermission. A missing file is an error that
+// errors.Is(err, fs.ErrNotExist).
+func ReadProjectFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s: a symbolic link: ccrun reads its project files only as regular files: %w: %w", path, ErrInvalidConfig, fs.ErrPermission)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file: %w", path, ErrInvalidConfig)
+	}
+	if err := ownedByMe(path, fi); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxProjectFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxProjectFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes: %w", path, maxProjectFile, ErrInvalidConfig)
+	}
+	return data, nil
+}
+
+// ownedByMe refuses a file or directory another user owns.
+func ownedByMe(path string, fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s: owned by uid %d, not by you (uid %d): ccrun does not read project files another user wrote: %w: %w",
+			path, st.Uid, os.Geteuid(), ErrInvalidConfig, fs.ErrPermission)
+	}
+	return nil
+}
+
+// CheckProjectDir refuses a project root that another user could have put
+// files into: a directory owned by another user, or one writable by others
+// without the sticky bit. The error is of classes ErrInvalidConfig and
+// fs.ErrPermission.
+func CheckProjectDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("project dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("project dir %s: not a directory: %w", dir, ErrInvalidConfig)
+	}
+	if err := ownedByMe(dir, fi); err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("%s: writable by every user (mode %04o, no sticky bit): anyone could plant ccrun.json there: %w: %w",
+			dir, fi.Mode().Perm(), ErrInvalidConfig, fs.ErrPermission)
+	}
+	return nil
+}
+
+// EnvPass returns the names of the "env": {"pass": [...]} member: host
+// variables that reach @shell tools although the default filter holds them
+// back. A malformed env member is an error of class ErrInvalidConfig.
+func (s *Settings) EnvPass() ([]string, error) {
+	if len(s.Env) == 0 {
+		return nil, nil
+	}
+	var env struct {
+		Pass []string `json:"pass"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(s.Env))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return nil, fmt.Errorf("env: want {\"pass\": [\"NAME\", …]}: %v: %w", err, ErrInvalidConfig)
+	}
+	return env.Pass, nil
+}
+
+// Loosens lists, one line each, what s loosens past the defaults: a mode
+// above default, every allow rule, every allowlist entry and every name of
+// env.pass, each prefixed with the file's base name. Deny and ask rules, a
+// stricter mode and the flags lock only tighten and are not listed. The
+// lines are what `ccrun trust` shows and what its digest covers
+// (Loosening).
+func (s *Settings) Loosens() ([]string, error) {
+	file := filepath.Base(s.Name)
+	var out []string
+	if s.Mode.rank() > ModeDefault.rank() {
+		out = append(out, fmt.Sprintf("%s: mode %s", file, s.Mode))
+	}
+	for _, p := range s.Allow {
+		out = append(out, fmt.Sprintf("%s: allow rule %s", file, p))
+	}
+	if len(s.Allowlist) > 0 && (s.Origin == OriginProject || s.Origin == OriginLocal) {
+		entries, err := parseProjectAllowlist(s.Name, s.Allowlist, skipJSONSpace(s.Allowlist, 0))
+		if err != nil {
+			return nil, err
+		}
+		for _, pe := range entries {
+			out = append(out, fmt.Sprintf("%s: allowlist %s", file, pe.entry))
+		}
+	}
+	pass, err := s.EnvPass()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	for _, n := range pass {
+		out = append(out, fmt.Sprintf("%s: env.pass %s", file, strconv.QuoteToASCII(n)))
+	}
+	return out, nil
+}
+
+// Untrusted returns a copy of s that keeps only what tightens: deny and
+// ask rules, a mode no looser than default, the flags lock. It is what an
+// untrusted project's files count for.
+func (s *Settings) Untrusted() *Settings {
+	t := &Settings{Origin: s.Origin, Name: s.Name, Ask: slices.Clone(s.Ask), Deny: slices.Clone(s.Deny), NoLoosening: s.NoLoosening}
+	if s.Mode.rank() <= ModeDefault.rank() {
+		t.Mode = s.Mode
+	}
+	return t
+}
+
+// LoosenLock reports whether any of the layers sets "flags":
+// "no-loosening", and names the first that does. No layer can lift it.
+func LoosenLock(layers []*Settings) (by string, locked bool) {
+	for _, s := range layers {
+		if s != nil && s.NoLoosening {
+			return s.Name, true
+		}
+	}
+	return "", false
 }
 
 // DefaultManagedPath is where the managed policy is read from unless
