@@ -12,7 +12,9 @@ import (
 // gate", first match wins:
 //
 //  1. scope: a tool outside the caller's scope is denied;
-//  2. deny rules, from every settings layer;
+//  2. deny rules, from every settings layer; where text handed to
+//     another shell may be read unlike mvdan/sh reads it, a run_command
+//     deny rule can neither match nor not: asked, Once only;
 //  3. the directive and plan mode: anything but read is denied;
 //  4. Permission None: allowed;
 //  5. dangerous paths: always asked, and only Once is offered;
@@ -74,6 +76,10 @@ func (g *Gate) Decide(req *Request) *Decision {
 	}
 	if why, ok := pol.Restricted(req); ok {
 		return decide(Refuse, LayerDirective, "", why)
+	}
+	if rule, why, ok := pol.DenyUnsure(req); ok {
+		d.Offer = Once
+		return decide(AskUser, LayerDenyRule, rule, why)
 	}
 	d.Warnings = Warnings(req)
 	if req.Permission.IsNone() {

@@ -293,6 +293,28 @@ func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
 	return "", false
 }
 
+// DenyUnsure is the gate's step 2 for what it cannot tell: when no deny
+// rule covers req but text inside it is handed to another shell that may
+// read it unlike mvdan/sh reads it (bash -c $'…\r…', a non-ASCII blank,
+// bash syntax given to sh: shellcmd.Divergence), a run_command deny rule
+// can be said neither to match nor not to. The gate then asks, offering
+// Once only. rule is the first run_command deny rule, why says what was
+// found.
+func (p *Policy) DenyUnsure(req *Request) (rule, why string, ok bool) {
+	in := &inside{req: req}
+	for _, r := range p.deny {
+		if r.Pattern.Tool != shellTool || r.Pattern.Exact {
+			continue
+		}
+		u := unsureInside(in)
+		if u == "" {
+			return "", "", false
+		}
+		return r.String(), "cannot tell whether deny rule " + r.String() + " covers it: text handed to another shell holds " + u, true
+	}
+	return "", "", false
+}
+
 // effectiveClass is req's class, with a read-only shell command read. A
 // command whose safety rests on the kernel layer is not read on a policy
 // that is Unconfined; why then says so.
@@ -368,6 +390,9 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 	for _, r := range p.ask {
 		if matchInside(r.Pattern, in) {
 			return AskUser, LayerAskRule, r.String()
+		}
+		if r.Pattern.Tool == shellTool && !r.Pattern.Exact && unsureInside(in) != "" {
+			return AskUser, LayerAskRule, r.String() // cannot tell: asked
 		}
 	}
 	note := ""

@@ -101,8 +101,8 @@ func parseFile(src string) (*syntax.File, bool) {
 // any argument is not literal (it might expand to it), so flags before a
 // subcommand (git -C dir push) do not hide it.
 func matchSegment(p Pattern, seg shellcmd.Segment) bool {
-	if p.Tool != shellTool || p.Exact {
-		return false
+	if p.Tool != shellTool || p.Exact || seg.Unsure != "" {
+		return false // an unsure segment is neither matched nor not (unsureInside)
 	}
 	if seg.Loose {
 		return looseMatch(p, seg)
@@ -199,6 +199,22 @@ func matchInside(p Pattern, in *inside) bool {
 		}
 	}
 	return false
+}
+
+// unsureInside says why it cannot be told whether a run_command deny or
+// ask rule covers in.req: text inside it is handed to another shell that
+// may read it unlike mvdan/sh (shellcmd.Divergence). "" when it can be told.
+func unsureInside(in *inside) string {
+	if !isShell(in.req) {
+		return ""
+	}
+	segs, _ := in.segments()
+	for _, seg := range segs {
+		if seg.Unsure != "" {
+			return seg.Unsure
+		}
+	}
+	return ""
 }
 
 // matchOwn reports whether an allow rule covers req: its own key only,

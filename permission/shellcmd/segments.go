@@ -132,7 +132,7 @@ func expandArgv(argv []Word, st *syntax.Stmt, depth int, out *[]Segment) {
 				if (a.Val == "-S" || a.Val == "--split-string") && i+1 < len(args) {
 					s = args[i+1].Val
 				}
-				nestedText(s, depth, out)
+				nestedText("env", s, depth, out)
 				return
 			case a.Val == "-u" || a.Val == "--unset" || a.Val == "-C" || a.Val == "--chdir":
 				i += 2
@@ -179,7 +179,7 @@ func expandArgv(argv []Word, st *syntax.Stmt, depth int, out *[]Segment) {
 		wrapper(args, skipFlags(args, "aEdIiLlnPs", "arg-file eof delimiter replace max-lines max-args max-procs max-chars process-slot-var"), st, depth, out)
 	case "watch":
 		rest := skipFlags(args, "nd", "interval differences")
-		nestedText(joinVals(rest), depth, out)
+		nestedText("sh", joinVals(rest), depth, out)
 	case "flock":
 		wrapper(args, skipPositional(skipFlags(args, "wEc", "wait timeout conflict-exit-code command"), 1), st, depth, out)
 	case "chroot", "strace", "ltrace", "valgrind", "unshare", "nsenter", "firejail", "bwrap",
@@ -215,7 +215,7 @@ func expandArgv(argv []Word, st *syntax.Stmt, depth int, out *[]Segment) {
 				return
 			}
 		}
-		nestedText(joinVals(args), depth, out)
+		nestedText("", joinVals(args), depth, out)
 	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "rbash", "fish", "yash", "tcsh", "csh":
 		shellArgs(prog, args, st, depth, out)
 	case "alias", "hash", "enable", "fc", "shopt":
@@ -230,7 +230,7 @@ func expandArgv(argv []Word, st *syntax.Stmt, depth int, out *[]Segment) {
 				*out = append(*out, Segment{Opaque: true})
 				return
 			}
-			nestedText(args[0].Val, depth, out)
+			nestedText("", args[0].Val, depth, out)
 		}
 	case "source", ".":
 		if len(args) == 0 {
@@ -276,7 +276,7 @@ func codeAssign(a *syntax.Assign, depth int, out *[]Segment) {
 			return
 		}
 		if w := WordOf(a.Value); w.Lit {
-			nestedText(w.Val, depth, out)
+			nestedText("", w.Val, depth, out)
 			return
 		}
 		*out = append(*out, Segment{Opaque: true})
@@ -354,7 +354,7 @@ func shellArgs(prog string, args []Word, st *syntax.Stmt, depth int, out *[]Segm
 				*out = append(*out, Segment{Opaque: true})
 				return
 			}
-			nestedText(args[i+1].Val, depth, out)
+			nestedText(prog, args[i+1].Val, depth, out)
 			return
 		}
 	}
@@ -407,7 +407,7 @@ func shellArgs(prog string, args []Word, st *syntax.Stmt, depth int, out *[]Segm
 			seen = false
 			continue
 		}
-		nestedText(lw.Val, depth, out)
+		nestedText(prog, lw.Val, depth, out)
 		seen = true
 	}
 	if !seen {
@@ -415,8 +415,17 @@ func shellArgs(prog string, args []Word, st *syntax.Stmt, depth int, out *[]Segm
 	}
 }
 
-// nestedText parses text as shell and walks it one level deeper.
-func nestedText(text string, depth int, out *[]Segment) {
+// nestedText parses text as shell and walks it one level deeper. prog is
+// the program that reads it: "" for ccrun's own interpreter (eval, trap,
+// prompt strings), else another shell, whose reading of the text may
+// differ from mvdan/sh's (Divergence): then an Unsure segment is recorded
+// beside what mvdan/sh reads.
+func nestedText(prog, text string, depth int, out *[]Segment) {
+	if prog != "" {
+		if why := Divergence(prog, text); why != "" {
+			*out = append(*out, Segment{Opaque: true, Unsure: why})
+		}
+	}
 	f, ok := parseFile(text)
 	if !ok {
 		*out = append(*out, Segment{Opaque: true})
@@ -541,4 +550,63 @@ func unescape(s string, dquoted bool) string {
 		}
 	}
 	return b.String()
+}
+
+// Divergence says why text handed to the shell prog (bash -c TEXT, sh -c,
+// watch, env -S, a here-document fed to a shell) may be read by that shell
+// unlike mvdan/sh reads it, or "" when it is read the same. The set:
+//
+//   - a shell whose language is not bash (zsh, fish, csh, tcsh, ksh,
+//     mksh, yash, pwsh): everything;
+//   - a control character (\r is a blank to mvdan/sh and part of a word to
+//     bash, so "echo x\r#;rm f" runs rm in bash only), DEL;
+//   - a non-ASCII byte (bash's blanks and word characters follow the
+//     locale: U+00A0 and other blanks);
+//   - $'…' and $"…" quoting (escapes such as \c, \u, \x and \0 are cut at
+//     different lengths; $"…" is translated);
+//   - backquotes (the backslashes inside them are read twice, differently);
+//   - extended globs @( !( +( *( ?( (bash reads them only with extglob on,
+//     which the text itself can turn on before a later line);
+//   - for sh, dash, ash and busybox sh: bash syntax they read otherwise
+//     (&> is & then >, |&, <<<, [[ ]], (( )), <( ), >( ), ;&, ;;&, function,
+//     coproc, select);
+//   - for env -S: quotes, backslashes, $ and # (env's own splitting rules).
+func Divergence(prog, text string) string {
+	switch prog {
+	case "zsh", "fish", "csh", "tcsh", "ksh", "mksh", "yash", "pwsh", "powershell", "rc", "es", "nu", "xonsh", "elvish":
+		return prog + " is not bash: its text follows other rules"
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c < 0x20 && c != '\t' && c != '\n', c == 0x7f:
+			return "a control character (\\r is a blank to mvdan/sh, part of a word to bash)"
+		case c >= 0x80:
+			return "a non-ASCII character (bash reads blanks and word characters by the locale)"
+		}
+	}
+	switch {
+	case strings.Contains(text, "$'") || strings.Contains(text, `$"`):
+		return "$'…' or $\"…\" quoting (escapes are read differently)"
+	case strings.Contains(text, "`"):
+		return "backquotes (the backslashes inside them are read differently)"
+	}
+	for _, g := range []string{"@(", "!(", "+(", "*(", "?("} {
+		if strings.Contains(text, g) {
+			return "an extended glob " + g + "…) (bash reads it only with extglob on)"
+		}
+	}
+	switch prog {
+	case "sh", "dash", "ash", "busybox":
+		for _, b := range []string{"&>", "|&", "<<<", "[[", "((", "<(", ">(", ";&", "function", "coproc", "select"} {
+			if strings.Contains(text, b) {
+				return "bash syntax " + b + " (sh reads it otherwise)"
+			}
+		}
+	case "env":
+		if strings.ContainsAny(text, "'\"\\$#") {
+			return "env -S quoting (env splits by its own rules)"
+		}
+	}
+	return ""
 }
