@@ -207,12 +207,12 @@ func TestMountsWork(t *testing.T) {
 func TestWazeroDirFS(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
-	s.exec.mountFS = func(_ *os.Root, m job.Mount, _ *openBudget) esys.FS {
+	s.exec.mountFS = func(_ *os.Root, m job.Mount, _ *openBudget) (esys.FS, error) {
 		fs := sysfs.DirFS(m.Host)
 		if !m.Writable {
 			fs = &sysfs.ReadFS{FS: fs}
 		}
-		return fs
+		return fs, nil
 	}
 	var out []string
 	for _, tc := range escapes(s) {

@@ -25,7 +25,9 @@ import (
 // A read-only rootFS refuses every change with EROFS before touching the
 // host. A writable one still refuses to create a symbolic link whose target
 // is absolute or climbs out of the mount, so that nothing the guest leaves
-// behind points the host (or a later run) outside the mount.
+// behind points the host (or a later run) outside the mount; and its guard
+// refuses, with EACCES, every change to a protected path (.git/config,
+// .envrc, ccrun.local.json...: see implantGuard).
 //
 // A rootFS is used by one module instance; os.Root is safe for concurrent
 // use, so instances never share state through it beyond the host directory.
@@ -33,7 +35,23 @@ type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
 	writable bool
-	open     *openBudget // shared by the run's mounts
+	open     *openBudget   // shared by the run's mounts
+	guard    *implantGuard // set on a writable mount
+}
+
+// check runs the guard's check, when there is one, under the mount's
+// lock; the caller makes its change and then calls unlock, which is never
+// nil.
+func (r *rootFS) check(f func(*implantGuard) esys.Errno) (unlock func(), e esys.Errno) {
+	if r.guard == nil {
+		return func() {}, 0
+	}
+	unlock = r.guard.hold()
+	if e := f(r.guard); e != 0 {
+		unlock()
+		return func() {}, e
+	}
+	return unlock, 0
 }
 
 // maxOpen is the most files and directories one run may hold open at
@@ -102,6 +120,15 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 	}
 	// Past the budget the guest gets EAGAIN: wazero's errors have no
 	// EMFILE.
+	unlock := func() {}
+	if flag&writeFlags != 0 {
+		var e esys.Errno
+		unlock, e = r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, flag&esys.O_NOFOLLOW == 0) })
+		if e != 0 {
+			return nil, e
+		}
+	}
+	defer unlock()
 	if !r.open.take() {
 		return nil, esys.EAGAIN
 	}
@@ -111,6 +138,9 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 		return nil, e
 	}
 	f.open = r.open
+	if flag&writeFlags == 0 && r.guard != nil {
+		f.guard, f.name = r.guard, name
+	}
 	return f, 0
 }
 
@@ -179,7 +209,12 @@ func (r *rootFS) Mkdir(p string, perm fs.FileMode) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	e := errno(r.root.Mkdir(rel(p), perm))
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(p, false) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
+	e = errno(r.root.Mkdir(rel(p), perm))
 	if e == esys.ENOTDIR {
 		e = esys.ENOENT
 	}
@@ -190,6 +225,11 @@ func (r *rootFS) Chmod(p string, perm fs.FileMode) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(p, true) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	return errno(r.root.Chmod(rel(p), perm))
 }
 
@@ -198,6 +238,11 @@ func (r *rootFS) Rename(from, to string) esys.Errno {
 		return esys.EROFS
 	}
 	from, to = rel(from), rel(to)
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuseRename(from, to) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	err := r.root.Rename(from, to)
 	if errors.Is(err, syscall.EEXIST) {
 		// os.Root, like os.Rename, will not replace a directory, which
@@ -222,6 +267,11 @@ func (r *rootFS) Rmdir(p string) esys.Errno {
 		return esys.EROFS
 	}
 	name := rel(p)
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, false) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	st, err := r.root.Lstat(name)
 	if err != nil {
 		return errno(err)
@@ -237,6 +287,11 @@ func (r *rootFS) Unlink(p string) esys.Errno {
 		return esys.EROFS
 	}
 	name := rel(p)
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, false) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	st, err := r.root.Lstat(name)
 	if err != nil {
 		return errno(err)
@@ -251,6 +306,11 @@ func (r *rootFS) Link(oldPath, newPath string) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuseLink(rel(oldPath), rel(newPath)) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	return errno(r.root.Link(rel(oldPath), rel(newPath)))
 }
 
@@ -267,6 +327,11 @@ func (r *rootFS) Symlink(target, link string) esys.Errno {
 	if !fs.ValidPath(path.Join(path.Dir(rel(link)), target)) {
 		return esys.EPERM
 	}
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuseSymlink(target, rel(link)) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	return errno(r.root.Symlink(target, rel(link)))
 }
 
@@ -283,6 +348,11 @@ func (r *rootFS) Utimens(p string, atim, mtim int64) esys.Errno {
 		return esys.EROFS
 	}
 	name := rel(p)
+	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, true) })
+	if e != 0 {
+		return e
+	}
+	defer unlock()
 	st, err := r.root.Stat(name)
 	if err != nil {
 		return errno(err)
@@ -310,6 +380,22 @@ type rootFile struct {
 	st     fs.FileInfo // at open: device, inode and type do not change
 	append bool
 	ro     bool // opened from a read-only mount: no change, not even metadata
+	// guard and name are set on a file of a writable mount opened for
+	// reading only: its times and size change only when name is not
+	// protected. (Opening a protected path for writing is refused.)
+	guard *implantGuard
+	name  string
+}
+
+// refuse returns EACCES when f was opened for reading from a protected
+// path of a writable mount.
+func (f *rootFile) refuse() esys.Errno {
+	if f.guard == nil {
+		return 0
+	}
+	unlock := f.guard.hold()
+	defer unlock()
+	return f.guard.refuse(f.name, true)
 }
 
 func (f *rootFile) Dev() (uint64, esys.Errno) { return sys.NewStat_t(f.st).Dev, 0 }
@@ -441,6 +527,9 @@ func (f *rootFile) Truncate(size int64) esys.Errno {
 	if size < 0 {
 		return esys.EINVAL
 	}
+	if e := f.refuse(); e == esys.EACCES {
+		return e
+	}
 	return errno(f.f.Truncate(size))
 }
 
@@ -457,6 +546,9 @@ func (f *rootFile) Datasync() esys.Errno { return f.Sync() }
 func (f *rootFile) Utimens(atim, mtim int64) esys.Errno {
 	if f.ro {
 		return esys.EROFS
+	}
+	if e := f.refuse(); e == esys.EACCES {
+		return e
 	}
 	return futimens(f.f, atim, mtim)
 }

@@ -78,3 +78,17 @@ func fileKey(path string) string {
 	}
 	return fmt.Sprint(path, st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
 }
+
+// flock takes an exclusive flock(2) of f (a directory) and returns its
+// release. A failure to lock (not seen on Linux file systems) leaves the
+// change unserialized rather than refused.
+func flock(f *os.File) func() {
+	fd := int(f.Fd())
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	return func() { _ = syscall.Flock(fd, syscall.LOCK_UN) }
+}

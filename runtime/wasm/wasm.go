@@ -88,7 +88,7 @@ type Executor struct {
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
-	mountFS func(r *os.Root, m job.Mount, open *openBudget) esys.FS
+	mountFS func(r *os.Root, m job.Mount, open *openBudget) (esys.FS, error)
 
 	mu     sync.Mutex
 	mods   modules // guarded by mu
@@ -559,15 +559,28 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 			return nil, nil, fmt.Errorf("wasm: mount %s: %v: %w", m, err, ErrInvalidSpec)
 		}
 		roots = append(roots, r)
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(e.mountFS(r, m, open), g)
+		mfs, err := e.mountFS(r, m, open)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("wasm: mount %s: %w", m, err)
+		}
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mfs, g)
 	}
 	return cfg.WithFSConfig(fsc), closeAll, nil
 }
 
 // confined is the file system of a mount: the host directory through
-// os.Root.
-func confined(r *os.Root, m job.Mount, open *openBudget) esys.FS {
-	return &rootFS{root: r, writable: m.Writable, open: open}
+// os.Root, with a writable mount's protected paths guarded.
+func confined(r *os.Root, m job.Mount, open *openBudget) (esys.FS, error) {
+	fs := &rootFS{root: r, writable: m.Writable, open: open}
+	if m.Writable {
+		g, err := newGuard(r, m)
+		if err != nil {
+			return nil, err
+		}
+		fs.guard = g
+	}
+	return fs, nil
 }
 
 // checkOverlap refuses a read-only mount whose host directory is inside a

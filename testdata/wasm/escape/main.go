@@ -17,6 +17,16 @@
 //	escape mkdir DIR PATH             create directory PATH
 //	escape unlink DIR PATH            remove file PATH
 //	escape list DIR PATH              list directory PATH
+//	escape append DIR PATH DATA       open PATH for appending (no create) and write DATA
+//	escape trunc DIR PATH             open PATH with O_TRUNC (no create)
+//	escape setsize DIR PATH           open PATH for writing (no create, no truncate), set its size to 0 (fd_filestat_set_size)
+//	escape setsize-ro DIR PATH        the same on PATH opened read-only
+//	escape utimes DIR PATH            set PATH's times (path_filestat_set_times)
+//	escape futimes DIR PATH           open PATH read-only, set its times (fd_filestat_set_times)
+//	escape rmdir DIR PATH             remove directory PATH
+//	escape symlink-only DIR TARGET LINK  create LINK -> TARGET, nothing more
+//	escape link-only DIR1 OLD DIR2 NEW   hard-link OLD to NEW, nothing more
+//	escape symlink-write DIR TARGET LINK DATA  create LINK -> TARGET, then write DATA through LINK
 package main
 
 import (
@@ -45,6 +55,18 @@ func pathCreateDirectory(fd int32, path unsafe.Pointer, pathLen uint32) uint32
 //go:wasmimport wasi_snapshot_preview1 path_unlink_file
 func pathUnlinkFile(fd int32, path unsafe.Pointer, pathLen uint32) uint32
 
+//go:wasmimport wasi_snapshot_preview1 path_remove_directory
+func pathRemoveDirectory(fd int32, path unsafe.Pointer, pathLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_filestat_set_times
+func pathFilestatSetTimes(fd int32, flags uint32, path unsafe.Pointer, pathLen uint32, atim, mtim uint64, fstflags uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_filestat_set_times
+func fdFilestatSetTimes(fd int32, atim, mtim uint64, fstflags uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_filestat_set_size
+func fdFilestatSetSize(fd int32, size uint64) uint32
+
 //go:wasmimport wasi_snapshot_preview1 fd_prestat_get
 func fdPrestatGet(fd int32, buf unsafe.Pointer) uint32
 
@@ -59,7 +81,21 @@ const (
 	rightRead    = 1 << 1
 	rightWrite   = 1 << 6
 	rightReaddir = 1 << 14
+	fdflagAppend = 1
+	setAtim      = 1 // fstflags: set atim to the value given
+	setMtim      = 4 // fstflags: set mtim to the value given
+	rightSetSize = 1 << 22
+	rightSetTime = 1 << 23
 )
+
+// openRaw opens path with the given oflags, fdflags and rights, and
+// returns the raw descriptor.
+func openRaw(dir, path string, oflags, fdflags uint32, rights uint64) (int32, uint32) {
+	p, n := ptr(path)
+	var fd int32
+	e := pathOpen(preopen(dir), lookupFollow, p, n, oflags, rights, rights, fdflags, unsafe.Pointer(&fd))
+	return fd, e
+}
 
 func ptr(s string) (unsafe.Pointer, uint32) {
 	b := []byte(s)
@@ -206,6 +242,76 @@ func main() {
 			blockedErr("readdir", err)
 		}
 		fmt.Printf("DONE: listed %q\n", names)
+	case "append":
+		fd, e := openRaw(a[1], a[2], 0, fdflagAppend, rightRead|rightWrite)
+		if e != 0 {
+			blocked("open", e)
+		}
+		f := os.NewFile(uintptr(fd), a[2])
+		if _, err := f.Write([]byte(a[3])); err != nil {
+			blockedErr("write", err)
+		}
+		fmt.Println("DONE: appended", len(a[3]), "bytes")
+	case "trunc":
+		if _, e := openRaw(a[1], a[2], oTrunc, 0, rightRead|rightWrite); e != 0 {
+			blocked("open", e)
+		}
+		fmt.Println("DONE: truncated")
+	case "setsize", "setsize-ro":
+		rights := uint64(rightRead | rightSetSize)
+		if a[0] == "setsize" {
+			rights |= rightWrite
+		}
+		fd, e := openRaw(a[1], a[2], 0, 0, rights)
+		if e != 0 {
+			blocked("open", e)
+		}
+		if e := fdFilestatSetSize(fd, 0); e != 0 {
+			blocked("set size", e)
+		}
+		fmt.Println("DONE: set size")
+	case "utimes":
+		p, n := ptr(a[2])
+		if e := pathFilestatSetTimes(preopen(a[1]), lookupFollow, p, n, 1e9, 1e9, setAtim|setMtim); e != 0 {
+			blocked("set times", e)
+		}
+		fmt.Println("DONE: set times")
+	case "futimes":
+		fd, e := openRaw(a[1], a[2], 0, 0, rightRead|rightSetTime)
+		if e != 0 {
+			blocked("open", e)
+		}
+		if e := fdFilestatSetTimes(fd, 1e9, 1e9, setAtim|setMtim); e != 0 {
+			blocked("set times", e)
+		}
+		fmt.Println("DONE: set times")
+	case "rmdir":
+		p, n := ptr(a[2])
+		if e := pathRemoveDirectory(preopen(a[1]), p, n); e != 0 {
+			blocked("rmdir", e)
+		}
+		fmt.Println("DONE: removed directory")
+	case "symlink-only":
+		tp, tn := ptr(a[2])
+		lp, ln := ptr(a[3])
+		if e := pathSymlink(tp, tn, preopen(a[1]), lp, ln); e != 0 {
+			blocked("symlink", e)
+		}
+		fmt.Println("DONE: made symlink")
+	case "symlink-write":
+		tp, tn := ptr(a[2])
+		lp, ln := ptr(a[3])
+		if e := pathSymlink(tp, tn, preopen(a[1]), lp, ln); e != 0 {
+			blocked("symlink", e)
+		}
+		writePath(a[1], a[3], a[4])
+	case "link-only":
+		op, on := ptr(a[2])
+		np, nn := ptr(a[4])
+		if e := pathLink(preopen(a[1]), 0, op, on, preopen(a[3]), np, nn); e != 0 {
+			blocked("link", e)
+		}
+		fmt.Println("DONE: linked")
 	default:
 		fmt.Println("unknown attack", a[0])
 		os.Exit(2)
