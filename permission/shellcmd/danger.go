@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/internal/sensitive"
@@ -142,7 +143,27 @@ func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
 	})
 }
 
+// maxBraces bounds how many brace expansions of one word are checked; a
+// word with more is a finding of its own.
+const maxBraces = 1024
+
 func (d *dangerScan) word(w *syntax.Word, write bool, depth int) {
+	if cp, ok := splitBraces(w); ok {
+		// check every word the interpreter makes of it (~/.s{s,{}}h/id_rsa)
+		n := 0
+		for ew, err := range expand.BracesSeq(nil, cp) {
+			if n++; n > maxBraces || err != nil {
+				s := d.render(w)
+				if key := "braces\x00" + s; !d.seen[key] {
+					d.seen[key] = true
+					d.out = append(d.out, Finding{Given: s, Kind: DangerLeak,
+						What: "a brace expansion too large to check (it may name any path)"})
+				}
+				break
+			}
+			d.tokens(d.render(ew), write)
+		}
+	}
 	s := d.render(w)
 	d.tokens(s, write)
 	// a word that is itself shell text (bash -c, eval): look at its words too
@@ -162,6 +183,10 @@ func (d *dangerScan) tokens(s string, write bool) {
 	}) {
 		if t != s {
 			d.check(t, write)
+		}
+		// an option's attached value: -ofile, -T{}, --x (checked whole above)
+		if len(t) > 2 && t[0] == '-' && t[1] != '-' {
+			d.check(t[2:], write)
 		}
 	}
 }
@@ -218,9 +243,15 @@ func (d *dangerScan) recursive(f *syntax.File) {
 }
 
 // render renders w as well as can be told before running: $HOME and ~ as
-// the home directory, other expansions as nothing.
+// the home directory, positional parameters as the call's arguments, other
+// expansions as * in a word that holds a / (any one path component:
+// /proc/$$/environ is /proc/*/environ) and as nothing elsewhere.
 func (d *dangerScan) render(w *syntax.Word) string {
 	var b strings.Builder
+	unknown := ""
+	if d.hasSlash(w) {
+		unknown = "*"
+	}
 	var part func(p syntax.WordPart)
 	part = func(p syntax.WordPart) {
 		switch p := p.(type) {
@@ -233,15 +264,43 @@ func (d *dangerScan) render(w *syntax.Word) string {
 				part(q)
 			}
 		case *syntax.ParamExp:
-			if p.Param != nil && p.Param.Value == "HOME" {
+			switch name := positional(p); {
+			case p.Param != nil && p.Param.Value == "HOME" && p.Exp == nil && p.Repl == nil && p.Slice == nil:
 				b.WriteString(d.home)
+			case name != "":
+				b.WriteString((&classifier{call: Call{Args: d.args}}).param(name))
+			default:
+				b.WriteString(unknown)
 			}
+		case *syntax.BraceExp:
+			for i, e := range p.Elems {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				for _, q := range e.Parts {
+					part(q)
+				}
+			}
+		default: // command substitution, arithmetic…
+			b.WriteString(unknown)
 		}
 	}
 	for _, p := range w.Parts {
 		part(p)
 	}
 	return b.String()
+}
+
+// hasSlash reports whether a literal part of w holds a /.
+func (d *dangerScan) hasSlash(w *syntax.Word) bool {
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if l, ok := n.(*syntax.Lit); ok && strings.Contains(l.Value, "/") {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 func (d *dangerScan) check(given string, write bool) {

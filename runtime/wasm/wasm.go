@@ -82,6 +82,9 @@ type Executor struct {
 
 	startOnce sync.Once // one auto-start per Executor
 
+	// oneShot is WithOneShot's exit function; nil: off.
+	oneShot func(*job.Result)
+
 	// minCompile is the least time compiling a module is given before
 	// the run is a timeout; tests shorten it.
 	minCompile time.Duration
@@ -93,6 +96,9 @@ type Executor struct {
 	mu     sync.Mutex
 	mods   modules // guarded by mu
 	closed bool
+	// abandoned: a one-shot run left its guest running, so nothing may
+	// be freed and no run starts. Guarded by mu.
+	abandoned bool
 }
 
 type config struct {
@@ -103,6 +109,7 @@ type config struct {
 	worker    string
 	server    string
 	serverExe string
+	oneShot   func(*job.Result)
 }
 
 // Option configures an Executor.
@@ -161,7 +168,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, mods: newModules(c.keep), mountFS: confined, minCompile: defaultMinCompile}
+	e := &Executor{memory: c.memory, interrupt: c.interrupt, worker: c.worker, server: c.server, serverExe: c.serverExe, mods: newModules(c.keep), mountFS: confined, minCompile: defaultMinCompile, oneShot: c.oneShot}
 	if c.cacheDir != "" {
 		if err := os.MkdirAll(c.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
@@ -201,7 +208,11 @@ func (e *Executor) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
+	abandoned := e.abandoned
 	e.mu.Unlock()
+	if abandoned { // a guest still runs this code, in this memory
+		return nil
+	}
 	err := e.rt.Close(ctx)
 	return errors.Join(err, e.cache.Close(ctx))
 }
@@ -248,8 +259,15 @@ type Spec struct {
 // Detail naming the trap and the function. Errors are ErrNotWasm,
 // ErrTruncated, ErrInvalidModule, ErrMissingStart, ErrInvalidSpec,
 // ErrClosed, or a failure to read Path.
-func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error) {
 	start := time.Now()
+	e.mu.Lock()
+	abandoned := e.abandoned
+	e.mu.Unlock()
+	if abandoned {
+		return nil, fmt.Errorf("wasm: run: a guest was left running: %w", ErrClosed)
+	}
+	left := false // the guest was left running: release nothing
 	bin, name := s.Module, s.Name
 	var known *compiled // found without hashing: by the file's identity, or its bytes
 	fk := ""
@@ -261,7 +279,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		known = e.lookupBytes(bin)
 	}
 	if known != nil {
-		defer e.release(known)
+		defer func() {
+			if !left {
+				e.release(known)
+			}
+		}()
 	}
 	if bin == nil && known == nil {
 		if s.Path == "" {
@@ -324,7 +346,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer e.release(c)
+		defer func() {
+			if !left {
+				e.release(c)
+			}
+		}()
 	}
 	mod := c.mod
 
@@ -345,8 +371,22 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeFS()
-	cfg = cfg.WithStdout(stdout).WithStderr(stderr)
+	defer func() {
+		if !left {
+			closeFS()
+		}
+	}()
+	var u *uncheckedRun
+	if e.oneShot != nil {
+		u = enterUnchecked(cancel)
+		cfg = cfg.WithStdout(pointWriter{u, stdout}).WithStderr(pointWriter{u, stderr}).
+			WithStdin(pointReader{u, stdin(runCtx, s.Streams.Stdin)})
+		if !s.Deterministic {
+			cfg = cfg.WithNanosleep(func(ns int64) { u.point(); nanosleep(runCtx, ns) })
+		}
+	} else {
+		cfg = cfg.WithStdout(stdout).WithStderr(stderr)
+	}
 
 	if lim.Timeout > 0 {
 		t := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
@@ -354,6 +394,10 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	mem := &allocator{limit: uint64(lim.Memory)}
 	instCtx := experimental.WithMemoryAllocator(runCtx, mem)
+	if u != nil {
+		res, left, err = e.runUnchecked(ctx, runCtx, instCtx, u, mod, cfg, mem, out, lim)
+		return res, err
+	}
 	runErr := instantiate(instCtx, e.rt, mod, cfg)
 	mem.done()
 	return e.classify(ctx, runCtx, runErr, mem, result, lim)
@@ -478,6 +522,16 @@ func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledM
 
 var magic = []byte("\x00asm")
 
+// nanosleep is the guest's sleep: ns, or until the run is stopped.
+func nanosleep(runCtx context.Context, ns int64) {
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-runCtx.Done():
+	}
+}
+
 // checkHeader sorts out what is not a wasm binary before wazero looks.
 func checkHeader(bin []byte) error {
 	n := min(len(bin), 4)
@@ -514,14 +568,7 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 	// sleeps, a seeded random source.
 	if !s.Deterministic {
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
-			WithNanosleep(func(ns int64) {
-				t := time.NewTimer(time.Duration(ns))
-				defer t.Stop()
-				select {
-				case <-t.C:
-				case <-runCtx.Done():
-				}
-			})
+			WithNanosleep(func(ns int64) { nanosleep(runCtx, ns) })
 	}
 	cfg = cfg.WithStdin(stdin(runCtx, s.Streams.Stdin))
 
