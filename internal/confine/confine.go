@@ -106,6 +106,14 @@ type Policy struct {
 	// directory (/dev/urandom when /dev is hidden): exceptions to Hide.
 	// Default none.
 	Read []string
+	// HideProcesses hides /proc/PID of every process, the confined ones
+	// included: their environments, memory, command lines and open files
+	// (Landlock's ptrace scoping does not cover /proc/PID/environ on Linux
+	// 6.18, tested). /proc/self is hidden with them, and ps shows nothing;
+	// /proc's other entries (cpuinfo, meminfo, sys) stay readable, and so
+	// does /proc/self/fd, whose entries are links to already-open files.
+	// Default false.
+	HideProcesses bool
 	// Write lists absolute paths (files, or directories for everything
 	// beneath) that a confined program may open for writing, besides
 	// reading, hidden or not. Nothing may be created, removed, renamed or truncated
@@ -123,10 +131,10 @@ var (
 // ReadOnly is the policy of a command that runs because ccrun judged it
 // read-only: it hides every Leak row of internal/sensitive found under
 // home and under each of dirs (the project, the working directory), and
-// the absolute rows (/etc/shadow, /etc/ssh/ssh_host_*_key) except those of
-// /proc (Landlock's ptrace scoping covers /proc/PID/environ); it hides
-// /dev but its null, zero, full, random, urandom and terminal devices; it
-// writes /dev/null and the terminals only. Globs are expanded now: a file
+// the absolute rows (/etc/shadow, /etc/ssh/ssh_host_*_key); it hides
+// /proc/PID of every process (HideProcesses: the /proc/*/environ rows);
+// it hides /dev but its null, zero, full, random, urandom and terminal
+// devices; it writes /dev/null and the terminals only. Globs are expanded now: a file
 // created later is not hidden by its name.
 func ReadOnly(home string, dirs ...string) Policy {
 	var p Policy
@@ -167,6 +175,7 @@ func ReadOnly(home string, dirs ...string) Policy {
 		}
 	}
 	add("/dev")
+	p.HideProcesses = true
 	p.Read = append(p.Read, devRead...)
 	p.Write = append(p.Write, devWrite...)
 	return p

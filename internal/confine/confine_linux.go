@@ -98,16 +98,11 @@ func Seccomp() bool { return hasSeccomp }
 type Ruleset struct {
 	abi   int
 	rules int
-	reqs  chan startReq
+	reqs  chan func() // run on the confined thread
 
 	mu     sync.RWMutex
 	closed bool
 	exited chan struct{} // closed when the confined goroutine has returned
-}
-
-type startReq struct {
-	cmd  *exec.Cmd
-	done chan error
 }
 
 // Prepare builds the ruleset of p and the thread that will start programs
@@ -145,7 +140,7 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if withSeccomp {
 		filter = buildFilter()
 	}
-	rs := &Ruleset{abi: abi, rules: b.rules, reqs: make(chan startReq), exited: make(chan struct{})}
+	rs := &Ruleset{abi: abi, rules: b.rules, reqs: make(chan func()), exited: make(chan struct{})}
 	ready := make(chan error, 1)
 	go rs.serve(fd, filter, ready)
 	if err := <-ready; err != nil {
@@ -159,15 +154,26 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 // never unlocks: when it returns, the runtime ends the thread and the
 // restriction with it.
 func (rs *Ruleset) serve(fd int, filter []unix.SockFilter, ready chan<- error) {
-	defer close(rs.exited)
 	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread: the runtime never ends it (it parks it for good
+		// when its locked goroutine returns), and /proc/PID is its. Hold it
+		// while another goroutine, which cannot get it now, serves; then
+		// give it back unrestricted.
+		done := make(chan struct{})
+		go func() { rs.serve(fd, filter, ready); close(done) }()
+		<-done
+		runtime.UnlockOSThread()
+		return
+	}
+	defer close(rs.exited)
 	if err := restrictThread(fd, filter); err != nil {
 		ready <- err
 		return
 	}
 	ready <- nil
-	for req := range rs.reqs {
-		req.done <- req.cmd.Start()
+	for f := range rs.reqs {
+		f()
 	}
 }
 
@@ -194,15 +200,40 @@ func restrictThread(fd int, filter []unix.SockFilter) error {
 // program and everything it forks run under the ruleset. It fails with
 // ErrClosed after Close.
 func (rs *Ruleset) Start(cmd *exec.Cmd) error {
-	done := make(chan error, 1)
+	var err error
+	if !rs.do(func() { err = cmd.Start() }) {
+		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
+	}
+	return err
+}
+
+// Open opens a file (as os.OpenFile would) from the confined thread, so
+// that the ruleset decides: for the files a shell interpreter running in
+// this process opens on behalf of a confined script (its redirections).
+// It fails with ErrClosed after Close.
+func (rs *Ruleset) Open(name string, flag int, perm os.FileMode) (*os.File, error) {
+	var (
+		f   *os.File
+		err error
+	)
+	if !rs.do(func() { f, err = os.OpenFile(name, flag, perm) }) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: ErrClosed}
+	}
+	return f, err
+}
+
+// do runs f on the confined thread and waits for it; false when closed.
+func (rs *Ruleset) do(f func()) bool {
+	done := make(chan struct{})
 	rs.mu.RLock()
 	if rs.closed {
 		rs.mu.RUnlock()
-		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
+		return false
 	}
-	rs.reqs <- startReq{cmd, done}
+	rs.reqs <- func() { f(); close(done) }
 	rs.mu.RUnlock()
-	return <-done
+	<-done
+	return true
 }
 
 // ABI is the Landlock ABI version the ruleset was built for.
@@ -235,6 +266,7 @@ type builder struct {
 // node is a directory on the way to a hidden path, or a hidden path.
 type node struct {
 	hidden bool
+	procs  bool // /proc under HideProcesses: its numeric entries are hidden
 	kids   map[string]*node
 }
 
@@ -291,6 +323,11 @@ func (b *builder) build(p Policy) error {
 		n.hidden = true
 		n.kids = nil
 	}
+	if p.HideProcesses {
+		if n := root.child("proc"); !n.hidden {
+			n.procs = true
+		}
+	}
 	if err := b.walk("/", root); err != nil {
 		return err
 	}
@@ -338,7 +375,7 @@ func (b *builder) walk(dir string, n *node) error {
 		p := filepath.Join(dir, name)
 		k := n.kids[name]
 		switch {
-		case k != nil && k.hidden:
+		case k != nil && k.hidden, n.procs && isPID(name):
 			continue
 		case k != nil:
 			if err := b.walk(p, k); err != nil {
@@ -351,6 +388,16 @@ func (b *builder) walk(dir string, n *node) error {
 		}
 	}
 	return nil
+}
+
+// isPID reports whether a /proc entry names a process.
+func isPID(name string) bool {
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // rule grants rights beneath p (only the file rights when p is not a

@@ -329,30 +329,43 @@ func TestOrdinaryReadOnly(t *testing.T) {
 	}
 }
 
-// TestProcEnviron: the environment of processes outside the domain cannot
-// be read (ptrace scoping), neither through /proc nor ps.
+// TestProcEnviron: the environment of other processes cannot be read,
+// neither through /proc nor ps: not ccrun's, not an unconfined child's.
+// (Landlock's ptrace scoping alone lets /proc/PID/environ through on this
+// kernel: HideProcesses does it.)
 func TestProcEnviron(t *testing.T) {
 	w := newWorld(t)
-	t.Setenv("CONFINE_SECRET", canary)
+	other := exec.Command("/bin/sleep", "30")
+	other.Env = []string{"OTHER_SECRET=" + canary}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
 	rs := w.prep(t, true)
-	pid := os.Getpid()
+	self, _ := os.ReadFile("/proc/self/environ")
 	for _, script := range []string{
-		fmt.Sprintf("cat /proc/%d/environ", pid),
-		fmt.Sprintf("cat /proc/%d/task/*/environ", pid),
+		fmt.Sprintf("cat /proc/%d/environ", other.Process.Pid),
+		fmt.Sprintf("cat /proc/%d/task/*/environ", other.Process.Pid),
+		fmt.Sprintf("cat /proc/%d/environ", os.Getpid()),
+		fmt.Sprintf("cat /proc/%d/cmdline", os.Getpid()),
+		"cat /proc/[0-9]*/environ",
 		"ps axeww",
-		fmt.Sprintf("head -c 100 /proc/%d/mem", pid),
+		fmt.Sprintf("head -c 100 /proc/%d/mem", other.Process.Pid),
 	} {
 		out, errOut, _ := w.sh(t, rs, script)
 		if strings.Contains(out, canary) || strings.Contains(errOut, canary) {
-			t.Errorf("%q printed the outside environment: %q", script, out)
+			t.Errorf("%q printed another process's environment: %q", script, out)
+		}
+		if len(self) > 0 && strings.Contains(out, string(self[:min(len(self), 40)])) {
+			t.Errorf("%q printed ccrun's environment: %q", script, out)
 		}
 	}
-	// the process's own environment stays readable
-	out, errOut, code := w.sh(t, rs, "cat /proc/self/environ | tr '\\000' '\\n' | grep ^HOME=")
-	if code != 0 || out != "HOME="+w.home+"\n" {
-		t.Errorf("own environ: exit %d %q %q", code, out, errOut)
+	// what stays: /proc's system files, and the links of /proc/self/fd
+	out, errOut, code := w.sh(t, rs, "grep -c ^processor /proc/cpuinfo >/dev/null && ls /proc/self/fd | grep -c . >/dev/null && echo ok")
+	if code != 0 || out != "ok\n" {
+		t.Errorf("/proc/cpuinfo and /proc/self/fd: exit %d %q %q", code, out, errOut)
 	}
-	// the unconfined side can still read the confined program's environ
+	// the unconfined side can still read a confined program's environ
 	// (the executor's sweep needs it)
 	cmd := exec.Command("/bin/sleep", "5")
 	cmd.Env = []string{"MARK=" + canary}
@@ -476,5 +489,42 @@ func git(t *testing.T, dir string, args ...string) {
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git %q: %v\n%s", args, err, out)
+	}
+}
+
+// TestOpen: files opened through the Ruleset are decided by it.
+func TestOpen(t *testing.T) {
+	w := newWorld(t)
+	rs := w.prep(t, true)
+	for _, tt := range []struct {
+		name string
+		flag int
+		ok   bool
+	}{
+		{w.project + "/README", os.O_RDONLY, true},
+		{"/dev/null", os.O_WRONLY | os.O_CREATE | os.O_TRUNC, true},
+		{w.home + "/.ssh/id_rsa", os.O_RDONLY, false},
+		{w.project + "/README", os.O_WRONLY, false},
+		{w.outside + "/new", os.O_WRONLY | os.O_CREATE, false},
+	} {
+		f, err := rs.Open(tt.name, tt.flag, 0o644)
+		if f != nil {
+			f.Close()
+		}
+		if (err == nil) != tt.ok {
+			t.Errorf("Open(%s, %#x) = %v, want ok %v", tt.name, tt.flag, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, os.ErrPermission) {
+			t.Errorf("Open(%s, %#x) = %v, want a permission error", tt.name, tt.flag, err)
+		}
+	}
+	if f, err := os.OpenFile(w.outside+"/unconfined", os.O_WRONLY|os.O_CREATE, 0o644); err != nil {
+		t.Errorf("an unconfined open after a confined one: %v", err)
+	} else {
+		f.Close()
+	}
+	rs.Close()
+	if _, err := rs.Open(w.project+"/README", os.O_RDONLY, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("Open after Close: %v, want ErrClosed", err)
 	}
 }

@@ -4,6 +4,7 @@ package confine
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 )
@@ -29,6 +30,12 @@ func Prepare(p Policy) (*Ruleset, error) {
 func (rs *Ruleset) Start(cmd *exec.Cmd) error {
 	_, err := Available()
 	return err
+}
+
+// Open fails with ErrUnavailable on this OS.
+func (rs *Ruleset) Open(name string, flag int, perm os.FileMode) (*os.File, error) {
+	_, err := Available()
+	return nil, err
 }
 
 // ABI is 0 on this OS.

@@ -88,5 +88,5 @@ func (r *run) open(ctx context.Context, path string, flag int, perm os.FileMode)
 			return nil, r.refuse(hc.Stderr, err)
 		}
 	}
-	return interp.DefaultOpenHandler()(ctx, path, flag, perm)
+	return r.openFile(ctx, path, flag, perm)
 }

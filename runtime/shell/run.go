@@ -17,6 +17,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -48,6 +49,7 @@ type run struct {
 	marker   string           // MarkerVar=<id of the run>, in every program's environment
 	guard    *Guard           // Spec.Guard
 	refusal  string           // what the Guard refused first, for the Result
+	confined *confine.Ruleset // Spec.Confine's ruleset; nil: programs start unconfined
 }
 
 func newRun(e *Executor) *run {
@@ -189,13 +191,13 @@ func (r *run) exec(ctx context.Context, args []string) error {
 	r.inflight.Add(1)
 	defer r.inflight.Done()
 	cmd := newCmd()
-	err = cmd.Start()
+	err = r.start(cmd)
 	// A program written by a concurrent fork may briefly be busy (ETXTBSY,
 	// go.dev/issue/22315): retry a few times.
 	for delay := time.Millisecond; errors.Is(err, syscall.ETXTBSY) && delay < 300*time.Millisecond; delay *= 2 {
 		time.Sleep(delay)
 		cmd = newCmd()
-		err = cmd.Start()
+		err = r.start(cmd)
 	}
 	if err == nil {
 		r.groups[cmd.Process.Pid] = struct{}{}

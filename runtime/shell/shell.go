@@ -236,6 +236,11 @@ type Spec struct {
 	// file the script opens, after expansion; a refusal stops the run with
 	// job.Refused (see Guard). nil: no checks.
 	Guard *Guard
+	// Confine, when set, starts every program of the run (and opens every
+	// file the script opens) under the kernel's confinement; where the
+	// kernel cannot confine, the run fails closed (see Confinement). nil:
+	// programs run with the user's full rights.
+	Confine *Confinement
 }
 
 func (s *Spec) validate() error {
@@ -275,6 +280,14 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 
 	r := newRun(e)
 	r.guard = s.Guard
+	if s.Confine != nil {
+		rs, res := prepareConfine(s.Confine, s.Streams.Stderr, start)
+		if res != nil {
+			return res, nil
+		}
+		defer rs.Close() // after shutdown: no program of the run is left
+		r.confined = rs
+	}
 	defer r.releaseFiles()
 
 	// Output: one OS pipe per stream, so that programs write straight into

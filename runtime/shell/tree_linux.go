@@ -37,7 +37,8 @@ func becomeSubreaper() error {
 //
 // PR_SET_PDEATHSIG fires when the thread that started the program exits;
 // Go ends a thread only when a goroutine locked to it with
-// runtime.LockOSThread returns, which this package never does.
+// runtime.LockOSThread returns. The only such goroutine is a confined
+// run's (internal/confine), and it returns only once the run is over.
 func procAttr(detach bool) *syscall.SysProcAttr {
 	if detach {
 		return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}

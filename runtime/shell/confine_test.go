@@ -1,0 +1,308 @@
+//go:build linux
+
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// These tests run confined commands through the executor with no Guard:
+// the kernel layer on its own.
+
+const confineCanary = "CANARY-5e1b2d"
+
+// confineWorld is a fake home with a key, a project (a git repository)
+// with a symlink to that home, and a place outside where nothing may
+// appear.
+type confineWorld struct {
+	home, project, outside string
+}
+
+func newConfineWorld(t *testing.T) confineWorld {
+	t.Helper()
+	if _, err := ConfineAvailable(); err != nil {
+		if os.Getenv("CCRUN_REQUIRE_LANDLOCK") == "1" {
+			t.Fatalf("landlock required: %v", err)
+		}
+		t.Skipf("no landlock: %v", err)
+	}
+	base := t.TempDir()
+	w := confineWorld{filepath.Join(base, "home"), filepath.Join(base, "project"), filepath.Join(base, "outside")}
+	for _, d := range []string{w.home + "/.ssh", w.project + "/src", w.outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		w.home + "/.ssh/id_rsa":   confineCanary + " key\n",
+		w.home + "/.bash_history": confineCanary + " history\n",
+		w.project + "/README.md":  "# demo\nread me\n",
+		w.project + "/src/a.txt":  "alpha needle\n",
+		w.project + "/src/b.txt":  "beta\n",
+		w.project + "/keys.txt":   w.home + "/.ssh/id_rsa\n",
+	}
+	for p, s := range files {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(w.home, w.project+"/home"); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, w.project, "init", "-q")
+	gitIn(t, w.project, "add", "README.md", "src")
+	gitIn(t, w.project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "initial import")
+	return w
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, out)
+	}
+}
+
+// spec is a confined run of src in the project, HOME the fake home.
+func (w confineWorld) spec(t testing.TB, src string) Spec {
+	return Spec{
+		Script:  parse(t, src),
+		Dir:     w.project,
+		Env:     []string{"HOME=" + w.home, "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C"},
+		Confine: ReadOnlyConfinement(w.home, w.project),
+	}
+}
+
+func (w confineWorld) run(t *testing.T, e *Executor, src string) *job.Result {
+	t.Helper()
+	res, err := e.Run(context.Background(), w.spec(t, src))
+	if err != nil {
+		t.Fatalf("Run(%q): %v", src, err)
+	}
+	return res
+}
+
+// TestConfineEscapes: what a misjudged read-only command could do fails,
+// in the programs' own programs and in the script's redirections alike.
+func TestConfineEscapes(t *testing.T) {
+	w := newConfineWorld(t)
+	gitIn(t, w.project, "config", "core.fsmonitor", "touch "+w.outside+"/fsmonitor")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	self, _ := os.ReadFile("/proc/self/environ") // ccrun's own, as /proc shows it
+	e := newExecutor(t)
+
+	for _, src := range []string{
+		"find . -maxdepth 0 -exec touch " + w.outside + "/find \\;",
+		"git status",
+		"xargs cat < keys.txt",
+		"cat keys.txt | xargs cat",
+		"grep -R CANARY .",
+		"sort -o " + w.outside + "/sorted README.md",
+		"sort {-o" + w.outside + "/brace,README.md}",
+		"echo x > " + w.outside + "/redirect",
+		"echo x >> README.md",
+		"cat < home/.ssh/id_rsa",
+		"echo \"$(< home/.ssh/id_rsa)\"",
+		". home/.bash_history",
+		"cat ~/.s{s,{}}h/i{d,{}}_rsa",
+		"cat \"$HOME/.bash_history\"",
+		fmt.Sprintf("curl -sS --max-time 5 http://127.0.0.1:%d/", port),
+		"cat /proc/$$/environ",
+		"ps axeww",
+		"/bin/kill -STOP $$",
+	} {
+		t.Run(src, func(t *testing.T) {
+			res := w.run(t, e, src)
+			all := string(res.Stdout) + string(res.Stderr)
+			if strings.Contains(all, confineCanary) {
+				t.Errorf("leaked: %q", all)
+			}
+			if len(self) > 0 && strings.Contains(all, string(self[:min(len(self), 40)])) {
+				t.Errorf("printed ccrun's environment: %q", all)
+			}
+			// Each is refused by the kernel and says so, but curl ("Couldn't
+			// connect") and ps (which skips the processes it cannot read).
+			low := strings.ToLower(string(res.Stderr))
+			if !strings.Contains(low, "permission denied") && !strings.Contains(low, "not permitted") &&
+				!strings.HasPrefix(src, "curl") && !strings.HasPrefix(src, "ps ") {
+				t.Errorf("exit %d, stderr %q: want a refusal", res.ExitCode, res.Stderr)
+			}
+			t.Logf("exit %d, stderr %q", res.ExitCode, res.Stderr)
+		})
+	}
+	if ents, _ := os.ReadDir(w.outside); len(ents) != 0 {
+		for _, e := range ents {
+			t.Errorf("%s was written outside", e.Name())
+		}
+	}
+	if b, _ := os.ReadFile(w.project + "/README.md"); string(b) != "# demo\nread me\n" {
+		t.Errorf("README.md changed: %q", b)
+	}
+	select {
+	case <-accepted:
+		t.Error("the listener accepted a connection")
+	default:
+	}
+}
+
+// TestConfineOrdinary: the everyday read-only commands run confined with
+// their normal output.
+func TestConfineOrdinary(t *testing.T) {
+	w := newConfineWorld(t)
+	e := newExecutor(t)
+	for _, tt := range []struct{ src, want string }{
+		{"ls", "README.md\nhome\nkeys.txt\nsrc\n"},
+		{"cat README.md", "# demo\nread me\n"},
+		{"grep -r needle src", "src/a.txt:alpha needle\n"},
+		{"find src -name '*.txt' | sort", "src/a.txt\nsrc/b.txt\n"},
+		{"wc -l README.md", "2 README.md\n"},
+		{"head -n 1 README.md", "# demo\n"},
+		{"git log --format=%s", "initial import\n"},
+		{"git status --short", "?? home\n?? keys.txt\n"},
+		{"git diff --stat HEAD", ""},
+		{"git show --stat --format=%s HEAD | head -n 1", "initial import\n"},
+		{"ls -a ~", ".\n..\n.bash_history\n.ssh\n"},
+		{"echo hidden >/dev/null; echo shown", "shown\n"},
+		{"cat src/*.txt | sort", "alpha needle\nbeta\n"},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			res := w.run(t, e, tt.src)
+			if !res.OK() {
+				t.Fatalf("exit %d (%s), stdout %q, stderr %q", res.ExitCode, res.Detail, res.Stdout, res.Stderr)
+			}
+			if got := string(res.Stdout); got != tt.want {
+				t.Errorf("stdout %q, want %q (stderr %q)", got, tt.want, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestConfineFailsClosed: where the kernel cannot confine, a run that asks
+// for it runs nothing, builtins included, and says why.
+func TestConfineFailsClosed(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("CCRUN_LANDLOCK", "off")
+	if _, err := ConfineAvailable(); !errors.Is(err, ErrConfineUnavailable) {
+		t.Fatalf("ConfineAvailable with CCRUN_LANDLOCK=off: %v, want ErrConfineUnavailable", err)
+	}
+	e := newExecutor(t)
+	var stderr syncBuffer
+	s := w.spec(t, "echo ran; touch "+w.outside+"/x")
+	s.Streams.Stderr = &stderr
+	res, err := e.Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != job.Refused || res.ExitCode != job.RefusedExit || len(res.Stdout) != 0 {
+		t.Errorf("got %+v, want refused with exit %d and no output", res, job.RefusedExit)
+	}
+	if !strings.Contains(res.Detail, "CCRUN_LANDLOCK=off") || !strings.Contains(stderr.String(), "must run confined") {
+		t.Errorf("detail %q, stderr %q: want the reason", res.Detail, stderr.String())
+	}
+	if _, err := os.Stat(w.outside + "/x"); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// TestConfineLeavesTheRestFree: the executor's unconfined runs, before,
+// during and after confined ones, and the process itself, keep their
+// rights.
+func TestConfineLeavesTheRestFree(t *testing.T) {
+	w := newConfineWorld(t)
+	e := newExecutor(t)
+	done := make(chan *job.Result)
+	go func() {
+		res, _ := e.Run(context.Background(), w.spec(t, "sleep 0.3; touch "+w.outside+"/confined"))
+		done <- res
+	}()
+	for i := range 5 {
+		p := fmt.Sprintf("%s/free-%d", w.outside, i)
+		res := runSrc(t, e, "touch "+p+"; echo ok > "+p+".redirect", Spec{Dir: w.project})
+		if !res.OK() {
+			t.Fatalf("unconfined run %d: %+v", i, res)
+		}
+		if err := os.WriteFile(p+".process", []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := <-done; res == nil || res.OK() {
+		t.Errorf("the confined touch: %+v", res)
+	}
+	if _, err := os.Stat(w.outside + "/confined"); err == nil {
+		t.Error("the confined run wrote")
+	}
+	if ents, _ := os.ReadDir(w.outside); len(ents) != 15 {
+		t.Errorf("%d files written by unconfined runs and the process, want 15", len(ents))
+	}
+}
+
+// Benchmarks: what confinement costs, side by side.
+//
+//	go test -run '^$' -bench Confine -benchtime 200x ./runtime/shell/
+//
+// GitStatus runs `git status` in a small repository, with and without
+// confinement (the ruleset is built in each run); TenPrograms runs ten
+// /bin/true in one run, so (confined - plain)/10 past the per-run cost is
+// the per-program cost.
+
+func benchConfine(b *testing.B, src string, confined bool) {
+	if _, err := ConfineAvailable(); err != nil && confined {
+		b.Skip(err)
+	}
+	dir := b.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	os.WriteFile(dir+"/f", []byte("x\n"), 0o644)
+	home, _ := os.UserHomeDir()
+	e := newExecutor(b)
+	s := Spec{Script: parse(b, src), Dir: dir, Env: []string{"GIT_CONFIG_NOSYSTEM=1"}}
+	if confined {
+		s.Confine = ReadOnlyConfinement(home, dir)
+	}
+	ctx := context.Background()
+	loop(b, func() {
+		res, err := e.Run(ctx, s)
+		if err != nil || !res.OK() {
+			b.Fatalf("got %+v, %v", res, err)
+		}
+	})
+}
+
+func BenchmarkConfineGitStatusPlain(b *testing.B)    { benchConfine(b, "git status", false) }
+func BenchmarkConfineGitStatusConfined(b *testing.B) { benchConfine(b, "git status", true) }
+
+const tenTrue = "/bin/true; /bin/true; /bin/true; /bin/true; /bin/true; /bin/true; /bin/true; /bin/true; /bin/true; /bin/true"
+
+func BenchmarkConfineTenProgramsPlain(b *testing.B)    { benchConfine(b, tenTrue, false) }
+func BenchmarkConfineTenProgramsConfined(b *testing.B) { benchConfine(b, tenTrue, true) }
+func BenchmarkConfineBinTruePlain(b *testing.B)        { benchConfine(b, "/bin/true", false) }
+func BenchmarkConfineBinTrueConfined(b *testing.B)     { benchConfine(b, "/bin/true", true) }
