@@ -1,0 +1,137 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/shell"
+)
+
+func TestScopeOf(t *testing.T) {
+	for _, tc := range []struct {
+		d    permission.Decision
+		want Scope
+		pat  string
+	}{
+		{permission.Decision{Layer: permission.LayerApprover}, Person, ""},
+		{permission.Decision{Layer: permission.LayerReadOnly}, ReadOnly, ""},
+		{permission.Decision{Layer: permission.LayerNone}, ReadOnly, ""},
+		{permission.Decision{Layer: permission.LayerMode}, Mode, ""},
+		{permission.Decision{Layer: permission.LayerAllowRule, Rule: "run_command:cat (flags)"}, Pattern, "run_command:cat"},
+		{permission.Decision{Layer: permission.LayerSession, Rule: "run_command:git:status"}, Pattern, "run_command:git:status"},
+		{permission.Decision{Layer: permission.LayerSession, Rule: "::not a pattern"}, ReadOnly, ""}, // fails closed
+	} {
+		got, pat := ScopeOf(&tc.d)
+		if got != tc.want || (tc.pat != "" && pat.String() != tc.pat) {
+			t.Errorf("ScopeOf(%s %q) = %v %s, want %v %s", tc.d.Layer, tc.d.Rule, got, pat, tc.want, tc.pat)
+		}
+	}
+}
+
+func TestProgramKey(t *testing.T) {
+	for key, named := range map[string]bool{
+		"core.fsmonitor": true, "core.pager": true, "pager.log": true, "diff.evil.textconv": true,
+		"filter.lfs.process": true, "filter.x.clean": true, "credential.helper": true,
+		"credential.https://h.helper": true, "alias.st": true, "core.hookspath": true,
+		"remote.origin.uploadpack": true, "merge.ours.driver": true, "core.sshcommand": true,
+		"core.bare": false, "user.name": false, "remote.origin.url": false, "include.path": false,
+	} {
+		if got := programKey(key, "x") != ""; got != named {
+			t.Errorf("programKey(%q) names a program: %v, want %v", key, got, named)
+		}
+	}
+	if programKey("core.fsmonitor", "false") != "" {
+		t.Error("core.fsmonitor=false names no program")
+	}
+}
+
+func TestGlobalOptions(t *testing.T) {
+	got := globalOptions([]string{"--git-dir=fake", "-C", "sub", "-c", "a=b", "-P", "status", "-s"})
+	want := []string{"--git-dir=fake", "-C", "sub", "-c", "a=b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("globalOptions = %q, want %q", got, want)
+	}
+}
+
+// TestGitPrograms: a repository whose .git/config names a fsmonitor, or
+// whose hooks directory holds a hook, is found; the person's own
+// configuration and a clean repository are not.
+func TestGitPrograms(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\tpager = less\n"), 0o644)
+	repo := t.TempDir()
+	if out, err := exec.Command(git, "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	p := shell.Program{Argv: []string{"git", "status"}, Path: git, Dir: repo, Env: os.Environ()}
+	if why := gitPrograms(context.Background(), p, false); why != "" {
+		t.Fatalf("clean repository: %s", why)
+	}
+	hook := filepath.Join(repo, ".git", "hooks", "post-index-change")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
+	if why := gitPrograms(context.Background(), p, false); why == "" {
+		t.Error("a hook was not found")
+	}
+	os.Remove(hook)
+	f, _ := os.OpenFile(filepath.Join(repo, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("[core]\n\tfsmonitor = touch x\n")
+	f.Close()
+	if why := gitPrograms(context.Background(), p, false); why == "" {
+		t.Error("a fsmonitor of the repository was not found")
+	}
+	// A -c on the command line: found unless a person saw the command.
+	os.WriteFile(filepath.Join(repo, ".git", "config"), []byte("[core]\n\tbare = false\n"), 0o644)
+	pc := p
+	pc.Argv = []string{"git", "-c", "core.pager=evil", "log"}
+	if why := gitPrograms(context.Background(), pc, false); why == "" {
+		t.Error("git -c core.pager= was not found")
+	}
+	if why := gitPrograms(context.Background(), pc, true); why != "" {
+		t.Errorf("a person saw git -c: %s", why)
+	}
+}
+
+// TestRefusalClass: a refused step is a permission denial.
+func TestRefusalClass(t *testing.T) {
+	g := New(Config{Scope: ReadOnly})
+	err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "-f", "x"}, Path: "/bin/rm", Dir: t.TempDir()})
+	if !errors.Is(err, permission.ErrPermissionDenied) {
+		t.Fatalf("rm under a read-only scope: %v, want a denial", err)
+	}
+	var r *Refusal
+	if !errors.As(err, &r) || r.What != "rm -f x" {
+		t.Errorf("refusal %#v", r)
+	}
+	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"ls", "-l"}, Path: "/bin/ls", Dir: t.TempDir()}); err != nil {
+		t.Errorf("ls: %v", err)
+	}
+	if err := g.Open(context.Background(), "/tmp/x", os.O_WRONLY|os.O_CREATE); err == nil {
+		t.Error("a write under a read-only scope was allowed")
+	}
+	if err := g.Open(context.Background(), "/dev/null", os.O_WRONLY); err != nil {
+		t.Errorf("/dev/null: %v", err)
+	}
+	// Asked, and approved once.
+	asked := 0
+	g = New(Config{Scope: ReadOnly, Ask: func(ctx context.Context, p *permission.Prompt) (permission.Grant, error) {
+		asked++
+		if p.Decision.Offer != permission.Once {
+			t.Errorf("offer %v, want once", p.Decision.Offer)
+		}
+		return permission.Once, nil
+	}})
+	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "x"}, Path: "/bin/rm", Dir: t.TempDir()}); err != nil || asked != 1 {
+		t.Errorf("approved once: %v, asked %d", err, asked)
+	}
+}
