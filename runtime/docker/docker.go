@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/term"
@@ -257,10 +259,34 @@ func (c cleanup) release(ctx context.Context) {
 // OutputCap, Memory, or Cancelled when ctx was cancelled while the program
 // ran. An error means the program could not be run: invalid Spec, missing
 // image, unreachable engine.
+//
+// The protected paths under a writable mount (job.Mount.Protected) stay
+// read-only inside the container, and one the container made anyway is
+// removed after the run and named in the Result's Detail: see protection
+// and docs/docker.md. A run with a writable mount is never pooled.
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	prot, err := protect(s)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.run(ctx, s, prot)
+	if note := prot.finish(); note != "" {
+		switch {
+		case res != nil && res.Detail != "":
+			res.Detail += "; " + note
+		case res != nil:
+			res.Detail = note
+		case err != nil:
+			err = fmt.Errorf("%w (%s)", err, note)
+		}
+	}
+	return res, err
+}
+
+func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Result, error) {
 	lim := s.Limits.WithDefaults()
 	begin := time.Now()
 
@@ -271,7 +297,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		}
 		pulled = true
 	}
-	if s.Pool {
+	if s.Pool && len(prot.mounts) == 0 {
 		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
 			return res, err
 		}
@@ -287,7 +313,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	undo.push(func(context.Context) { rcancel() })
 
-	id, err := e.container(ctx, s, lim, pulled)
+	id, err := e.container(ctx, s, lim, pulled, prot.binds)
 	if err != nil {
 		return nil, err
 	}
@@ -295,6 +321,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		// Force: kill it if it still runs. Gone already is fine.
 		_ = e.eng.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	})
+	if err := e.verifyProtected(ctx, id, prot.binds); err != nil {
+		return nil, err
+	}
 	hj, err := e.eng.ContainerAttach(rctx, id, container.AttachOptions{
 		Stream: true,
 		Stdin:  s.Streams.Stdin != nil,
@@ -435,10 +464,11 @@ func notLocal(ref string, policy PullPolicy, err error) error {
 // cancellation is seen just before the start): a create the engine
 // completed after the caller gave up would leave a container Run does not
 // know about, until GC.
-func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled bool) (id string, err error) {
+func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled bool, binds []mount.Mount) (id string, err error) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	cfg, hc := s.config(lim, e.labels())
+	hc.Mounts = append(hc.Mounts, binds...)
 	id, err = e.create(kctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {
@@ -461,6 +491,31 @@ func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *contai
 		return "", classify(e.host, "create container", err)
 	}
 	return resp.ID, nil
+}
+
+// verifyProtected asks the engine how it set up the container's mounts
+// and refuses to start it (ErrUnavailable) unless every protected path's
+// bind is there, read-only.
+func (e *Executor) verifyProtected(ctx context.Context, id string, binds []mount.Mount) error {
+	if len(binds) == 0 {
+		return nil
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	ins, err := e.eng.ContainerInspect(ictx, id)
+	if err != nil {
+		return classify(e.host, "inspect container", err)
+	}
+	ro := map[string]bool{}
+	for _, mp := range ins.Mounts {
+		ro[path.Clean(mp.Destination)] = !mp.RW
+	}
+	for _, b := range binds {
+		if !ro[path.Clean(b.Target)] {
+			return newError(ErrUnavailable, nil, "docker: the engine did not bind %s read-only: refusing to run with a protected path writable", b.Target)
+		}
+	}
+	return nil
 }
 
 // pull pulls ref, bounded by the pull timeout, streaming progress when
