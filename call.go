@@ -93,6 +93,11 @@ type Invocation struct {
 	Pull       string
 	Pool       bool
 	Streams    job.Streams
+	// Guard (@shell) enforces the gate's decision where the command runs:
+	// every program and every file the script opens is checked (see
+	// internal/guard). Set by Exec once the gate has allowed the call; an
+	// Executor of @shell must pass it on.
+	Guard *shell.Guard
 }
 
 // prepare validates c and builds the gate's request and the invocation.
@@ -128,7 +133,8 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		Pull:    c.Pull,
 		Streams: job.Streams{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr},
 	}
-	req := &permission.Request{Directive: c.Directive, Class: permission.ClassExec}
+	req := &permission.Request{Directive: c.Directive, Class: permission.ClassExec,
+		Env: append([]string(nil), c.Env...), Args: append([]string(nil), c.Args...), Stdin: stdinSource(c.Stdin)}
 	if len(c.Input) > 0 {
 		if !json.Valid(c.Input) {
 			return nil, nil, fmt.Errorf("call: input is not valid JSON: %w", ErrInvalidCall)
@@ -164,8 +170,13 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 			return nil, nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", permission.Escape(c.Command), ErrInvalidCall)
 		}
 		inv.Environment, inv.Tool, inv.Command, inv.Dir = ceiling.Shell, ToolRunCommand, cmd, r.dir
-		req.Tool, req.Command, req.Display = ToolRunCommand, cmd, c.Command
+		req.Tool, req.Command, req.Display, req.Dir = ToolRunCommand, cmd, c.Command, r.dir
 		req.Permission = permission.Ask(cmd.Key)
+		if len(c.Args) > 0 || len(c.Env) > 0 {
+			// A grant kept for the session covers these arguments and this
+			// environment, not any: they are part of what the person saw.
+			req.Digest = contentDigest([]byte(c.Command), nil, "", c.Args, c.Env)
+		}
 	case c.Capability != "":
 		if err := r.prepareCapability(c, req, inv); err != nil {
 			return nil, nil, err
@@ -183,13 +194,13 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		inv.ModuleSum = sum
 		req.Tool = ToolRunWasm
 		req.Permission = permission.Ask(pathKey(ToolRunWasm, r.rel(path)))
-		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "")
+		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "", nil, nil)
 		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
 	case c.Image != "":
 		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
 		req.Tool = ToolRunDocker
 		req.Permission = permission.Ask(imageKey(c.Image))
-		req.Digest = contentDigest([]byte(c.Image), mounts, c.Network)
+		req.Digest = contentDigest([]byte(c.Image), mounts, c.Network, nil, nil)
 		req.Display = strings.Join(append([]string{c.Image}, c.Args...), " ")
 		if c.Network != "" && c.Network != "none" {
 			req.Class = permission.ClassNetwork
@@ -355,8 +366,11 @@ func imageKey(image string) permission.Key {
 }
 
 // contentDigest binds an ad-hoc grant to what runs (the content, or its
-// sha256) and what it may reach.
-func contentDigest(content []byte, mounts []job.Mount, network string) string {
+// sha256), what it may reach, and, for @shell, the arguments and
+// environment it is given. A sandboxed tool's grant covers any arguments
+// (they cannot reach past the sandbox), and the prompt says so; a shell
+// grant covers only what the person saw.
+func contentDigest(content []byte, mounts []job.Mount, network string, args, env []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "content %d\n", len(content))
 	h.Write(content)
@@ -364,5 +378,22 @@ func contentDigest(content []byte, mounts []job.Mount, network string) string {
 		fmt.Fprintf(h, "\nmount %q", m.String())
 	}
 	fmt.Fprintf(h, "\nnetwork %q", network)
+	for _, a := range args {
+		fmt.Fprintf(h, "\narg %q", a)
+	}
+	for _, e := range env {
+		fmt.Fprintf(h, "\nenv %q", e)
+	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// stdinSource says where a call's stdin comes from, for the person asked:
+// a named file, or nothing to say.
+func stdinSource(in io.Reader) string {
+	if f, ok := in.(*os.File); ok && f != nil && f.Name() != "" && f != os.Stdin {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return "file " + f.Name()
+		}
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -63,6 +64,13 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 	if err != nil {
 		return t.out, t.fail(err)
 	}
+	if inv.Environment == ceiling.Shell {
+		var base []string
+		if se, ok := e.(shellExecutor); ok {
+			base = se.e.Environ()
+		}
+		inv.Guard = r.shellGuard(req, inv, d, base).Shell()
+	}
 	t.emit(Executing, d)
 	start := time.Now()
 	res, err := e.Execute(ctx, inv)
@@ -97,6 +105,9 @@ func (r *Runtime) Check(c *Call) (*Outcome, error) {
 	defer cancel()
 	unresolved := r.bindImage(ctx, req, inv, false)
 	d := r.gate.Decide(req)
+	if req.Environment == ceiling.Shell && d.Verdict != permission.Refuse {
+		d.Diagnostics = append(d.Diagnostics, "decided again at execution: each program is checked with its expanded words and environment, and each file the script opens")
+	}
 	if unresolved != nil {
 		d.Diagnostics = append(d.Diagnostics, "image not resolved, so no grant bound to an image applies: "+unresolved.Error())
 	}
@@ -136,7 +147,8 @@ func (t *tracker) fail(err error) error {
 func (r *Runtime) auditDecision(t *tracker, req *permission.Request, d *permission.Decision) error {
 	rec := audit.Record{Kind: "decision", Call: t.out.ID, Tool: req.Tool, Key: t.key,
 		Environment: string(req.Environment), Decision: string(d.Verdict), Layer: string(d.Layer),
-		Reason: d.Reason, Diagnostics: d.Diagnostics}
+		Reason: d.Reason, Diagnostics: d.Diagnostics,
+		Display: req.Display, Args: req.Args, Env: redactEnv(req.Env), Dir: req.Dir, Stdin: req.Stdin}
 	if d.Layer == permission.LayerApprover {
 		rec.Grant = d.Grant.String()
 	}
@@ -164,4 +176,22 @@ func (r *Runtime) auditExecution(t *tracker, req *permission.Request, res *job.R
 	if aerr := r.audit.Write(rec); aerr != nil && res != nil {
 		res.Detail = strings.TrimSpace(res.Detail + "; " + aerr.Error())
 	}
+}
+
+// redactEnv is env as the audit log keeps it: the value of a variable whose
+// name says it holds a secret is left out (the log lives in the project).
+func redactEnv(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		up := strings.ToUpper(name)
+		out[i] = kv
+		for _, w := range []string{"TOKEN", "SECRET", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"} {
+			if strings.Contains(up, w) {
+				out[i] = name + "=<redacted>"
+				break
+			}
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
@@ -39,7 +38,7 @@ func (s shellExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Resul
 		return nil, fmt.Errorf("@shell: no parsed command: %w", ErrInvalidCall)
 	}
 	return s.e.Run(ctx, shell.Spec{Script: inv.Command.File, Args: inv.Args, Dir: inv.Dir,
-		Env: inv.Env, Streams: inv.Streams, Limits: inv.Limits})
+		Env: inv.Env, Streams: inv.Streams, Limits: inv.Limits, Guard: inv.Guard})
 }
 
 type dockerExecutor struct{ e *docker.Executor }
@@ -50,16 +49,6 @@ func (d *dockerExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Res
 }
 
 func (d *dockerExecutor) Close() error { return d.e.Close() }
-
-// loadPolicy merges the settings layers that apply to the project: the
-// managed policy, the user's config, ccrun.json and ccrun.local.json.
-func loadPolicy(dir string, extra []*permission.Settings) (*permission.Policy, error) {
-	layers, err := permission.LoadLayers(permission.DefaultLocations(dir))
-	if err != nil {
-		return nil, err
-	}
-	return permission.NewPolicy(permission.PolicyConfig{Layers: append(layers, extra...), ProjectDir: dir})
-}
 
 func (r *Runtime) wasmMaker() func(context.Context) (Executor, error) {
 	return func(ctx context.Context) (Executor, error) {

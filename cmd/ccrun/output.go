@@ -124,6 +124,8 @@ func stopReason(r *job.Result) string {
 		return "it wrote more than its output limit to one stream and was killed"
 	case job.Cancelled:
 		return "interrupted (Ctrl-C or a signal to ccrun); it was killed"
+	case job.Refused:
+		return "a step was refused where it runs (the line above says which)"
 	}
 	if r.Detail != "" {
 		return fmt.Sprintf("%s (%s)", r.Reason, r.Detail)

@@ -40,6 +40,14 @@ type Record struct {
 	Reason      string    `json:"reason,omitempty"`
 	Grant       string    `json:"grant,omitempty"`
 	Diagnostics []string  `json:"diagnostics,omitempty"`
+	// What the call carried beside its key (decisions): the command or
+	// what runs, its positional arguments, the variables it added, its
+	// working directory and where its stdin came from.
+	Display string   `json:"display,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	Stdin   string   `json:"stdin,omitempty"`
 	// For executions.
 	Outcome    string `json:"outcome,omitempty"` // success, error, cancelled
 	EndReason  string `json:"end_reason,omitempty"`

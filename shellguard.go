@@ -1,0 +1,38 @@
+package ccrun
+
+import (
+	"context"
+	"os"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/guard"
+	"github.com/ccrun/ccrun/permission"
+)
+
+// shellGuard builds the checks that enforce d where a @shell call runs
+// (internal/guard): every program with its expanded words and every file
+// the script opens is held against the scope of the decision, the deny
+// rules and the dangerous paths. A capability runs under the scope of a
+// person's approval: its files were approved as a whole, by digest.
+func (r *Runtime) shellGuard(req *permission.Request, inv *Invocation, d *permission.Decision, base []string) *guard.Guard {
+	scope, pat := guard.ScopeOf(d)
+	if inv.Capability != nil && scope != guard.ReadOnly {
+		scope = guard.Person
+	}
+	home, _ := os.UserHomeDir()
+	cfg := guard.Config{Scope: scope, Pattern: pat, Policy: r.gate.Policy, ProjectDir: r.dir, Home: home, BaseEnv: base}
+	if d.Layer == permission.LayerApprover {
+		// The person saw the dangerous paths the prompt named.
+		for _, f := range r.gate.Policy.Dangerous(req) {
+			cfg.Approved = append(cfg.Approved, f.Resolved, f.Given)
+		}
+	}
+	if a := r.gate.Approver; a != nil {
+		cfg.Ask = func(ctx context.Context, p *permission.Prompt) (permission.Grant, error) {
+			p.Request.Environment = ceiling.Shell
+			grant, err := a.Approve(ctx, p)
+			return grant, err
+		}
+	}
+	return guard.New(cfg)
+}
