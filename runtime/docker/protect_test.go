@@ -306,3 +306,14 @@ func TestProtectedRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLoosensImplants: named implants are shown to the person.
+func TestLoosensImplants(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := Spec{Image: "x", Mounts: []job.Mount{{Host: dir, Guest: "/w", Writable: true, Implants: []string{".envrc"}}}}
+	got := strings.Join(s.Loosens(), "\n")
+	if !strings.Contains(got, "may change protected paths: .envrc") {
+		t.Errorf("Loosens = %q, want the named implant shown", got)
+	}
+}

@@ -91,6 +91,9 @@ func (s Spec) Loosens() []string {
 		}
 		if m.Writable {
 			out = append(out, fmt.Sprintf("mount: %s at %s, writable", host, m.Guest))
+			if len(m.Implants) > 0 {
+				out = append(out, fmt.Sprintf("mount: %s at %s may change protected paths: %s", host, m.Guest, strings.Join(m.Implants, ", ")))
+			}
 		} else {
 			out = append(out, fmt.Sprintf("mount: %s at %s, read-only", host, m.Guest))
 		}
