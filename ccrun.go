@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -71,15 +72,23 @@ type Runtime struct {
 	wasm     []wasm.Option
 	parent   *Runtime // a sub-agent's: executors are the parent's
 	modules  moduleCache
+
+	// workspace trust (config.go)
+	files       []*permission.Settings // the file layers, as trust left them
+	trust       TrustState
+	trustDigest string
+	trustDir    string
+	trustDirSet bool
 }
 
 // Option configures a Runtime.
 type Option func(*Runtime) error
 
 // WithProjectDir sets the project root: where ccrun.json, .ccrun/ and the
-// capabilities are, and the working directory of @shell calls. Default: the
-// nearest directory upwards from the current one that holds ccrun.json,
-// else the current directory (see FindProject).
+// capabilities are, and the working directory of @shell calls. It must be
+// a directory of the current user that others cannot write into
+// (permission.CheckProjectDir). Default: FindProject of the current
+// directory.
 func WithProjectDir(dir string) Option {
 	return func(r *Runtime) error {
 		abs, err := filepath.Abs(dir)
@@ -111,7 +120,10 @@ func WithPolicy(p *permission.Policy) Option {
 
 // WithSettings adds settings layers (CLI flags, a session's) on top of the
 // files New reads: the managed policy, the user's config, ccrun.json and
-// ccrun.local.json. Ignored when WithPolicy is given.
+// ccrun.local.json (the project's two counting in full only when trusted,
+// see TrustState). Ignored when WithPolicy is given. A flags layer that
+// loosens anything while a file sets "flags": "no-loosening" makes New
+// fail with permission.ErrPermissionDenied.
 func WithSettings(layers ...*permission.Settings) Option {
 	return func(r *Runtime) error { r.layers = append(r.layers, layers...); return nil }
 }
@@ -153,9 +165,10 @@ func WithEnvPass(names ...string) Option {
 	return func(r *Runtime) error { r.envPass = append(r.envPass, names...); return nil }
 }
 
-// New builds a Runtime. It reads the project's ccrun.json (a malformed one
-// is an error of class permission.ErrInvalidConfig, naming file, line and
-// column) and nothing else: executors start on first use.
+// New builds a Runtime. It reads the settings files and the project's trust
+// record (a malformed file is an error of class permission.ErrInvalidConfig,
+// naming file, line and column; a file or project directory of another user
+// is refused) and nothing else: executors start on first use.
 func New(opts ...Option) (*Runtime, error) {
 	r := &Runtime{
 		gate:   &permission.Gate{},
@@ -172,22 +185,17 @@ func New(opts ...Option) (*Runtime, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.dir = FindProject(wd)
-	}
-	if r.gate.Project == nil {
-		p, err := permission.LoadProject(permission.ProjectFile(r.dir))
-		if err != nil {
+		if r.dir, err = FindProject(wd); err != nil {
 			return nil, err
 		}
-		r.gate.Project = p
-	}
-	cfg, err := loadConfig(r.dir)
-	if err != nil {
+	} else if err := permission.CheckProjectDir(r.dir); err != nil {
 		return nil, err
 	}
-	r.envPass = append(r.envPass, cfg.Env.Pass...)
+	if err := r.loadFiles(); err != nil {
+		return nil, err
+	}
 	if r.gate.Policy == nil {
-		pol, err := loadPolicy(r.dir, r.layers)
+		pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: append(slices.Clip(r.files), r.layers...), ProjectDir: r.dir})
 		if err != nil {
 			return nil, err
 		}
@@ -258,19 +266,4 @@ func (r *Runtime) executor(ctx context.Context, env ceiling.Environment) (Execut
 		r.closers = append(r.closers, c.Close)
 	}
 	return e, nil
-}
-
-// FindProject returns the nearest directory from start upwards that holds a
-// ccrun.json, or start itself when none does.
-func FindProject(start string) string {
-	for dir := start; ; {
-		if fi, err := os.Stat(filepath.Join(dir, "ccrun.json")); err == nil && !fi.IsDir() {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return start
-		}
-		dir = parent
-	}
 }

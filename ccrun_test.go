@@ -190,14 +190,14 @@ func TestFindProject(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := ccrun.FindProject(deep); got != deep {
-		t.Errorf("no ccrun.json: got %s, want %s", got, deep)
+	if got, err := ccrun.FindProject(deep); err != nil || got != deep {
+		t.Errorf("no ccrun.json: got %s, %v, want %s", got, err, deep)
 	}
 	if err := os.WriteFile(filepath.Join(root, "ccrun.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := ccrun.FindProject(deep); got != root {
-		t.Errorf("got %s, want %s", got, root)
+	if got, err := ccrun.FindProject(deep); err != nil || got != root {
+		t.Errorf("got %s, %v, want %s", got, err, root)
 	}
 }
 

@@ -72,6 +72,9 @@ decision could be made; the JSON fields are stable.`,
 					return usagef("--session-allow %s: %w", k, err)
 				}
 			}
+			if len(sessionAllow) > 0 {
+				a.loosenFlags = append(a.loosenFlags, "--session-allow")
+			}
 			rt, err := a.runtime(nil, layer, ccrun.WithSession(sess), ccrun.WithAuditLog(""))
 			if err != nil {
 				return err

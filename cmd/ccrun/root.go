@@ -21,6 +21,11 @@ type app struct {
 	result     *job.Result
 	session    *permission.SessionAllowlist // the running session, once runtime has opened it
 	noted      bool                         // an unusable CCRUN_SESSION was reported
+
+	// trustDigest is --trust-digest; loosenFlags names the loosening
+	// flags given besides --approve, --mode and --allow (see checkLock).
+	trustDigest string
+	loosenFlags []string
 }
 
 // run is main without os.Exit, for tests: it parses args, runs the command
@@ -73,10 +78,12 @@ output limit, cancelled).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else the current one)")
+	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else git's top level, else the current one)")
+	root.PersistentFlags().StringVar(&a.trustDigest, "trust-digest", "", "trust the project's files when they loosen exactly this digest (ccrun trust --digest; default: $"+trustDigestEnv+")")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand(), a.keyCommand())
+		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand(), a.keyCommand(),
+		a.trustCommand())
 	return root
 }
 
@@ -96,7 +103,7 @@ func (a *app) project() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return ccrun.FindProject(wd), nil
+	return ccrun.FindProject(wd)
 }
 
 // session opens the session named by $CCRUN_SESSION, or returns nil when

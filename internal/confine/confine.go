@@ -100,7 +100,10 @@ const MinABI = 4
 type Policy struct {
 	// Hide lists absolute paths (files or directories) whose content a
 	// confined program may not read or execute; a directory hides what is
-	// beneath it. Paths that do not exist are ignored. Default none.
+	// beneath it. A component may be a glob (path.Match; a backslash quotes
+	// *?[\), matched against the entries there at Prepare. What does not
+	// exist is ignored; a symlink hides what it points to as well. Default
+	// none.
 	Hide []string
 	// Read lists absolute paths readable even where they lie in a hidden
 	// directory (/dev/urandom when /dev is hidden): exceptions to Hide.
@@ -148,7 +151,7 @@ func ReadOnly(home string, dirs ...string) Policy {
 	var bases []string
 	for _, d := range append([]string{home}, dirs...) {
 		if d != "" && filepath.IsAbs(d) && path.Clean(d) != "/" {
-			bases = append(bases, path.Clean(d))
+			bases = append(bases, globEscape(path.Clean(d)))
 		}
 	}
 	for _, r := range sensitive.Rows {
@@ -156,21 +159,14 @@ func ReadOnly(home string, dirs ...string) Policy {
 			continue
 		}
 		rel := strings.Join(r.Seq, "/")
-		var pats []string
-		if r.Abs {
-			if r.Seq[0] == "proc" {
-				continue
-			}
-			pats = []string{"/" + rel}
-		} else {
+		switch {
+		case r.Abs && r.Seq[0] == "proc":
+			// HideProcesses
+		case r.Abs:
+			add("/" + rel)
+		default:
 			for _, b := range bases {
-				pats = append(pats, globEscape(b)+"/"+rel)
-			}
-		}
-		for _, pat := range pats {
-			ms, _ := filepath.Glob(pat) // the only error is a bad pattern: the table has none
-			for _, m := range ms {
-				add(m)
+				add(b + "/" + rel)
 			}
 		}
 	}

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -87,6 +84,9 @@ func Available() (abi int, err error) {
 	return abi, nil
 }
 
+// theFilter is buildFilter's program, built once.
+var theFilter = sync.OnceValue(buildFilter)
+
 // Seccomp reports whether confined programs also get the seccomp filter
 // on this architecture (amd64, arm64).
 func Seccomp() bool { return hasSeccomp }
@@ -126,19 +126,18 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		pr.Release()
 	}
 
-	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi), HandledAccessNet: handledNet(abi), Scoped: scoped(abi)}
-	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	b, err := cached(p, abi)
 	if err != nil {
-		return nil, fmt.Errorf("confine: create ruleset: %w: %w", ErrUnavailable, err)
-	}
-	defer unix.Close(fd)
-	b := builder{fd: fd, fsMask: attr.HandledAccessFS}
-	if err := b.build(p); err != nil {
 		return nil, err
 	}
+	fd, err := unix.FcntlInt(uintptr(b.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("confine: dup ruleset: %w: %w", ErrUnavailable, err)
+	}
+	defer unix.Close(fd)
 	var filter []unix.SockFilter
 	if withSeccomp {
-		filter = buildFilter()
+		filter = theFilter()
 	}
 	rs := &Ruleset{abi: abi, rules: b.rules, reqs: make(chan func()), exited: make(chan struct{})}
 	ready := make(chan error, 1)
@@ -253,182 +252,5 @@ func (rs *Ruleset) Close() error {
 	}
 	rs.mu.Unlock()
 	<-rs.exited
-	return nil
-}
-
-// builder adds the rules of a Policy to a ruleset.
-type builder struct {
-	fd     int
-	fsMask uint64
-	rules  int
-}
-
-// node is a directory on the way to a hidden path, or a hidden path.
-type node struct {
-	hidden bool
-	procs  bool // /proc under HideProcesses: its numeric entries are hidden
-	kids   map[string]*node
-}
-
-func (n *node) child(name string) *node {
-	if n.kids == nil {
-		n.kids = map[string]*node{}
-	}
-	c := n.kids[name]
-	if c == nil {
-		c = &node{}
-		n.kids[name] = c
-	}
-	return c
-}
-
-// real resolves p, which must be absolute, to the path of what it names
-// now; ok is false when nothing is there.
-func real(p string) (string, bool, error) {
-	if !filepath.IsAbs(p) {
-		return "", false, fmt.Errorf("confine: path %q: not absolute: %w", p, ErrInvalidPolicy)
-	}
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", false, nil // missing, or unreachable: nothing to grant or hide
-	}
-	return r, true, nil
-}
-
-func comps(p string) []string {
-	if p == "/" {
-		return nil
-	}
-	return strings.Split(strings.TrimPrefix(p, "/"), "/")
-}
-
-// build grants read on everything but p.Hide, then p.Read, then p.Write.
-func (b *builder) build(p Policy) error {
-	root := &node{}
-	for _, h := range p.Hide {
-		r, ok, err := real(h)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if r == "/" {
-			return fmt.Errorf("confine: hide %q: the whole file system: %w", h, ErrInvalidPolicy)
-		}
-		n := root
-		for _, c := range comps(r) {
-			n = n.child(c)
-		}
-		n.hidden = true
-		n.kids = nil
-	}
-	if p.HideProcesses {
-		if n := root.child("proc"); !n.hidden {
-			n.procs = true
-		}
-	}
-	if err := b.walk("/", root); err != nil {
-		return err
-	}
-	// Read and Write are exceptions to Hide: their rules come on top.
-	grant := func(list []string, rights uint64) error {
-		for _, w := range list {
-			r, ok, err := real(w)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if err := b.rule(r, rights); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := grant(p.Read, readFile|readDir); err != nil {
-		return err
-	}
-	return grant(p.Write, readFile|readDir|writeFile)
-}
-
-// walk grants the entries of dir, a directory with hidden paths beneath:
-// listing dir (and, Landlock being hierarchical, the directories beneath
-// it), and reading every entry but the hidden ones, recursing into those
-// with hidden paths beneath. Symlinks get no rule: what they point to is
-// granted, or not, where it is.
-func (b *builder) walk(dir string, n *node) error {
-	if err := b.rule(dir, readDir); err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil // unreadable: nothing under it is granted
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		k := n.kids[name]
-		switch {
-		case k != nil && k.hidden, n.procs && isPID(name):
-			continue
-		case k != nil:
-			if err := b.walk(p, k); err != nil {
-				return err
-			}
-		default:
-			if err := b.rule(p, readFile|readDir); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// isPID reports whether a /proc entry names a process.
-func isPID(name string) bool {
-	for _, c := range name {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return name != ""
-}
-
-// rule grants rights beneath p (only the file rights when p is not a
-// directory). A path that is gone, or a symlink, gets nothing.
-func (b *builder) rule(p string, rights uint64) error {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFLNK:
-		return nil
-	case unix.S_IFDIR:
-	default:
-		rights &^= ll.AccessFSReadDir | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
-			ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
-			ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer
-	}
-	rights &= b.fsMask
-	if rights == 0 {
-		return nil
-	}
-	attr := ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: fd}
-	if err := ll.LandlockAddPathBeneathRule(b.fd, &attr, 0); err != nil {
-		return fmt.Errorf("confine: rule on %s: %w: %w", p, ErrUnavailable, err)
-	}
-	b.rules++
 	return nil
 }

@@ -464,21 +464,80 @@ func TestConcurrentStarts(t *testing.T) {
 }
 
 func TestReadOnlyPolicy(t *testing.T) {
-	w := newWorld(t)
-	p := ReadOnly(w.home, w.project)
-	for _, want := range []string{w.home + "/.ssh", w.home + "/.aws", w.home + "/.config/gcloud", w.home + "/server.pem", w.project + "/.env", "/dev"} {
-		found := false
-		for _, h := range p.Hide {
-			found = found || h == want
-		}
-		if !found {
-			t.Errorf("ReadOnly does not hide %s: %q", want, p.Hide)
+	p := ReadOnly("/home/u", "/src/proj")
+	has := map[string]bool{}
+	for _, h := range p.Hide {
+		has[h] = true
+	}
+	for _, want := range []string{"/home/u/.ssh", "/home/u/.aws", "/home/u/.config/gcloud", "/home/u/*.pem", "/src/proj/.env", "/src/proj/.env.*", "/etc/shadow", "/etc/ssh/ssh_host_*_key", "/dev"} {
+		if !has[want] {
+			t.Errorf("ReadOnly does not hide %s", want)
 		}
 	}
 	for _, h := range p.Hide {
-		if strings.HasPrefix(h, "/proc") || h == w.home+"/.config" || h == w.project+"/.git" {
-			t.Errorf("ReadOnly hides %s", h)
+		if strings.HasPrefix(h, "/proc") || h == "/home/u/.config" || strings.HasPrefix(h, "/src/proj/.git/") || h == "/home/u/.gitconfig" {
+			t.Errorf("ReadOnly hides %s (an implant row, or /proc by name)", h)
 		}
+	}
+	if !p.HideProcesses {
+		t.Error("ReadOnly does not hide /proc/PID")
+	}
+	if q := ReadOnly(`/home/a*b[c]`); q.Hide[0] != `/home/a\*b\[c]/.ssh` {
+		t.Errorf("a home with glob characters: %q", q.Hide[0])
+	}
+}
+
+// TestHomeByOtherPaths: a home named through a symlink, or with glob
+// characters in its name, is hidden where it really is.
+func TestHomeByOtherPaths(t *testing.T) {
+	needLandlock(t)
+	base := t.TempDir()
+	real := filepath.Join(base, "we[ir]d*home")
+	mkdir(t, real+"/.ssh")
+	write(t, real+"/.ssh/id_rsa", canary+"\n")
+	write(t, real+"/id_rsa", canary+"\n")
+	write(t, real+"/plain", "plain\n")
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []string{real, link} {
+		rs, err := Prepare(ReadOnly(home))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := world{home: home, project: base}
+		for _, script := range []string{"cat '" + real + "/.ssh/id_rsa'", "cat '" + link + "/.ssh/id_rsa'", "cat '" + real + "/id_rsa'"} {
+			if out, _, code := w.sh(t, rs, script); code == 0 || strings.Contains(out, canary) {
+				t.Errorf("home %s: %q: exit %d %q", home, script, code, out)
+			}
+		}
+		if out, errOut, code := w.sh(t, rs, "cat '"+link+"/plain'"); code != 0 || out != "plain\n" {
+			t.Errorf("home %s: plain file: exit %d %q %q", home, code, out, errOut)
+		}
+		rs.Close()
+	}
+}
+
+// TestCacheFollowsChanges: a ruleset kept for the next Prepare is rebuilt
+// when a partly granted directory changes, so that a secret created since
+// is hidden and a file created since is readable.
+func TestCacheFollowsChanges(t *testing.T) {
+	w := newWorld(t)
+	rs := w.prep(t, true)
+	if out, _, code := w.sh(t, rs, "cat $HOME/notes.txt"); code != 0 || out != "plain notes\n" {
+		t.Fatalf("notes: %d %q", code, out)
+	}
+	rs.Close()
+	write(t, w.home+"/later.txt", "later\n")
+	mkdir(t, w.home+"/.gnupg")
+	write(t, w.home+"/.gnupg/secring", canary+"\n")
+	rs = w.prep(t, true)
+	if out, errOut, code := w.sh(t, rs, "cat $HOME/later.txt"); code != 0 || out != "later\n" {
+		t.Errorf("a file created since the last Prepare: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := w.sh(t, rs, "cat $HOME/.gnupg/secring"); code == 0 || strings.Contains(out, canary) {
+		t.Errorf("a secret created since the last Prepare: %d %q", code, out)
 	}
 }
 

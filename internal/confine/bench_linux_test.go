@@ -1,0 +1,104 @@
+//go:build linux
+
+package confine
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// What confinement costs:
+//
+//	go test -run '^$' -bench . -benchtime 200x ./internal/confine/
+//
+// Prepare builds the read-only ruleset of the real home and a project;
+// Start is one confined start of /bin/true on a prepared ruleset (Wait
+// included), StartPlain the same unconfined.
+
+// benchDirs is a project outside /tmp, whose entries other processes
+// change all the time (each change makes the next Prepare rebuild).
+func benchDirs(b *testing.B) (home, dir string) {
+	home, _ = os.UserHomeDir()
+	dir, err := os.MkdirTemp("/var/tmp", "confine-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	os.WriteFile(dir+"/.env", []byte("x"), 0o644)
+	return home, dir
+}
+
+// BenchmarkPrepareCold builds the ruleset every time (a partly granted
+// directory changed since the last run).
+func BenchmarkPrepareCold(b *testing.B) {
+	needLandlockB(b)
+	home, dir := benchDirs(b)
+	p := ReadOnly(home, dir)
+	rules := 0
+	for b.Loop() {
+		dropCache()
+		rs, err := Prepare(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rules = rs.Rules()
+		rs.Close()
+	}
+	b.ReportMetric(float64(rules), "rules")
+}
+
+// BenchmarkPrepareWarm reuses the kept ruleset: what a run pays when
+// nothing changed (ReadOnly included).
+func BenchmarkPrepareWarm(b *testing.B) {
+	needLandlockB(b)
+	home, dir := benchDirs(b)
+	for b.Loop() {
+		rs, err := Prepare(ReadOnly(home, dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs.Close()
+	}
+}
+
+func BenchmarkReadOnlyPolicy(b *testing.B) {
+	home, _ := os.UserHomeDir()
+	dir := b.TempDir()
+	for b.Loop() {
+		ReadOnly(home, dir)
+	}
+}
+
+func BenchmarkStart(b *testing.B) {
+	needLandlockB(b)
+	home, _ := os.UserHomeDir()
+	rs, err := Prepare(ReadOnly(home, b.TempDir()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rs.Close()
+	for b.Loop() {
+		cmd := exec.Command("/bin/true")
+		if err := rs.Start(cmd); err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStartPlain(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func needLandlockB(b *testing.B) {
+	if _, err := Available(); err != nil {
+		b.Skip(err)
+	}
+}

@@ -1,0 +1,512 @@
+//go:build linux
+
+package confine
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// A built ruleset is kept, per Policy, for the next Prepare: building one
+// reads every partly granted directory and adds a rule per entry (about a
+// millisecond), checking it costs one stat per such directory. It is
+// rebuilt as soon as one of them has changed (its inode, mtime or ctime:
+// an entry added, removed, renamed, or a symlink replaced), so a cached
+// ruleset grants exactly what a new one would.
+var cache = struct {
+	sync.Mutex
+	m map[string]*built
+}{m: map[string]*built{}}
+
+// maxCached bounds the cache: a policy per project and home in use.
+const maxCached = 16
+
+// built is a ruleset fd and what it was built from.
+type built struct {
+	fd    int
+	rules int
+	dirs  []stamp // the partly granted directories, as they were
+}
+
+// stamp identifies a directory's state.
+type stamp struct {
+	path         string
+	dev, ino     uint64
+	mtime, ctime unix.Timespec
+	missing      bool
+}
+
+func stampOf(p string) stamp {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return stamp{path: p, missing: true}
+	}
+	return stamp{p, st.Dev, st.Ino, st.Mtim, st.Ctim, false}
+}
+
+func (b *built) fresh() bool {
+	for _, d := range b.dirs {
+		if stampOf(d.path) != d {
+			return false
+		}
+	}
+	return true
+}
+
+// cached returns the built ruleset of p, building it if it is missing or
+// stale. The fd stays the cache's: dup it.
+func cached(p Policy, abi int) (*built, error) {
+	// "\x00" cannot be in a path: the key is unambiguous
+	key := strconv.Itoa(abi) + "\x01" + strings.Join(p.Hide, "\x00") + "\x01" + strings.Join(p.Read, "\x00") +
+		"\x01" + strings.Join(p.Write, "\x00") + "\x01" + strconv.FormatBool(p.HideProcesses)
+	cache.Lock()
+	defer cache.Unlock()
+	if b := cache.m[key]; b != nil {
+		if b.fresh() {
+			return b, nil
+		}
+		unix.Close(b.fd)
+		delete(cache.m, key)
+	}
+	b, err := build(p, abi)
+	if err != nil {
+		return nil, err
+	}
+	if len(cache.m) >= maxCached {
+		for k, old := range cache.m {
+			unix.Close(old.fd)
+			delete(cache.m, k)
+			break
+		}
+	}
+	cache.m[key] = b
+	return b, nil
+}
+
+// dropCache forgets every built ruleset (tests).
+func dropCache() {
+	cache.Lock()
+	defer cache.Unlock()
+	for k, b := range cache.m {
+		unix.Close(b.fd)
+		delete(cache.m, k)
+	}
+}
+
+// node is a directory on the way to hidden paths (partly granted), or a
+// hidden path.
+type node struct {
+	hidden bool
+	procs  bool // /proc under HideProcesses: its numeric entries are hidden
+	kids   map[string]*node
+	globs  []globKid
+}
+
+type globKid struct {
+	pat string
+	n   *node
+}
+
+// add marks the path of components cs (globs allowed) as hidden beneath n.
+func (n *node) add(cs []string) {
+	for _, c := range cs {
+		if n.hidden {
+			return // already hidden whole
+		}
+		var next *node
+		if strings.ContainsAny(c, `*?[\`) {
+			for _, g := range n.globs {
+				if g.pat == c {
+					next = g.n
+				}
+			}
+			if next == nil {
+				next = &node{}
+				n.globs = append(n.globs, globKid{c, next})
+			}
+		} else {
+			if n.kids == nil {
+				n.kids = map[string]*node{}
+			}
+			if next = n.kids[c]; next == nil {
+				next = &node{}
+				n.kids[c] = next
+			}
+		}
+		n = next
+	}
+	n.hidden, n.kids, n.globs = true, nil, nil
+}
+
+// match returns what an entry of the directory n is: hidden, partly
+// granted (walk into it: the merge of every matching kid), or granted
+// (nil, false).
+func (n *node) match(name string) (*node, bool) {
+	if n.procs && isPID(name) {
+		return nil, true
+	}
+	var hits []*node
+	if k := n.kids[name]; k != nil {
+		hits = append(hits, k)
+	}
+	for _, g := range n.globs {
+		if ok, _ := path.Match(g.pat, name); ok {
+			hits = append(hits, g.n)
+		}
+	}
+	switch len(hits) {
+	case 0:
+		return nil, false
+	case 1:
+		return hits[0], hits[0].hidden
+	}
+	merged := &node{}
+	for _, h := range hits {
+		if h.hidden {
+			return nil, true
+		}
+		for k, v := range h.kids {
+			merged.graft([]string{k}, v)
+		}
+		for _, g := range h.globs {
+			merged.globs = append(merged.globs, g)
+		}
+	}
+	return merged, false
+}
+
+// graft puts the subtree sub at the components cs beneath n.
+func (n *node) graft(cs []string, sub *node) {
+	for _, c := range cs {
+		if n.hidden {
+			return
+		}
+		if n.kids == nil {
+			n.kids = map[string]*node{}
+		}
+		next := n.kids[c]
+		if next == nil {
+			next = &node{}
+			n.kids[c] = next
+		}
+		n = next
+	}
+	if sub.hidden {
+		n.hidden, n.kids, n.globs = true, nil, nil
+		return
+	}
+	for k, v := range sub.kids {
+		n.graft([]string{k}, v)
+	}
+	n.globs = append(n.globs, sub.globs...)
+	n.procs = n.procs || sub.procs
+}
+
+func comps(p string) []string {
+	if p == "/" {
+		return nil
+	}
+	return strings.Split(strings.TrimPrefix(p, "/"), "/")
+}
+
+// grant is one rule to add.
+type grant struct {
+	dirfd  int // -1: name is absolute
+	name   string
+	rights uint64
+	dir    bool // known to be a directory (d_type)
+}
+
+// planner walks the partly granted directories.
+type planner struct {
+	root   *node
+	grants []grant
+	dirs   []stamp
+	links  []string // symlinks met where a hidden or partly granted entry is
+	fds    []int    // directory fds to close once the rules are added
+}
+
+// build makes the ruleset of p: read (and execute) everything but the
+// hidden paths, then p.Read, then p.Write, each with what rights that ABI
+// can handle.
+func build(p Policy, abi int) (*built, error) {
+	root := &node{}
+	for _, h := range p.Hide {
+		if !filepath.IsAbs(h) {
+			return nil, fmt.Errorf("confine: hide %q: not absolute: %w", h, ErrInvalidPolicy)
+		}
+		c := path.Clean(h)
+		if c == "/" {
+			return nil, fmt.Errorf("confine: hide %q: the whole file system: %w", h, ErrInvalidPolicy)
+		}
+		root.add(comps(c))
+	}
+	if p.HideProcesses && !root.kids["proc"].isHidden() {
+		if root.kids == nil {
+			root.kids = map[string]*node{}
+		}
+		if root.kids["proc"] == nil {
+			root.kids["proc"] = &node{}
+		}
+		root.kids["proc"].procs = true
+	}
+	for _, list := range [][]string{p.Read, p.Write} {
+		for _, w := range list {
+			if !filepath.IsAbs(w) {
+				return nil, fmt.Errorf("confine: path %q: not absolute: %w", w, ErrInvalidPolicy)
+			}
+		}
+	}
+
+	// Plan, and where a hidden or partly granted entry is a symlink, hide
+	// (or walk) what it points to as well, and plan again.
+	var pl *planner
+	grafted := map[string]bool{}
+	for round := 0; ; round++ {
+		pl = &planner{root: root}
+		pl.walk(-1, "/", "/", root)
+		var fresh []string
+		for _, l := range pl.links {
+			if !grafted[l] {
+				grafted[l] = true
+				fresh = append(fresh, l)
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		pl.close()
+		if round == 8 {
+			return nil, fmt.Errorf("confine: symlinks to hidden paths nest deeper than 8: %w", ErrInvalidPolicy)
+		}
+		for _, l := range fresh {
+			sub := root
+			for _, c := range comps(l) {
+				if sub, _ = sub.match(c); sub == nil {
+					break
+				}
+			}
+			target, err := filepath.EvalSymlinks(l)
+			if err != nil || sub == nil {
+				continue
+			}
+			if target == "/" {
+				return nil, fmt.Errorf("confine: hide %s: a symlink to the whole file system: %w", l, ErrInvalidPolicy)
+			}
+			root.graft(comps(target), sub)
+		}
+	}
+	defer pl.close()
+
+	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi), HandledAccessNet: handledNet(abi), Scoped: scoped(abi)}
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return nil, fmt.Errorf("confine: create ruleset: %w: %w", ErrUnavailable, err)
+	}
+	b := &built{fd: fd, dirs: pl.dirs}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(fd)
+		}
+	}()
+	for _, g := range pl.grants {
+		if err := b.rule(g, attr.HandledAccessFS); err != nil {
+			return nil, err
+		}
+	}
+	// Read and Write are exceptions to Hide: their rules come on top.
+	for _, w := range p.Read {
+		if err := b.rule(grant{dirfd: -1, name: w, rights: readFile | readDir}, attr.HandledAccessFS); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range p.Write {
+		if err := b.rule(grant{dirfd: -1, name: w, rights: readFile | readDir | writeFile}, attr.HandledAccessFS); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return b, nil
+}
+
+func (n *node) isHidden() bool { return n != nil && n.hidden }
+
+// walk plans the rules of dir (a partly granted directory, open as
+// parent's entry name, or "/"): listing it (and, Landlock being
+// hierarchical, the directories beneath), and reading each entry but the
+// hidden ones; it walks into entries with hidden paths beneath.
+func (pl *planner) walk(parent int, name, abs string, n *node) {
+	var fd int
+	var err error
+	if parent < 0 {
+		fd, err = unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	} else {
+		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		// gone, or not a directory any more: nothing under it is granted,
+		// and its absence is what the cache checks
+		pl.dirs = append(pl.dirs, stamp{path: abs, missing: true})
+		return
+	}
+	pl.fds = append(pl.fds, fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return
+	}
+	pl.dirs = append(pl.dirs, stamp{abs, st.Dev, st.Ino, st.Mtim, st.Ctim, false})
+	pl.grants = append(pl.grants, grant{dirfd: fd, name: ".", rights: readDir, dir: true})
+	ents, err := listDir(fd)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		k, hidden := n.match(e.name)
+		p := path.Join(abs, e.name)
+		if e.typ == unix.DT_LNK {
+			if hidden || k != nil {
+				pl.links = append(pl.links, p)
+			}
+			continue // what it points to is granted, or not, where it is
+		}
+		switch {
+		case hidden:
+		case k != nil:
+			pl.walk(fd, e.name, p, k)
+		default:
+			pl.grants = append(pl.grants, grant{dirfd: fd, name: e.name, rights: readFile | readDir, dir: e.typ == unix.DT_DIR})
+		}
+	}
+}
+
+func (pl *planner) close() {
+	for _, fd := range pl.fds {
+		unix.Close(fd)
+	}
+	pl.fds = nil
+}
+
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+// listDir lists the directory open as fd, sorted, with each entry's type
+// (DT_UNKNOWN resolved with fstatat).
+func listDir(fd int) ([]dirent, error) {
+	var out []dirent
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		for b := buf[:n]; len(b) > 0; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name
+			reclen := int(b[16]) | int(b[17])<<8
+			typ := b[18]
+			nm := b[19:reclen]
+			if i := bytes.IndexByte(nm, 0); i >= 0 {
+				nm = nm[:i]
+			}
+			b = b[reclen:]
+			name := string(nm)
+			if name == "." || name == ".." {
+				continue
+			}
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					switch st.Mode & unix.S_IFMT {
+					case unix.S_IFDIR:
+						typ = unix.DT_DIR
+					case unix.S_IFLNK:
+						typ = unix.DT_LNK
+					default:
+						typ = unix.DT_REG
+					}
+				}
+			}
+			out = append(out, dirent{name, typ})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// rule adds g (only the file rights when it is not a directory). A path
+// that is gone, or a symlink, gets nothing.
+func (b *built) rule(g grant, mask uint64) error {
+	var fd int
+	var err error
+	if g.dirfd < 0 {
+		fd, err = unix.Open(g.name, unix.O_PATH|unix.O_CLOEXEC, 0) // Read and Write: symlinks followed
+	} else {
+		fd, err = unix.Openat(g.dirfd, g.name, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	rights := g.rights
+	if !g.dir && g.dirfd >= 0 {
+		// listed as a non-directory: file rights, which Landlock accepts
+		// on a directory too, should it have been replaced by one since
+		rights &^= dirOnly
+	} else if !g.dir {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			return nil
+		case unix.S_IFDIR:
+		default:
+			rights &^= dirOnly
+		}
+	}
+	rights &= mask
+	if rights == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: fd}
+	if err := ll.LandlockAddPathBeneathRule(b.fd, &attr, 0); err != nil {
+		if err == unix.EINVAL && g.dir {
+			// replaced by a non-directory since it was listed: grant it
+			// as a file, or not at all
+			return b.rule(grant{dirfd: g.dirfd, name: g.name, rights: g.rights}, mask)
+		}
+		return fmt.Errorf("confine: rule on %s: %w: %w", g.name, ErrUnavailable, err)
+	}
+	b.rules++
+	return nil
+}
+
+// dirOnly are the rights Landlock accepts on directories only.
+const dirOnly = ll.AccessFSReadDir | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
+	ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
+	ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer
+
+// isPID reports whether a /proc entry names a process.
+func isPID(name string) bool {
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return name != ""
+}
