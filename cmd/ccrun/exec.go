@@ -313,7 +313,7 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	if err != nil {
 		return nil, err
 	}
-	opts := []ccrun.Option{ccrun.WithProjectDir(dir)}
+	opts := append([]ccrun.Option{ccrun.WithProjectDir(dir)}, a.trustOptions()...)
 	if approver != nil {
 		opts = append(opts, ccrun.WithApprover(approver))
 	}
@@ -334,7 +334,14 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	if exe, err := os.Executable(); err == nil {
 		opts = append(opts, ccrun.WithDockerOptions(docker.WithDetachedRefill(exe, dockerRefillCmd)))
 	}
-	return ccrun.New(append(opts, extra...)...)
+	rt, err := ccrun.New(append(opts, extra...)...)
+	if err == nil {
+		if err = a.checkLock(rt, approver); err != nil {
+			rt.Close()
+			rt = nil
+		}
+	}
+	return rt, err
 }
 
 // adminRuntime is the Runtime of a command that runs no tool (allowlist,

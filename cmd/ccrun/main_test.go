@@ -29,6 +29,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asCCRun) == "1" {
 		os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 	}
+	if os.Getenv("XDG_STATE_HOME") == "" { // keep trust records of test projects out of the real home
+		if dir, err := os.MkdirTemp("", "ccrun-test-state-"); err == nil {
+			os.Setenv("XDG_STATE_HOME", dir)
+		}
+	}
 	testscript.Main(m, map[string]func(){
 		"ccrun": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
 	})
@@ -44,6 +49,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("CCRUN_SESSION_DIR", filepath.Join(env.WorkDir, ".sessions"))
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state")) // trust records
 			return nil
 		},
 		RequireExplicitExec: true,
