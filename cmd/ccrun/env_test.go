@@ -200,7 +200,7 @@ func TestWasmWorkerTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, worker := range []bool{false, true} {
-		args := []string{"exec", "--approve", "once", "--timeout", "1s", "--wasm", "loop.wasm"}
+		args := []string{"exec", "--approve", "once", "--timeout", "1s", "--wasm", filepath.Join(dir, "loop.wasm")}
 		if worker {
 			args = append(args, "--wasm-worker")
 		}
@@ -247,7 +247,7 @@ func TestWasmServerThroughCLI(t *testing.T) {
 	env := append(os.Environ(), "CCRUN_WASM_SERVER=1", "XDG_RUNTIME_DIR="+runtimeDir,
 		"XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"))
 	runProc := func(stdin string, args ...string) (string, int) {
-		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "probe.wasm"}, args...)...)
+		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", filepath.Join(dir, "probe.wasm")}, args...)...)
 		cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -327,7 +327,7 @@ func TestHostileModulesThroughCLI(t *testing.T) {
 		{"recurse.wasm", 134, "stack overflow"},
 	} {
 		for _, worker := range []bool{false, true} {
-			args := []string{"exec", "--approve", "once", "--wasm", tc.file}
+			args := []string{"exec", "--approve", "once", "--wasm", filepath.Join(dir, tc.file)}
 			if worker {
 				args = append(args, "--wasm-worker")
 			}

@@ -175,6 +175,7 @@ The tool's exit code becomes ccrun's.`,
 			}
 			var approver permission.Approver
 			var term *prompt.Terminal
+			prompted := false // a person was asked at the terminal
 			if approve != "" {
 				g, err := ceiling.ParseGrant(approve)
 				if err != nil || g == ceiling.Deny {
@@ -183,7 +184,10 @@ The tool's exit code becomes ccrun's.`,
 				approver = fixedApprover(g)
 			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
 				term = &prompt.Terminal{In: a.io.in, Out: a.io.err}
-				approver = term
+				approver = permission.ApproverFunc(func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+					prompted = true
+					return term.Approve(ctx, p)
+				})
 			}
 			layer, err := f.settings()
 			if err != nil {
@@ -232,7 +236,7 @@ The tool's exit code becomes ccrun's.`,
 				a.result = out.Result
 			}
 			if err != nil {
-				return explain(out, err)
+				return explain(out, err, prompted)
 			}
 			for _, x := range out.Decision.Diagnostics {
 				fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
@@ -257,8 +261,9 @@ The tool's exit code becomes ccrun's.`,
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and
-// how to allow it.
-func explain(out *ccrun.Outcome, err error) error {
+// how to allow it. prompted says whether a person was asked at the
+// terminal.
+func explain(out *ccrun.Outcome, err error, prompted bool) error {
 	var de *permission.DeniedError
 	if !errors.As(err, &de) || out == nil || out.Request == nil {
 		return err
@@ -272,7 +277,7 @@ func explain(out *ccrun.Outcome, err error) error {
 	}
 	var how string
 	switch {
-	case d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil: // a person said no
+	case prompted && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil: // the person said no
 		how = personHint(out.Request, d)
 	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
 		how = "change the rule or mode that denies it"

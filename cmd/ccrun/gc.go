@@ -10,7 +10,7 @@ import (
 )
 
 func (a *app) gcCommand() *cobra.Command {
-	var pool bool
+	var pool, asJSON bool
 	c := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove what ccrun left behind: orphaned helpers, expired session files, containers of a killed ccrun",
@@ -19,20 +19,44 @@ a docker refiller past its time), remove the files of sessions whose lifetime ra
 ccrun whose owning process is gone (a ccrun killed mid-run). With --pool, also remove the idle
 warm-pool containers.`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: func(c *cobra.Command, _ []string) (err error) {
+			r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Errors: []string{}}
+			say := func(format string, args ...any) { // a line for a person; --json prints the report instead
+				if !asJSON {
+					fmt.Fprintf(a.io.out, format, args...)
+				}
+			}
+			note := func(err error) {
+				r.Errors = append(r.Errors, err.Error())
+				if !asJSON {
+					fmt.Fprintf(a.io.err, "ccrun: note: %v\n", err)
+				}
+			}
+			defer func() {
+				if asJSON {
+					if err != nil {
+						r.Errors = append(r.Errors, err.Error())
+					}
+					if jerr := writeJSON(a.io.out, r); err == nil {
+						err = jerr
+					}
+				}
+			}()
 			ended, err := endOrphans()
 			for _, o := range ended {
-				fmt.Fprintf(a.io.out, "ended orphaned %s %d\n", o.what, o.pid)
+				r.Processes = append(r.Processes, fmt.Sprintf("%s %d", o.what, o.pid))
+				say("ended orphaned %s %d\n", o.what, o.pid)
 			}
 			if err != nil {
-				fmt.Fprintf(a.io.err, "ccrun: note: %v\n", err)
+				note(err)
 			}
 			ids, err := permission.PruneSessions(sessionDir())
 			for _, id := range ids {
-				fmt.Fprintf(a.io.out, "removed expired session %s\n", id)
+				r.Sessions = append(r.Sessions, id)
+				say("removed expired session %s\n", id)
 			}
 			if err != nil {
-				fmt.Fprintf(a.io.err, "ccrun: note: %v\n", err)
+				note(err)
 			}
 			e, err := docker.New(c.Context())
 			if err != nil {
@@ -45,16 +69,18 @@ warm-pool containers.`,
 				more, err = e.DrainPool(c.Context())
 				removed = append(removed, more...)
 			}
+			r.Containers = append(r.Containers, removed...)
 			for _, id := range removed {
-				fmt.Fprintf(a.io.out, "removed %s\n", id)
+				say("removed %s\n", id)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.out, "%d containers removed\n", len(removed))
+			say("%s removed\n", plural(len(removed), "container", "containers"))
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&pool, "pool", false, "also remove idle warm-pool containers")
+	c.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON (docs/cli.md)")
 	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,11 +28,13 @@ matched only by a rule of its exact key. Give the command as one argument, quote
 		RunE: func(c *cobra.Command, args []string) error {
 			cmd := permission.ParseCommand(args[0])
 			key := cmd.Key.String()
-			rule, err := json.Marshal(key)
-			if err != nil {
+			var rule strings.Builder
+			enc := json.NewEncoder(&rule)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(key); err != nil {
 				return err
 			}
-			r := keyReport{Command: args[0], Key: key, Compound: cmd.Key.Exact, Rule: string(rule), Parses: cmd.File != nil}
+			r := keyReport{Command: args[0], Key: key, Compound: cmd.Key.Exact, Rule: strings.TrimSpace(rule.String()), Parses: cmd.File != nil}
 			if asJSON {
 				return writeJSON(a.io.out, r)
 			}

@@ -74,6 +74,7 @@ type capabilitiesReport struct {
 
 // gcReport is `ccrun gc --json`.
 type gcReport struct {
+	Processes  []string `json:"processes_ended"`    // orphaned helper processes ended, as "what pid"
 	Sessions   []string `json:"sessions_removed"`   // ids of expired sessions whose files were removed
 	Containers []string `json:"containers_removed"` // ids of the containers removed
 	Errors     []string `json:"errors"`             // what could not be cleaned, one message each

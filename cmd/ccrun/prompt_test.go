@@ -56,16 +56,18 @@ func readScreen(t *testing.T, ptmx io.ReadWriter, done <-chan int, answers []str
 				sent++
 			}
 		case code := <-done:
-			time.Sleep(50 * time.Millisecond) // let the last bytes through
-			for drained := false; !drained && buf != nil; {
+			// The terminal's other end is closed now: read what is left, up
+			// to its end, or until it stays quiet for a while (a process
+			// ccrun started may hold the terminal open).
+			for buf != nil {
 				select {
 				case s, ok := <-buf:
 					if !ok {
-						drained = true
+						buf = nil
 					}
 					seen.WriteString(s)
-				default:
-					drained = true
+				case <-time.After(time.Second):
+					buf = nil
 				}
 			}
 			return seen.String(), code
@@ -86,14 +88,15 @@ func promptRun(t *testing.T, dir string, answers []string, args ...string) (scre
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
 	defer ptmx.Close()
-	defer tty.Close()
 	if os.Getenv("CCRUN_SESSION_DIR") == "" {
 		t.Setenv("CCRUN_SESSION_DIR", filepath.Join(dir, ".sessions"))
 	}
 	var out bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(append([]string{"--project-dir", dir}, args...), stdio{tty, &out, tty})
+		code := run(append([]string{"--project-dir", dir}, args...), stdio{tty, &out, tty})
+		tty.Close()
+		done <- code
 	}()
 	return readScreen(t, ptmx, done, answers)
 }
