@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/ccrun/ccrun/ceiling"
 )
@@ -25,6 +26,10 @@ const ScaffoldImage = "ccrun-test:busybox"
 //     here, that prints "hello") and README.md on building a real module;
 //   - @docker: capability.json running /bin/busybox echo hello in the
 //     image ScaffoldImage.
+//
+// When projectDir/.ccrun/ has no .gitignore, it writes one
+// (GitignoreAdvice): ccrun's own files there (the audit log and its
+// rotation) stay out of the repository, the capabilities go in.
 //
 // It refuses to touch an existing directory (class fs.ErrExist), and an
 // invalid name or environment (class ErrInvalidArgument). On failure it
@@ -90,12 +95,30 @@ func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err
 	if _, err := Load(dir); err != nil {
 		return "", fmt.Errorf("capability %s: the scaffold does not load (a bug in ccrun): %w", name, err)
 	}
+	ignore := filepath.Join(filepath.Dir(base), ".gitignore")
+	if err := writeNew(ignore, []byte(GitignoreAdvice), 0o644); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ELOOP) {
+		return "", fmt.Errorf("capability %s: %w", name, err)
+	}
 	return dir, nil
 }
 
-// writeNew creates path, failing if it exists, with mode (umask aside).
+// GitignoreAdvice is the .gitignore Scaffold writes into a project's
+// .ccrun/ when it has none: everything ccrun writes there stays out of the
+// repository (a committed audit log, or a committed link in its place, is
+// a hostile repository's tool), the capabilities are committed. The
+// project root's own .gitignore should name ccrun.local.json and
+// .ccrun.json.lock.
+const GitignoreAdvice = `# Written by ccrun: its own files (audit.jsonl, audit.jsonl.1, …) stay out
+# of the repository; capabilities are committed.
+/*
+!/.gitignore
+!/capabilities/
+`
+
+// writeNew creates path, failing if it exists (a symbolic link included),
+// with mode (umask aside).
 func writeNew(path string, data []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
 	if err != nil {
 		return err
 	}
