@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(peerTestEnv); sock != "" {
 		os.Exit(peerMain(sock))
 	}
+	if c := os.Getenv(oneShotTestEnv); c != "" {
+		os.Exit(oneShotMain(c))
+	}
 	os.Exit(runMain(m))
 }
 
