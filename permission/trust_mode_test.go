@@ -63,3 +63,15 @@ func TestUnconfinedAsksKernelClass(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustAsksFileLists: xargs feeds a program names nobody has seen (a
+// list of secrets' paths): trust mode asks.
+func TestTrustAsksFileLists(t *testing.T) {
+	t.Parallel()
+	p, _ := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust}}})
+	for _, cmd := range []string{"xargs cat < list.txt", "cat list.txt | xargs cat", "seq 1000000 | xargs -P 0 -n 1 sleep 600"} {
+		if v, layer, why := p.Decide(shellRequest(cmd)); v != AskUser {
+			t.Errorf("trust: Decide(%q) = %s (%s: %s), want ask", cmd, v, layer, why)
+		}
+	}
+}

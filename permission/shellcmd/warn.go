@@ -188,6 +188,10 @@ func segmentWarning(seg Segment) string {
 		}
 	case "truncate":
 		return "truncates files"
+	case "xargs", "parallel":
+		// what it runs is given names from its input, which nobody has seen
+		// (a list of secrets' paths), and -P forks without bound
+		return path.Base(prog) + " runs a program on names from its input, which nobody has seen"
 	case "crontab":
 		if hasOpt(args, "", 'r') {
 			return "removes the crontab"
