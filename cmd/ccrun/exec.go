@@ -200,6 +200,14 @@ The tool's exit code becomes ccrun's.`,
 					return err
 				}
 				extra = append(extra, ccrun.WithWasmOptions(wasm.WithWorkerProcess(exe)))
+			} else {
+				// This process runs one call and exits: a @wasm guest runs
+				// here at full speed, and a limit that stops it returns at
+				// once (the guest goes with the process). Should reporting
+				// it then hang, the hook ends the process with its code.
+				extra = append(extra, ccrun.WithWasmOptions(wasm.WithOneShot(func(r *job.Result) {
+					os.Exit(exitCode(r, nil))
+				})))
 			}
 			rt, err := a.runtime(approver, layer, extra...)
 			if err != nil {
