@@ -98,6 +98,10 @@ type Invocation struct {
 	// internal/guard). Set by Exec once the gate has allowed the call; an
 	// Executor of @shell must pass it on.
 	Guard *shell.Guard
+	// Confine (@shell), when set, runs the command under the kernel's
+	// confinement (Landlock): set by Exec for a command nobody approved as
+	// such (see shellConfinement).
+	Confine *shell.Confinement
 }
 
 // prepare validates c and builds the gate's request and the invocation.

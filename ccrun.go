@@ -30,6 +30,7 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/shell"
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
@@ -195,7 +196,11 @@ func New(opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 	if r.gate.Policy == nil {
-		pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: append(slices.Clip(r.files), r.layers...), ProjectDir: r.dir})
+		// Without the kernel layer, the read-only commands whose safety
+		// rests on it (git, recursive reads, file lists) are asked.
+		_, noKernel := shell.ConfineAvailable()
+		pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: append(slices.Clip(r.files), r.layers...), ProjectDir: r.dir,
+			Unconfined: noKernel != nil})
 		if err != nil {
 			return nil, err
 		}

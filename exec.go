@@ -70,6 +70,7 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 			base = se.e.Environ()
 		}
 		inv.Guard = r.shellGuard(req, inv, d, base).Shell()
+		inv.Confine = r.shellConfinement(inv, d)
 	}
 	t.emit(Executing, d)
 	start := time.Now()

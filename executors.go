@@ -38,7 +38,7 @@ func (s shellExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Resul
 		return nil, fmt.Errorf("@shell: no parsed command: %w", ErrInvalidCall)
 	}
 	return s.e.Run(ctx, shell.Spec{Script: inv.Command.File, Args: inv.Args, Dir: inv.Dir,
-		Env: inv.Env, Streams: inv.Streams, Limits: inv.Limits, Guard: inv.Guard})
+		Env: inv.Env, Streams: inv.Streams, Limits: inv.Limits, Guard: inv.Guard, Confine: inv.Confine})
 }
 
 type dockerExecutor struct{ e *docker.Executor }

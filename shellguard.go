@@ -7,6 +7,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/guard"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/shell"
 )
 
 // shellGuard builds the checks that enforce d where a @shell call runs
@@ -35,4 +36,27 @@ func (r *Runtime) shellGuard(req *permission.Request, inv *Invocation, d *permis
 		}
 	}
 	return guard.New(cfg)
+}
+
+// shellConfinement is the kernel confinement of a @shell call, or nil: a
+// command that nobody approved as such — judged read-only, whatever layer
+// then let it run (the read-only detection, an allow rule, a grant, the
+// mode) — runs under Landlock, which sees what the interpreter does not
+// (find -exec, xargs, what git starts). A person's approval of this very
+// call, and a capability (approved by digest), run unconfined. Where the
+// kernel cannot confine, nothing is confined: the policy then asks for the
+// read-only commands that only the kernel could contain (PolicyConfig
+// Unconfined), and the Guard still checks every program.
+func (r *Runtime) shellConfinement(inv *Invocation, d *permission.Decision) *shell.Confinement {
+	if inv.Capability != nil || inv.Command == nil || inv.Command.File == nil || d.Layer == permission.LayerApprover {
+		return nil
+	}
+	if ro, _ := permission.IsReadOnly(inv.Command.File); !ro {
+		return nil
+	}
+	if _, err := shell.ConfineAvailable(); err != nil {
+		return nil
+	}
+	home, _ := os.UserHomeDir()
+	return shell.ReadOnlyConfinement(home, r.dir, inv.Dir)
 }
