@@ -209,6 +209,10 @@ func TestWasmWorkerTimeout(t *testing.T) {
 		if code != exitTimeout {
 			t.Errorf("worker=%v: exit %d, want %d; stderr %q", worker, code, exitTimeout, stderr)
 		}
+		// The words of @shell's timeout (testdata/script/output.txtar).
+		if want := "ccrun: run_wasm stopped: it ran past its timeout and was killed\n"; !strings.HasSuffix(stderr, want) {
+			t.Errorf("worker=%v: stderr %q, want it to end with %q", worker, stderr, want)
+		}
 		if took := time.Since(start); took > 30*time.Second {
 			t.Errorf("worker=%v: the timeout did not stop the loop (%s)", worker, took)
 		}
