@@ -303,7 +303,7 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 		switch {
 		case t == nil:
 		case prev == "" || !t.Trusted(prev):
-			rebindErr = fmt.Errorf("the change counts only once the person trusts the project: %w", ErrNotTrusted)
+			rebindErr = fmt.Errorf("the change counts only once the person trusts the project: %w: %w", ErrNotTrusted, ErrPermissionDenied)
 		default:
 			if next, err := p.looseningDigest(doc); err != nil {
 				rebindErr = err

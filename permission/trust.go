@@ -16,7 +16,8 @@ const NotTrusted = "this project is not trusted: run `ccrun trust` to review wha
 
 // ErrNotTrusted is the class of the error of a project allowlist change
 // made while the project is not trusted: the file is written, but the
-// change counts only once the person trusts the project.
+// change counts only once the person trusts the project. Such an error is
+// also of class ErrPermissionDenied.
 var ErrNotTrusted = errors.New("project not trusted")
 
 // Loosening is what a project's own files (ccrun.json, ccrun.local.json)
