@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/permission"
 )
 
@@ -153,5 +154,8 @@ func printReport(a *app, r checkReport) {
 	}
 	if len(r.Warnings) > 0 {
 		fmt.Fprintf(w, "warnings:    %s\n", strings.Join(r.Warnings, "; "))
+	}
+	if _, err := confine.Available(); err != nil && r.Environment == "@shell" {
+		fmt.Fprintf(w, "kernel:      no Landlock here, read-only commands cannot be confined (%v; see ccrun doctor)\n", err)
 	}
 }

@@ -200,7 +200,7 @@ The tool's exit code becomes ccrun's.`,
 					return err
 				}
 				extra = append(extra, ccrun.WithWasmOptions(wasm.WithWorkerProcess(exe)))
-			} else {
+			} else if oneShotProcess {
 				// This process runs one call and exits: a @wasm guest runs
 				// here at full speed, and a limit that stops it returns at
 				// once (the guest goes with the process). Should reporting

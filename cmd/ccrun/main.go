@@ -15,6 +15,11 @@ import (
 // pooled container exits at once.
 const dockerRefillCmd = "__docker-refill"
 
+// oneShotProcess says this process is ccrun's main, which exits once run
+// returns (not a test calling run): a @wasm guest may then run without
+// interrupt checks and be left to the process's exit (wasm.WithOneShot).
+var oneShotProcess bool
+
 // stdio is where a run of the CLI reads and writes.
 type stdio struct {
 	in       io.Reader
@@ -31,5 +36,6 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd { // the detached refill of a warm container pool
 		os.Exit(docker.RefillMain())
 	}
+	oneShotProcess = true
 	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
