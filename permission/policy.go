@@ -429,6 +429,12 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		if w := Warnings(req); len(w) > 0 {
 			return AskUser, LayerMode, fmt.Sprintf("mode %s asks for destructive commands: %s%s", p.mode, strings.Join(w, "; "), note)
 		}
+		// What only the kernel layer could contain (a recursive read through
+		// a symlink to the home directory, a file list naming a key) is
+		// asked in trust mode too when there is no kernel layer.
+		if _, _, why := p.effectiveClass(req); why != "" {
+			return AskUser, LayerMode, fmt.Sprintf("mode %s: %s", p.mode, why)
+		}
 	}
 	return v, LayerMode, fmt.Sprintf("mode %s: %s calls %s%s", p.mode, class, verb(v), note)
 }

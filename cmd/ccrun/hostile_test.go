@@ -15,8 +15,23 @@ import (
 // plant a file or change a protected one. `ccrun check` must agree: a
 // command it says would run is one the table says is harmless here, or it
 // says the command is decided again at execution.
+//
+// Each case runs twice: with the kernel layer, and with it forced off
+// (CCRUN_LANDLOCK=off), where the interpreter's checks and the policy's
+// fallback asks must stop it on their own.
 func TestHostileShell(t *testing.T) {
 	t.Setenv("CCRUN_SESSION_DIR", t.TempDir())
+	for _, kernel := range []string{"landlock", "off"} {
+		t.Run(kernel, func(t *testing.T) {
+			if kernel == "off" {
+				t.Setenv("CCRUN_LANDLOCK", "off")
+			}
+			testHostileShell(t)
+		})
+	}
+}
+
+func testHostileShell(t *testing.T) {
 	for _, c := range hostile.Cases {
 		for _, mode := range c.ModesOf() {
 			t.Run(mode+"/"+c.Name, func(t *testing.T) {
