@@ -12,10 +12,10 @@
 // the terminals (/dev/tty, /dev/pts), make, remove, rename, link and
 // truncate nothing, bind and connect no TCP port (Landlock ABI 4), and, from
 // ABI 6, neither signal nor connect to the abstract unix sockets of
-// processes outside its domain. Landlock's ptrace scoping makes the
-// /proc/PID/environ and /proc/PID/mem of processes outside the domain
-// unreadable (ps e shows no environment of ccrun or of the user's other
-// programs). On amd64 and arm64 a seccomp filter refuses, with EACCES,
+// processes outside its domain. Landlock's ptrace scoping refuses
+// /proc/PID/mem, exe and cwd of processes outside the domain, but not
+// /proc/PID/environ (Linux 6.18, tested): so ReadOnly hides /proc/PID of
+// every process (HideProcesses), and ps shows nothing. On amd64 and arm64 a seccomp filter refuses, with EACCES,
 // what Landlock does not see: socket(2) of every family (UDP, raw, netlink,
 // and unix sockets, so no connect to the Docker Engine's or an agent's
 // socket; socketpair stays), io_uring, chmod, chown, utimes and xattr
@@ -31,6 +31,8 @@
 //     path. Such a partly granted directory (/, /etc, the home, the
 //     project) is listed as it was at Prepare: an entry created in it
 //     later cannot be read by a confined program until the next Prepare.
+//     The built ruleset is kept per Policy and rebuilt by the first Prepare
+//     after one of those directories changed (its inode, mtime or ctime).
 //   - A partly granted directory may be listed, and so may the directories
 //     beneath it, hidden ones included: `ls ~/.ssh` shows names; `cat`
 //     of what is inside fails. Landlock has no "this directory only" rule.
