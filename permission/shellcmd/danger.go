@@ -206,6 +206,17 @@ func (d *dangerScan) recursive(f *syntax.File) {
 			args = append(args, a.Val)
 		}
 		switch path.Base(prog) {
+		case "ps":
+			// ps e reads /proc/PID/environ of every process: their secrets
+			if ok, why := roPs(args, false); !ok {
+				key := "environ\x00ps"
+				if !d.seen[key] {
+					d.seen[key] = true
+					d.out = append(d.out, Finding{Given: prog + " " + strings.Join(args, " "), Resolved: "/proc/*/environ",
+						Kind: DangerLeak, What: "another process's environment (its secrets): " + why})
+				}
+			}
+			continue
 		case "grep", "egrep", "fgrep", "zgrep":
 			if !hasOpt(args, "--recursive", 'r') && !hasOpt(args, "--dereference-recursive", 'R') {
 				continue
