@@ -64,3 +64,33 @@ func BenchmarkShellTrue(b *testing.B) {
 		runEach(b, dir, "sh", "-c", "true")
 	})
 }
+
+// BenchmarkGitStatus measures what the kernel layer costs a read-only
+// command, side by side in one run: `ccrun exec --shell 'git status'`
+// confined (Landlock, the default for a command nobody approved as such),
+// the same with the kernel layer off (CCRUN_LANDLOCK=off; an allow rule
+// lets it run, since without the kernel layer git is asked), and
+// `sh -c 'git status'`. confined − unconfined is the ruleset's cost per
+// run (issue 10's goal: at most 1 ms).
+func BenchmarkGitStatus(b *testing.B) {
+	bin := ccrunBinary(b)
+	dir := b.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	ccrunArgs := []string{"exec", "--allow", "run_command:git:status", "--shell", "git status"}
+	b.Run("confined", func(b *testing.B) {
+		runEach(b, dir, bin, ccrunArgs...)
+	})
+	b.Run("unconfined", func(b *testing.B) {
+		b.Setenv("CCRUN_LANDLOCK", "off")
+		runEach(b, dir, bin, ccrunArgs...)
+	})
+	b.Run("sh-c", func(b *testing.B) {
+		runEach(b, dir, "sh", "-c", "git status")
+	})
+}
