@@ -17,6 +17,7 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // The built-in tools. A capability is a tool of its own name.
@@ -33,6 +34,9 @@ type Call struct {
 	Capability string // the name of a capability under .ccrun/capabilities/
 	Module     string // a .wasm file, run by run_wasm
 	Image      string // a container image, run by run_docker
+	// Tool names a library tool given to New with WithTool; its input is
+	// Input (libtools.go).
+	Tool string
 
 	// Args are given after the capability's own arguments, to the module
 	// (argv[1:]), as the container's command, or as $1… of a command.
@@ -102,18 +106,20 @@ type Invocation struct {
 	// confinement (Landlock): set by Exec for a command nobody approved as
 	// such (see shellConfinement).
 	Confine *shell.Confinement
+
+	lib *libCall // the library tool the call runs, with its input (libtools.go); nil otherwise
 }
 
 // prepare validates c and builds the gate's request and the invocation.
 func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 	n := 0
-	for _, s := range []string{c.Command, c.Capability, c.Module, c.Image} {
+	for _, s := range []string{c.Command, c.Capability, c.Module, c.Image, c.Tool} {
 		if s != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return nil, nil, fmt.Errorf("call: want exactly one of a command, a capability, a module or an image, got %d: %w", n, ErrInvalidCall)
+		return nil, nil, fmt.Errorf("call: want exactly one of a command, a capability, a module, an image or a library tool, got %d: %w", n, ErrInvalidCall)
 	}
 	for _, kv := range c.Env {
 		k, _, ok := strings.Cut(kv, "=")
@@ -155,7 +161,7 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 			inv.Streams.Stdin = bytes.NewReader(c.Input)
 		}
 	}
-	if c.Pull != "" && (c.Command != "" || c.Module != "") {
+	if c.Pull != "" && (c.Command != "" || c.Module != "" || c.Tool != "") {
 		return nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
 	}
 	switch {
@@ -181,6 +187,10 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 			// environment, not any: they are part of what the person saw.
 			req.Digest = contentDigest([]byte(c.Command), nil, "", c.Args, c.Env)
 		}
+	case c.Tool != "":
+		if err := r.prepareTool(c, req, inv); err != nil {
+			return nil, nil, err
+		}
 	case c.Capability != "":
 		if err := r.prepareCapability(c, req, inv); err != nil {
 			return nil, nil, err
@@ -193,6 +203,10 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		mod, sum, err := r.modules.read(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("call: module: %w", err)
+		}
+		if err := wasm.CheckModule(mod); err != nil {
+			// refused before anyone is asked: a grant for it would be a grant for nothing
+			return nil, nil, fmt.Errorf("call: module %s: %w", r.rel(path), err)
 		}
 		inv.Environment, inv.Tool, inv.Module, inv.ModuleName = ceiling.Wasm, ToolRunWasm, mod, filepath.Base(path)
 		inv.ModuleSum = sum
@@ -286,6 +300,9 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		if err != nil {
 			return err
 		}
+		if err := wasm.CheckModule(mod); err != nil {
+			return fmt.Errorf("capability %s: module %s: %w", m.Name, m.Entry.Module, err)
+		}
 		inv.Module, inv.ModuleName, inv.ModuleSum = mod, m.Entry.Module, sha256.Sum256(mod)
 		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)
 		req.Display = strings.Join(append([]string{m.Entry.Module}, inv.Args...), " ")
@@ -312,6 +329,10 @@ func (r *Runtime) absMounts(ms []job.Mount) ([]job.Mount, error) {
 		}
 		if !strings.HasPrefix(m.Guest, "/") {
 			return nil, fmt.Errorf("call: mount %s: the guest path must be absolute: %w", m, ErrInvalidCall)
+		}
+		if _, err := os.Stat(m.Host); err != nil {
+			// refused before anyone is asked
+			return nil, fmt.Errorf("call: mount %s: %w: %w", m, ErrInvalidCall, err)
 		}
 		out = append(out, m)
 	}
