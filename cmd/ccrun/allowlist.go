@@ -37,6 +37,9 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				return err
 			}
 			defer rt.Close()
+			if by, locked := rt.LoosenLock(); locked {
+				return fmt.Errorf("allowlist add refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person grants at the prompt, or edits the settings: %w", by, permission.ErrPermissionDenied)
+			}
 			env, capa, err := rt.EnvironmentOf(p)
 			if err != nil {
 				return usageError{err}

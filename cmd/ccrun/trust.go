@@ -98,6 +98,17 @@ its own changes.`,
 			if picked > 1 || asJSON && !list {
 				return usagef("give at most one of --yes, --revoke, --list, --digest (--json goes with --list)")
 			}
+			if yes {
+				// --yes trusts without a person's answer: a harness that
+				// locks the loosening flags hands out ccrun to agents.
+				if rt, err := a.adminRuntime(); err == nil {
+					by, locked := rt.LoosenLock()
+					rt.Close()
+					if locked {
+						return fmt.Errorf("--yes refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); run ccrun trust at a terminal and answer: %w", by, permission.ErrPermissionDenied)
+					}
+				}
+			}
 			dir := trust.DefaultDir()
 			if dir == "" && !digest {
 				return fmt.Errorf("no state directory for trust records: set XDG_STATE_HOME or HOME")

@@ -320,6 +320,8 @@ func TestLoosenLock(t *testing.T) {
 		{"check", "--session-allow", "run_command:*", "--command", "touch x"},
 		{"check", "--allow", "run_wasm:*", "--command", "ls"},
 		{"--trust-digest", "sha256:" + strings.Repeat("0", 64), "exec", "--shell", "ls"},
+		{"allowlist", "add", "run_wasm:*", "--scope", "project"},
+		{"trust", "--yes"},
 	} {
 		_, stderr, code := ccrunIn(t, dir, args...)
 		if code != exitDenied || !strings.Contains(stderr, "no-loosening") {
@@ -328,6 +330,9 @@ func TestLoosenLock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
 		t.Error("a locked flag ran the command")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ccrun.json")); err == nil {
+		t.Error("a locked allowlist add wrote ccrun.json")
 	}
 	// What tightens stays allowed.
 	for _, args := range [][]string{
