@@ -214,6 +214,10 @@ func New(opts ...Option) (*Executor, error) {
 	return &Executor{env: env, waitDelay: c.waitDelay, drain: c.drain, detach: hasTerminal()}, nil
 }
 
+// Environ returns the environment every run starts from: FilterEnv of the
+// base environment with the variables passed by name (a copy).
+func (e *Executor) Environ() []string { return append([]string(nil), e.env...) }
+
 // Spec is one run.
 type Spec struct {
 	// Script is the parse tree to run: the one the permission key was made
