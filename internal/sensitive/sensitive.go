@@ -39,6 +39,37 @@ type Row struct {
 	Abs  bool     // the row matches from the root only
 	Kind Kind
 	What string // what lives there, for the person asked: the row's reason
+
+	names []name // Seq compiled
+}
+
+// name is one compiled component: a literal, prefix*suffix, or a glob
+// left to path.Match.
+type name struct {
+	lit, pre, suf string
+	kind          byte // 'l' literal, 's' one star, 'g' glob
+}
+
+func compile(pat string) name {
+	switch {
+	case !isGlob(pat):
+		return name{lit: pat, kind: 'l'}
+	case !strings.ContainsAny(pat, "?[\\") && strings.Count(pat, "*") == 1:
+		i := strings.IndexByte(pat, '*')
+		return name{pre: pat[:i], suf: pat[i+1:], kind: 's'}
+	}
+	return name{lit: pat, kind: 'g'}
+}
+
+func (n name) match(s string) bool {
+	switch n.kind {
+	case 'l':
+		return s == n.lit
+	case 's':
+		return len(s) >= len(n.pre)+len(n.suf) && strings.HasPrefix(s, n.pre) && strings.HasSuffix(s, n.suf)
+	}
+	m, _ := path.Match(n.lit, s)
+	return m
 }
 
 // Pattern is the row as a path ("/etc/shadow", ".ssh/").
@@ -58,6 +89,9 @@ func rows(kind Kind, dir bool, what string, seqs ...string) []Row {
 	for i, s := range seqs {
 		abs := strings.HasPrefix(s, "/")
 		out[i] = Row{Seq: strings.Split(strings.TrimPrefix(s, "/"), "/"), Dir: dir, Abs: abs, Kind: kind, What: what}
+		for _, c := range out[i].Seq {
+			out[i].names = append(out[i].names, compile(c))
+		}
 	}
 	return out
 }
@@ -135,7 +169,7 @@ func (r Row) MatchComps(comps []string) bool {
 		}
 		ok := true
 		for j, pat := range r.Seq {
-			if m, _ := path.Match(pat, comps[i+j]); !m {
+			if !r.nameAt(j, pat).match(comps[i+j]) {
 				ok = false
 				break
 			}
@@ -175,21 +209,41 @@ func (r Row) MatchPattern(comps []string) bool {
 	return false
 }
 
-// index files the rows that may match a path under their first literal
-// component; the others (id_rsa*, *.pem, /proc/*/environ with a glob
-// second component) are tried on every path.
-var index, globs = func() (map[string][]int, []int) {
+// index files the rows that may match a path under a literal component:
+// their first one, or, for a file row whose first component is a glob
+// (/proc/*/environ, *.pem), their last one. lastGlobs are the file rows
+// whose last component is a glob too (id_rsa*, *.pem): tried only when
+// the path's last component matches it. globs are the rest, tried on every
+// path.
+var index, lastGlobs, globs = func() (map[string][]int, []int, []int) {
 	idx := map[string][]int{}
-	var gl []int
+	var lg, gl []int
 	for i, r := range Rows {
-		if strings.ContainsAny(r.Seq[0], "*?[\\") {
+		first, last := r.Seq[0], r.Seq[len(r.Seq)-1]
+		switch {
+		case !isGlob(first):
+			idx[first] = append(idx[first], i)
+		case !r.Dir && !isGlob(last):
+			idx[last] = append(idx[last], i)
+		case !r.Dir:
+			lg = append(lg, i)
+		default:
 			gl = append(gl, i)
-		} else {
-			idx[r.Seq[0]] = append(idx[r.Seq[0]], i)
 		}
 	}
-	return idx, gl
+	return idx, lg, gl
 }()
+
+func isGlob(s string) bool { return strings.ContainsAny(s, "*?[\\") }
+
+// nameAt is the compiled j-th component (compiled now for a Row made
+// outside the table).
+func (r Row) nameAt(j int, pat string) name {
+	if j < len(r.names) {
+		return r.names[j]
+	}
+	return compile(pat)
+}
 
 // First returns the index in Rows of the first row that covers the
 // absolute, clean, slash-separated path p — Implant rows only when write —
@@ -207,6 +261,13 @@ func First(p string, write bool) int {
 	}
 	for _, c := range comps {
 		for _, i := range index[c] {
+			try(i)
+		}
+	}
+	last := comps[len(comps)-1]
+	for _, i := range lastGlobs {
+		r := &Rows[i]
+		if r.names[len(r.names)-1].match(last) {
 			try(i)
 		}
 	}

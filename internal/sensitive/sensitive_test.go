@@ -1,0 +1,89 @@
+package sensitive
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		path  string
+		write bool
+		kind  Kind // "": none
+	}{
+		{"/home/u/.ssh/id_ed25519", false, Leak},
+		{"/home/u/copy/.ssh/config", false, Leak},
+		{"/home/u/.claude/.credentials.json", false, Leak},
+		{"/home/u/.claude/settings.json", false, ""},
+		{"/home/u/.claude/settings.json", true, Implant},
+		{"/home/u/.codex/auth.json", false, Leak},
+		{"/srv/app/deploy.pem", false, Leak},
+		{"/srv/app/id_rsa.pub", false, Leak},
+		{"/srv/app/.env.production", false, Leak},
+		{"/etc/shadow", false, Leak},
+		{"/backup/etc/shadow", false, ""}, // absolute rows match from the root only
+		{"/proc/1234/environ", false, Leak},
+		{"/proc/1234/task/5/environ", false, Leak},
+		{"/proc/1234/status", false, ""},
+		{"/home/u/.bash_history", false, Leak},
+		{"/p/.git/config", false, ""},
+		{"/p/.git/config", true, Implant},
+		{"/p/.git/hooks/pre-commit", true, Implant},
+		{"/p/sub/.git/hooks/x", true, Implant},
+		{"/p/ccrun.local.json", true, Implant},
+		{"/p/src/main.go", true, ""},
+		{"/p/src/pemfile", false, ""},
+	} {
+		r, ok := Match(tc.path, tc.write)
+		got := Kind("")
+		if ok {
+			got = r.Kind
+		}
+		if got != tc.kind {
+			t.Errorf("Match(%q, write=%v) = %q (%s), want %q", tc.path, tc.write, got, r.Pattern(), tc.kind)
+		}
+	}
+}
+
+func TestUnder(t *testing.T) {
+	for rel, want := range map[string]bool{
+		".git/config": true, ".git/hooks/post-checkout": true, "sub/.envrc": true, ".vscode/tasks.json": true,
+		".ccrun/capabilities/x/capability.json": true, "ccrun.local.json": true, "src/x.go": false, "": false,
+		".": false, "../.bashrc": true, "notes/.env": true, "README.md": false,
+	} {
+		if _, got := Under(rel); got != want {
+			t.Errorf("Under(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
+
+func TestContains(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want bool
+	}{{"/", true}, {"/home", true}, {"/home/u", true}, {"/home/u/project", false}, {"/etc", true}, {"/srv", false}} {
+		if got := Contains(tc.dir, "/home/u"); got != tc.want {
+			t.Errorf("Contains(%q) = %v, want %v", tc.dir, got, tc.want)
+		}
+	}
+}
+
+func TestAnchored(t *testing.T) {
+	a := Anchored("/home/u")
+	for _, want := range []string{"/home/u/.ssh", "/etc/shadow", "/home/u/.aws", "/home/u/.bashrc"} {
+		if !slices.Contains(a, want) {
+			t.Errorf("Anchored lacks %s", want)
+		}
+	}
+	for _, p := range a {
+		if slices.Contains([]string{"/home/u/*.pem", "/proc/*/environ"}, p) {
+			t.Errorf("Anchored holds the glob %s", p)
+		}
+	}
+}
+
+func BenchmarkFirst(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		First("/work/main/project/src/make", true)
+	}
+}
