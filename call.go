@@ -225,7 +225,11 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		}
 	}
 	req.Environment = inv.Environment
+	home, _ := os.UserHomeDir()
 	for _, m := range inv.Mounts {
+		line, found := describeMount(m, home)
+		req.Mounts = append(req.Mounts, line)
+		req.Dangerous = append(req.Dangerous, found...)
 		req.Paths = append(req.Paths, m.Host)
 		if m.Writable && c.Capability == "" {
 			req.Loosens = append(req.Loosens, "writable mount "+m.String())
@@ -421,4 +425,39 @@ func stdinSource(in io.Reader) string {
 		}
 	}
 	return ""
+}
+
+// describeMount renders a mount for the person asked — the source as given
+// and where it really points, the guest path, ro or rw, the protected
+// paths it may change — and returns what makes it a dangerous-path call:
+// a source that holds the home directory or the system's secrets, a
+// protected path a writable mount is let change. Either is asked, Once
+// only.
+func describeMount(m job.Mount, home string) (string, []permission.Finding) {
+	mode := "ro"
+	if m.Writable {
+		mode = "rw"
+	}
+	var found []permission.Finding
+	src := m.Host
+	real, dangerous, err := m.Dangerous(home)
+	switch {
+	case err != nil:
+		src += " (" + err.Error() + ")"
+	case real != filepath.Clean(m.Host):
+		src += " → " + real
+	}
+	if dangerous {
+		found = append(found, permission.Finding{Given: m.Host, Resolved: real, Kind: permission.DangerLeak,
+			What: "a mount that holds the home directory or the system's keys and credentials"})
+	}
+	line := fmt.Sprintf("%s at %s (%s)", src, m.Guest, mode)
+	if m.Writable && len(m.Implants) > 0 {
+		line += ", may change the protected paths " + strings.Join(m.Implants, ", ")
+		for _, p := range m.Implants {
+			found = append(found, permission.Finding{Given: filepath.Join(m.Host, p), Kind: permission.DangerImplant,
+				What: "a protected path the sandbox may change (code the host may run later)"})
+		}
+	}
+	return line, found
 }

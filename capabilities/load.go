@@ -318,7 +318,15 @@ func (c *Capability) Mounts() ([]job.Mount, error) {
 			return nil, manifestErr(filepath.Join(c.Dir, ManifestFile), fmt.Sprintf("/mounts/%d/host", i),
 				fmt.Sprintf("%s: leaves the project root (through a symbolic link)", show(mt.Host)))
 		}
-		out = append(out, job.Mount{Host: real, Guest: mt.Guest, Writable: mt.Writable})
+		jm := job.Mount{Host: real, Guest: mt.Guest, Writable: mt.Writable, Implants: mt.Implants}
+		if len(mt.Implants) > 0 && !mt.Writable {
+			return nil, manifestErr(filepath.Join(c.Dir, ManifestFile), fmt.Sprintf("/mounts/%d/implants", i),
+				"implants name protected paths a writable mount may change: give rw: true, or drop them")
+		}
+		if err := jm.CheckImplants(); err != nil {
+			return nil, manifestErr(filepath.Join(c.Dir, ManifestFile), fmt.Sprintf("/mounts/%d/implants", i), err.Error())
+		}
+		out = append(out, jm)
 	}
 	return out, nil
 }

@@ -200,6 +200,10 @@ func (m *Manifest) Loosens() []string {
 	for _, mt := range m.Mounts {
 		if mt.Writable {
 			out = append(out, fmt.Sprintf("mount rw: %s -> %s (the tool can change these files)", show(mt.Host), show(mt.Guest)))
+			for _, p := range mt.Implants {
+				out = append(out, fmt.Sprintf("mount rw: %s -> %s may change the protected path %s (code the host may run later; only once can allow it)",
+					show(mt.Host), show(mt.Guest), show(p)))
+			}
 		} else {
 			out = append(out, fmt.Sprintf("mount ro: %s -> %s (the tool can read these files)", show(mt.Host), show(mt.Guest)))
 		}

@@ -47,7 +47,7 @@ func DangerousPaths(req *Request, projectDir, home string) []Finding {
 			t.Source = req.Command.Source
 		}
 	}
-	return shellcmd.Dangerous(t, projectDir, home)
+	return append(shellcmd.Dangerous(t, projectDir, home), req.Dangerous...)
 }
 
 // AskDangerous is the decision of the gate's step 5 when DangerousPaths

@@ -113,6 +113,15 @@ type Request struct {
 	// file or the call's input ("file /x", "input"); empty: none or the
 	// caller's stream.
 	Stdin string
+	// Mounts describe the call's mounts for the person asked, one line
+	// each: the source as given and where it really points, the guest
+	// path, ro or rw, the protected paths it may change.
+	Mounts []string
+	// Dangerous are dangerous paths the caller found itself (a mount that
+	// holds the home directory, a protected path a manifest lets a sandbox
+	// write): the gate's step 5 counts them with what it finds, so the call
+	// is asked and only Once is offered.
+	Dangerous []Finding
 }
 
 // Layer names the step of the gate that decided (DESIGN.md "The gate").

@@ -145,12 +145,18 @@ func Render(p *permission.Prompt, session bool, describe func(string) string) st
 	if req.Stdin != "" {
 		fmt.Fprintf(&b, "  stdin:     %s\n", permission.Escape(req.Stdin))
 	}
-	label := "path:     "
-	if req.Environment == ceiling.Wasm || req.Environment == ceiling.Docker {
-		label = "mount:    "
-	}
-	for _, path := range req.Paths {
-		fmt.Fprintf(&b, "  %s %s%s\n", label, resolved(path), mountMode(req, path))
+	if len(req.Mounts) > 0 {
+		for _, m := range req.Mounts {
+			fmt.Fprintf(&b, "  mount:     %s\n", own(m))
+		}
+	} else {
+		label := "path:     "
+		if req.Environment == ceiling.Wasm || req.Environment == ceiling.Docker {
+			label = "mount:    "
+		}
+		for _, path := range req.Paths {
+			fmt.Fprintf(&b, "  %s %s%s\n", label, resolved(path), mountMode(req, path))
+		}
 	}
 	fmt.Fprintf(&b, "  key:       %s\n", d.Key)
 	if req.Digest != "" {
