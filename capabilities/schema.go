@@ -136,7 +136,7 @@ var knownFields = map[string][]string{
 	"":        {"$schema", "name", "description", "environment", "entry", "parameters", "mounts", "limits", "env", "network", "pool"},
 	"/entry":  {"module", "args", "command", "image", "workdir"},
 	"/limits": {"timeout", "memory", "output", "pids", "cpus"},
-	"/mounts": {"host", "guest", "rw"},
+	"/mounts": {"host", "guest", "rw", "implants"},
 }
 
 // suggest returns the known field closest to name in the object at ptr,
