@@ -1,7 +1,9 @@
 package sensitive
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +87,18 @@ func TestAnchored(t *testing.T) {
 func BenchmarkFirst(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		First("/work/main/project/src/make", true)
+	}
+}
+
+// TestDocumented keeps docs/policy.md's table in step with Rows.
+func TestDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/policy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Rows {
+		if !strings.Contains(string(b), "`"+r.Pattern()+"`") {
+			t.Errorf("docs/policy.md does not list %s (%s)", r.Pattern(), r.What)
+		}
 	}
 }
