@@ -99,9 +99,10 @@ type Config struct {
 
 // Guard checks a run's steps; see the package documentation.
 type Guard struct {
-	cfg  Config
-	base map[string]string
-	mu   sync.Mutex // one ask at a time
+	cfg         Config
+	base        map[string]string
+	realProject string     // ProjectDir with its links resolved, once
+	mu          sync.Mutex // one ask at a time
 }
 
 // New returns the Guard of cfg.
@@ -110,6 +111,12 @@ func New(cfg Config) *Guard {
 		cfg.Policy = permission.DefaultPolicy()
 	}
 	g := &Guard{cfg: cfg, base: map[string]string{}}
+	if cfg.ProjectDir != "" {
+		g.realProject = filepath.Clean(cfg.ProjectDir)
+		if real, err := filepath.EvalSymlinks(cfg.ProjectDir); err == nil {
+			g.realProject = real
+		}
+	}
 	for _, kv := range cfg.BaseEnv {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			g.base[k] = v
@@ -214,7 +221,7 @@ func (g *Guard) readOnly(ctx context.Context, p shell.Program, req *permission.R
 	if ok, why := permission.ReadOnlyArgv(p.Argv, req.Env); !ok {
 		return why
 	}
-	if g.cfg.ProjectDir != "" && within(g.cfg.ProjectDir, p.Path) {
+	if g.realProject != "" && within(g.realProject, p.Path) {
 		return fmt.Sprintf("%s is a program of the project (%s), not of the system", permission.Escape(p.Argv[0]), permission.Escape(p.Path))
 	}
 	return ""
@@ -310,13 +317,12 @@ func quote(argv []string) (string, error) {
 	return strings.Join(words, " "), nil
 }
 
+// within reports whether the program file p is under dir (resolved
+// already), its links resolved.
 func within(dir, p string) bool {
-	dir, p = filepath.Clean(dir), filepath.Clean(p)
+	p = filepath.Clean(p)
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		p = real
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
 	}
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }

@@ -135,3 +135,27 @@ func TestRefusalClass(t *testing.T) {
 		t.Errorf("approved once: %v, asked %d", err, asked)
 	}
 }
+
+// BenchmarkGuardExec is the check where a command runs, per program: a
+// simple read-only one, and one with more words, under the read-only scope
+// (git is left out: its configuration check starts a process).
+func BenchmarkGuardExec(b *testing.B) {
+	dir := b.TempDir()
+	g := New(Config{Scope: ReadOnly, ProjectDir: dir, Home: b.TempDir()})
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"simple", []string{"cat", "README.md"}},
+		{"words", []string{"grep", "-rn", "--include=*.go", "TODO", "src", "cmd", "internal"}},
+	} {
+		p := shell.Program{Argv: tc.argv, Path: "/usr/bin/" + tc.argv[0], Dir: dir}
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := g.Exec(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
