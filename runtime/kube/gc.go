@@ -1,0 +1,128 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// owner names a process: its pid and its start time (field 22 of
+// /proc/PID/stat), so that a reused pid does not pass for the owner.
+type owner struct {
+	pid   int
+	start string
+}
+
+func self() owner {
+	pid := os.Getpid()
+	return owner{pid: pid, start: procStart(pid)}
+}
+
+// procStart is the start time of process pid in clock ticks since boot, or
+// "" when it is not running.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+func (o owner) alive() bool {
+	if o.pid <= 0 {
+		return false
+	}
+	start := procStart(o.pid)
+	return start != "" && (o.start == "" || start == o.start)
+}
+
+var labelUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+// labelValue makes s a valid label value (63 characters of [A-Za-z0-9_.-],
+// alphanumeric at both ends); a longer one is cut and ends in a hash of
+// the whole, so two hosts never share one.
+func labelValue(s string) string {
+	v := labelUnsafe.ReplaceAllString(s, "-")
+	if len(v) > 63 || v != s {
+		sum := sha256.Sum256([]byte(s))
+		h := hex.EncodeToString(sum[:4])
+		if len(v) > 54 {
+			v = v[:54]
+		}
+		v = v + "-" + h
+	}
+	return strings.Trim(v, "-_.")
+}
+
+// ownedBy is the process a pod belongs to on this host: its claimer when
+// it is a claimed warm pod, else its creator; ok false when the pod names
+// another host (its owner cannot be checked from here).
+func (e *Executor) ownedBy(p *corev1.Pod) (o owner, ok bool) {
+	l := p.Labels
+	if l[LabelPool] == poolClaimed {
+		if l[LabelClaimHost] != labelValue(e.hostname) {
+			return owner{}, false
+		}
+		pid, _ := strconv.Atoi(l[LabelClaimPID])
+		return owner{pid: pid, start: l[LabelClaimStart]}, true
+	}
+	if l[LabelHost] != labelValue(e.hostname) {
+		return owner{}, false
+	}
+	pid, _ := strconv.Atoi(l[LabelPID])
+	return owner{pid: pid, start: l[LabelStart]}, true
+}
+
+// GC deletes the pods of ccrun in the namespace that serve no one: those
+// whose owner (its creator, or for a claimed warm pod its claimer) was a
+// process of this host that is gone, and those of any host past their
+// expiry annotation. Idle warm pods are left (DrainPool removes them), and
+// so is everything not labelled app.kubernetes.io/managed-by=ccrun. It
+// returns the names deleted.
+func (e *Executor) GC(ctx context.Context) ([]string, error) {
+	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	list, err := e.cs.CoreV1().Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: LabelManaged + "=" + managedBy})
+	if err != nil {
+		return nil, classify(e.server, "list pods", err)
+	}
+	now := time.Now()
+	var gone []string
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Labels[LabelManaged] != managedBy {
+			continue // a label selector is the server's word; check it ourselves
+		}
+		expired := false
+		if t, err := time.Parse(time.RFC3339, p.Annotations[AnnotationExpires]); err == nil && now.After(t) {
+			expired = true
+		}
+		dead := false
+		if o, ok := e.ownedBy(p); ok && !o.alive() {
+			dead = p.Labels[LabelPool] != poolWarm
+		}
+		if !expired && !dead {
+			continue
+		}
+		e.deletePod(ctx, p.Name)
+		gone = append(gone, p.Name)
+	}
+	return gone, nil
+}

@@ -1,0 +1,593 @@
+// Package kube runs a program in a hardened pod through the Kubernetes API
+// server (client-go): the Kubernetes engine of ccrun's @docker environment.
+// Same Spec and Run shape as runtime/docker; only where the container runs
+// differs.
+//
+// One call is one pod: non-root (65534), all capabilities dropped, no
+// privilege escalation, a read-only root filesystem, seccomp
+// RuntimeDefault, no service-account token, no service links, no host
+// namespace or path, CPU, memory and ephemeral-storage limits from the
+// call's job.Limits, a memory-backed emptyDir of 64 MiB at /tmp,
+// restartPolicy Never, activeDeadlineSeconds from the timeout (a backstop:
+// ccrun's own timer ends the call), and labels naming ccrun, the owning
+// process and the call. network "none" (the default) labels the pod for a
+// NetworkPolicy that denies it all ingress and egress; only a network plugin
+// that enforces policies enforces it.
+//
+// The pod's program is a gate of 174 bytes (a ConfigMap, read-only, 0555)
+// that waits for one byte on stdin, then execs the call's program: Run
+// attaches to the container and sends that byte first, so no output is
+// missed and stdout and stderr stay apart. The exit code and an OOM kill
+// come from the container's status. Past the timeout (124), the output cap,
+// or a cancelled context, the pod is deleted at once. A pod lost before it
+// finished (evicted, deleted from outside, its node gone, the API server
+// gone) is ErrUnavailable, within the call's timeout.
+//
+// Mounts are copied: into an emptyDir before the program starts, through
+// tar over exec in a second container of the same image, and, for a
+// writable mount, back after it ended, applied to the host directory
+// through an os.Root (no symbolic link followed out of it), with the
+// protected paths of job.Mount.Protected never written and size limits
+// both ways.
+//
+// The warm pool (WithPool, default size 0) keeps single-use pods of a
+// template started in advance; a call claims one with an optimistic
+// concurrency label update, execs its program into it, and deletes it.
+// GC removes what a killed ccrun left: only pods of ccrun, by their labels
+// and their expiry annotation.
+//
+// An Executor is safe for concurrent use.
+package kube
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Labels and annotations of every pod ccrun creates.
+const (
+	LabelManaged = "app.kubernetes.io/managed-by" // "ccrun"
+	LabelHost    = "ccrun.dev/host"               // the owning process's hostname (sanitized)
+	LabelPID     = "ccrun.dev/pid"                // its pid
+	LabelStart   = "ccrun.dev/start"              // its start time, in clock ticks since boot
+	LabelCall    = "ccrun.dev/call"               // a random id of the call (or of the warm pod)
+	LabelNetwork = "ccrun.dev/network"            // "none": selected by the deny-all NetworkPolicy
+	// AnnotationExpires is when the pod should be gone at the latest
+	// (RFC 3339): GC deletes it past then, whoever owns it.
+	AnnotationExpires = "ccrun.dev/expires"
+	managedBy         = "ccrun"
+)
+
+// Bounds on the API calls that are not the program's own time.
+const (
+	requestTimeout = 30 * time.Second // one create, get, patch or delete
+	pingTimeout    = 10 * time.Second // New's first call
+	lostGrace      = 10 * time.Second // after the stream ends, for the status to say the container ended
+	drainTimeout   = 5 * time.Second  // the stream closing after the pod is deleted
+)
+
+// Executor runs Specs as pods in one namespace of one cluster. It is safe
+// for concurrent use; Close it when done.
+type Executor struct {
+	cfg       *rest.Config
+	cs        kubernetes.Interface
+	server    string
+	context   string
+	namespace string
+	hostname  string
+	owner     owner
+	mountMax  int64
+
+	// configuration from options
+	kubeconfig string
+	ctxName    string
+	nsName     string
+	qps        float32
+	burst      int
+	pool       poolConfig
+
+	setupMu sync.Mutex
+	setup   bool // the helpers ConfigMap and the NetworkPolicy exist
+
+	bg     context.Context
+	stop   context.CancelFunc
+	bgWork sync.WaitGroup
+	pools  sync.Map // template key -> *warmPool
+}
+
+// Option configures an Executor.
+type Option func(*Executor) error
+
+// WithKubeconfig names the kubeconfig file. Default: as kubectl finds it
+// ($KUBECONFIG, a list of files, else ~/.kube/config; in a pod, the
+// in-cluster service account).
+func WithKubeconfig(path string) Option {
+	return func(e *Executor) error { e.kubeconfig = path; return nil }
+}
+
+// WithContext selects a context of the kubeconfig. Default: its current
+// context.
+func WithContext(name string) Option {
+	return func(e *Executor) error { e.ctxName = name; return nil }
+}
+
+// WithNamespace sets the namespace the pods run in. Default: the
+// context's namespace, else "default". A dedicated namespace (with a
+// ResourceQuota) is what a shared cluster wants: see docs/kubernetes.md.
+func WithNamespace(ns string) Option {
+	return func(e *Executor) error { e.nsName = ns; return nil }
+}
+
+// WithMountSize bounds what is copied into, and back out of, each mount of
+// a call (default DefaultMountSize, 64 MiB): a larger host directory is
+// ErrInvalidArgument before any pod is made, and a copy-back past it
+// changes nothing on the host.
+func WithMountSize(n int64) Option {
+	return func(e *Executor) error {
+		if n <= 0 {
+			return newError(ErrInvalidArgument, nil, "kube: mount size %d: want a positive number of bytes", n)
+		}
+		e.mountMax = n
+		return nil
+	}
+}
+
+// WithRate sets the client's request rate to the API server (default 50
+// requests per second, bursts of 100: client-go's 5/10 would queue a
+// pool of concurrent calls).
+func WithRate(qps float32, burst int) Option {
+	return func(e *Executor) error { e.qps, e.burst = qps, burst; return nil }
+}
+
+// withClient replaces the clientset, for unit tests of error paths.
+func withClient(cs kubernetes.Interface, cfg *rest.Config) Option {
+	return func(e *Executor) error { e.cs, e.cfg = cs, cfg; return nil }
+}
+
+// New loads the kubeconfig as kubectl does, connects, and checks that the
+// API server answers (ErrUnavailable, with its address, when it does not).
+func New(ctx context.Context, opts ...Option) (*Executor, error) {
+	e := &Executor{mountMax: DefaultMountSize, qps: 50, burst: 100}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	if e.cs == nil {
+		cc := e.clientConfig()
+		cfg, err := cc.ClientConfig()
+		if err != nil {
+			return nil, newError(ErrInvalidArgument, err, "kube: no usable kubeconfig (KUBECONFIG, ~/.kube/config, --kubeconfig, or in-cluster)")
+		}
+		ns, _, err := cc.Namespace()
+		if err == nil && e.nsName == "" {
+			e.nsName = ns
+		}
+		if raw, err := cc.RawConfig(); err == nil {
+			e.context = raw.CurrentContext
+			if e.ctxName != "" {
+				e.context = e.ctxName
+			}
+		}
+		cfg.QPS, cfg.Burst = e.qps, e.burst
+		cfg.UserAgent = "ccrun"
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, newError(ErrInvalidArgument, err, "kube: client for %s", cfg.Host)
+		}
+		e.cfg, e.cs = cfg, cs
+	}
+	if e.nsName == "" {
+		e.nsName = "default"
+	}
+	e.namespace = e.nsName
+	e.server = e.cfg.Host
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := e.cs.CoreV1().Namespaces().Get(pctx, e.namespace, metav1.GetOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			// May not read namespaces: the pods' permissions are what count.
+		} else if apierrors.IsNotFound(err) {
+			return nil, newError(ErrNotFound, err, "kube: namespace %s does not exist on %s: create it (kubectl create namespace %s) or choose another", e.namespace, e.server, e.namespace)
+		} else {
+			return nil, classify(e.server, "ping", err)
+		}
+	}
+	e.hostname, _ = os.Hostname()
+	e.owner = self()
+	e.bg, e.stop = context.WithCancel(context.WithoutCancel(ctx))
+	return e, nil
+}
+
+func (e *Executor) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if e.kubeconfig != "" {
+		rules.ExplicitPath = e.kubeconfig
+	}
+	over := &clientcmd.ConfigOverrides{CurrentContext: e.ctxName}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
+}
+
+// Server is the API server's address, Context the kubeconfig context (""
+// in-cluster), Namespace where the pods run.
+func (e *Executor) Server() string    { return e.server }
+func (e *Executor) Context() string   { return e.context }
+func (e *Executor) Namespace() string { return e.namespace }
+
+// Close waits for the warm pool's background work (refills, deletions of
+// used pods) at most 3 s, then cancels what is left; warm pods stay for the
+// next process (DrainPool removes them). Run must not be called after.
+func (e *Executor) Close() error {
+	done := make(chan struct{})
+	go func() { e.bgWork.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+	}
+	e.stop()
+	return nil
+}
+
+// labels are the ownership labels of a pod this process creates.
+func (e *Executor) labels(network string) map[string]string {
+	l := map[string]string{
+		LabelManaged: managedBy,
+		LabelHost:    labelValue(e.hostname),
+		LabelPID:     strconv.Itoa(e.owner.pid),
+		LabelStart:   e.owner.start,
+		LabelCall:    randHex(8),
+	}
+	if network == "" || network == "none" {
+		l[LabelNetwork] = "none"
+	}
+	return l
+}
+
+// ensure creates, once per Executor, the helpers ConfigMap (immutable,
+// named after its content) and the deny-all NetworkPolicy of the
+// namespace. A ConfigMap of that name holding other bytes is refused.
+func (e *Executor) ensure(ctx context.Context) error {
+	e.setupMu.Lock()
+	defer e.setupMu.Unlock()
+	if e.setup {
+		return nil
+	}
+	files := helpers()
+	if files == nil {
+		return newError(ErrInvalidArgument, nil, "kube: no gate program for this architecture: only amd64 is built")
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	name := helpersName()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelManaged: managedBy}},
+		BinaryData: files,
+		Immutable:  ptr(true),
+	}
+	_, err := e.cs.CoreV1().ConfigMaps(e.namespace).Create(rctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, gerr := e.cs.CoreV1().ConfigMaps(e.namespace).Get(rctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return classify(e.server, "get configmap "+name, gerr)
+		}
+		for k, v := range files {
+			if string(got.BinaryData[k]) != string(v) {
+				return newError(ErrPermissionDenied, nil, "kube: configmap %s/%s does not hold ccrun's helper %s: someone else made it; delete it", e.namespace, name, k)
+			}
+		}
+	} else if err != nil {
+		return classify(e.server, "create configmap "+name, err)
+	}
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: denyAllPolicy, Labels: map[string]string{LabelManaged: managedBy}},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelNetwork: "none"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.namespace).Create(rctx, np, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return classify(e.server, "create networkpolicy "+denyAllPolicy, err)
+	}
+	e.setup = true
+	return nil
+}
+
+// denyAllPolicy is the NetworkPolicy that denies every ingress and egress
+// of the pods labelled ccrun.dev/network=none.
+const denyAllPolicy = "ccrun-deny-all"
+
+// cleanup is a stack of undo steps, released last first.
+type cleanup []func(context.Context)
+
+func (c *cleanup) push(f func(context.Context)) { *c = append(*c, f) }
+
+func (c cleanup) release(ctx context.Context) {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i](ctx)
+	}
+}
+
+// deletePod deletes a pod at once (grace 0), on a context the caller's
+// cancellation cannot cut short. Gone already is fine.
+func (e *Executor) deletePod(ctx context.Context, name string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	_ = e.cs.CoreV1().Pods(e.namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+}
+
+// Run runs s in a pod to its end and deletes the pod. The Result's Reason
+// says how it ended: Exit (the program's ExitCode), Timeout (124),
+// OutputCap, Memory (the container was OOMKilled), or Cancelled. An error
+// means the program could not be run, or its pod was lost: invalid Spec
+// (ErrInvalidArgument), image on no node (ErrNotFound), API server or
+// node gone, pod evicted or deleted from outside (ErrUnavailable).
+func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	lim := s.Limits.WithDefaults()
+	begin := time.Now()
+	var in *mountSet
+	if len(s.Mounts) > 0 {
+		var err error
+		if in, err = e.prepareMounts(s); err != nil {
+			return nil, err
+		}
+		defer in.close()
+	}
+	if err := e.ensure(ctx); err != nil {
+		return nil, err
+	}
+	if s.Pool && in == nil && len(s.Env) == 0 {
+		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
+			return res, err
+		}
+	}
+	return e.runCold(ctx, s, lim, begin, in)
+}
+
+func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin time.Time, in *mountSet) (*job.Result, error) {
+	var undo cleanup
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+		defer cancel()
+		undo.release(cctx)
+	}()
+	labels := e.labels(s.Network)
+	name := "ccrun-" + labels[LabelCall]
+	pod := s.pod(lim, podOptions{
+		name: name, labels: labels, helpers: helpersName(),
+		program: append([]string{gatePath}, s.Cmd...), env: true, stdin: true,
+		copyside: in != nil, mountMax: e.mountMax,
+	})
+	pod.Annotations = map[string]string{AnnotationExpires: expiry(lim)}
+
+	// The timeout counts from here: a pod that cannot start within it is
+	// an unavailable cluster, not a program that ran too long.
+	var deadline <-chan time.Time
+	if lim.Timeout > 0 {
+		t := time.NewTimer(lim.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	// The create runs on a context the caller cannot cancel: a pod the
+	// API server made after the caller gave up would be left until GC.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	created, err := e.cs.CoreV1().Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		return nil, e.createError(s, err)
+	}
+	undo.push(func(c context.Context) { e.deletePod(c, name) })
+
+	// wctx ends at the caller's cancellation or the timeout.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go func() {
+		select {
+		case <-deadline:
+			wcancel()
+		case <-wctx.Done():
+		}
+	}()
+	w := e.watchPod(wctx, name, created.ResourceVersion)
+	defer w.stop()
+	started, err := w.until(wctx, runStarted)
+	if err != nil {
+		if ctx.Err() != nil {
+			out := job.NewCapture(lim.Output, s.Streams, nil)
+			out.Start = begin
+			return out.Result(job.Cancelled, job.KilledExitCode, "killed: the caller cancelled the run before it started (pod deleted)"), nil
+		}
+		if wctx.Err() != nil {
+			return nil, newError(ErrUnavailable, nil, "kube: pod %s/%s did not start within the %s timeout: %s", e.namespace, name, lim.Timeout, pendingReason(w.last()))
+		}
+		return nil, err
+	}
+	if t := terminated(started, containerRun); t != nil {
+		// The gate itself could not start (StartError and friends).
+		return e.finish(job.NewCapture(lim.Output, s.Streams, nil), started, lim)
+	}
+	if in != nil {
+		if _, err := w.until(wctx, containerRunning(containerCopy)); err != nil {
+			return nil, e.lostOrCancelled(ctx, wctx, err, name, lim)
+		}
+		if err := e.copyIn(wctx, name, in); err != nil {
+			if ctx.Err() != nil || wctx.Err() != nil {
+				return nil, e.lostOrCancelled(ctx, wctx, err, name, lim)
+			}
+			return nil, err
+		}
+	}
+
+	overflow := make(chan struct{})
+	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
+	out.Start = begin
+	// The gate's byte first, then the call's stdin (none: at once EOF).
+	stdin := io.Reader(bytes.NewReader([]byte{0}))
+	if s.Streams.Stdin != nil {
+		stdin = io.MultiReader(stdin, s.Streams.Stdin)
+	}
+	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer acancel()
+	attached := make(chan error, 1)
+	go func() { attached <- e.attach(actx, name, containerRun, stdin, out.Stdout, out.Stderr) }()
+
+	res := &job.Result{Reason: job.Exit}
+	var streamErr error
+	select {
+	case streamErr = <-attached:
+	case <-deadline:
+		stopped(res, job.Timeout, lim)
+	case <-ctx.Done():
+		stopped(res, job.Cancelled, lim)
+	case <-overflow:
+		stopped(res, job.OutputCap, lim)
+	}
+	if res.Reason != job.Exit {
+		e.deletePod(ctx, name)
+		acancel()
+		select {
+		case <-attached:
+		case <-time.After(drainTimeout):
+		}
+		return out.Fill(res), nil
+	}
+	// The stream ended: the program exited, or the pod, its node or the
+	// API server went away. The status tells which, within lostGrace.
+	gctx, gcancel := context.WithTimeout(wctx, lostGrace)
+	final, err := w.until(gctx, containerEnded(containerRun))
+	gcancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			stopped(res, job.Cancelled, lim)
+			return out.Fill(res), nil
+		}
+		return nil, e.lost(name, w.last(), streamErr, err)
+	}
+	if in != nil {
+		if err := e.copyOut(wctx, name, in); err != nil {
+			return nil, err
+		}
+	}
+	res2, err := e.finish(out, final, lim)
+	if res2 != nil && in != nil {
+		if note := in.note(); note != "" {
+			res2.Detail = joinDetail(res2.Detail, note)
+		}
+	}
+	return res2, err
+}
+
+// expiry is the pod's expiry annotation: when it is past its deadline at
+// the latest.
+func expiry(lim job.Limits) string {
+	d := 24 * time.Hour
+	if lim.Timeout > 0 {
+		d = lim.Timeout + 2*startMargin
+	}
+	return time.Now().Add(d).UTC().Format(time.RFC3339)
+}
+
+func (e *Executor) createError(s Spec, err error) error {
+	if apierrors.IsNotFound(err) {
+		return newError(ErrNotFound, err, "kube: namespace %s not found on %s", e.namespace, e.server)
+	}
+	return classify(e.server, "create pod for "+s.Image, err)
+}
+
+// lostOrCancelled reports a run that ended before the program started.
+func (e *Executor) lostOrCancelled(ctx, wctx context.Context, err error, name string, lim job.Limits) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("kube: pod %s: %w", name, ctx.Err())
+	}
+	if wctx.Err() != nil {
+		return newError(ErrUnavailable, err, "kube: pod %s/%s was not ready within the %s timeout", e.namespace, name, lim.Timeout)
+	}
+	return err
+}
+
+// lost is the error for a pod whose stream ended without a final status.
+func (e *Executor) lost(name string, last *corev1.Pod, streamErr, err error) error {
+	why := "its status stopped changing (its node or the API server is gone)"
+	if errors.Is(err, errDeleted) {
+		why = "it was deleted from outside ccrun"
+	} else if last != nil && last.Status.Phase == corev1.PodFailed {
+		why = fmt.Sprintf("it failed: %s %s", last.Status.Reason, last.Status.Message)
+	}
+	cause := err
+	if streamErr != nil {
+		cause = fmt.Errorf("%w (stream: %v)", err, streamErr)
+	}
+	node := ""
+	if last != nil {
+		node = " on node " + last.Spec.NodeName
+	}
+	return newError(ErrUnavailable, cause, "kube: pod %s/%s%s was lost before its program ended: %s", e.namespace, name, node, why)
+}
+
+// finish builds the result from the run container's final status.
+func (e *Executor) finish(out *job.Capture, p *corev1.Pod, lim job.Limits) (*job.Result, error) {
+	t := terminated(p, containerRun)
+	if t == nil {
+		return nil, newError(ErrUnavailable, nil, "kube: pod %s/%s: no final status of its program", e.namespace, p.Name)
+	}
+	res := &job.Result{Reason: job.Exit, ExitCode: int(t.ExitCode)}
+	switch t.Reason {
+	case "OOMKilled":
+		res.Reason = job.Memory
+		res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+	case "StartError", "ContainerCannotRun":
+		// As docker-init reports a program it cannot start.
+		res.ExitCode = 127
+		fmt.Fprintf(out.Stderr, "ccrun: cannot start the program: %s\n", t.Message)
+	case "DeadlineExceeded":
+		stopped(res, job.Timeout, lim)
+	}
+	return out.Fill(res), nil
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stopped records on res that ccrun killed the program, and why.
+func stopped(res *job.Result, why job.Reason, lim job.Limits) {
+	res.Reason, res.ExitCode = why, job.KilledExitCode
+	switch why {
+	case job.Timeout:
+		res.ExitCode = job.TimeoutExit
+		res.Detail = fmt.Sprintf("killed after the %s timeout (pod deleted)", lim.Timeout)
+	case job.Cancelled:
+		res.Detail = "killed: the caller cancelled the run (pod deleted)"
+	case job.OutputCap:
+		res.Detail = fmt.Sprintf("killed: output went past %d bytes (pod deleted)", lim.Output)
+	}
+}

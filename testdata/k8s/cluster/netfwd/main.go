@@ -1,0 +1,109 @@
+// Command netfwd makes the test cluster's API server, which listens only
+// inside the cluster's own network namespace, reachable from this host's
+// loopback: it listens on -listen (a loopback address) and copies each
+// connection to -to, dialled from inside the network namespace -netns.
+// No address outside that namespace and the host's loopback is used.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"runtime"
+	"syscall"
+)
+
+// dialer dials from inside a network namespace: one goroutine, locked to
+// an OS thread that entered the namespace and never leaves it.
+type dialer struct{ req chan chan result }
+
+type result struct {
+	c   net.Conn
+	err error
+}
+
+func newDialer(netns, to string) (*dialer, error) {
+	d := &dialer{req: make(chan chan result)}
+	ready := make(chan error)
+	go func() {
+		// Never unlocked: the thread is in another namespace, so it dies
+		// with this goroutine rather than going back to the pool.
+		runtime.LockOSThread()
+		f, err := os.Open(netns)
+		if err != nil {
+			ready <- err
+			return
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETNS, f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
+			ready <- fmt.Errorf("setns %s: %w", netns, e)
+			return
+		}
+		f.Close()
+		ready <- nil
+		for r := range d.req {
+			c, err := net.Dial("tcp", to)
+			r <- result{c, err}
+		}
+	}()
+	return d, <-ready
+}
+
+func (d *dialer) dial() (net.Conn, error) {
+	r := make(chan result, 1)
+	d.req <- r
+	res := <-r
+	return res.c, res.err
+}
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:16443", "loopback address to listen on")
+	netns := flag.String("netns", "", "network namespace file to dial from (/run/netns/NAME)")
+	to := flag.String("to", "", "address to dial inside that namespace")
+	flag.Parse()
+	if ip, _, err := net.SplitHostPort(*listen); err != nil || !net.ParseIP(ip).IsLoopback() {
+		log.Fatalf("netfwd: -listen %q: want a loopback address and port", *listen)
+	}
+	d, err := newDialer(*netns, *to)
+	if err != nil {
+		log.Fatalf("netfwd: %v", err)
+	}
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatalf("netfwd: %v", err)
+	}
+	for {
+		c, err := l.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		} else if err != nil {
+			log.Printf("netfwd: accept: %v", err)
+			continue
+		}
+		go func() {
+			defer c.Close()
+			up, err := d.dial()
+			if err != nil {
+				log.Printf("netfwd: dial %s: %v", *to, err)
+				return
+			}
+			defer up.Close()
+			done := make(chan struct{})
+			go func() {
+				_, _ = io.Copy(up, c)
+				if tc, ok := up.(*net.TCPConn); ok {
+					_ = tc.CloseWrite()
+				}
+				close(done)
+			}()
+			_, _ = io.Copy(c, up)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+			<-done
+		}()
+	}
+}
