@@ -204,7 +204,6 @@ func TestWasmWorkerTimeout(t *testing.T) {
 		if worker {
 			args = append(args, "--wasm-worker")
 		}
-		start := time.Now()
 		_, stderr, code := ccrunIn(t, dir, args...)
 		if code != exitTimeout {
 			t.Errorf("worker=%v: exit %d, want %d; stderr %q", worker, code, exitTimeout, stderr)
@@ -212,9 +211,6 @@ func TestWasmWorkerTimeout(t *testing.T) {
 		// The words of @shell's timeout (testdata/script/output.txtar).
 		if want := "ccrun: run_wasm stopped: it ran past its timeout and was killed\n"; !strings.HasSuffix(stderr, want) {
 			t.Errorf("worker=%v: stderr %q, want it to end with %q", worker, stderr, want)
-		}
-		if took := time.Since(start); took > 30*time.Second {
-			t.Errorf("worker=%v: the timeout did not stop the loop (%s)", worker, took)
 		}
 	}
 }

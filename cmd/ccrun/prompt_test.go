@@ -207,7 +207,7 @@ func TestPromptWasm(t *testing.T) {
 	}
 	wantScreen(t, screen, []string{
 		"run_wasm (@wasm) asks to run",
-		"mount:     " + filepath.Join(dir, "data") + " → " + filepath.Join(dir, "real") + " (read-only)",
+		"mount:     " + filepath.Join(dir, "data") + " → " + filepath.Join(dir, "real") + " at /data (ro)",
 		"covers every run of this module (these bytes) with these mounts, whatever its arguments",
 	}, nil)
 }
@@ -234,7 +234,7 @@ func TestPromptDocker(t *testing.T) {
 		"run_docker (@docker) asks to run",
 		testimage.Name + " /bin/busybox echo in docker",
 		"image: sha256:",
-		"mount:     " + filepath.Join(dir, "data") + " (read-only)",
+		"mount:     " + filepath.Join(dir, "data") + " at /data (ro)",
 		"allow? [o] once  [s] this session  [p] this project  [d] deny  (Enter: deny): ",
 		`covers every command of this image (this image ID) with these mounts and network, whatever its arguments`,
 	}, nil)
