@@ -70,9 +70,11 @@ type Runtime struct {
 	auditLog string
 	layers   []*permission.Settings
 	docker   []docker.Option
+	kube     *kubeConfig // the @docker engine (kube.go)
 	wasm     []wasm.Option
 	parent   *Runtime // a sub-agent's: executors are the parent's
 	modules  moduleCache
+	libs     []*libTool // WithTool (libtools.go)
 
 	// workspace trust (config.go)
 	files       []*permission.Settings // the file layers, as trust left them

@@ -22,6 +22,9 @@ func (r *Runtime) defaultExecutors() {
 		return shellExecutor{e}, nil
 	}
 	r.makers[ceiling.Docker] = func(ctx context.Context) (Executor, error) {
+		if kube := r.kubeMaker(); kube != nil { // the Kubernetes engine (kube.go)
+			return kube(ctx)
+		}
 		e, err := docker.New(ctx, r.docker...)
 		if err != nil {
 			return nil, fmt.Errorf("@docker: %w", err)

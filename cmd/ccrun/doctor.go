@@ -24,7 +24,8 @@ type doctorReport struct {
 	Seccomp  bool           `json:"seccomp"` // confined programs also get the seccomp filter
 	UserNS   userNSReport   `json:"user_namespaces"`
 	Docker   dockerReport   `json:"docker"`
-	Cgroup   string         `json:"cgroup"` // "2", "1", "hybrid" or "none"
+	Engine   engineReport   `json:"docker_engine"` // where a @docker call runs (kube.go)
+	Cgroup   string         `json:"cgroup"`        // "2", "1", "hybrid" or "none"
 	Missing  []string       `json:"missing"`
 }
 
@@ -108,6 +109,7 @@ func doctor(ctx context.Context) doctorReport {
 		r.Missing = append(r.Missing, "user namespaces")
 	}
 	r.Docker = dockerInfo(ctx)
+	r.Engine = engineInfo(ctx, "")
 	if !r.Docker.Reachable {
 		r.Missing = append(r.Missing, "docker engine: @docker tools cannot run")
 	}
@@ -173,6 +175,7 @@ func printDoctor(a *app, r doctorReport) {
 	} else {
 		fmt.Fprintf(w, "docker engine:    not reachable: %s\n", strings.TrimPrefix(r.Docker.Error, "docker: "))
 	}
+	printEngine(w, r.Engine)
 	cg := "v" + r.Cgroup
 	if r.Cgroup == "none" || r.Cgroup == "hybrid" {
 		cg = r.Cgroup

@@ -32,6 +32,7 @@ type callFlags struct {
 	mounts, env            []string
 	input                  string
 	network, pull          string
+	engine                 string // --engine: where @docker runs (kube.go)
 	directive              string
 	mode                   string
 	allow, ask, deny       []string
@@ -45,6 +46,7 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 	fl.StringArrayVar(&f.mounts, "mount", nil, "mount HOST:GUEST[:ro|rw] into a @wasm or @docker tool (read-only unless rw; repeatable)")
 	fl.StringVar(&f.pull, "pull", "", "@docker pull policy: missing (default), never or always")
 	fl.StringVar(&f.network, "network", "", "@docker network: none (default), bridge or host; anything but none loosens the sandbox")
+	fl.StringVar(&f.engine, "engine", "", "where @docker tools run: docker (the local engine) or kubernetes (the kubeconfig's cluster; default: the settings' docker.engine, else docker)")
 	fl.StringVar(&f.input, "input", "", "the call's parameters, a JSON object validated against the capability's schema: inline, @FILE or - (stdin); at most 64 MiB")
 	fl.StringArrayVar(&f.env, "env", nil, "give the tool KEY=VALUE (repeatable)")
 	fl.StringVar(&f.mode, "mode", "", "permission mode: plan, default, accept-edits or trust (default: from the settings files, else default)")
@@ -194,6 +196,9 @@ The tool's exit code becomes ccrun's.`,
 				return err
 			}
 			var extra []ccrun.Option
+			if f.engine != "" {
+				extra = append(extra, ccrun.WithDockerEngine(f.engine))
+			}
 			if worker {
 				exe, err := os.Executable()
 				if err != nil {

@@ -591,3 +591,42 @@ func stopped(res *job.Result, why job.Reason, lim job.Limits) {
 		res.Detail = fmt.Sprintf("killed: output went past %d bytes (pod deleted)", lim.Output)
 	}
 }
+
+// Cluster is what Info reports about the cluster an Executor uses.
+type Cluster struct {
+	Server     string `json:"server"`
+	Context    string `json:"context,omitempty"`
+	Namespace  string `json:"namespace"`
+	Version    string `json:"version"`     // the API server's gitVersion
+	Nodes      int    `json:"nodes"`       // nodes listed
+	ReadyNodes int    `json:"ready_nodes"` // nodes whose Ready condition is True
+}
+
+// Info asks the API server its version and its nodes (a user who may not
+// list nodes gets Nodes 0, not an error).
+func (e *Executor) Info(ctx context.Context) (Cluster, error) {
+	c := Cluster{Server: e.server, Context: e.context, Namespace: e.namespace}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	v, err := e.cs.Discovery().ServerVersion()
+	if err != nil {
+		return c, classify(e.server, "version", err)
+	}
+	c.Version = v.GitVersion
+	nodes, err := e.cs.CoreV1().Nodes().List(rctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return c, nil
+		}
+		return c, classify(e.server, "list nodes", err)
+	}
+	c.Nodes = len(nodes.Items)
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				c.ReadyNodes++
+			}
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,195 @@
+package ccrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/kube"
+)
+
+// The engines of the @docker environment: where its containers run. The
+// environment (manifest, ceiling, gate, prompt) is the same on both.
+const (
+	EngineDocker     = "docker"     // the local Docker Engine (runtime/docker), the default
+	EngineKubernetes = "kubernetes" // pods through a Kubernetes API server (runtime/kube)
+)
+
+// kubeConfig is the @docker engine chosen by WithDockerEngine or the
+// settings files.
+type kubeConfig struct {
+	engine string
+	opts   []kube.Option
+	from   string // where the choice came from, for ccrun doctor
+}
+
+// DockerSettings is the "docker" member of a managed or user settings
+// file: {"docker": {"engine": "kubernetes", "namespace": "ccrun",
+// "context": "…", "kubeconfig": "…", "pool": 4}}.
+type DockerSettings struct {
+	Engine     string `json:"engine"`
+	Namespace  string `json:"namespace,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Pool       int    `json:"pool,omitempty"`
+}
+
+// Options are the runtime/kube options these settings name.
+func (d DockerSettings) Options() []kube.Option {
+	var o []kube.Option
+	if d.Namespace != "" {
+		o = append(o, kube.WithNamespace(d.Namespace))
+	}
+	if d.Context != "" {
+		o = append(o, kube.WithContext(d.Context))
+	}
+	if d.Kubeconfig != "" {
+		o = append(o, kube.WithKubeconfig(d.Kubeconfig))
+	}
+	if d.Pool > 0 {
+		o = append(o, kube.WithPool(d.Pool))
+	}
+	return o
+}
+
+// WithDockerEngine chooses where @docker tools run: EngineDocker (the
+// default: the local Docker Engine) or EngineKubernetes, with opts for
+// runtime/kube (namespace, context, kubeconfig, pool). It wins over the
+// settings files' "docker" member. Only the engine changes: the same
+// manifests, ceiling, grants and prompt apply.
+func WithDockerEngine(engine string, opts ...kube.Option) Option {
+	return func(r *Runtime) error {
+		switch engine {
+		case "", EngineDocker:
+			r.kube = &kubeConfig{engine: EngineDocker, from: "option"}
+		case EngineKubernetes:
+			r.kube = &kubeConfig{engine: EngineKubernetes, opts: opts, from: "option"}
+		default:
+			return fmt.Errorf("@docker engine %q: want docker or kubernetes: %w", engine, ErrInvalidCall)
+		}
+		return nil
+	}
+}
+
+// DockerEngine says which engine @docker calls use and why ("option",
+// or the settings file that chose it; "default").
+func (r *Runtime) DockerEngine() (engine, from string, err error) {
+	c, err := r.dockerEngine()
+	if err != nil {
+		return "", "", err
+	}
+	return c.engine, c.from, nil
+}
+
+// dockerEngine is the engine WithDockerEngine chose, else the one the
+// managed settings file names, else the user's, else the local engine.
+// A project file cannot choose it: where a tool runs is the person's, or
+// the administrator's, decision.
+func (r *Runtime) dockerEngine() (*kubeConfig, error) {
+	if r.kube != nil {
+		return r.kube, nil
+	}
+	loc := permission.DefaultLocations(r.dir)
+	for _, path := range []string{loc.Managed, loc.User} {
+		d, ok, err := readDockerSettings(path)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		switch d.Engine {
+		case "", EngineDocker:
+			return &kubeConfig{engine: EngineDocker, from: path}, nil
+		case EngineKubernetes:
+			return &kubeConfig{engine: EngineKubernetes, opts: d.Options(), from: path}, nil
+		default:
+			return nil, fmt.Errorf("%s: docker.engine %q: want docker or kubernetes: %w", path, d.Engine, permission.ErrInvalidConfig)
+		}
+	}
+	return &kubeConfig{engine: EngineDocker, from: "default"}, nil
+}
+
+// readDockerSettings reads the "docker" member of a settings file; ok
+// false when the file or the member is absent.
+func readDockerSettings(path string) (DockerSettings, bool, error) {
+	if path == "" {
+		return DockerSettings{}, false, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return DockerSettings{}, false, nil
+	} else if err != nil {
+		return DockerSettings{}, false, err
+	}
+	var top struct {
+		Docker *DockerSettings `json:"docker"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return DockerSettings{}, false, fmt.Errorf("%s: %v: %w", path, err, permission.ErrInvalidConfig)
+	}
+	if top.Docker == nil {
+		return DockerSettings{}, false, nil
+	}
+	return *top.Docker, true, nil
+}
+
+// kubeMaker returns the @docker maker of the Kubernetes engine, or nil
+// when @docker runs on the local Docker Engine.
+func (r *Runtime) kubeMaker() func(context.Context) (Executor, error) {
+	c, err := r.dockerEngine()
+	if err != nil {
+		return func(context.Context) (Executor, error) { return nil, fmt.Errorf("@docker: %w", err) }
+	}
+	if c.engine != EngineKubernetes {
+		return nil
+	}
+	return func(ctx context.Context) (Executor, error) {
+		e, err := kube.New(ctx, c.opts...)
+		if err != nil {
+			return nil, fmt.Errorf("@docker on kubernetes: %w", err)
+		}
+		return &kubeExecutor{e}, nil
+	}
+}
+
+// kubeExecutor is the @docker Executor on Kubernetes. It is an
+// ImageResolver: a grant is bound to the digest-pinned reference the
+// cluster's nodes report for the image, and the pod runs by it.
+type kubeExecutor struct{ e *kube.Executor }
+
+func (k *kubeExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
+	pull := kube.PullPolicy(inv.Pull)
+	if pull == kube.PullNever && strings.Contains(inv.Image, "@sha256:") {
+		// bindImage says "never" because the image was resolved; on a
+		// cluster a digest names one image wherever it is pulled from,
+		// so the node may pull it when it does not have it.
+		pull = kube.PullMissing
+	}
+	return k.e.Run(ctx, kube.Spec{Image: inv.Image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
+		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: inv.Pool, Pull: pull})
+}
+
+func (k *kubeExecutor) Resolve(ctx context.Context, ref, pull string) (string, error) {
+	return k.e.Resolve(ctx, ref, kube.PullPolicy(pull))
+}
+
+func (k *kubeExecutor) Close() error { return k.e.Close() }
+
+// DefaultDockerEngine is the @docker engine a Runtime without
+// WithDockerEngine would use: the one the managed settings file's
+// "docker" member names, else the user's, else EngineDocker. from names
+// the file ("default" when none chose); opts are its runtime/kube options.
+func DefaultDockerEngine() (engine, from string, opts []kube.Option, err error) {
+	c, err := (&Runtime{}).dockerEngine()
+	if err != nil {
+		return "", "", nil, err
+	}
+	return c.engine, c.from, c.opts, nil
+}
