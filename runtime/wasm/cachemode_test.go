@@ -31,6 +31,10 @@ func TestCacheKeepsModesApart(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer checked.Close(ctx)
+			// Compile (or load) first: the bound below is the run's alone.
+			if res, err := checked.Run(ctx, probe("spin", "1")); err != nil || !res.OK() {
+				t.Fatalf("%+v %v", res, err)
+			}
 			s := probe("forever")
 			s.Limits.Timeout = 200 * time.Millisecond
 			done := make(chan *job.Result, 1)
