@@ -76,39 +76,70 @@ func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses}
 }
 
-// prepareConfine builds the ruleset of a run that asks for confinement. On
-// failure it returns the Result of the refused run instead.
-func prepareConfine(c *Confinement, stderr io.Writer, start time.Time) (*confine.Ruleset, *job.Result) {
-	rs, err := confine.Prepare(confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses})
+// refuseUnconfinable returns the Result of a run that asks for
+// confinement on a machine that cannot give it, or nil when it can: such a
+// run starts nothing, builtins included.
+func refuseUnconfinable(stderr io.Writer, start time.Time) *job.Result {
+	_, err := confine.Available()
 	if err == nil {
-		return rs, nil
+		return nil
 	}
 	msg := fmt.Sprintf("not run: the command must run confined, and it cannot be here: %v", err)
 	if stderr != nil {
 		fmt.Fprintf(stderr, "ccrun: %s\n", msg)
 	}
-	return nil, &job.Result{Reason: job.Refused, ExitCode: job.RefusedExit, Detail: msg,
+	return &job.Result{Reason: job.Refused, ExitCode: job.RefusedExit, Detail: msg,
 		Stderr: []byte("ccrun: " + msg + "\n"), Duration: time.Since(start)}
 }
 
-// start starts cmd, from the run's confined thread when it has one.
-func (r *run) start(cmd *exec.Cmd) error {
+// ruleset returns the run's ruleset, built when the run first starts a
+// program or opens a file: a command of builtins only (true, echo, test)
+// never pays for it. An error means nothing may start.
+func (r *run) ruleset() (*confine.Ruleset, error) {
+	r.confineOnce.Do(func() {
+		c := r.confine
+		r.confined, r.confineErr = confine.Prepare(confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses})
+		if r.confineErr != nil {
+			r.confineErr = fmt.Errorf("not run: the command must run confined, and the ruleset could not be built: %w", r.confineErr)
+		}
+	})
+	return r.confined, r.confineErr
+}
+
+// closeConfined ends the run's confined thread, if one was made.
+func (r *run) closeConfined() {
 	if r.confined != nil {
-		return r.confined.Start(cmd)
+		r.confined.Close()
 	}
-	return cmd.Start()
+}
+
+// start starts cmd, from the run's confined thread when the run is
+// confined.
+func (r *run) start(cmd *exec.Cmd) error {
+	if r.confine == nil {
+		return cmd.Start()
+	}
+	rs, err := r.ruleset()
+	if err != nil {
+		return err
+	}
+	return rs.Start(cmd)
 }
 
 // openFile opens what the script itself opens, from the run's confined
 // thread when it has one; the same as interp.DefaultOpenHandler otherwise.
 func (r *run) openFile(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
-	if r.confined == nil {
+	if r.confine == nil {
 		return interp.DefaultOpenHandler()(ctx, path, flag, perm)
+	}
+	rs, err := r.ruleset()
+	if err != nil {
+		return nil, err
 	}
 	if path != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(interp.HandlerCtx(ctx).Dir, path)
 	}
-	f, err := r.confined.Open(path, flag, perm)
+	f, err := rs.Open(path, flag, perm)
 	if err != nil {
 		return nil, err // a nil *os.File must not become a non-nil interface
 	}

@@ -38,18 +38,21 @@ type run struct {
 	stopped  chan struct{} // closed by the first stop
 	why      job.Reason    // set once, before stopped is closed
 
-	mu       sync.Mutex
-	closed   bool             // no program may start any more
-	inflight sync.WaitGroup   // exec handler calls that may have a live child
-	groups   map[int]struct{} // process groups the run created (= pids of its direct children)
-	children map[int]struct{} // direct children not yet reaped by os/exec
-	leftover int              // processes killed after the script ended by itself
-	files    []*os.File       // pipes to close when Run returns
-	started  bool             // at least one program was started
-	marker   string           // MarkerVar=<id of the run>, in every program's environment
-	guard    *Guard           // Spec.Guard
-	refusal  string           // what the Guard refused first, for the Result
-	confined *confine.Ruleset // Spec.Confine's ruleset; nil: programs start unconfined
+	mu          sync.Mutex
+	closed      bool             // no program may start any more
+	inflight    sync.WaitGroup   // exec handler calls that may have a live child
+	groups      map[int]struct{} // process groups the run created (= pids of its direct children)
+	children    map[int]struct{} // direct children not yet reaped by os/exec
+	leftover    int              // processes killed after the script ended by itself
+	files       []*os.File       // pipes to close when Run returns
+	started     bool             // at least one program was started
+	marker      string           // MarkerVar=<id of the run>, in every program's environment
+	guard       *Guard           // Spec.Guard
+	refusal     string           // what the Guard refused first, for the Result
+	confine     *Confinement     // Spec.Confine; nil: programs start unconfined
+	confineOnce sync.Once        // builds confined, on the first start or open
+	confined    *confine.Ruleset // confine's ruleset, once built
+	confineErr  error            // why it could not be built
 }
 
 func newRun(e *Executor) *run {

@@ -285,12 +285,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	r := newRun(e)
 	r.guard = s.Guard
 	if s.Confine != nil {
-		rs, res := prepareConfine(s.Confine, s.Streams.Stderr, start)
-		if res != nil {
+		if res := refuseUnconfinable(s.Streams.Stderr, start); res != nil {
 			return res, nil
 		}
-		defer rs.Close() // after shutdown: no program of the run is left
-		r.confined = rs
+		r.confine = s.Confine
+		defer r.closeConfined() // after shutdown: no program of the run is left
 	}
 	defer r.releaseFiles()
 
