@@ -29,7 +29,14 @@ type Outcome struct {
 // gate said no, ErrInvalidCall or capabilities.ErrInvalidManifest for a bad
 // call, and otherwise says why the tool could not run.
 func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
+	return r.exec(ctx, c, r.gate, nil)
+}
+
+// exec is Exec through gate g, also handing each event of the call to
+// observe when it is not nil (ExecWith).
+func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe func(Event)) (*Outcome, error) {
 	t := r.track(c)
+	t.observe = observe
 	req, inv, err := r.prepare(c)
 	t.out.Request = req
 	if err != nil {
@@ -41,11 +48,11 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 	if err := r.bindImage(ctx, req, inv, true); err != nil {
 		return t.out, t.fail(err)
 	}
-	d := r.gate.Decide(req)
-	if d.Verdict == permission.AskUser && r.gate.Approver != nil {
+	d := g.Decide(req)
+	if d.Verdict == permission.AskUser && g.Approver != nil {
 		t.emit(AwaitingApproval, d)
 	}
-	d, err = r.gate.Resolve(ctx, req, d)
+	d, err = g.Resolve(ctx, req, d)
 	t.out.Decision = d
 	if aerr := r.auditDecision(t, req, d); aerr != nil {
 		d.Diagnostics = append(d.Diagnostics, aerr.Error())
@@ -60,16 +67,16 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 		}
 	}
 	t.emit(Scheduled, d)
-	e, err := r.executor(ctx, inv.Environment)
+	e, err := r.executorFor(ctx, inv)
 	if err != nil {
 		return t.out, t.fail(err)
 	}
-	if inv.Environment == ceiling.Shell {
+	if inv.Environment == ceiling.Shell && inv.lib == nil {
 		var base []string
 		if se, ok := e.(shellExecutor); ok {
 			base = se.e.Environ()
 		}
-		inv.Guard = r.shellGuard(req, inv, d, base).Shell()
+		inv.Guard = r.shellGuard(g, req, inv, d, base).Shell()
 		inv.Confine = r.shellConfinement(inv, d)
 	}
 	t.emit(Executing, d)
@@ -97,7 +104,10 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 // A @docker call's image is looked up (never pulled) so that a grant bound
 // to it can match; when it cannot be (not local, no engine), the decision
 // says so in its diagnostics, and no grant bound to an image matches.
-func (r *Runtime) Check(c *Call) (*Outcome, error) {
+func (r *Runtime) Check(c *Call) (*Outcome, error) { return r.check(c, r.gate) }
+
+// check is Check through gate g (CheckWith).
+func (r *Runtime) check(c *Call, g *permission.Gate) (*Outcome, error) {
 	req, inv, err := r.prepare(c)
 	if err != nil {
 		return &Outcome{Request: req}, err
@@ -105,7 +115,7 @@ func (r *Runtime) Check(c *Call) (*Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkResolveTimeout)
 	defer cancel()
 	unresolved := r.bindImage(ctx, req, inv, false)
-	d := r.gate.Decide(req)
+	d := g.Decide(req)
 	if req.Environment == ceiling.Shell && d.Verdict != permission.Refuse {
 		d.Diagnostics = append(d.Diagnostics, "decided again at execution: each program is checked with its expanded words and environment, and each file the script opens")
 	}
@@ -117,10 +127,11 @@ func (r *Runtime) Check(c *Call) (*Outcome, error) {
 
 // tracker publishes one call's events.
 type tracker struct {
-	r     *Runtime
-	out   *Outcome
-	key   string
-	start time.Time
+	r       *Runtime
+	out     *Outcome
+	key     string
+	start   time.Time
+	observe func(Event) // this call's own watcher (ExecWith); nil: none
 }
 
 func (r *Runtime) track(c *Call) *tracker {
@@ -130,8 +141,15 @@ func (r *Runtime) track(c *Call) *tracker {
 
 func (t *tracker) emit(s State, d *permission.Decision) {
 	now := time.Now()
-	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.out.Tool, Key: t.key, State: s, Time: now,
+	t.publish(Event{Call: t.out.ID, Tool: t.out.Tool, Key: t.key, State: s, Time: now,
 		Elapsed: now.Sub(t.start), Decision: d, Result: t.out.Result})
+}
+
+func (t *tracker) publish(e Event) {
+	t.r.bus.publish(e)
+	if t.observe != nil {
+		t.observe(e)
+	}
 }
 
 func (t *tracker) fail(err error) error {
@@ -140,7 +158,7 @@ func (t *tracker) fail(err error) error {
 		s = Cancelled
 	}
 	now := time.Now()
-	t.r.bus.publish(Event{Call: t.out.ID, Tool: t.out.Tool, Key: t.key, State: s, Time: now,
+	t.publish(Event{Call: t.out.ID, Tool: t.out.Tool, Key: t.key, State: s, Time: now,
 		Elapsed: now.Sub(t.start), Decision: t.out.Decision, Result: t.out.Result, Err: err.Error()})
 	return err
 }

@@ -15,7 +15,7 @@ import (
 // the script opens is held against the scope of the decision, the deny
 // rules and the dangerous paths. A capability runs under the scope of a
 // person's approval: its files were approved as a whole, by digest.
-func (r *Runtime) shellGuard(req *permission.Request, inv *Invocation, d *permission.Decision, base []string) *guard.Guard {
+func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *Invocation, d *permission.Decision, base []string) *guard.Guard {
 	scope, pat := guard.ScopeOf(d)
 	if inv.Capability != nil && scope != guard.ReadOnly {
 		scope = guard.Person
@@ -28,7 +28,7 @@ func (r *Runtime) shellGuard(req *permission.Request, inv *Invocation, d *permis
 			cfg.Approved = append(cfg.Approved, f.Resolved, f.Given)
 		}
 	}
-	if a := r.gate.Approver; a != nil {
+	if a := g.Approver; a != nil { // the call's approver (ExecWith), else the Runtime's
 		cfg.Ask = func(ctx context.Context, p *permission.Prompt) (permission.Grant, error) {
 			p.Request.Environment = ceiling.Shell
 			grant, err := a.Approve(ctx, p)

@@ -2,6 +2,7 @@ package ccrun
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
@@ -12,13 +13,13 @@ import (
 var builtins = []capabilities.Tool{
 	{Name: ToolRunCommand, Description: "Run a shell command (Bash syntax) on the host, from the project root.",
 		Environment: ceiling.Shell, Class: permission.ClassExec,
-		Parameters: json.RawMessage(`{"type":"object","required":["command"],"properties":{"command":{"type":"string"}}}`)},
-	{Name: ToolRunWasm, Description: "Run a WebAssembly (WASI preview 1) module in a sandbox.",
+		Parameters: json.RawMessage(`{"type":"object","required":["command"],"additionalProperties":false,"properties":{"command":{"type":"string","minLength":1,"description":"the command, in Bash syntax"}}}`)},
+	{Name: ToolRunWasm, Description: "Run a WebAssembly (WASI preview 1) module in a sandbox: no network, only the mounted directories.",
 		Environment: ceiling.Wasm, Class: permission.ClassExec,
-		Parameters: json.RawMessage(`{"type":"object","required":["module"],"properties":{"module":{"type":"string"},"args":{"type":"array","items":{"type":"string"}}}}`)},
-	{Name: ToolRunDocker, Description: "Run a command in a hardened container.",
+		Parameters: json.RawMessage(`{"type":"object","required":["module"],"additionalProperties":false,"properties":{"module":{"type":"string","minLength":1,"description":"the .wasm file, relative to the project root"},"args":{"type":"array","items":{"type":"string"},"description":"argv[1:]"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
+	{Name: ToolRunDocker, Description: "Run a command in a hardened container: no network, read-only root, no capabilities, only the mounted directories.",
 		Environment: ceiling.Docker, Class: permission.ClassExec,
-		Parameters: json.RawMessage(`{"type":"object","required":["image"],"properties":{"image":{"type":"string"},"args":{"type":"array","items":{"type":"string"}}}}`)},
+		Parameters: json.RawMessage(`{"type":"object","required":["image"],"additionalProperties":false,"properties":{"image":{"type":"string","minLength":1,"description":"the image reference"},"command":{"type":"array","items":{"type":"string"},"description":"the container's command"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
 }
 
 // Tools lists the tools the caller may see: the built-in ones and the
@@ -35,7 +36,12 @@ func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
 			out = append(out, t)
 		}
 	}
+	out = append(out, r.libTools(pol)...)
 	for _, c := range caps {
+		if r.shadowed(c.Manifest.Name) {
+			errs = append(errs, fmt.Errorf("capability %s: a library tool has that name, so the capability is not offered: %w", c.Manifest.Name, capabilities.ErrInvalidManifest))
+			continue
+		}
 		if pol == nil || pol.Visible(c.Manifest.Name, false) {
 			out = append(out, c.Tool())
 		}

@@ -83,7 +83,7 @@ output limit, cancelled).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
 		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand(), a.keyCommand(),
-		a.trustCommand(), a.doctorCommand())
+		a.trustCommand(), a.doctorCommand(), a.mcpCommand())
 	return root
 }
 

@@ -1,0 +1,279 @@
+package ccrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Tool is a tool a Go program gives its Runtime (WithTool), beside the
+// built-in ones and the project's capabilities (seed 000 §4.4: a tool has a
+// permission function that is asked before its execute function).
+//
+// A call of it goes through the same pipeline as any other: its input is
+// validated against InputSchema, the gate decides on what Permission says
+// (deny rules, the mode × Class matrix, the dangerous paths of Paths, the
+// allowlists, the person), every transition is published and the decision
+// and execution are in the audit log. Its environment is the host, so its
+// ceiling is @shell's: a grant lasts for the session at most. Execute runs
+// in the calling process, and only after the gate has said yes.
+type Tool struct {
+	// Name is what an agent calls it by: lowercase letters, digits, _ and -,
+	// starting with a letter, at most 64. It must differ from the built-in
+	// tools' names; a capability of the same name is not offered.
+	Name string
+	// Description says what it does, for the agent and the person asked.
+	Description string
+	// InputSchema is the JSON Schema (draft 2020-12) of its input, an
+	// object. Default: {"type":"object"}, any object.
+	InputSchema json.RawMessage
+	// Class is what kind of effect it has; it picks the mode's verdict
+	// (accept-edits allows ClassWrite, plan mode only reads). Default:
+	// ClassUnknown, treated as the most dangerous.
+	Class permission.Class
+	// Permission says what a call with this input asks for:
+	// permission.None() (never asked) or permission.Ask(key), such as
+	// write_file:<path>. It must not have side effects. Nil: every call
+	// asks under the key <name>.
+	Permission func(input json.RawMessage) (permission.Permission, error)
+	// Paths returns the file paths a call with this input touches
+	// (relative ones are taken against the project root): they are held
+	// against the dangerous paths (always asked, Once only), shown to the
+	// person asked, and in the audit log. Nil: none.
+	Paths func(input json.RawMessage) []string
+	// Execute does the work, once the gate has allowed it. What it writes to
+	// stdout and stderr is the call's output, capped like any tool's
+	// (Call.Limits.Output, default 4 MiB per stream: past it ctx is
+	// cancelled and the result says so). A nil error is exit code 0; an
+	// error is exit code 1 with the error as the result's detail. It must
+	// return when ctx is done (the call's timeout, default 10 minutes, or
+	// its cancellation): the run waits for it.
+	Execute func(ctx context.Context, input json.RawMessage, stdout, stderr io.Writer) error
+}
+
+// libCall is a prepared call of a library tool: the tool and its input.
+type libCall struct {
+	t     *libTool
+	input json.RawMessage
+}
+
+// libTool is a registered Tool with its compiled schema.
+type libTool struct {
+	Tool
+	schema *jsonschema.Resolved
+}
+
+// WithTool gives the Runtime library tools (see Tool). Default: none. A
+// tool without a name, Execute, or a valid object schema, or with a name
+// taken (a built-in's, another library tool's), makes New fail with
+// ErrInvalidCall.
+func WithTool(tools ...Tool) Option {
+	return func(r *Runtime) error {
+		for _, t := range tools {
+			lt, err := compileTool(t)
+			if err != nil {
+				return err
+			}
+			if r.findLib(t.Name) != nil {
+				return fmt.Errorf("tool %s: registered twice: %w", t.Name, ErrInvalidCall)
+			}
+			r.libs = append(r.libs, lt)
+		}
+		return nil
+	}
+}
+
+func compileTool(t Tool) (*libTool, error) {
+	if !validToolName(t.Name) {
+		return nil, fmt.Errorf("tool %q: want lowercase letters, digits, _ and -, starting with a letter, at most 64: %w", t.Name, ErrInvalidCall)
+	}
+	for _, b := range builtins {
+		if b.Name == t.Name {
+			return nil, fmt.Errorf("tool %s: the name of a built-in tool: %w", t.Name, ErrInvalidCall)
+		}
+	}
+	if t.Name == capabilities.KeyTool {
+		return nil, fmt.Errorf("tool %s: the key tool of capabilities: %w", t.Name, ErrInvalidCall)
+	}
+	if t.Execute == nil {
+		return nil, fmt.Errorf("tool %s: no Execute function: %w", t.Name, ErrInvalidCall)
+	}
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %v: %w", t.Name, err, ErrInvalidCall)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("tool %s: input schema: want \"type\": \"object\": %w", t.Name, ErrInvalidCall)
+	}
+	res, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %v: %w", t.Name, err, ErrInvalidCall)
+	}
+	if t.Class == "" {
+		t.Class = permission.ClassUnknown
+	}
+	t.InputSchema = slices.Clone(t.InputSchema)
+	return &libTool{Tool: t, schema: res}, nil
+}
+
+func validToolName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// findLib returns the library tool named name, or nil.
+func (r *Runtime) findLib(name string) *libTool {
+	if r.parent != nil {
+		return r.parent.findLib(name)
+	}
+	for _, t := range r.libs {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// shadowed reports whether a capability of this name is hidden by a
+// library tool.
+func (r *Runtime) shadowed(name string) bool { return r.findLib(name) != nil }
+
+// libTools are the library tools pol lets the caller see, in the order they
+// were given.
+func (r *Runtime) libTools(pol *permission.Policy) []capabilities.Tool {
+	if r.parent != nil {
+		return r.parent.libTools(pol)
+	}
+	var out []capabilities.Tool
+	for _, t := range r.libs {
+		if pol == nil || pol.Visible(t.Name, false) {
+			out = append(out, capabilities.Tool{Name: t.Name, Description: t.Description, Environment: ceiling.Shell,
+				Parameters: slices.Clone(t.InputSchema), Class: t.Class})
+		}
+	}
+	return out
+}
+
+// prepareTool fills the gate's request and the invocation of a call of a
+// library tool: its input validated, its permission and paths asked of the
+// tool, the host's environment.
+func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation) error {
+	t := r.findLib(c.Tool)
+	if t == nil {
+		return fmt.Errorf("call: no library tool %q: %w", c.Tool, ErrInvalidCall)
+	}
+	if len(c.Mounts) > 0 || c.Network != "" || len(c.Args) > 0 || len(c.Env) > 0 {
+		return fmt.Errorf("call: %s: a library tool takes its input only (no args, env, mounts or network): %w", t.Name, ErrInvalidCall)
+	}
+	if c.Limits.Memory != 0 || c.Limits.Pids != 0 || c.Limits.CPUs != 0 {
+		return fmt.Errorf("call: %s: memory, pids and cpus limits do not apply to a library tool: %w", t.Name, ErrInvalidCall)
+	}
+	input := c.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return fmt.Errorf("call: %s: input: %v: %w", t.Name, err, ErrInvalidCall)
+	}
+	if err := t.schema.Validate(v); err != nil {
+		return fmt.Errorf("call: %s: input: %v: %w", t.Name, err, ErrInvalidCall)
+	}
+	perm := permission.Ask(permission.Key{Tool: t.Name})
+	if t.Permission != nil {
+		p, err := t.Permission(input)
+		if err != nil {
+			return fmt.Errorf("call: %s: permission: %v: %w", t.Name, err, ErrInvalidCall)
+		}
+		perm = p
+	}
+	if k := perm.Key(); !perm.IsNone() && !k.Valid() {
+		return fmt.Errorf("call: %s: permission key %q is not valid: %w", t.Name, k, ErrInvalidCall)
+	}
+	if t.Paths != nil {
+		for _, p := range t.Paths(input) {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(r.dir, p)
+			}
+			req.Paths = append(req.Paths, filepath.Clean(p))
+		}
+	}
+	inv.Environment, inv.Tool, inv.lib = ceiling.Shell, t.Name, &libCall{t: t, input: slices.Clone(input)}
+	inv.Dir = r.dir
+	req.Tool, req.Class, req.Permission, req.Dir = t.Name, t.Class, perm, ""
+	req.Display = t.Name + " " + string(input)
+	return nil
+}
+
+// executorFor is the executor of inv: its environment's, or the library
+// tool's own.
+func (r *Runtime) executorFor(ctx context.Context, inv *Invocation) (Executor, error) {
+	if inv.lib != nil {
+		return libExecutor{}, nil
+	}
+	return r.executor(ctx, inv.Environment)
+}
+
+// libExecutor runs a library tool's Execute under the call's limits.
+type libExecutor struct{}
+
+// errOutputCap cancels a library tool that wrote past the output limit.
+var errOutputCap = errors.New("output limit")
+
+func (libExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
+	lim := inv.Limits.WithDefaults()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if lim.Timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, lim.Timeout, context.DeadlineExceeded)
+		defer stop()
+	}
+	capt := job.NewCapture(lim.Output, job.Streams{Stdout: inv.Streams.Stdout, Stderr: inv.Streams.Stderr},
+		func() { cancel(errOutputCap) })
+	err := runTool(ctx, inv.lib.t, inv.lib.input, capt)
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errOutputCap):
+		return capt.Result(job.OutputCap, job.KilledExitCode, "stopped: wrote past the output limit"), nil
+	case errors.Is(cause, context.DeadlineExceeded):
+		return capt.Result(job.Timeout, job.TimeoutExit, fmt.Sprintf("timed out after %s", lim.Timeout)), nil
+	case errors.Is(cause, context.Canceled):
+		return capt.Result(job.Cancelled, job.KilledExitCode, "cancelled"), nil
+	case err != nil:
+		return capt.Result(job.Exit, 1, err.Error()), nil
+	}
+	return capt.Result(job.Exit, 0, ""), nil
+}
+
+// runTool calls t's Execute, turning a panic into an error: a library
+// tool's bug must not take the front end down.
+func runTool(ctx context.Context, t *libTool, input []byte, c *job.Capture) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s panicked: %v", t.Name, p)
+		}
+	}()
+	return t.Execute(ctx, json.RawMessage(input), c.Stdout, c.Stderr)
+}
