@@ -1,0 +1,413 @@
+package kube
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestHelpers runs the gate and the holder on this host: the gate waits
+// for its byte, then execs its arguments with the environment; a program
+// it cannot exec is exit 127; the holder blocks until killed.
+func TestHelpers(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("helpers are built for amd64 only")
+	}
+	dir := t.TempDir()
+	for name, b := range helpers() {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := filepath.Join(dir, "gate")
+	tests := []struct {
+		name   string
+		argv   []string
+		stdin  string
+		env    []string
+		code   int
+		stdout string
+	}{
+		{"execs with stdin after the byte", []string{"/bin/cat"}, "Xhello\n", nil, 0, "hello\n"},
+		{"environment kept", []string{"/usr/bin/env"}, "X", []string{"A=b"}, 0, "A=b\n"},
+		{"exit code kept", []string{"/bin/sh", "-c", "exit 3"}, "X", nil, 3, ""},
+		{"not found is 127", []string{"/nonexistent"}, "X", nil, 127, ""},
+		{"no byte: runs at EOF", []string{"/bin/true"}, "", nil, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(gate, tc.argv...)
+			cmd.Stdin, cmd.Env = strings.NewReader(tc.stdin), tc.env
+			out, err := cmd.Output()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || string(out) != tc.stdout {
+				t.Errorf("exit %d, stdout %q; want %d, %q", code, out, tc.code, tc.stdout)
+			}
+		})
+	}
+	t.Run("gate waits for its byte", func(t *testing.T) {
+		r, w, _ := os.Pipe()
+		defer w.Close()
+		cmd := exec.Command(gate, "/bin/echo", "ran")
+		cmd.Stdin = r
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		time.Sleep(100 * time.Millisecond)
+		if out.Len() != 0 {
+			t.Fatalf("ran before its byte: %q", out.String())
+		}
+		w.Write([]byte{0})
+		if err := cmd.Wait(); err != nil || out.String() != "ran\n" {
+			t.Errorf("%v %q", err, out.String())
+		}
+	})
+	t.Run("holder blocks", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(dir, "hold"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Fatalf("holder exited: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		cmd.Process.Kill()
+		<-done
+	})
+}
+
+// TestSpecRefused: what the cluster would refuse, or accept wrongly, is
+// ErrInvalidArgument before any API call.
+func TestSpecRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o644)
+	ok := Spec{Image: "i", Cmd: []string{"/bin/true"}}
+	tests := []struct {
+		name string
+		mod  func(*Spec)
+	}{
+		{"host network", func(s *Spec) { s.Network = "host" }},
+		{"unknown network", func(s *Spec) { s.Network = "weave" }},
+		{"no image", func(s *Spec) { s.Image = "" }},
+		{"no command", func(s *Spec) { s.Cmd = nil }},
+		{"relative program", func(s *Spec) { s.Cmd = []string{"sh", "-c", "x"} }},
+		{"user by name", func(s *Spec) { s.User = "root" }},
+		{"negative uid", func(s *Spec) { s.User = "-1" }},
+		{"memory too small", func(s *Spec) { s.Limits.Memory = 1 << 20 }},
+		{"relative dir", func(s *Spec) { s.Dir = "work" }},
+		{"bad env", func(s *Spec) { s.Env = []string{"=x"} }},
+		{"pull policy", func(s *Spec) { s.Pull = "sometimes" }},
+		{"mount over /tmp", func(s *Spec) { s.Mounts = []job.Mount{{Host: dir, Guest: "/tmp"}} }},
+		{"mount over the helpers", func(s *Spec) { s.Mounts = []job.Mount{{Host: dir, Guest: "/.ccrun/x"}} }},
+		{"mount at /", func(s *Spec) { s.Mounts = []job.Mount{{Host: dir, Guest: "/"}} }},
+		{"mount relative host", func(s *Spec) { s.Mounts = []job.Mount{{Host: "rel", Guest: "/w"}} }},
+		{"mount missing host", func(s *Spec) { s.Mounts = []job.Mount{{Host: filepath.Join(dir, "nope"), Guest: "/w"}} }},
+		{"mount of a file", func(s *Spec) { s.Mounts = []job.Mount{{Host: file, Guest: "/w"}} }},
+		{"mount twice", func(s *Spec) { s.Mounts = []job.Mount{{Host: dir, Guest: "/w"}, {Host: dir, Guest: "/w/"}} }},
+	}
+	for _, tc := range tests {
+		s := ok
+		tc.mod(&s)
+		if err := s.validate(); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		}
+	}
+	if err := ok.validate(); err != nil {
+		t.Errorf("the good spec: %v", err)
+	}
+}
+
+// TestPodHardened checks the pod ccrun asks for, field by field.
+func TestPodHardened(t *testing.T) {
+	s := Spec{Image: "img@sha256:ab", Cmd: []string{"/bin/x"}, Limits: job.Limits{Timeout: 30 * time.Second, Memory: 64 << 20, CPUs: 0.5},
+		Mounts: []job.Mount{{Host: "/h", Guest: "/ro"}, {Host: "/h2", Guest: "/rw", Writable: true}}}
+	lim := s.Limits.WithDefaults()
+	p := s.pod(lim, podOptions{name: "n", helpers: "h", program: []string{gatePath, "/bin/x"}, stdin: true, copyside: true, mountMax: 1 << 20})
+	sp := p.Spec
+	if sp.HostNetwork || sp.HostPID || sp.HostIPC || *sp.AutomountServiceAccountToken || *sp.EnableServiceLinks {
+		t.Error("host namespace, token or service links")
+	}
+	if sp.RestartPolicy != corev1.RestartPolicyNever || *sp.ActiveDeadlineSeconds != 90 {
+		t.Errorf("restart %s, deadline %d", sp.RestartPolicy, *sp.ActiveDeadlineSeconds)
+	}
+	for _, v := range sp.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("host path volume %s", v.Name)
+		}
+		if v.Name == volumeTmp && (v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit.Value() != TmpSize) {
+			t.Errorf("tmp %+v", v.EmptyDir)
+		}
+	}
+	if len(sp.Containers) != 2 {
+		t.Fatalf("%d containers", len(sp.Containers))
+	}
+	for _, c := range sp.Containers {
+		sc := c.SecurityContext
+		if *sc.RunAsUser != DefaultUID || !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || *sc.Privileged || !*sc.ReadOnlyRootFilesystem ||
+			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 ||
+			sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("container %s: %+v", c.Name, sc)
+		}
+		if c.Resources.Limits.Memory().Value() == 0 || c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.StorageEphemeral().IsZero() {
+			t.Errorf("container %s: limits %v", c.Name, c.Resources.Limits)
+		}
+	}
+	run := sp.Containers[0]
+	if run.Resources.Limits.Memory().Value() != 64<<20 || run.Resources.Limits.Cpu().MilliValue() != 500 {
+		t.Errorf("run limits %v", run.Resources.Limits)
+	}
+	ro := map[string]bool{}
+	for _, m := range run.VolumeMounts {
+		ro[m.MountPath] = m.ReadOnly
+	}
+	if !ro["/ro"] || ro["/rw"] || !ro[helpersDir] || ro["/tmp"] {
+		t.Errorf("mounts %v", ro)
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	for _, in := range []string{"host", "a.b-c_d", strings.Repeat("x", 80), "bad host!", "-x-"} {
+		v := labelValue(in)
+		if len(v) > 63 || labelUnsafe.MatchString(v) || strings.HasPrefix(v, "-") || strings.HasSuffix(v, "-") {
+			t.Errorf("labelValue(%q) = %q", in, v)
+		}
+	}
+	if labelValue(strings.Repeat("x", 80)) == labelValue(strings.Repeat("x", 81)) {
+		t.Error("two long hostnames share a label")
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox":                   "docker.io/library/busybox:latest",
+		"ccrun-test:busybox":        "docker.io/library/ccrun-test:busybox",
+		"me/tool:1":                 "docker.io/me/tool:1",
+		"registry.example:5000/x":   "registry.example:5000/x:latest",
+		"localhost/x:2":             "localhost/x:2",
+		"ghcr.io/o/r:v1.2":          "ghcr.io/o/r:v1.2",
+		"registry.example:5000/y:3": "registry.example:5000/y:3",
+	} {
+		if got := normalize(in); got != want {
+			t.Errorf("normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestClassify: client-go errors by class, never by text.
+func TestClassify(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{apierrors.NewForbidden(gr, "x", errors.New("rbac")), ErrPermissionDenied},
+		{apierrors.NewUnauthorized("no"), ErrPermissionDenied},
+		{apierrors.NewNotFound(gr, "x"), ErrNotFound},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", nil), ErrInvalidArgument},
+		{apierrors.NewServiceUnavailable("down"), ErrUnavailable},
+		{apierrors.NewTooManyRequests("slow", 1), ErrUnavailable},
+		{context.DeadlineExceeded, ErrUnavailable},
+	}
+	for _, tc := range tests {
+		if got := classify("https://x", "op", tc.err); !errors.Is(got, tc.want) {
+			t.Errorf("classify(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestCreateRefused is the one test with a fake clientset: the API server
+// refusing the pod (admission, RBAC) is an error of its class, and no
+// pod is left to delete.
+func TestCreateRefused(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want error
+	}{
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("pod security")), ErrPermissionDenied},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "", nil), ErrInvalidArgument},
+	} {
+		cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+		cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, k8sruntime.Object, error) { return true, nil, tc.err })
+		e, err := New(context.Background(), withClient(cs, &rest.Config{Host: "https://fake"}), WithNamespace("default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Run(context.Background(), Spec{Image: "i", Cmd: []string{"/bin/true"}})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%v: got %v", tc.err, err)
+		}
+	}
+}
+
+// TestUnreachable: an API server that does not answer is ErrUnavailable
+// from New, with its address, within the ping's bound (a real client on a
+// loopback port nobody listens on).
+func TestUnreachable(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600)
+	_, err := New(context.Background(), WithKubeconfig(kc))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("got %v, want ErrUnavailable naming the server", err)
+	}
+}
+
+// TestApply is the implant table for what comes back from a writable
+// mount: protected paths are never written (nor removed), nothing goes
+// through a symbolic link or out of the mount, setuid bits are dropped,
+// files the program deleted are removed.
+func TestApply(t *testing.T) {
+	host := t.TempDir()
+	outside := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(host, ".git", "hooks"), 0o755))
+	must(os.WriteFile(filepath.Join(host, ".git", "config"), []byte("orig"), 0o644))
+	must(os.WriteFile(filepath.Join(host, "keep.txt"), []byte("k"), 0o644))
+	must(os.WriteFile(filepath.Join(host, "gone.txt"), []byte("g"), 0o644))
+	must(os.Symlink(outside, filepath.Join(host, "out")))
+	m := job.Mount{Host: host, Guest: "/w", Writable: true}
+	sent := map[string]bool{".git": true, ".git/hooks": true, ".git/config": true, "keep.txt": true, "gone.txt": true, "out": true}
+
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(h *tar.Header, body string) {
+		h.Size = int64(len(body))
+		if h.Mode == 0 {
+			h.Mode = 0o644
+		}
+		must(tw.WriteHeader(h))
+		tw.Write([]byte(body))
+	}
+	add(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755}, "")
+	add(&tar.Header{Name: "./keep.txt", Typeflag: tar.TypeReg}, "changed")
+	add(&tar.Header{Name: "./.git/", Typeflag: tar.TypeDir, Mode: 0o755}, "")
+	add(&tar.Header{Name: "./.git/hooks/", Typeflag: tar.TypeDir, Mode: 0o755}, "")
+	add(&tar.Header{Name: "./.git/hooks/pre-commit", Typeflag: tar.TypeReg, Mode: 0o755}, "#!/bin/sh\nevil")
+	add(&tar.Header{Name: "./.git/config", Typeflag: tar.TypeReg}, "[core]\nfsmonitor=evil")
+	add(&tar.Header{Name: "./.envrc", Typeflag: tar.TypeReg}, "evil")
+	add(&tar.Header{Name: "./sub/.envrc", Typeflag: tar.TypeReg}, "evil")
+	add(&tar.Header{Name: "./out", Typeflag: tar.TypeSymlink, Linkname: outside}, "")
+	add(&tar.Header{Name: "./out/planted", Typeflag: tar.TypeReg}, "evil")
+	add(&tar.Header{Name: "./g", Typeflag: tar.TypeSymlink, Linkname: ".git"}, "")
+	add(&tar.Header{Name: "./g/hooks/post-checkout", Typeflag: tar.TypeReg}, "evil")
+	add(&tar.Header{Name: "../escape", Typeflag: tar.TypeReg}, "evil")
+	add(&tar.Header{Name: "/abs", Typeflag: tar.TypeReg}, "not escaped: cleaned into the mount")
+	add(&tar.Header{Name: "./suid", Typeflag: tar.TypeReg, Mode: 0o4755}, "x")
+	add(&tar.Header{Name: "./fifo", Typeflag: tar.TypeFifo}, "")
+	add(&tar.Header{Name: "./hard", Typeflag: tar.TypeLink, Linkname: "keep.txt"}, "")
+	must(tw.Close())
+
+	ms := &mountSet{}
+	must(ms.apply(mountCopy{m: m, root: host, sent: sent}, &buf))
+
+	read := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(host, rel))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	absent := func(p string) bool { _, err := os.Lstat(p); return errors.Is(err, os.ErrNotExist) }
+	if got := read("keep.txt"); got != "changed" {
+		t.Errorf("keep.txt = %q", got)
+	}
+	if got := read(".git/config"); got != "orig" {
+		t.Errorf(".git/config = %q: a protected path was written", got)
+	}
+	for _, p := range []string{".git/hooks/pre-commit", ".envrc", "sub/.envrc", ".git/hooks/post-checkout", "fifo", "hard"} {
+		if !absent(filepath.Join(host, p)) {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if !absent(filepath.Join(outside, "planted")) || !absent(filepath.Join(filepath.Dir(host), "escape")) {
+		t.Error("written outside the mount")
+	}
+	if !absent(filepath.Join(host, "gone.txt")) {
+		t.Error("gone.txt, deleted by the program, still there")
+	}
+	if fi, err := os.Stat(filepath.Join(host, "suid")); err != nil || fi.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("suid: %v %v", fi.Mode(), err)
+	}
+	note := ms.note()
+	for _, want := range []string{".git/hooks/pre-commit", ".envrc", ".git/config"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q does not name %s", note, want)
+		}
+	}
+
+	// Named implants may be written.
+	m.Implants = []string{".envrc"}
+	var buf2 bytes.Buffer
+	tw = tar.NewWriter(&buf2)
+	tw.WriteHeader(&tar.Header{Name: ".envrc", Typeflag: tar.TypeReg, Mode: 0o644, Size: 2})
+	tw.Write([]byte("ok"))
+	tw.Close()
+	must((&mountSet{}).apply(mountCopy{m: m, root: host, sent: map[string]bool{}}, &buf2))
+	if got := read(".envrc"); got != "ok" {
+		t.Errorf("named implant .envrc = %q", got)
+	}
+}
+
+// TestArchiveNoFollow: copying in sends a link as a link, never what it
+// points to, and refuses a tree past the size limit.
+func TestArchiveNoFollow(t *testing.T) {
+	host, secret := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(secret, "id_rsa"), []byte("SECRET"), 0o600)
+	os.Symlink(secret, filepath.Join(host, "ssh"))
+	os.WriteFile(filepath.Join(host, "a"), bytes.Repeat([]byte("a"), 100), 0o644)
+	var buf bytes.Buffer
+	sent := map[string]bool{}
+	if err := archive(&buf, host, 1000, 65534, 65534, sent); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("SECRET")) {
+		t.Fatal("a link was followed out of the mount")
+	}
+	if !sent["ssh"] || !sent["a"] || len(sent) != 2 {
+		t.Errorf("sent %v", sent)
+	}
+	if err := archive(&bytes.Buffer{}, host, 50, 1, 1, map[string]bool{}); !errors.Is(err, errTooBig) {
+		t.Errorf("past the limit: %v", err)
+	}
+}
