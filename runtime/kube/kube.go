@@ -50,6 +50,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -111,6 +112,8 @@ type Executor struct {
 	stop   context.CancelFunc
 	bgWork sync.WaitGroup
 	pools  sync.Map // template key -> *warmPool
+
+	pooledRuns atomic.Int64 // runs served by a warm pod, for tests and benchmarks
 }
 
 // Option configures an Executor.

@@ -276,6 +276,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		return nil, false, err
 	}
 	name := p.Name
+	e.pooledRuns.Add(1)
 	// Deleted after use, in the background: the result does not wait.
 	defer func() {
 		e.bgWork.Add(1)
