@@ -177,9 +177,7 @@ func (n *node) match(name string) (*node, bool) {
 		for k, v := range h.kids {
 			merged.graft([]string{k}, v)
 		}
-		for _, g := range h.globs {
-			merged.globs = append(merged.globs, g)
-		}
+		merged.globs = append(merged.globs, h.globs...)
 	}
 	return merged, false
 }
