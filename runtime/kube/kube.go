@@ -160,6 +160,19 @@ func WithRate(qps float32, burst int) Option {
 	return func(e *Executor) error { e.qps, e.burst = qps, burst; return nil }
 }
 
+// withConfigWrap uses cfg as the client configuration (a loaded one with a
+// counting transport, for the benchmarks).
+func withConfigWrap(cfg *rest.Config) Option {
+	return func(e *Executor) error {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		e.cs, e.cfg = cs, cfg
+		return nil
+	}
+}
+
 // withClient replaces the clientset, for unit tests of error paths.
 func withClient(cs kubernetes.Interface, cfg *rest.Config) Option {
 	return func(e *Executor) error { e.cs, e.cfg = cs, cfg; return nil }

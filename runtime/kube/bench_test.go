@@ -1,0 +1,165 @@
+package kube
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// countingTransport counts the requests an Executor makes.
+type countingTransport struct {
+	n    atomic.Int64
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// counted is an Executor whose API requests are counted.
+func counted(b *testing.B, opts ...Option) (*Executor, *atomic.Int64) {
+	e := newTest(b, opts...)
+	ct := &countingTransport{}
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ct.next = rt; return ct })
+	e2, err := New(context.Background(), append([]Option{WithKubeconfig(kubeconfig(b)), WithNamespace(testNamespace), withConfigWrap(cfg)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e2.Close() })
+	return e2, &ct.n
+}
+
+// kubectl is the kubectl built with the test cluster, else the one on PATH.
+func kubectl() string {
+	dir := os.Getenv("CCRUN_K8S_DIR")
+	if dir == "" {
+		dir = "/var/tmp/ccrun-k8s"
+	}
+	if p := filepath.Join(dir, "bin", "kubectl"); fileExists(p) {
+		return p
+	}
+	return "kubectl"
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// BenchmarkColdVsKubectl: a cold call `true` against `kubectl run --rm -i
+// --restart=Never` of the same image on the same cluster (goal: at most
+// 0.8 of it). Reports ms of each, the ratio and API requests per call.
+func BenchmarkColdVsKubectl(b *testing.B) {
+	e, reqs := counted(b)
+	s := spec("true")
+	if _, err := e.Run(context.Background(), s); err != nil { // the ConfigMap, the policy
+		b.Fatal(err)
+	}
+	reqs.Store(0)
+	var cold, cli time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		r, err := e.Run(context.Background(), s)
+		if err != nil || !r.OK() {
+			b.Fatalf("%v %+v", err, r)
+		}
+		cold += time.Since(t0)
+		t1 := time.Now()
+		out, err := exec.Command(kubectl(), "--kubeconfig", kubeconfig(b), "-n", testNamespace, "run", "bench-"+randHex(3),
+			"--rm", "-i", "--restart=Never", "--image="+testRef, "--image-pull-policy=Never", "--quiet", "--command", "--", busybox, "true").CombinedOutput()
+		if err != nil {
+			b.Fatalf("kubectl run: %v %s", err, out)
+		}
+		cli += time.Since(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(cold.Milliseconds())/n, "cold-ms")
+	b.ReportMetric(float64(cli.Milliseconds())/n, "kubectl-ms")
+	b.ReportMetric(float64(cold)/float64(cli), "cold/kubectl")
+	b.ReportMetric(float64(reqs.Load())/n, "requests/call")
+}
+
+// BenchmarkWarm: p50 and p99 of warm-pool calls `true`, one after the
+// other (the refill has the time of a call to catch up: the pool is 4).
+func BenchmarkWarm(b *testing.B) {
+	e, reqs := counted(b, WithPool(4))
+	s := spec("true")
+	s.Pool = true
+	s.Limits.Memory, s.Limits.CPUs = 16<<20, 0.1
+	ctx := context.Background()
+	if err := e.Warm(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	const calls = 200
+	var ds []time.Duration
+	warm := e.pooledRuns.Load()
+	reqs.Store(0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < calls; j++ {
+			t0 := time.Now()
+			r, err := e.Run(ctx, s)
+			if err != nil || !r.OK() {
+				b.Fatalf("%v %+v", err, r)
+			}
+			ds = append(ds, time.Since(t0))
+			if n := e.pooledRuns.Load() - warm; n < int64(j+1) {
+				// A cold one: the pool was empty. Wait for it to refill.
+				e.Warm(ctx, s)
+			}
+		}
+	}
+	b.StopTimer()
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(e.pooledRuns.Load()-warm)/float64(len(ds)), "warm-fraction")
+	b.ReportMetric(float64(reqs.Load())/float64(len(ds)), "requests/call")
+	e.DrainPool(ctx)
+}
+
+// BenchmarkThroughput: calls per second with a pool of 8 on the two
+// nodes, 8 callers at once, 10 s.
+func BenchmarkThroughput(b *testing.B) {
+	e, reqs := counted(b, WithPool(8))
+	s := spec("true")
+	s.Pool = true
+	s.Limits.Memory, s.Limits.CPUs = 16<<20, 0.1
+	ctx := context.Background()
+	if err := e.Warm(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	reqs.Store(0)
+	warm := e.pooledRuns.Load()
+	var done atomic.Int64
+	b.ResetTimer()
+	t0 := time.Now()
+	stop := t0.Add(10 * time.Second)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if r, err := e.Run(ctx, s); err == nil && r.OK() {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	b.ReportMetric(float64(done.Load())/el.Seconds(), "calls/s")
+	b.ReportMetric(float64(e.pooledRuns.Load()-warm)/float64(done.Load()), "warm-fraction")
+	b.ReportMetric(float64(reqs.Load())/float64(done.Load()), "requests/call")
+	e.DrainPool(ctx)
+}
