@@ -95,13 +95,17 @@ func TestExecutorsAgree(t *testing.T) {
 		{name: "cancelled", form: form{[]string{"sleep 30"}, []string{"sleep"}, []string{"/bin/busybox", "sleep", "30"}},
 			cancel: 500 * time.Millisecond, reason: job.Cancelled},
 	}
-	for _, env := range []string{"@shell", "@wasm", "@docker"} {
+	for _, env := range []string{"@shell", "@wasm", "@docker", "@docker/kubernetes"} {
 		t.Run(env, func(t *testing.T) {
+			var engine []ccrun.Option
 			if env == "@docker" {
 				dockerOrSkip(t)
 			}
-			rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
-				func(context.Context, *permission.Prompt) (permission.Grant, error) { return permission.Once, nil })))
+			if env == "@docker/kubernetes" {
+				engine = kubeOrSkip(t) // the Kubernetes engine of @docker (kube_test.go)
+			}
+			rt, err := ccrun.New(append(engine, ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
+				func(context.Context, *permission.Prompt) (permission.Grant, error) { return permission.Once, nil })))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +118,7 @@ func TestExecutorsAgree(t *testing.T) {
 						c.Command = tc.form.shell[0]
 					case "@wasm":
 						c.Module, c.Args = mod, tc.form.wasm
-					case "@docker":
+					case "@docker", "@docker/kubernetes":
 						c.Image, c.Args = testimage.Name, tc.form.docker
 					}
 					ctx := context.Background()
