@@ -407,7 +407,7 @@ func TestParseCommandMatching(t *testing.T) {
 		{"run_command:*:push", []string{"git push origin main", "./git push"}},
 		{"run_command:./git", []string{"./git push"}},
 		{`run_command:"git status && git push"`, []string{"git status && git push"}},
-		{`run_command:"git push; rm -rf /"`, nil}, // canonical text has a newline for ;
+		{`run_command:"git push; rm -rf /"`, []string{"git push; rm -rf /"}}, // read as a command: ; is the canonical newline
 		{`run_command:"git push\nrm -rf /"`, []string{"git push; rm -rf /"}},
 		{`run_command:"git push"`, nil},
 		{`run_command:"FOO=1 git push"`, []string{"FOO=1 git push"}},

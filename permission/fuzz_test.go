@@ -7,7 +7,8 @@ import "testing"
 // key matched by no wildcard nor by a pattern of any word in it; the tree
 // that runs a compound command the same as the tree of its source; and
 // shown text printable ASCII. It also checks that keying is deterministic
-// and that the canonical text of a compound command keys the same.
+// and that the canonical text of a compound command keys the same, and
+// that a rule written as the text of a compound command matches its key.
 //
 // Its seed corpus is keyTests, plus testdata/fuzz/FuzzParseCommand.
 func FuzzParseCommand(f *testing.F) {
@@ -23,6 +24,11 @@ func FuzzParseCommand(f *testing.F) {
 		if c.Compound && c.Err == nil && c.Canonical != CanonicalEmpty {
 			if again := ParseCommand(c.Canonical); again.Compound && again.Key != c.Key {
 				t.Fatalf("%q keys as %s, its canonical text %q as %s", src, c.Key, c.Canonical, again.Key)
+			}
+			// A rule written as the command's text is its key's pattern.
+			rule := Key{Tool: ShellTool, Action: src, Exact: true}.String()
+			if p, err := ParsePattern(rule); err == nil && !p.Match(c.Key) {
+				t.Fatalf("rule %s does not match the key %s of its own text", rule, c.Key)
 			}
 		}
 	})

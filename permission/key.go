@@ -1,14 +1,17 @@
 package permission
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/ccrun/ccrun/permission/shellcmd"
 )
 
 // ErrInvalidKey is the class of every error from ParseKey and ParsePattern.
-var ErrInvalidKey = errors.New("invalid permission key")
+var ErrInvalidKey = errdefs.ErrInvalidArgument.WithMessage("invalid permission key")
 
 // Key names what a call asks permission for: tool:action[:detail], as in
 // run_command:git:status, write_file:tests/main_test.go, capability:fmt-json.
@@ -19,7 +22,8 @@ var ErrInvalidKey = errors.New("invalid permission key")
 // non-ASCII characters escaped, and parses back to the same Key.
 //
 // A Key whose action is quoted is exact: it is matched only by a pattern of
-// the very same text, never by a wildcard. Compound shell commands key that
+// the very same text (for run_command: of the same command, however spaced
+// or quoted), never by a wildcard. Compound shell commands key that
 // way, by their whole canonical text (seed 000 ADR 0036):
 //
 //	run_command:"git status && git push"
@@ -94,7 +98,8 @@ func MustParseKey(s string) Key {
 //   - write_file:tests/** matches every path under tests/; * stops at a slash, ** does not.
 //
 // A pattern never matches an exact key (a compound command) unless it is
-// that very key, quoted text and all.
+// that very key: the same text, or for run_command the same command
+// however spaced or quoted (see Match).
 type Pattern struct {
 	Tool   string
 	Action string
@@ -107,6 +112,11 @@ type Pattern struct {
 
 // ParsePattern reads a pattern. It fails, with class ErrInvalidKey, on text
 // that is not tool:action[:detail], and on a wildcard in the tool segment.
+// The quoted action of an exact run_command pattern is read as a command
+// and kept in its canonical form (see canonicalCommand), so that
+// run_command:"make   test&&make lint" is the pattern
+// run_command:"make test && make lint", the key of every spelling of that
+// command.
 func ParsePattern(s string) (Pattern, error) {
 	segs, quoted, err := splitSegments(s, true)
 	if err != nil {
@@ -116,7 +126,56 @@ func ParsePattern(s string) (Pattern, error) {
 	if len(segs) == 3 {
 		p.Detail, p.literalDetail = segs[2], quoted[2] && strings.Contains(segs[2], "*")
 	}
+	if p.Tool == ShellTool && p.Exact && p.Detail == "" {
+		p.Action = canonicalCommand(p.Action)
+	}
 	return p, nil
+}
+
+// canonicalCommand returns the action of an exact run_command pattern
+// read as a command: the canonical text ParseCommand keys a compound
+// command by, so that a rule matches however the command is spaced or
+// quoted (make   test&&make lint and 'make' test && make lint are both
+// run_command:"make test && make lint"). Text that is not a compound
+// command that parses stays as written: text that does not parse, text
+// with no statement, a simple command (keyed run_command:PROGRAM[:DETAIL],
+// never by an exact key), and the canonical texts that stand for no parsed
+// command (CanonicalEmpty, UnparsedPrefix+SOURCE), which no parse prints.
+// CheckPattern says why such a pattern matches nothing a command is keyed as.
+func canonicalCommand(action string) string {
+	if shellcmd.NotParsed(action) {
+		return action
+	}
+	c := shellcmd.Parse(action)
+	if c.File == nil || !c.Compound || c.Canonical == CanonicalEmpty {
+		return action
+	}
+	return c.Canonical
+}
+
+// CheckPattern reports, with class ErrInvalidKey, an exact run_command
+// pattern that no parsed command is keyed as, and so matches nothing a
+// person can mean: text that does not parse as a shell command, text with
+// no statement, and a simple command written as an exact key (a simple
+// command keys as run_command:PROGRAM[:DETAIL]; the error names that key).
+// Such a pattern is kept as written by ParsePattern. CheckPattern returns
+// nil for every other pattern.
+func CheckPattern(p Pattern) error {
+	if p.Tool != ShellTool || !p.Exact || p.Detail != "" || shellcmd.NotParsed(p.Action) {
+		return nil
+	}
+	c := ParseCommand(p.Action)
+	switch {
+	case c.File == nil:
+		return fmt.Errorf("%s: the text does not parse as a shell command, so no command is keyed as it (%v): %w", p, c.Err, ErrInvalidKey)
+	case c.Canonical == CanonicalEmpty:
+		return fmt.Errorf("%s: the text has no command: %w", p, ErrInvalidKey)
+	case !c.Compound && c.Key.Detail == "":
+		return fmt.Errorf("%s: a simple command is keyed %s (every %s command), never by an exact key: %w", p, c.Key, Escape(c.Key.Action), ErrInvalidKey)
+	case !c.Compound:
+		return fmt.Errorf("%s: a simple command is keyed %s, never by an exact key: %w", p, c.Key, ErrInvalidKey)
+	}
+	return nil
 }
 
 // MustParsePattern is ParsePattern for patterns written in code.
@@ -151,13 +210,21 @@ func (p Pattern) String() string {
 	return b.String()
 }
 
-// Match reports whether p covers k.
+// Match reports whether p covers k. An exact pattern matches only an
+// exact key: of the same text, or, for run_command, of the same program
+// spelled otherwise (make 'test' && make lint is make test && make lint;
+// see shellcmd.SameCommand).
 func (p Pattern) Match(k Key) bool {
 	if p.Tool != k.Tool {
 		return false
 	}
 	if k.Exact || p.Exact {
-		return p.Exact && k.Exact && p.Action == k.Action && p.Detail == k.Detail
+		if !p.Exact || !k.Exact || p.Detail != k.Detail {
+			return false
+		}
+		// The same text, or, for a shell command, the same program
+		// however its words are quoted (shellcmd.SameCommand).
+		return p.Action == k.Action || p.Tool == ShellTool && p.Detail == "" && shellcmd.SameCommand(p.Action, k.Action)
 	}
 	if !glob(p.Action, k.Action) {
 		return false

@@ -249,7 +249,8 @@ func TestPatternMatch(t *testing.T) {
 }
 
 // A compound (exact) key is matched by no wildcard pattern, whatever its
-// text, and by an exact pattern only of its very text.
+// text, and by an exact pattern only of the same command (not of one with
+// an argument more).
 func TestExactKeyNeverMatchedByWildcard(t *testing.T) {
 	t.Parallel()
 	wild := []string{
@@ -263,9 +264,14 @@ func TestExactKeyNeverMatchedByWildcard(t *testing.T) {
 				t.Errorf("%s matches exact key %s", w, k)
 			}
 		}
-		other := Key{Tool: "run_command", Action: action + " ", Exact: true}
+		other := Key{Tool: "run_command", Action: action + " x", Exact: true}
 		if PatternOf(other).Match(k) {
 			t.Errorf("%s matches %s", PatternOf(other), k)
+		}
+		// Another tool's exact keys are text, not commands: a space counts.
+		spaced := Key{Tool: "other", Action: action + " ", Exact: true}
+		if PatternOf(spaced).Match(Key{Tool: "other", Action: action, Exact: true}) {
+			t.Errorf("%s matches %s", PatternOf(spaced), k)
 		}
 		if (Pattern{Tool: "other", Action: action, Exact: true}).Match(k) {
 			t.Errorf("a pattern of another tool matches %s", k)

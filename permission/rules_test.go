@@ -3,6 +3,8 @@ package permission
 import (
 	"errors"
 	"testing"
+
+	"github.com/ccrun/ccrun/permission/shellcmd"
 )
 
 func TestParseRule(t *testing.T) {
@@ -21,6 +23,94 @@ func TestParseRule(t *testing.T) {
 	for _, bad := range []string{"", "run_command:", "*:x", "run_command:git status", `run_command:"unterminated`} {
 		if _, err := ParseRule(bad); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("ParseRule(%q) error = %v, want ErrInvalidConfig and ErrInvalidKey", bad, err)
+		}
+	}
+}
+
+// A rule for a compound command is read as a command: it is kept in the
+// printer's canonical form (spacing, comments, `…`), and matches the key
+// ParseCommand gives every spelling of the command, quotes and all; a rule text that is not a compound command that parses stays as
+// written, and CheckPattern says why it matches nothing.
+func TestParseRuleCompoundSpellings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		rule    string
+		command string // a spelling of the command the rule is meant for
+		want    string // the pattern read
+	}{
+		{`run_command:"make test && make lint"`, "make test && make lint", `run_command:"make test && make lint"`},
+		{`run_command:"make   test&&make lint"`, "make test && make lint", `run_command:"make test && make lint"`},
+		{`run_command:"'make' test && make lint"`, "make test && make lint", `run_command:"'make' test && make lint"`},
+		{`run_command:"\"make\" \\test  &&  make 'lint'"`, "make test && make lint", `run_command:"\"make\" \\test && make 'lint'"`},
+		{`run_command:"make test &&\n  make lint"`, "make test&&make lint", `run_command:"make test &&\n\tmake lint"`},
+		{`run_command:"make test && make lint # and lint"`, "make test && make lint", `run_command:"make test && make lint"`},
+		{`run_command:"git push; rm -rf build"`, "git push\nrm -rf build", `run_command:"git push\nrm -rf build"`},
+		{`run_command:"go test ./...|tee log"`, "go test ./... | tee log", `run_command:"go test ./... | tee log"`},
+		{`run_command:"echo hi>out"`, "echo hi > out", `run_command:"echo hi >out"`},
+		{`run_command:"FOO=1  make"`, "FOO=1 make", `run_command:"FOO=1 make"`},
+		{`run_command:"echo $( date )"`, "echo `date`", `run_command:"echo $(date)"`},
+		{`run_command:"# lint first\nmake lint&&make test"`, "make lint && make test", `run_command:"make lint && make test"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			t.Parallel()
+			p, err := ParseRule(tt.rule)
+			if err != nil {
+				t.Fatalf("ParseRule(%s): %v", tt.rule, err)
+			}
+			if got := p.String(); got != tt.want {
+				t.Errorf("ParseRule(%s) = %s, want %s", tt.rule, got, tt.want)
+			}
+			if k := ParseCommand(tt.command).Key; !p.Match(k) {
+				t.Errorf("ParseRule(%s) = %s does not match %q, keyed %s", tt.rule, p, tt.command, k)
+			}
+			if err := CheckPattern(p); err != nil {
+				t.Errorf("CheckPattern(%s) = %v, want nil", p, err)
+			}
+			if again := MustParsePattern(p.String()); again != p {
+				t.Errorf("ParsePattern(%s) = %s: not the same pattern", p, again)
+			}
+		})
+	}
+}
+
+// A rule that is not a compound command that parses is kept as written,
+// and CheckPattern flags it with class ErrInvalidKey.
+func TestParseRuleNotACommand(t *testing.T) {
+	t.Parallel()
+	for _, rule := range []string{
+		`run_command:"make test &&"`,   // does not parse
+		`run_command:"echo 'open"`,     // does not parse
+		`run_command:"  "`,             // no statement
+		`run_command:"git status"`,     // a simple command: run_command:git:status
+		`run_command:"git"`,            // a simple command: run_command:git
+		`run_command:"#unparsed:a &&"`, // a canonical text no parse prints
+		`run_command:"#empty"`,
+	} {
+		t.Run(rule, func(t *testing.T) {
+			t.Parallel()
+			p, err := ParseRule(rule)
+			if err != nil {
+				t.Fatalf("ParseRule(%s): %v", rule, err)
+			}
+			if got := p.String(); got != rule {
+				t.Errorf("ParseRule(%s) = %s, want it as written", rule, got)
+			}
+			err = CheckPattern(p)
+			if shellcmd.NotParsed(p.Action) {
+				if err != nil {
+					t.Errorf("CheckPattern(%s) = %v, want nil", p, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("CheckPattern(%s) = %v, want class ErrInvalidKey", p, err)
+			}
+		})
+	}
+	for _, rule := range []string{"run_command:git:push", "run_command:*", "write_file:src/**", `capability:"a b"`, `run_command:"x":y`} {
+		if err := CheckPattern(MustParsePattern(rule)); err != nil {
+			t.Errorf("CheckPattern(%s) = %v, want nil", rule, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/containerd/errdefs"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -73,7 +74,7 @@ func tooBig(src string) string {
 
 // ErrUnparsable is the class of Parsed.Err: the text is not a shell
 // program Parse accepts.
-var ErrUnparsable = errors.New("shell command does not parse")
+var ErrUnparsable = errdefs.ErrInvalidArgument.WithMessage("shell command does not parse")
 
 // Parsed is a shell command as the gate and the @shell executor see it:
 // parsed once, and run from that same parse.
@@ -455,12 +456,107 @@ var (
 // $[…] written $((…)), the tabs a <<- here-document strips, and a lone
 // backslash ending the text (a literal backslash) written as two.
 func SameTree(a, b *syntax.File) bool {
-	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b))
+	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b), false)
 }
 
-func sameValue(a, b reflect.Value) bool {
+// SameCommand reports whether the commands a and b, each of which parses
+// to at least one statement, are one program however they are spaced,
+// quoted or commented: their trees are the same as SameTree compares
+// them, except that a fully literal word (see literal: text and '…' or
+// "…" quoting, nothing that expands) matches a fully literal word of the
+// same value where only the value reaches what runs — a word of a simple
+// command, the value of an assignment, the target of a redirection other
+// than a here-document. Elsewhere (a here-document's delimiter, whose
+// quoting says whether its body expands; [[ … ]], where a quoted =~
+// operand is not a regular expression; case and parameter-expansion
+// patterns) words compare as SameTree compares them. Text that does not
+// parse, has no statement, or is a canonical text no parse prints
+// (NotParsed) is the same as nothing. make 'test' && make lint and "make" test&&make lint are one
+// program; cat <<'EOF' and cat <<EOF are not.
+func SameCommand(a, b string) bool {
+	if NotParsed(a) || NotParsed(b) {
+		return false
+	}
+	pa, pb := Parse(a), Parse(b)
+	if pa.File == nil || pb.File == nil || len(pa.File.Stmts) == 0 || len(pb.File.Stmts) == 0 {
+		return false
+	}
+	return sameValue(reflect.ValueOf(pa.File), reflect.ValueOf(pb.File), true)
+}
+
+// NotParsed reports whether s is one of the canonical texts that stand
+// for no parsed command: CanonicalEmpty, or UnparsedPrefix and a source.
+// Such a text is a key's text, never a command to read.
+func NotParsed(s string) bool {
+	return s == CanonicalEmpty || strings.HasPrefix(s, UnparsedPrefix)
+}
+
+// sameWord compares two words of a place where only their values reach
+// what runs: by value when both are fully literal.
+func sameWord(a, b *syntax.Word) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	va, oka := literal(a)
+	vb, okb := literal(b)
+	if oka && okb {
+		return va == vb
+	}
+	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b), true)
+}
+
+// sameWords is sameWord over the words of a simple command.
+func sameWords(a, b []*syntax.Word) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameWord(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	callType   = reflect.TypeFor[syntax.CallExpr]()
+	assignType = reflect.TypeFor[syntax.Assign]()
+	testType   = reflect.TypeFor[syntax.TestClause]()
+)
+
+// sameValue compares two values of a syntax tree as SameTree says; words
+// reports whether literal words compare by value where SameCommand says.
+func sameValue(a, b reflect.Value, words bool) bool {
 	if a.Type() != b.Type() {
 		return false
+	}
+	if words && a.Kind() == reflect.Struct && a.CanAddr() && b.CanAddr() {
+		switch a.Type() {
+		case callType:
+			ca, cb := a.Addr().Interface().(*syntax.CallExpr), b.Addr().Interface().(*syntax.CallExpr)
+			return sameValue(reflect.ValueOf(ca.Assigns), reflect.ValueOf(cb.Assigns), true) && sameWords(ca.Args, cb.Args)
+		case assignType:
+			ca, cb := *a.Addr().Interface().(*syntax.Assign), *b.Addr().Interface().(*syntax.Assign)
+			if !sameWord(ca.Value, cb.Value) {
+				return false
+			}
+			ca.Value, cb.Value = nil, nil
+			return sameFields(reflect.ValueOf(&ca).Elem(), reflect.ValueOf(&cb).Elem(), true)
+		case redirType:
+			ra, rb := *a.Addr().Interface().(*syntax.Redirect), *b.Addr().Interface().(*syntax.Redirect)
+			if ra.Op != rb.Op {
+				return false
+			}
+			if ra.Op != syntax.Hdoc && ra.Op != syntax.DashHdoc {
+				if !sameWord(ra.Word, rb.Word) {
+					return false
+				}
+				ra.Word, rb.Word = nil, nil
+				return sameFields(reflect.ValueOf(&ra).Elem(), reflect.ValueOf(&rb).Elem(), true)
+			}
+		case testType:
+			words = false // [[ … ]]: quoting changes what a pattern or =~ operand means
+		}
 	}
 	switch a.Type() {
 	case posType:
@@ -484,20 +580,15 @@ func sameValue(a, b reflect.Value) bool {
 		if a.IsNil() || b.IsNil() {
 			return a.IsNil() == b.IsNil()
 		}
-		return sameValue(a.Elem(), b.Elem())
+		return sameValue(a.Elem(), b.Elem(), words)
 	case reflect.Struct:
-		for _, i := range fieldsOf(a.Type()) {
-			if !sameValue(a.Field(i), b.Field(i)) {
-				return false
-			}
-		}
-		return true
+		return sameFields(a, b, words)
 	case reflect.Slice, reflect.Array:
 		if a.Len() != b.Len() {
 			return false
 		}
 		for i := range a.Len() {
-			if !sameValue(a.Index(i), b.Index(i)) {
+			if !sameValue(a.Index(i), b.Index(i), words) {
 				return false
 			}
 		}
@@ -512,6 +603,17 @@ func sameValue(a, b reflect.Value) bool {
 		return a.String() == b.String()
 	}
 	return false // a kind syntax trees do not hold today: fail closed
+}
+
+// sameFields compares the fields of two structs of one type that say what
+// runs (fieldsOf).
+func sameFields(a, b reflect.Value, words bool) bool {
+	for _, i := range fieldsOf(a.Type()) {
+		if !sameValue(a.Field(i), b.Field(i), words) {
+			return false
+		}
+	}
+	return true
 }
 
 // evenBackslashes doubles the last of an odd run of backslashes ending s, as
