@@ -11,6 +11,7 @@ import (
 
 func (a *app) gcCommand() *cobra.Command {
 	var pool, asJSON bool
+	var engine string // --engine kubernetes: the pods of the Kubernetes engine (kube.go)
 	c := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove what ccrun left behind: orphaned helpers, expired session files, containers of a killed ccrun",
@@ -58,6 +59,14 @@ warm-pool containers.`,
 			if err != nil {
 				note(err)
 			}
+			if pods, err := collectPods(c.Context(), engine, pool); err != nil {
+				note(fmt.Errorf("pods not collected: %w", err))
+			} else {
+				r.Containers = append(r.Containers, pods...)
+				for _, p := range pods {
+					say("removed %s\n", p)
+				}
+			}
 			e, err := docker.New(c.Context())
 			if err != nil {
 				return err
@@ -81,6 +90,7 @@ warm-pool containers.`,
 		},
 	}
 	c.Flags().BoolVar(&pool, "pool", false, "also remove idle warm-pool containers")
+	c.Flags().StringVar(&engine, "engine", "", "also collect the pods of ccrun on Kubernetes: kubernetes (default: when the settings' docker.engine says so)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON (docs/cli.md)")
 	return c
 }
