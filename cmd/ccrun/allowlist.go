@@ -166,7 +166,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 
 	lint := &cobra.Command{
 		Use:   "lint",
-		Short: "Check the project allowlist: exits non-zero on a ceiling violation or an unknown key form",
+		Short: "Check the project allowlist and the settings' rules: exits non-zero on a ceiling violation, an unknown key form or a rule that matches no command",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			rt, err := a.adminRuntime()
@@ -182,6 +182,9 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				} else if warn != "" {
 					fmt.Fprintf(a.io.err, "%s: %s: warning: %s\n", rt.Gate().Project.Path(), e.Pattern, warn)
 				}
+			}
+			if pol := rt.Gate().Policy; pol != nil {
+				bad = append(bad, lintRules(a, pol)...)
 			}
 			if len(bad) > 0 {
 				return &lintError{n: len(bad), errs: bad}
@@ -212,6 +215,27 @@ func lintEntry(rt *ccrun.Runtime, e permission.Entry) (warning string, err error
 		return "not bound to a digest, so it allows nothing; grant it again with ccrun allowlist add", nil
 	}
 	return "", nil
+}
+
+// lintRules checks the allow, ask and deny rules of every settings layer
+// (permission.CheckPattern: an exact run_command rule whose text is not a
+// compound command that parses matches nothing), writes each problem to
+// stderr and returns them.
+func lintRules(a *app, pol *permission.Policy) []error {
+	allow, ask, deny := pol.Rules()
+	var bad []error
+	for _, l := range []struct {
+		kind  string
+		rules []permission.Rule
+	}{{"allow", allow}, {"ask", ask}, {"deny", deny}} {
+		for _, r := range l.rules {
+			if err := permission.CheckPattern(r.Pattern); err != nil {
+				bad = append(bad, err)
+				fmt.Fprintf(a.io.err, "%s: %s rule %v\n", r.Source, l.kind, err)
+			}
+		}
+	}
+	return bad
 }
 
 // lintError is a failed lint: a configuration error.

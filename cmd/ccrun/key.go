@@ -18,7 +18,8 @@ func (a *app) keyCommand() *cobra.Command {
 		Long: `Print the key ccrun gives a shell command (as --shell would run it) and the rule that
 matches it, ready to paste into the "permissions" of ccrun.json, into --allow/--ask/--deny,
 or into ccrun allowlist add. A compound command (&&, pipes, redirections, substitutions…) is
-matched only by a rule of its exact key. Give the command as one argument, quoted.`,
+matched only by a rule of that command, however the rule spaces or quotes it (a rule is read
+as a command); never by a wildcard. Give the command as one argument, quoted.`,
 		Example: `  ccrun key 'git push origin main'
   ccrun key 'make test && make lint'`,
 		Args: cobra.ExactArgs(1),
@@ -44,7 +45,7 @@ matched only by a rule of its exact key. Give the command as one argument, quote
 			case !r.Parses:
 				fmt.Fprintf(w, "          (the text does not parse as a shell command, so it cannot run: %v)\n", cmd.Err)
 			case r.Compound:
-				fmt.Fprintln(w, "          (compound: only a rule of this exact key matches it; run_command:* does not)")
+				fmt.Fprintln(w, "          (compound: only a rule of this command matches it, however spaced or quoted; run_command:* does not)")
 			}
 			fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
 			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(key))

@@ -14,8 +14,9 @@
 //     run from outside the project; the script writes nothing but
 //     /dev/null and the terminal.
 //   - Pattern (a session or project grant, an allow rule): every program's
-//     key must be covered by the pattern that allowed the call, or be
-//     read-only as above.
+//     key must be covered by the pattern that allowed the call, or, for a
+//     compound command's exact pattern, be one of the simple commands
+//     written in it, word for word, or be read-only as above.
 //   - Mode (the mode allowed the call's class): every program must be
 //     allowed by the mode on its own.
 //   - Person (a person approved this very call): what they saw runs.
@@ -36,6 +37,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -43,6 +45,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/shellcmd"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
 
@@ -101,6 +104,7 @@ type Config struct {
 type Guard struct {
 	cfg         Config
 	base        map[string]string
+	argvs       [][]string // for an exact run_command pattern: the literal commands written in it
 	realProject string     // ProjectDir with its links resolved, once
 	mu          sync.Mutex // one ask at a time
 }
@@ -122,7 +126,49 @@ func New(cfg Config) *Guard {
 			g.base[k] = v
 		}
 	}
+	if cfg.Scope == Pattern && cfg.Pattern.Exact && cfg.Pattern.Tool == permission.ShellTool {
+		g.argvs = literalCommands(cfg.Pattern.Action)
+	}
 	return g
+}
+
+// literalCommands returns the argv of every simple command written in the
+// shell text src whose words are all literal: what a rule of that very
+// text says may run. Nil when src does not parse.
+func literalCommands(src string) [][]string {
+	c := permission.ParseCommand(src)
+	if c.File == nil {
+		return nil
+	}
+	var out [][]string
+	syntax.Walk(c.File, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		argv := make([]string, len(call.Args))
+		for i, w := range call.Args {
+			lw := shellcmd.WordOf(w)
+			if !lw.Lit {
+				return true
+			}
+			argv[i] = lw.Val
+		}
+		out = append(out, argv)
+		return true
+	})
+	return out
+}
+
+// written reports whether argv is one of the commands written in the exact
+// pattern that allowed the call, word for word.
+func (g *Guard) written(argv []string) bool {
+	for _, a := range g.argvs {
+		if slices.Equal(a, argv) {
+			return true
+		}
+	}
+	return false
 }
 
 // Shell returns the checks in the form the @shell executor takes.
@@ -188,8 +234,8 @@ func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
 	case Person:
 		return nil
 	case Pattern:
-		if g.cfg.Pattern.Match(cmd.Key) {
-			return nil
+		if g.cfg.Pattern.Match(cmd.Key) || g.written(p.Argv) {
+			return nil // its key, or for a compound rule one of its commands as written
 		}
 		why = g.readOnly(ctx, p, req)
 		if why != "" {

@@ -159,3 +159,35 @@ func BenchmarkGuardExec(b *testing.B) {
 		})
 	}
 }
+
+// TestCompoundRuleCoversItsCommands: under the exact pattern of a compound
+// command (a rule or grant of that very command), each simple command
+// written in it runs word for word, however the rule quoted it; a step
+// with other words is not covered.
+func TestCompoundRuleCoversItsCommands(t *testing.T) {
+	t.Parallel()
+	pat := permission.MustParsePattern(`run_command:"'touch' a && touch \"b c\" | wc -l; echo $X"`)
+	g := New(Config{Scope: Pattern, Pattern: pat})
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		argv []string
+		ok   bool
+	}{
+		{[]string{"touch", "a"}, true},
+		{[]string{"touch", "b c"}, true},
+		{[]string{"wc", "-l"}, true},
+		{[]string{"touch", "b", "c"}, false},
+		{[]string{"touch", "a", "x"}, false},
+		{[]string{"rm", "a"}, false},
+	} {
+		err := g.Exec(context.Background(), shell.Program{Argv: tc.argv, Path: "/usr/bin/" + tc.argv[0], Dir: dir})
+		if got := err == nil; got != tc.ok {
+			t.Errorf("Exec(%q) under %s: %v, want allowed %v", tc.argv, pat, err, tc.ok)
+		}
+	}
+	// A simple command's pattern keeps its meaning: its key, nothing more.
+	g = New(Config{Scope: Pattern, Pattern: permission.MustParsePattern("run_command:touch:a")})
+	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "a"}, Path: "/usr/bin/rm", Dir: dir}); err == nil {
+		t.Error("rm a allowed under run_command:touch:a")
+	}
+}
