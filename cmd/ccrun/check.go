@@ -137,7 +137,7 @@ func printReport(a *app, r checkReport) {
 	}
 	kind := "simple"
 	if r.Compound {
-		kind = "compound: matched only by this exact key"
+		kind = "compound: matched only by a rule of this command, however spaced or quoted"
 	}
 	fmt.Fprintf(w, "key:         %s (%s)\n", r.Key, kind)
 	fmt.Fprintf(w, "tool:        %s (%s)\n", r.Tool, r.Environment)

@@ -214,6 +214,18 @@ The tool's exit code becomes ccrun's.`,
 					os.Exit(exitCode(r, nil))
 				})))
 			}
+			// shown counts the notes of the decision an approver answered:
+			// they said why it was asked, a person saw them in the prompt,
+			// --approve answered regardless; they are not repeated after
+			// the run (a stale grant would say so on every run).
+			shown := 0
+			if approver != nil {
+				next := approver
+				approver = permission.ApproverFunc(func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+					shown = len(p.Decision.Diagnostics)
+					return next.Approve(ctx, p)
+				})
+			}
 			rt, err := a.runtime(approver, layer, extra...)
 			if err != nil {
 				return err
@@ -251,7 +263,7 @@ The tool's exit code becomes ccrun's.`,
 			if err != nil {
 				return explain(out, err, prompted)
 			}
-			for _, x := range out.Decision.Diagnostics {
+			for _, x := range out.Decision.Diagnostics[min(shown, len(out.Decision.Diagnostics)):] {
 				fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
 			}
 			switch r := out.Result; {
