@@ -398,11 +398,11 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 
 	// The timeout counts from here: a pod that cannot start within it is
 	// an unavailable cluster, not a program that ran too long.
-	var deadline <-chan time.Time
+	var deadline <-chan struct{} // closed at the timeout: read by more than one select
 	if lim.Timeout > 0 {
-		t := time.NewTimer(lim.Timeout)
-		defer t.Stop()
-		deadline = t.C
+		tctx, tcancel := context.WithTimeout(context.Background(), lim.Timeout)
+		defer tcancel()
+		deadline = tctx.Done()
 	}
 	// The create runs on a context the caller cannot cancel: a pod the
 	// API server made after the caller gave up would be left until GC.

@@ -359,10 +359,36 @@ pause_image() {
 	rm -rf "$ctx"
 }
 
+# normref spells a reference as containerd names it (docker.io/library/
+# for a short name, :latest for none).
+normref() {
+	local r=$1 name tag first
+	name=${r%:*}
+	tag=${r##*:}
+	if [[ $name == "$r" || $tag == */* ]]; then name=$r tag=latest; fi
+	first=${name%%/*}
+	if [[ $name != */* ]]; then
+		name=docker.io/library/$name
+	elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then
+		name=docker.io/$name
+	fi
+	echo "$name:$tag"
+}
+
+# load imports Docker images into every node, each also named by its
+# digest (REPO@sha256:...), so that a pod can name it digest-pinned and
+# the kubelet reports both names in Node.status.images.
 load() { # image...
-	local i
+	local i img ref digest sock
 	for i in $(seq 1 "$NODES"); do
-		docker save "$@" | ctr -a "$RUN/n$i/containerd.sock" -n k8s.io images import --digests - >/dev/null
+		sock=$RUN/n$i/containerd.sock
+		docker save "$@" | ctr -a "$sock" -n k8s.io images import - >/dev/null
+		for img in "$@"; do
+			ref=$(normref "$img")
+			digest=$(ctr -a "$sock" -n k8s.io images ls | awk -v r="$ref" '$1 == r {print $3}')
+			[[ -n $digest ]] || die "node $i: $ref not imported"
+			ctr -a "$sock" -n k8s.io images tag --force "$ref" "${ref%:*}@$digest" >/dev/null
+		done
 	done
 }
 

@@ -38,7 +38,7 @@ func newDialer(netns, to string) (*dialer, error) {
 			ready <- err
 			return
 		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETNS, f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
+		if _, _, e := syscall.RawSyscall(sysSetns, f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
 			ready <- fmt.Errorf("setns %s: %w", netns, e)
 			return
 		}
@@ -107,3 +107,6 @@ func main() {
 		}()
 	}
 }
+
+// sysSetns is setns(2) on linux/amd64 (the syscall package has no name for it).
+const sysSetns = 308
