@@ -336,27 +336,22 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 }
 
 // allowlistPath is the project allowlist's file.
-func (s *Server) allowlistPath() string {
-	if p := s.rt.Gate().Project; p != nil {
-		return p.Path()
-	}
-	return ""
-}
+func (s *Server) allowlistPath() string { return s.rt.AllowlistFile() }
 
 // reloadAllowlist reads the project allowlist again when its file changed
 // (a person ran `ccrun allowlist add … --scope project`).
 func (s *Server) reloadAllowlist() {
-	p := s.rt.Gate().Project
-	if p == nil {
+	path := s.rt.AllowlistFile()
+	if path == "" {
 		return
 	}
-	st := stampOf(p.Path())
+	st := stampOf(path)
 	s.mu.Lock()
 	changed := st != s.allow
 	s.allow = st
 	s.mu.Unlock()
 	if changed {
-		if err := p.Reload(); err != nil && s.opts.Logger != nil {
+		if err := s.rt.ReloadAllowlist(); err != nil && s.opts.Logger != nil {
 			s.opts.Logger.Warn("reloading the project allowlist", "err", err)
 		}
 	}
@@ -413,11 +408,11 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if ans != nil || c.canAsk() {
 		opts.Approver = ap
 	}
-	return s.run(ctx, req, call, opts)
+	return s.run(ctx, req, call, opts, ap)
 }
 
 // run executes call and renders its outcome.
-func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, call *ccrun.Call, opts ccrun.CallOptions) (*mcp.CallToolResult, error) {
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, call *ccrun.Call, opts ccrun.CallOptions, ap *approver) (*mcp.CallToolResult, error) {
 	var out atomic.Int64
 	var state atomic.Value
 	state.Store(string(ccrun.Validating))
@@ -449,7 +444,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, call *ccrun.
 		}()
 	}
 	o, err := s.rt.ExecWith(ctx, call, opts)
-	return render(o, err), nil
+	return render(o, err, opts.Approver != nil && ap.declined.Load()), nil
 }
 
 // counter counts the bytes of output as they arrive, for progress.
@@ -486,10 +481,11 @@ func (a *answer) covers(chk *ccrun.Outcome) bool {
 // answer the call brought, else by asking the client while the call waits
 // (protocols before 2026-07-28), else nobody can answer.
 type approver struct {
-	s    *Server
-	c    *conn
-	ans  *answer
-	tool func(string) string
+	s        *Server
+	c        *conn
+	ans      *answer
+	tool     func(string) string
+	declined atomic.Bool // a person was asked and said no
 }
 
 // errCannotAsk: the question could not be put to the person.
@@ -500,6 +496,7 @@ func (a *approver) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 		if an.late {
 			return ceiling.Deny, fmt.Errorf("the answer came after the %s the question allows", a.s.opts.AskTimeout)
 		}
+		a.declined.Store(an.grant == ceiling.Deny)
 		return an.grant, nil
 	}
 	if a.c.multiRound() || !a.c.canAsk() {
@@ -515,7 +512,9 @@ func (a *approver) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 	case err != nil:
 		return ceiling.Deny, fmt.Errorf("asking through the client: %w", err)
 	}
-	return grantOf(res, offered)
+	g, err := grantOf(res, offered)
+	a.declined.Store(err == nil && g == ceiling.Deny)
+	return g, err
 }
 
 // question is the elicitation that asks about p: the terminal prompt's
@@ -720,7 +719,8 @@ type Result struct {
 
 // render turns an outcome into a tool result: structured content and a
 // text rendering; a non-zero exit, a stop or a deny is isError.
-func render(o *ccrun.Outcome, err error) *mcp.CallToolResult {
+// declined says the person was asked and said no.
+func render(o *ccrun.Outcome, err error, declined bool) *mcp.CallToolResult {
 	tool := ""
 	if o != nil {
 		tool = o.Tool
@@ -728,7 +728,7 @@ func render(o *ccrun.Outcome, err error) *mcp.CallToolResult {
 	if err != nil {
 		var de *permission.DeniedError
 		if errors.As(err, &de) && o != nil && o.Request != nil {
-			return deniedResult(o, de, err)
+			return deniedResult(o, de, err, declined)
 		}
 		r := Result{Outcome: "failed", Tool: tool}
 		if errors.Is(err, ccrun.ErrInvalidCall) || errors.Is(err, capabilities.ErrInvalidInput) {
@@ -791,13 +791,13 @@ func refused(tool string, err error) *mcp.CallToolResult {
 }
 
 // deniedResult says what was refused and how the person can allow it.
-func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error) *mcp.CallToolResult {
+func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, declined bool) *mcp.CallToolResult {
 	d := de.Decision
 	req := o.Request
 	key := d.Key.String()
 	var how string
 	switch {
-	case d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil:
+	case declined && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil:
 		how = "the person declined when asked; they are asked again if the call is made again, but do not retry it unchanged"
 	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
 		how = "a rule or mode of the project denies it: only the person can change ccrun.json or their ccrun config"

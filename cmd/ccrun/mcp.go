@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun/mcpserver"
@@ -60,8 +59,7 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if addr == "" {
-				t := &mcp.IOTransport{Reader: readCloser(a.io.in), Writer: writeCloser(a.io.out)}
-				err := srv.Serve(ctx, t)
+				err := srv.Serve(ctx, mcpserver.StdioTransport(a.io.in, a.io.out))
 				if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 					return nil
 				}
@@ -162,26 +160,4 @@ func listenLoopback(addr string) (net.Listener, string, error) {
 		return nil, "", err
 	}
 	return ln, "http://" + ln.Addr().String() + "/", nil
-}
-
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
-func readCloser(r io.Reader) io.ReadCloser {
-	if rc, ok := r.(io.ReadCloser); ok {
-		return rc
-	}
-	return nopReadCloser{r}
-}
-
-func writeCloser(w io.Writer) io.WriteCloser {
-	if wc, ok := w.(io.WriteCloser); ok {
-		return wc
-	}
-	return nopWriteCloser{w}
 }

@@ -603,7 +603,9 @@ func TestMCPRawProtocol(t *testing.T) {
 	if m := recv(); m["error"] == nil && !isErrorResult(m) {
 		t.Fatalf("arguments not an object: %v, want an error", m)
 	}
-	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":`)
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":`) // cut short: not JSON
+	send(`{"jsonrpc":"1.0","id":6,"method":"tools/list"}`)
+	send(`[1,2]`)
 	send(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
 	for {
 		m := recv()
@@ -614,7 +616,7 @@ func TestMCPRawProtocol(t *testing.T) {
 			break
 		}
 		if m["error"] == nil {
-			t.Fatalf("the malformed request: %v, want a parse error", m)
+			t.Fatalf("a malformed request: %v, want a protocol error", m)
 		}
 	}
 }
