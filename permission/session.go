@@ -214,6 +214,43 @@ func PruneSessions(dir string, opts ...SessionOption) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
+// ExpiredSessions returns the ids of the sessions in dir whose lifetime
+// has run out: the files PruneSessions would remove. It removes nothing
+// (ccrun gc --dry-run). Files it cannot read as a session of this user
+// are reported, as PruneSessions reports them.
+func ExpiredSessions(dir string, opts ...SessionOption) ([]string, error) {
+	cfg := sessionOptions(opts)
+	if err := checkSessionDir(dir); err != nil {
+		if errors.Is(err, ErrSessionNotFound) { // no directory: no session
+			return nil, nil
+		}
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var expired []string
+	var errs []error
+	for _, ent := range ents {
+		id, ok := strings.CutSuffix(ent.Name(), ".json")
+		if !ok || !validSessionID(id) {
+			continue
+		}
+		f, _, err := newFileSession(dir, id, time.Time{}, cfg).read()
+		switch {
+		case err == nil:
+			if !cfg.now().Before(time.Unix(f.Expires, 0)) {
+				expired = append(expired, id)
+			}
+		case errors.Is(err, ErrSessionNotFound): // ended meanwhile
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return expired, errors.Join(errs...)
+}
+
 func sessionOptions(opts []SessionOption) sessionConfig {
 	cfg := sessionConfig{now: time.Now}
 	for _, o := range opts {

@@ -539,6 +539,17 @@ func TestPruneSessions(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, bad+".json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// ExpiredSessions lists what PruneSessions removes, and removes nothing.
+	expired, err := ExpiredSessions(dir, alClockAt(alNow.Add(30*time.Minute)))
+	if len(expired) != 1 || expired[0] != short.ID() {
+		t.Errorf("expired %v, want only %s", expired, short.ID())
+	}
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("ExpiredSessions err = %v, want the corrupt file reported", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, short.ID()+".json")); err != nil {
+		t.Errorf("ExpiredSessions removed %s: %v", short.ID(), err)
+	}
 	removed, err := PruneSessions(dir, alClockAt(alNow.Add(30*time.Minute)))
 	if len(removed) != 1 || removed[0] != short.ID() {
 		t.Errorf("removed %v, want only %s", removed, short.ID())
@@ -553,5 +564,8 @@ func TestPruneSessions(t *testing.T) {
 	}
 	if removed, err := PruneSessions(filepath.Join(dir, "none")); err != nil || removed != nil {
 		t.Errorf("no directory: %v %v", removed, err)
+	}
+	if expired, err := ExpiredSessions(filepath.Join(dir, "none")); err != nil || expired != nil {
+		t.Errorf("no directory: %v %v", expired, err)
 	}
 }

@@ -119,6 +119,30 @@ func orphaned(p helperProc, uid int) (string, bool) {
 	return "", false
 }
 
+// findOrphans lists ccrun's orphaned helper processes of this user, as
+// endOrphans would end them now: what ccrun gc --dry-run shows. It
+// signals nothing.
+func findOrphans() ([]orphan, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	uid, self := os.Getuid(), os.Getpid()
+	var found []orphan
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if p, ok := readProc(pid); ok {
+			if what, bad := orphaned(p, uid); bad {
+				found = append(found, orphan{pid, what})
+			}
+		}
+	}
+	return found, nil
+}
+
 // endOrphans finds ccrun's orphaned helper processes of this user and ends
 // them (SIGKILL). Each is pinned with a pidfd and checked again through
 // it, so that a pid reused meanwhile is never signalled.

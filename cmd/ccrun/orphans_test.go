@@ -82,8 +82,19 @@ func TestGCEndsOrphan(t *testing.T) {
 	dir := t.TempDir()
 	orphan := startMarked(t, "1")
 	alive := startMarked(t, strconv.Itoa(os.Getpid()))
+	// --dry-run lists it, and ends nothing.
+	stdout, stderr, _ := ccrunIn(t, dir, "gc", "--dry-run")
+	if want := "would end orphaned wasm worker " + strconv.Itoa(orphan.Process.Pid) + "\n"; !strings.Contains(stdout, want) {
+		t.Errorf("gc --dry-run: stdout %q, want %q; stderr %q", stdout, want, stderr)
+	}
+	if strings.Contains(stdout, strconv.Itoa(alive.Process.Pid)) {
+		t.Errorf("gc --dry-run lists the worker under its own parent: %q", stdout)
+	}
+	if err := orphan.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("gc --dry-run ended the orphan: %v", err)
+	}
 	// ccrun gc may fail later for want of a docker engine: the orphans come first.
-	stdout, stderr, _ := ccrunIn(t, dir, "gc")
+	stdout, stderr, _ = ccrunIn(t, dir, "gc")
 	want := "ended orphaned wasm worker " + strconv.Itoa(orphan.Process.Pid) + "\n"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("stdout %q, want %q; stderr %q", stdout, want, stderr)

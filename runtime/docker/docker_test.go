@@ -242,6 +242,14 @@ func TestGCAfterKill(t *testing.T) {
 	if still := ours(t, e, child.Process.Pid); len(still) != 1 {
 		t.Fatalf("after SIGKILL: %d containers of the child, want the 1 left behind", len(still))
 	}
+	// Garbage lists it, and removes nothing.
+	listed, err := e.Garbage(context.Background(), false)
+	if err != nil || !contains(listed, left[0].ID) {
+		t.Fatalf("Garbage = %v, %v; want the child's %s listed", listed, err, left[0].ID)
+	}
+	if still := ours(t, e, child.Process.Pid); len(still) != 1 {
+		t.Fatalf("after Garbage: %d containers of the child, want the 1 still there", len(still))
+	}
 	removed, err := e.GC(context.Background())
 	if err != nil {
 		t.Fatal(err)

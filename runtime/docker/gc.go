@@ -141,7 +141,28 @@ func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 	})
 }
 
-func (e *Executor) sweep(ctx context.Context, remove func(container.Summary) bool) ([]string, error) {
+// Garbage returns the ids of the containers GC would remove and, with
+// pool, of the warm-pool containers DrainPool would remove (those no run
+// has claimed, as listed now): what ccrun gc --dry-run shows. It removes
+// nothing and takes no lock.
+func (e *Executor) Garbage(ctx context.Context, pool bool) ([]string, error) {
+	list, err := e.owned(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, c := range list {
+		gone := !idle(c) && !ownerOf(c.Names, c.Labels).alive()
+		drained := pool && c.Labels[LabelPool] != "" && !claimed(c.Names)
+		if gone || drained {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids, nil
+}
+
+// owned lists the containers of ccrun created from this host.
+func (e *Executor) owned(ctx context.Context) ([]container.Summary, error) {
 	list, err := e.eng.ContainerList(ctx, container.ListOptions{
 		All: true,
 		Filters: filters.NewArgs(
@@ -151,6 +172,14 @@ func (e *Executor) sweep(ctx context.Context, remove func(container.Summary) boo
 	})
 	if err != nil {
 		return nil, classify(e.host, "list containers", err)
+	}
+	return list, nil
+}
+
+func (e *Executor) sweep(ctx context.Context, remove func(container.Summary) bool) ([]string, error) {
+	list, err := e.owned(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var removed []string
 	var errs []error

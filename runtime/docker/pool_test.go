@@ -198,7 +198,14 @@ func TestPool(t *testing.T) {
 		t.Fatalf("after the warm run: idle %v (was %v), busy %v; want 1 fresh idle, none busy", idle2, idle1, busy)
 	}
 
-	// GC leaves the idle container; DrainPool removes it.
+	// GC leaves the idle container; DrainPool removes it. Garbage lists it
+	// only with pool.
+	if listed, err := second.Garbage(context.Background(), false); err != nil || contains(listed, idle2[0]) {
+		t.Fatalf("Garbage(pool false) = %v, %v; want the idle pool container not listed", listed, err)
+	}
+	if listed, err := second.Garbage(context.Background(), true); err != nil || !contains(listed, idle2[0]) {
+		t.Fatalf("Garbage(pool true) = %v, %v; want %s listed", listed, err, idle2[0])
+	}
 	if removed, err := second.GC(context.Background()); err != nil || contains(removed, idle2[0]) {
 		t.Fatalf("GC = %v, %v; want the idle pool container kept", removed, err)
 	}
