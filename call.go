@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -201,7 +203,9 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 			path = filepath.Join(r.dir, path)
 		}
 		mod, sum, err := r.modules.read(path)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("call: module: %w: %w", err, ErrNotFound)
+		} else if err != nil {
 			return nil, nil, fmt.Errorf("call: module: %w", err)
 		}
 		if err := wasm.CheckModule(mod); err != nil {
@@ -215,6 +219,10 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "", nil, nil)
 		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
 	case c.Image != "":
+		if m := c.Limits.Memory; m > 0 && m < job.MinMemory {
+			// refused before the engine is reached or anyone is asked
+			return nil, nil, fmt.Errorf("call: memory limit %d bytes is below the %d bytes a container needs to start: %w", m, job.MinMemory, ErrInvalidCall)
+		}
 		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
 		req.Tool = ToolRunDocker
 		req.Permission = permission.Ask(imageKey(c.Image))

@@ -34,18 +34,6 @@ import (
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
-// Error classes of this package, for errors.Is. Permission denials are
-// permission.ErrPermissionDenied; a bad manifest is
-// capabilities.ErrInvalidManifest.
-var (
-	// ErrInvalidCall: the call itself is malformed (no tool, two tools,
-	// input that does not match the schema, an empty command).
-	ErrInvalidCall = errors.New("invalid call")
-	// ErrUnavailable: the environment's executor cannot be reached
-	// (no Docker Engine) or was not configured.
-	ErrUnavailable = errors.New("environment unavailable")
-)
-
 // Executor runs a prepared invocation in one environment. The runtime/...
 // packages provide one each; a caller may plug in its own with
 // WithExecutor. Execute returns an error only when the program could not be
@@ -61,7 +49,7 @@ type Runtime struct {
 	audit    *audit.Log
 	envPass  []string
 	bus      bus
-	ids      atomic.Uint64
+	ids      atomic.Uint64 // call ids; a sub-agent's come from its parent's (nextID)
 	mu       sync.Mutex
 	execs    map[ceiling.Environment]Executor
 	makers   map[ceiling.Environment]func(context.Context) (Executor, error)
@@ -224,12 +212,10 @@ func New(opts ...Option) (*Runtime, error) {
 // ProjectDir is the project root.
 func (r *Runtime) ProjectDir() string { return r.dir }
 
-// Gate is the runtime's gate, for callers that decide without running
-// (ccrun check) or reload the project allowlist.
-func (r *Runtime) Gate() *permission.Gate { return r.gate }
-
 // Subscribe calls f with every state transition of every call, in order,
-// on the goroutine running the call. It returns a function that stops it.
+// on the goroutine running the call. It returns a function that stops it;
+// f may call it from inside itself. After cancel returns, f sees no event
+// published later.
 func (r *Runtime) Subscribe(f func(Event)) (cancel func()) { return r.bus.subscribe(f) }
 
 // Close releases the executors (the wasm runtime, the Docker client) and
@@ -248,6 +234,15 @@ func (r *Runtime) Close() error {
 	}
 	errs = append(errs, r.audit.Close())
 	return errors.Join(errs...)
+}
+
+// nextID numbers a call. A sub-agent shares its parent's counter, as it
+// shares the audit log: ids are unique within the log.
+func (r *Runtime) nextID() uint64 {
+	for r.parent != nil {
+		r = r.parent
+	}
+	return r.ids.Add(1)
 }
 
 // executor returns the executor for env, starting it on first use.

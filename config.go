@@ -168,11 +168,9 @@ func (r *Runtime) loadFiles() error {
 	}
 	r.trust, r.files = st, layers
 	if r.gate.Project == nil {
-		p, err := permission.LoadProject(permission.ProjectFile(r.dir))
+		// from the bytes the settings layer read: ccrun.json is read once
+		p, err := permission.OpenProject(permission.ProjectFile(r.dir), project, keeper, loc.Local, st.Digest)
 		if err != nil {
-			return err
-		}
-		if err := p.SetTrust(keeper, loc.Local); err != nil {
 			return err
 		}
 		r.gate.Project = p

@@ -1,6 +1,7 @@
 package ccrun
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -45,33 +46,40 @@ type Event struct {
 	Err string `json:"error,omitempty"`
 }
 
-// bus delivers events to subscribers, synchronously and in order.
+// bus delivers events to subscribers, synchronously and in the order they
+// subscribed. A subscriber may cancel itself, or subscribe another, from
+// inside its callback: publish calls the subscribers without holding the
+// lock, on the list as it was when the event was published (the list is
+// copied on write, never changed in place).
 type bus struct {
-	mu   sync.RWMutex
+	mu   sync.Mutex
 	next int
-	subs map[int]func(Event)
+	subs []subscriber
+}
+
+type subscriber struct {
+	id int
+	f  func(Event)
 }
 
 func (b *bus) subscribe(f func(Event)) (cancel func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.subs == nil {
-		b.subs = map[int]func(Event){}
-	}
 	id := b.next
 	b.next++
-	b.subs[id] = f
+	b.subs = append(slices.Clip(b.subs), subscriber{id, f})
 	return func() {
 		b.mu.Lock()
-		delete(b.subs, id)
-		b.mu.Unlock()
+		defer b.mu.Unlock()
+		b.subs = slices.DeleteFunc(slices.Clone(b.subs), func(s subscriber) bool { return s.id == id })
 	}
 }
 
 func (b *bus) publish(e Event) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for _, f := range b.subs {
-		f(e)
+	b.mu.Lock()
+	subs := b.subs
+	b.mu.Unlock()
+	for _, s := range subs {
+		s.f(e)
 	}
 }

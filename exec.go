@@ -104,15 +104,24 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 // A @docker call's image is looked up (never pulled) so that a grant bound
 // to it can match; when it cannot be (not local, no engine), the decision
 // says so in its diagnostics, and no grant bound to an image matches.
-func (r *Runtime) Check(c *Call) (*Outcome, error) { return r.check(c, r.gate) }
+//
+// Check is CheckContext with context.Background().
+func (r *Runtime) Check(c *Call) (*Outcome, error) { return r.check(context.Background(), c, r.gate) }
+
+// CheckContext is Check under ctx: the lookup of a @docker call's image,
+// the one step that reaches an engine, ends when ctx does (and after a few
+// seconds in any case); the decision then says the image was not resolved.
+func (r *Runtime) CheckContext(ctx context.Context, c *Call) (*Outcome, error) {
+	return r.check(ctx, c, r.gate)
+}
 
 // check is Check through gate g (CheckWith).
-func (r *Runtime) check(c *Call, g *permission.Gate) (*Outcome, error) {
+func (r *Runtime) check(ctx context.Context, c *Call, g *permission.Gate) (*Outcome, error) {
 	req, inv, err := r.prepare(c)
 	if err != nil {
 		return &Outcome{Request: req}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkResolveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, checkResolveTimeout)
 	defer cancel()
 	unresolved := r.bindImage(ctx, req, inv, false)
 	d := g.Decide(req)
@@ -135,7 +144,7 @@ type tracker struct {
 }
 
 func (r *Runtime) track(c *Call) *tracker {
-	id := fmt.Sprintf("c%d", r.ids.Add(1))
+	id := fmt.Sprintf("c%d", r.nextID())
 	return &tracker{r: r, out: &Outcome{ID: id}, start: time.Now()}
 }
 

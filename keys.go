@@ -1,8 +1,9 @@
 package ccrun
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
@@ -11,7 +12,7 @@ import (
 
 // ErrUnknownKey is the class of EnvironmentOf's error: a key pattern that
 // names no tool ccrun runs, or no single capability.
-var ErrUnknownKey = errors.New("unknown key form")
+var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 
 // EnvironmentOf says where the calls a key pattern covers would run, so
 // that a grant of it can be checked against the ceiling. For a capability it

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/ccrun/ccrun/permission"
 )
 
 // Error classes of this package. Test them with errors.Is.
@@ -11,23 +15,33 @@ var (
 	// ErrInvalidManifest: a capability.json is malformed, breaks the
 	// published schema, or names something it may not (a path outside
 	// its directory, an unknown environment). The error is a
-	// *ManifestError listing every problem found.
-	ErrInvalidManifest = errors.New("invalid capability manifest")
+	// *ManifestError listing every problem found. It is of class
+	// permission.ErrInvalidConfig.
+	ErrInvalidManifest error = subclass{permission.ErrInvalidConfig, "invalid capability manifest"}
 	// ErrNotFound: no capability of that name, or no capability.json in
 	// the directory.
-	ErrNotFound = errors.New("capability not found")
+	ErrNotFound = errdefs.ErrNotFound.WithMessage("capability not found")
 	// ErrInvalidInput: a call's input does not match the capability's
 	// parameters schema. The error is an *InputError.
-	ErrInvalidInput = errors.New("invalid input")
+	ErrInvalidInput = errdefs.ErrInvalidArgument.WithMessage("invalid input")
 	// ErrChanged: a capability's files are no longer those it was loaded
 	// (and approved) with (Verify, ReadModule). Load it again, and ask
 	// again.
-	ErrChanged = errors.New("capability changed since it was loaded")
+	ErrChanged = errdefs.ErrPermissionDenied.WithMessage("capability changed since it was loaded")
 	// ErrInvalidArgument: a caller passed a name or environment that
 	// cannot be used (Scaffold), or asked a capability for what it has not
 	// (ReadModule of a non-@wasm capability).
-	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidArgument = errdefs.ErrInvalidArgument
 )
+
+// subclass is a named error within a class: errors.Is finds both.
+type subclass struct {
+	class error
+	msg   string
+}
+
+func (e subclass) Error() string { return e.msg }
+func (e subclass) Unwrap() error { return e.class }
 
 // FieldError is one problem in a JSON document: a manifest or a call's
 // input. It names the file, the position when known, and the field as a
@@ -71,7 +85,9 @@ type ManifestError struct {
 func (e *ManifestError) Error() string { return joinFieldErrors(e.Errors) }
 
 // Is makes errors.Is(err, ErrInvalidManifest) true.
-func (e *ManifestError) Is(target error) bool { return target == ErrInvalidManifest }
+func (e *ManifestError) Is(target error) bool {
+	return target == ErrInvalidManifest || errors.Is(ErrInvalidManifest, target)
+}
 
 // Unwrap returns the field errors.
 func (e *ManifestError) Unwrap() []error { return fieldErrs(e.Errors) }
@@ -94,7 +110,9 @@ func (e *InputError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrInvalidInput) true.
-func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+func (e *InputError) Is(target error) bool {
+	return target == ErrInvalidInput || errors.Is(ErrInvalidInput, target)
+}
 
 // Unwrap returns the field errors.
 func (e *InputError) Unwrap() []error { return fieldErrs(e.Errors) }

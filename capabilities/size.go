@@ -2,17 +2,18 @@ package capabilities
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/containerd/errdefs"
 )
 
 // ErrInvalidSize is the class of ParseSize's errors.
-var ErrInvalidSize = errors.New("invalid size")
+var ErrInvalidSize = errdefs.ErrInvalidArgument.WithMessage("invalid size")
 
 // ParseSize reads a size in bytes: a number, optionally with a fraction,
 // followed by an optional unit. Units are binary and case-insensitive, as

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/containerd/errdefs"
 )
 
 // Environment is where a tool's code runs.
@@ -30,7 +32,7 @@ const (
 var Environments = []Environment{Shell, Wasm, Docker}
 
 // ErrUnknownEnvironment is the class of ParseEnvironment's error.
-var ErrUnknownEnvironment = errors.New("unknown environment")
+var ErrUnknownEnvironment = errdefs.ErrInvalidArgument.WithMessage("unknown environment")
 
 // ParseEnvironment reads "@shell", "@wasm" or "@docker". The leading "@" may
 // be left out. Anything else is an error of class ErrUnknownEnvironment.
@@ -71,7 +73,7 @@ func (g Grant) String() string {
 }
 
 // ErrUnknownGrant is the class of ParseGrant's error.
-var ErrUnknownGrant = errors.New("unknown grant")
+var ErrUnknownGrant = errdefs.ErrInvalidArgument.WithMessage("unknown grant")
 
 // ParseGrant reads a grant's name as String writes it, or one of the short
 // forms "deny", "once", "session", "project" (case-insensitive).
@@ -112,7 +114,9 @@ func Check(e Environment, key string, g Grant) error {
 }
 
 // ErrViolation is the class of every *Violation: errors.Is(err, ErrViolation).
-var ErrViolation = errors.New("ceiling violation")
+// It is of class errdefs.ErrPermissionDenied too: a grant past the ceiling
+// is refused.
+var ErrViolation = errdefs.ErrPermissionDenied.WithMessage("ceiling violation")
 
 // Violation says a grant went past its environment's ceiling: a person chose
 // AlwaysThisProject for a @shell key, or ccrun.json holds a @shell key.
@@ -129,7 +133,9 @@ func (v *Violation) Error() string {
 }
 
 // Is makes errors.Is(err, ErrViolation) true for every *Violation.
-func (v *Violation) Is(target error) bool { return target == ErrViolation }
+func (v *Violation) Is(target error) bool {
+	return target == ErrViolation || errors.Is(ErrViolation, target)
+}
 
 // MarshalText writes g's name, so grants are strings in JSON.
 func (g Grant) MarshalText() ([]byte, error) { return []byte(g.String()), nil }

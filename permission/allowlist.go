@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/ccrun/ccrun/ceiling"
 )
 
 // Never is the Expiry of an entry that lasts as long as its allowlist: the
@@ -21,14 +25,14 @@ const Never int64 = -1
 var (
 	// ErrInvalidEntry: an Entry given to Add cannot be kept (no pattern,
 	// a grant that does not persist, a malformed digest or expiry).
-	ErrInvalidEntry = errors.New("invalid allowlist entry")
+	ErrInvalidEntry = errdefs.ErrInvalidArgument.WithMessage("invalid allowlist entry")
 	// ErrSessionNotFound: the session does not exist, was ended, or its
 	// lifetime ran out.
-	ErrSessionNotFound = errors.New("session not found")
+	ErrSessionNotFound = errdefs.ErrNotFound.WithMessage("session not found")
 	// ErrUnsafeStorage: a session directory or file could be read or
 	// replaced by someone else than the current user (wrong owner, group or
 	// other permission bits, a symbolic link). ccrun refuses to use it.
-	ErrUnsafeStorage = errors.New("unsafe session storage")
+	ErrUnsafeStorage = errdefs.ErrPermissionDenied.WithMessage("unsafe session storage")
 )
 
 // Entry is one grant kept in an allowlist: the pattern it covers, the grant
@@ -49,6 +53,12 @@ type Entry struct {
 	// lowercase hex digits: a capability's manifest and artifact), or ""
 	// for none. A bound entry counts only for a call of that same digest.
 	Digest string
+	// Environment, when set, is where the calls Pattern covers run:
+	// ProjectAllowlist.Add refuses an entry past its ceiling. When empty,
+	// Add goes by what the pattern tells on its own (a run_command key is
+	// a @shell key). It is not kept in the files: the gate checks the
+	// ceiling again at every lookup.
+	Environment ceiling.Environment
 }
 
 // String writes e for a person: pattern, grant, and digest and expiry when set.

@@ -175,7 +175,7 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		d.Reason = "allowed for this project by the person asked"
 		if g.Project == nil {
 			d.Diagnostics = append(d.Diagnostics, "no project allowlist is open, so the grant lasts for this call only")
-		} else if err := g.Project.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest}); err != nil {
+		} else if err := g.Project.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest, Environment: req.Environment}); err != nil {
 			d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("the project grant could not be kept: %v", err))
 		}
 	}

@@ -1,9 +1,10 @@
 package permission
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/containerd/errdefs"
 )
 
 // Mode is the default stance of the gate for calls no rule, allowlist or
@@ -106,7 +107,7 @@ func (m Mode) Verdict(c Class) Verdict {
 
 // ErrDepthExceeded is the class of the error of SubAgent on a policy that
 // is already a sub-agent's: sub-agents are one level deep (seed 000 §4.8).
-var ErrDepthExceeded = errors.New("sub-agent depth exceeded")
+var ErrDepthExceeded = errdefs.ErrPermissionDenied.WithMessage("sub-agent depth exceeded")
 
 // MaxSubAgentDepth is how deep sub-agents nest: a sub-agent cannot derive
 // another one.

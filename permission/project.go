@@ -108,6 +108,31 @@ func LoadProject(path string) (*ProjectAllowlist, error) {
 	return p, nil
 }
 
+// OpenProject is LoadProject then SetTrust without reading a file again:
+// project is the settings layer LoadSettings read from path (nil when the
+// file is absent), digest the Loosening digest of that read with the
+// ccrun.local.json at localPath (ProjectLoosening), which t judges. Reload
+// and Add read the file again, as with LoadProject.
+func OpenProject(path string, project *Settings, t Trust, localPath, digest string) (*ProjectAllowlist, error) {
+	p := &ProjectAllowlist{path: path, trust: t, localPath: localPath}
+	doc := &projectDoc{allow: -1}
+	if project != nil {
+		var err error
+		if doc, err = parseProjectDoc(path, project.data); err != nil {
+			return nil, err
+		}
+		doc.data = project.data
+	}
+	p.entries = doc.entryList()
+	if t != nil {
+		p.digest = digest
+		if !t.Trusted(digest) {
+			p.untrusted = NotTrusted
+		}
+	}
+	return p, nil
+}
+
 // Path returns the file the allowlist is read from and written to.
 func (p *ProjectAllowlist) Path() string { return p.path }
 
@@ -216,10 +241,23 @@ func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) LookupR
 // AlwaysThisProject and e.Expiry Never (or zero): project grants do not
 // expire. After a successful write, the allowlist holds the file as
 // written, edits by others included.
+//
+// An entry past its environment's ceiling (e.Environment, or a @shell key
+// whatever it says) is refused with a *ceiling.Violation, of class
+// ceiling.ErrViolation, and the file is kept as it was.
 func (p *ProjectAllowlist) Add(e Entry) error {
 	e, err := e.normalize(AlwaysThisProject)
 	if err != nil {
 		return err
+	}
+	env := e.Environment
+	if e.Pattern.Tool == ShellTool {
+		env = ceiling.Shell
+	}
+	if env != "" {
+		if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
+			return fmt.Errorf("entry %s: %w", e.Pattern, err)
+		}
 	}
 	if e.Expiry != Never {
 		return fmt.Errorf("entry %s: a project grant does not expire (expiry %d): %w", e.Pattern, e.Expiry, ErrInvalidEntry)

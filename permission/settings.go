@@ -74,6 +74,8 @@ type Settings struct {
 	// hand `ccrun exec` to an agent. Any layer may set it, a project file
 	// too (it only tightens); no layer can unset it (see LoosenLock).
 	NoLoosening bool
+
+	data []byte // the text parsed, for OpenProject
 }
 
 // checkProject enforces what a committed project file may not say: it is
@@ -99,7 +101,7 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 	if _, ok := originOrder[origin]; !ok {
 		return nil, fmt.Errorf("%s: unknown origin %q: %w", name, origin, ErrInvalidConfig)
 	}
-	s := &Settings{Origin: origin, Name: name}
+	s := &Settings{Origin: origin, Name: name, data: data}
 	members, err := objectMembers(data, 0, name)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/containerd/errdefs"
 )
 
 // NotTrusted is the reason given, in a Decision's diagnostics, by `ccrun
@@ -18,7 +20,7 @@ const NotTrusted = "this project is not trusted: run `ccrun trust` to review wha
 // made while the project is not trusted: the file is written, but the
 // change counts only once the person trusts the project. Such an error is
 // also of class ErrPermissionDenied.
-var ErrNotTrusted = errors.New("project not trusted")
+var ErrNotTrusted = errdefs.ErrPermissionDenied.WithMessage("project not trusted")
 
 // Loosening is what a project's own files (ccrun.json, ccrun.local.json)
 // loosen past the defaults, one line each (Settings.Loosens). It counts

@@ -2,7 +2,8 @@ package permission
 
 import (
 	"context"
-	"errors"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
 )
@@ -25,10 +26,10 @@ const (
 // Error classes of this package. Test them with errors.Is.
 var (
 	// ErrPermissionDenied: the gate said no, or nobody could be asked.
-	ErrPermissionDenied = errors.New("permission denied")
+	ErrPermissionDenied = errdefs.ErrPermissionDenied
 	// ErrInvalidConfig: a settings file or allowlist is malformed or
 	// holds a rule that cannot match.
-	ErrInvalidConfig = errors.New("invalid configuration")
+	ErrInvalidConfig = errdefs.ErrFailedPrecondition.WithMessage("invalid configuration")
 )
 
 // Permission is what a tool call asks for: None (a call with no side

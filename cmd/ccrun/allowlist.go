@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -37,28 +38,12 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				return err
 			}
 			defer rt.Close()
-			if by, locked := rt.LoosenLock(); locked {
-				return fmt.Errorf("allowlist add refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person grants at the prompt, or edits the settings: %w", by, permission.ErrPermissionDenied)
-			}
-			env, capa, err := rt.EnvironmentOf(p)
-			if err != nil {
-				return usageError{err}
-			}
-			e := permission.Entry{Pattern: p, Expiry: permission.Never}
-			if capa != nil {
-				e.Digest = capa.Digest
-			}
+			var grant ceiling.Grant
 			switch scope {
 			case "project":
-				e.Grant = ceiling.AlwaysThisProject
-				if err := ceiling.Check(env, p.String(), e.Grant); err != nil {
-					return usageError{fmt.Errorf("%w; use --scope session", err)}
-				}
-				if err := rt.Gate().Project.Add(e); err != nil {
-					return err
-				}
+				grant = ceiling.AlwaysThisProject
 			case "session":
-				e.Grant = ceiling.AlwaysThisSession
+				grant = ceiling.AlwaysThisSession
 				s, err := openSession()
 				if err != nil {
 					return usageError{err}
@@ -66,11 +51,15 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				if s == nil {
 					return usagef("no session: start one with eval \"$(ccrun session start)\"")
 				}
-				if err := s.Add(e); err != nil {
-					return err
-				}
 			default:
 				return usagef("--scope %q: want session or project", scope)
+			}
+			e, err := rt.Grant(c.Context(), p, grant)
+			if errors.Is(err, ccrun.ErrCeilingViolation) {
+				return usageError{fmt.Errorf("%w; use --scope session", err)}
+			}
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(a.io.out, "added %s\n", e)
 			return nil
@@ -93,12 +82,12 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				return err
 			}
 			defer rt.Close()
-			ok, err := rt.Gate().Project.Remove(args[0])
+			ok, err := rt.Revoke(args[0])
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return usagef("%s is not in %s", args[0], rt.Gate().Project.Path())
+				return usagef("%s is not in %s", args[0], rt.AllowlistFile())
 			}
 			fmt.Fprintf(a.io.out, "removed %s\n", args[0])
 			return nil
@@ -119,15 +108,15 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 			}
 			defer rt.Close()
 			var r allowlistReport
-			r.Project.Path = rt.Gate().Project.Path()
+			al, _ := rt.Lint() // the problems are shown with the entries
+			r.Project.Path = al.File
 			r.Project.Entries = []entryReport{}
-			for _, e := range rt.Gate().Project.Entries() {
-				er := entryOf(e)
-				warn, err := lintEntry(rt, e)
-				if err != nil {
-					er.Problem = err.Error()
+			for _, e := range al.Entries {
+				er := entryOf(e.Entry)
+				if e.Problem != nil {
+					er.Problem = e.Problem.Error()
 				}
-				er.Warning = warn
+				er.Warning = e.Warning
 				r.Project.Entries = append(r.Project.Entries, er)
 			}
 			if os.Getenv("CCRUN_SESSION") != "" {
@@ -174,80 +163,24 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				return err
 			}
 			defer rt.Close()
-			var bad []error
-			for _, e := range rt.Gate().Project.Entries() {
-				if warn, err := lintEntry(rt, e); err != nil {
-					bad = append(bad, err)
-					fmt.Fprintf(a.io.err, "%s: %s: %v\n", rt.Gate().Project.Path(), e.Pattern, err)
-				} else if warn != "" {
-					fmt.Fprintf(a.io.err, "%s: %s: warning: %s\n", rt.Gate().Project.Path(), e.Pattern, warn)
+			al, err := rt.Lint()
+			for _, e := range al.Entries {
+				if e.Problem != nil {
+					fmt.Fprintf(a.io.err, "%s: %s: %v\n", al.File, e.Pattern, e.Problem)
+				} else if e.Warning != "" {
+					fmt.Fprintf(a.io.err, "%s: %s: warning: %s\n", al.File, e.Pattern, e.Warning)
 				}
 			}
-			if pol := rt.Gate().Policy; pol != nil {
-				bad = append(bad, lintRules(a, pol)...)
+			for _, r := range al.Rules {
+				fmt.Fprintf(a.io.err, "%s: %s rule %v\n", r.Source, r.Kind, r.Problem)
 			}
-			if len(bad) > 0 {
-				return &lintError{n: len(bad), errs: bad}
+			if err != nil {
+				return fmt.Errorf("allowlist lint: %s: %w", plural(al.Problems(), "problem", "problems"), ccrun.ErrInvalidConfig)
 			}
-			fmt.Fprintf(a.io.out, "%s: %s, no problems\n", rt.Gate().Project.Path(), plural(len(rt.Gate().Project.Entries()), "entry", "entries"))
+			fmt.Fprintf(a.io.out, "%s: %s, no problems\n", al.File, plural(len(al.Entries), "entry", "entries"))
 			return nil
 		},
 	}
 	c.AddCommand(list, add, remove, lint)
 	return c
-}
-
-// lintEntry checks one project entry: an unknown key form or a grant past
-// the ceiling is an error; a capability that changed since approval is a
-// warning.
-func lintEntry(rt *ccrun.Runtime, e permission.Entry) (warning string, err error) {
-	env, capa, err := rt.EnvironmentOf(e.Pattern)
-	if err != nil {
-		return "", err
-	}
-	if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
-		return "", err
-	}
-	if capa != nil && e.Digest != "" && e.Digest != capa.Digest {
-		return "the capability changed since approval; it will be asked again", nil
-	}
-	if capa != nil && e.Digest == "" {
-		return "not bound to a digest, so it allows nothing; grant it again with ccrun allowlist add", nil
-	}
-	return "", nil
-}
-
-// lintRules checks the allow, ask and deny rules of every settings layer
-// (permission.CheckPattern: an exact run_command rule whose text is not a
-// compound command that parses matches nothing), writes each problem to
-// stderr and returns them.
-func lintRules(a *app, pol *permission.Policy) []error {
-	allow, ask, deny := pol.Rules()
-	var bad []error
-	for _, l := range []struct {
-		kind  string
-		rules []permission.Rule
-	}{{"allow", allow}, {"ask", ask}, {"deny", deny}} {
-		for _, r := range l.rules {
-			if err := permission.CheckPattern(r.Pattern); err != nil {
-				bad = append(bad, err)
-				fmt.Fprintf(a.io.err, "%s: %s rule %v\n", r.Source, l.kind, err)
-			}
-		}
-	}
-	return bad
-}
-
-// lintError is a failed lint: a configuration error.
-type lintError struct {
-	n    int
-	errs []error
-}
-
-func (e *lintError) Error() string {
-	return "allowlist lint: " + plural(e.n, "problem", "problems")
-}
-
-func (e *lintError) Unwrap() []error {
-	return append([]error{permission.ErrInvalidConfig}, e.errs...)
 }

@@ -81,7 +81,7 @@ decision could be made; the JSON fields are stable.`,
 				return err
 			}
 			defer rt.Close()
-			out, err := rt.Check(call)
+			out, err := rt.CheckContext(c.Context(), call)
 			if err != nil {
 				return err
 			}

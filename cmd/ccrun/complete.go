@@ -54,7 +54,8 @@ func (a *app) completeProjectKeys(_ *cobra.Command, args []string, prefix string
 	}
 	defer rt.Close()
 	var out []string
-	for _, e := range rt.Gate().Project.Entries() {
+	al, _ := rt.Lint()
+	for _, e := range al.Entries {
 		if k := e.Pattern.String(); strings.HasPrefix(k, prefix) {
 			out = append(out, k+"\t"+e.Grant.String())
 		}

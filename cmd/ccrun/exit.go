@@ -7,33 +7,39 @@ import (
 	"io"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/capabilities"
-	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
-	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // The exit codes of ccrun itself. A tool that ran passes its own code
 // through; see exitCode.
 const (
-	exitOK       = 0
-	exitUsage    = 64  // bad usage: flags, arguments, input, an unknown capability, a module that is not a valid WASI command
-	exitDenied   = 77  // the gate did not allow the call, or what runs changed since it did
-	exitConfig   = 78  // bad configuration: ccrun.json, a settings file, a manifest
-	exitTimeout  = 124 // the tool ran past its timeout and was killed
-	exitInternal = 125 // ccrun itself failed, or the environment is unavailable
-	exitKilled   = 137 // the tool was stopped by ccrun (memory, output limit, cancelled) without a code of its own
+	exitOK          = 0
+	exitUsage       = 64  // bad usage: flags, arguments, input, an unknown capability, a module that is not a valid WASI command
+	exitDenied      = 77  // the gate did not allow the call, or what runs changed since it did
+	exitConfig      = 78  // bad configuration: ccrun.json, a settings file, a manifest
+	exitTimeout     = 124 // the tool ran past its timeout and was killed
+	exitInternal    = 125 // ccrun itself failed, or the environment is unavailable
+	exitInterrupted = 130 // ccrun was interrupted (Ctrl-C, a signal): the tool was stopped, or never started (128+SIGINT)
+	exitKilled      = 137 // the tool was stopped by ccrun (memory, output limit) without a code of its own
 )
 
-// usageError marks an error in how ccrun was called.
+// usageError marks an error in how ccrun was called. It is of class
+// ccrun.ErrInvalidArgument.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
+func (e usageError) Unwrap() []error {
+	return []error{e.err, ccrun.ErrInvalidArgument}
+}
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// exitCode is the one place where outcomes become ccrun's exit code.
+// exitCode is the one place where outcomes become ccrun's exit code. It
+// goes by the library's error classes only (ccrun.ErrInvalidArgument and
+// the others), in this order: a configuration error is one even when a
+// problem in it is an invalid argument (an unknown environment in a
+// manifest); an invalid argument is one even when what refused it is the
+// ceiling (allowlist add of a @shell key for the project).
 func exitCode(res *job.Result, err error) int {
 	if err == nil {
 		if res == nil {
@@ -44,32 +50,28 @@ func exitCode(res *job.Result, err error) int {
 			return res.ExitCode
 		case job.Timeout:
 			return exitTimeout
-		default: // memory, output, cancelled
+		case job.Cancelled:
+			return exitInterrupted
+		default: // memory, output
 			if res.ExitCode != 0 {
 				return res.ExitCode
 			}
 			return exitKilled
 		}
 	}
-	var ue usageError
 	switch {
-	case errors.As(err, &ue),
-		errors.Is(err, ccrun.ErrInvalidCall),
-		errors.Is(err, capabilities.ErrInvalidInput),
-		errors.Is(err, capabilities.ErrNotFound),
-		errors.Is(err, wasm.ErrNotWasm), errors.Is(err, wasm.ErrTruncated),
-		errors.Is(err, wasm.ErrInvalidModule), errors.Is(err, wasm.ErrMissingStart):
-		return exitUsage
-	case errors.Is(err, permission.ErrPermissionDenied),
-		errors.Is(err, capabilities.ErrChanged):
-		return exitDenied
-	case errors.Is(err, permission.ErrInvalidConfig),
-		errors.Is(err, capabilities.ErrInvalidManifest):
+	case errors.Is(err, ccrun.ErrInvalidConfig):
 		return exitConfig
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ccrun.ErrInvalidArgument), errors.Is(err, ccrun.ErrNotFound):
+		return exitUsage
+	case errors.Is(err, ccrun.ErrPermissionDenied): // ccrun.ErrCeilingViolation too
+		return exitDenied
+	case errors.Is(err, ccrun.ErrTimeout):
 		return exitTimeout
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
 	}
-	return exitInternal
+	return exitInternal // ccrun.ErrUnavailable, and what has no class
 }
 
 // report prints err for a person: one line, prefixed with ccrun.

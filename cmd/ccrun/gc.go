@@ -1,16 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/runtime/docker"
 )
 
 func (a *app) gcCommand() *cobra.Command {
-	var pool, asJSON, dryRun bool
+	var pool, asJSON bool
 	var engine string // --engine kubernetes: the pods of the Kubernetes engine (kube.go)
 	c := &cobra.Command{
 		Use:   "gc",
@@ -18,12 +19,9 @@ func (a *app) gcCommand() *cobra.Command {
 		Long: `End your helper processes of ccrun that lost their ccrun (a @wasm worker whose ccrun died,
 a docker refiller past its time), remove the files of sessions whose lifetime ran out, then every container labelled by
 ccrun whose owning process is gone (a ccrun killed mid-run). With --pool, also remove the idle
-warm-pool containers. With --dry-run, list what would be removed and remove nothing.`,
+warm-pool containers.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) (err error) {
-			if dryRun {
-				return a.gcDryRun(c.Context(), pool, engine, asJSON) // gcdry.go
-			}
 			r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Errors: []string{}}
 			say := func(format string, args ...any) { // a line for a person; --json prints the report instead
 				if !asJSON {
@@ -70,20 +68,16 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 					say("removed %s\n", p)
 				}
 			}
-			e, err := docker.New(c.Context())
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			removed, err := e.GC(c.Context())
-			if pool && err == nil {
-				var more []string
-				more, err = e.DrainPool(c.Context())
-				removed = append(removed, more...)
-			}
+			removed, err := ccrun.CollectContainers(c.Context(), pool)
 			r.Containers = append(r.Containers, removed...)
 			for _, id := range removed {
 				say("removed %s\n", id)
+			}
+			if errors.Is(err, ccrun.ErrUnavailable) {
+				// no engine, no containers of ours to remove: what could be
+				// done was, so gc succeeds and says what it could not reach
+				note(fmt.Errorf("containers not collected: %w", err))
+				return nil
 			}
 			if err != nil {
 				return err
@@ -93,7 +87,6 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 		},
 	}
 	c.Flags().BoolVar(&pool, "pool", false, "also remove idle warm-pool containers")
-	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, and remove nothing (pods on Kubernetes are not listed)")
 	c.Flags().StringVar(&engine, "engine", "", "also collect the pods of ccrun on Kubernetes: kubernetes (default: when the settings' docker.engine says so)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON (docs/cli.md)")
 	return c

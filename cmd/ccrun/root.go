@@ -56,7 +56,7 @@ func isCobraUsage(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
 		"invalid argument", "accepts ", "requires at least", "requires at most", "if any flags in the group",
-		"none of the others can be", "at least one of the flags"} {
+		"none of the others can be", "at least one of the flags", "required flag(s)"} {
 		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
 			return true
 		}
@@ -73,8 +73,8 @@ behind one permission gate. A @shell grant lasts at most for the session; a sand
 (@wasm, @docker) one may be kept for the project in ccrun.json.
 
 Exit codes: the tool's own code when it ran; 64 bad usage; 77 denied; 78 bad
-configuration; 124 timeout; 125 ccrun's own failure; 137 stopped by ccrun (memory,
-output limit, cancelled).`,
+configuration; 124 timeout; 125 ccrun's own failure or the environment unavailable;
+130 interrupted (Ctrl-C); 137 stopped by ccrun (memory, output limit).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -71,6 +71,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
@@ -79,10 +81,10 @@ var (
 	// ErrUnavailable: the kernel (or the OS) cannot confine a program
 	// here, or CCRUN_LANDLOCK=off says not to. A caller that asked for
 	// confinement must not run the program unconfined.
-	ErrUnavailable = errors.New("confinement unavailable")
+	ErrUnavailable = errdefs.ErrUnavailable.WithMessage("confinement unavailable")
 	// ErrInvalidPolicy: a Policy path is relative, or "/" itself is
 	// hidden.
-	ErrInvalidPolicy = errors.New("invalid confinement policy")
+	ErrInvalidPolicy = errdefs.ErrInvalidArgument.WithMessage("invalid confinement policy")
 	// ErrClosed: Start on a closed Ruleset.
 	ErrClosed = errors.New("confinement ruleset closed")
 )

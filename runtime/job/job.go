@@ -10,13 +10,14 @@
 package job
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/internal/sensitive"
 )
@@ -111,7 +112,7 @@ func (m Mount) CheckImplants() error {
 }
 
 // ErrInvalidMount is the class of a Mount that cannot be used as given.
-var ErrInvalidMount = errors.New("invalid mount")
+var ErrInvalidMount = errdefs.ErrInvalidArgument.WithMessage("invalid mount")
 
 // Protected reports whether rel, a path relative to Host and slash-
 // separated, is one a sandbox may not change through a writable m: a row

@@ -91,6 +91,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -103,12 +104,12 @@ import (
 var (
 	// ErrInvalidSpec: the Spec cannot be run as given (nil Script, a
 	// relative or missing Dir, a malformed Env entry).
-	ErrInvalidSpec = errors.New("invalid spec")
+	ErrInvalidSpec = errdefs.ErrInvalidArgument.WithMessage("invalid spec")
 	// ErrInvalidOption: an Option was given a value it cannot take.
-	ErrInvalidOption = errors.New("invalid option")
+	ErrInvalidOption = errdefs.ErrInvalidArgument.WithMessage("invalid option")
 	// ErrExecutor: the executor itself failed (no pipe, no process
 	// control); the script may not have run at all.
-	ErrExecutor = errors.New("shell executor failed")
+	ErrExecutor = errdefs.ErrInternal.WithMessage("shell executor failed")
 )
 
 // DefaultPath is the PATH a run gets when the base environment has none.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -110,7 +112,7 @@ func (c *Client) Run(ctx context.Context, s Spec) (*job.Result, error) {
 
 // ErrServerGone: the connection to the warm server ended before the run
 // started (the guest did not run).
-var ErrServerGone = errors.New("wasm server gone")
+var ErrServerGone = errdefs.ErrUnavailable.WithMessage("wasm server gone")
 
 // resolveSpec reads the module (Path when Module is nil) and resolves the
 // name and limits as Run does.

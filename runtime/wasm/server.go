@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -67,7 +68,7 @@ const DefaultIdle = 10 * time.Minute
 // ErrUnsafeSocket: the server's socket directory is not a directory that
 // only this user can enter, or the peer at the other end of the socket is
 // another user.
-var ErrUnsafeSocket = errors.New("unsafe wasm server socket")
+var ErrUnsafeSocket = errdefs.ErrPermissionDenied.WithMessage("unsafe wasm server socket")
 
 const (
 	frameRequest = 'Q'

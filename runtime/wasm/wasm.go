@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	esys "github.com/tetratelabs/wazero/experimental/sys"
@@ -42,20 +43,20 @@ import (
 // Error classes returned by Run and New. Test them with errors.Is.
 var (
 	// ErrNotWasm: the bytes are not a WebAssembly binary module.
-	ErrNotWasm = errors.New("not a wasm module")
+	ErrNotWasm = errdefs.ErrInvalidArgument.WithMessage("not a wasm module")
 	// ErrTruncated: the module ends before its sections do.
-	ErrTruncated = errors.New("truncated wasm module")
+	ErrTruncated = errdefs.ErrInvalidArgument.WithMessage("truncated wasm module")
 	// ErrInvalidModule: the module does not decode, validate or link (an
 	// import that is neither WASI preview 1 nor satisfied, for example).
-	ErrInvalidModule = errors.New("invalid wasm module")
+	ErrInvalidModule = errdefs.ErrInvalidArgument.WithMessage("invalid wasm module")
 	// ErrMissingStart: the module exports no `_start` function, so it is
 	// not a WASI command.
-	ErrMissingStart = errors.New("wasm module has no _start function")
+	ErrMissingStart = errdefs.ErrInvalidArgument.WithMessage("wasm module has no _start function")
 	// ErrInvalidSpec: the Spec itself is wrong (a bad mount, env entry or
 	// argument).
-	ErrInvalidSpec = errors.New("invalid wasm run")
+	ErrInvalidSpec = errdefs.ErrInvalidArgument.WithMessage("invalid wasm run")
 	// ErrClosed: the Executor was closed.
-	ErrClosed = errors.New("wasm executor closed")
+	ErrClosed = errdefs.ErrUnavailable.WithMessage("wasm executor closed")
 )
 
 // TrapExit is the exit code reported for a guest that trapped (hit

@@ -1,0 +1,120 @@
+package ccrun_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/docker"
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/kube"
+	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/ccrun/ccrun/runtime/wasm"
+)
+
+// TestErrorClasses checks that every named error of the packages is of
+// exactly one class, the one its doc says, so that a caller (and the CLI's
+// exit codes) can go by the class.
+func TestErrorClasses(t *testing.T) {
+	t.Parallel()
+	classes := map[string]error{
+		"invalid argument":  ccrun.ErrInvalidArgument,
+		"not found":         ccrun.ErrNotFound,
+		"invalid config":    ccrun.ErrInvalidConfig,
+		"permission denied": ccrun.ErrPermissionDenied,
+		"unavailable":       ccrun.ErrUnavailable,
+		"timeout":           ccrun.ErrTimeout,
+	}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		class string
+	}{
+		{"ccrun.ErrInvalidCall", ccrun.ErrInvalidCall, "invalid argument"},
+		{"ccrun.ErrUnknownKey", ccrun.ErrUnknownKey, "invalid argument"},
+		{"ceiling.ErrUnknownEnvironment", ceiling.ErrUnknownEnvironment, "invalid argument"},
+		{"ceiling.ErrUnknownGrant", ceiling.ErrUnknownGrant, "invalid argument"},
+		{"ceiling.ErrViolation", ceiling.ErrViolation, "permission denied"},
+		{"a ceiling.Violation", ceiling.Check(ceiling.Shell, "run_command:git", ceiling.AlwaysThisProject), "permission denied"},
+		{"permission.ErrInvalidKey", permission.ErrInvalidKey, "invalid argument"},
+		{"permission.ErrInvalidEntry", permission.ErrInvalidEntry, "invalid argument"},
+		{"permission.ErrSessionNotFound", permission.ErrSessionNotFound, "not found"},
+		{"permission.ErrUnsafeStorage", permission.ErrUnsafeStorage, "permission denied"},
+		{"permission.ErrNotTrusted", permission.ErrNotTrusted, "permission denied"},
+		{"permission.ErrDepthExceeded", permission.ErrDepthExceeded, "permission denied"},
+		{"permission.ErrUnparsable", permission.ErrUnparsable, "invalid argument"},
+		{"capabilities.ErrInvalidManifest", capabilities.ErrInvalidManifest, "invalid config"},
+		{"a capabilities.ManifestError", &capabilities.ManifestError{Errors: []*capabilities.FieldError{{Message: "x"}}}, "invalid config"},
+		{"capabilities.ErrNotFound", capabilities.ErrNotFound, "not found"},
+		{"capabilities.ErrInvalidInput", capabilities.ErrInvalidInput, "invalid argument"},
+		{"a capabilities.InputError", &capabilities.InputError{Errors: []*capabilities.FieldError{{Message: "x"}}}, "invalid argument"},
+		{"capabilities.ErrChanged", capabilities.ErrChanged, "permission denied"},
+		{"capabilities.ErrInvalidArgument", capabilities.ErrInvalidArgument, "invalid argument"},
+		{"capabilities.ErrInvalidSize", capabilities.ErrInvalidSize, "invalid argument"},
+		{"job.ErrInvalidMount", job.ErrInvalidMount, "invalid argument"},
+		{"shell.ErrInvalidSpec", shell.ErrInvalidSpec, "invalid argument"},
+		{"shell.ErrInvalidOption", shell.ErrInvalidOption, "invalid argument"},
+		{"shell.ErrConfineUnavailable", shell.ErrConfineUnavailable, "unavailable"},
+		{"confine.ErrInvalidPolicy", confine.ErrInvalidPolicy, "invalid argument"},
+		{"wasm.ErrNotWasm", wasm.ErrNotWasm, "invalid argument"},
+		{"wasm.ErrTruncated", wasm.ErrTruncated, "invalid argument"},
+		{"wasm.ErrInvalidModule", wasm.ErrInvalidModule, "invalid argument"},
+		{"wasm.ErrMissingStart", wasm.ErrMissingStart, "invalid argument"},
+		{"wasm.ErrInvalidSpec", wasm.ErrInvalidSpec, "invalid argument"},
+		{"wasm.ErrClosed", wasm.ErrClosed, "unavailable"},
+		{"wasm.ErrServerGone", wasm.ErrServerGone, "unavailable"},
+		{"wasm.ErrUnsafeSocket", wasm.ErrUnsafeSocket, "permission denied"},
+		{"docker.ErrUnavailable", docker.ErrUnavailable, "unavailable"},
+		{"docker.ErrPermissionDenied", docker.ErrPermissionDenied, "permission denied"},
+		{"docker.ErrNotFound", docker.ErrNotFound, "not found"},
+		{"docker.ErrInvalidArgument", docker.ErrInvalidArgument, "invalid argument"},
+		{"kube.ErrUnavailable", kube.ErrUnavailable, "unavailable"},
+		{"kube.ErrNotFound", kube.ErrNotFound, "not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for name, class := range classes {
+				if got, want := errors.Is(tc.err, class), name == tc.class; got != want {
+					t.Errorf("errors.Is(%v, %s) = %v, want %v", tc.err, name, got, want)
+				}
+			}
+		})
+	}
+	// Names within a class stay apart: the two ErrInvalidSpec are two.
+	if errors.Is(wasm.ErrInvalidSpec, shell.ErrInvalidSpec) || errors.Is(capabilities.ErrNotFound, permission.ErrSessionNotFound) {
+		t.Error("two named errors of one class match each other")
+	}
+	if !errdefs.IsInvalidArgument(ccrun.ErrInvalidCall) || !errdefs.IsUnavailable(wasm.ErrClosed) {
+		t.Error("errdefs.IsXXX disagrees with errors.Is")
+	}
+}
+
+// TestNoEngineIsUnavailable runs a @docker call with DOCKER_HOST at a unix
+// socket nobody listens on: the error is of class ErrUnavailable, as its
+// doc says, from Exec and from CollectContainers.
+func TestNoEngineIsUnavailable(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
+	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+			return ceiling.Once, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	_, err = rt.Exec(context.Background(), &ccrun.Call{Image: "busybox", Args: []string{"true"}})
+	if !errors.Is(err, ccrun.ErrUnavailable) {
+		t.Errorf("Exec with no engine: %v, want ErrUnavailable", err)
+	}
+	if _, err := ccrun.CollectContainers(context.Background(), false); !errors.Is(err, ccrun.ErrUnavailable) {
+		t.Errorf("CollectContainers with no engine: %v, want ErrUnavailable", err)
+	}
+}
