@@ -11,7 +11,7 @@ import (
 )
 
 func (a *app) gcCommand() *cobra.Command {
-	var pool, asJSON bool
+	var pool, asJSON, dryRun bool
 	var engine string // --engine kubernetes: the pods of the Kubernetes engine (kube.go)
 	c := &cobra.Command{
 		Use:   "gc",
@@ -19,9 +19,12 @@ func (a *app) gcCommand() *cobra.Command {
 		Long: `End your helper processes of ccrun that lost their ccrun (a @wasm worker whose ccrun died,
 a docker refiller past its time), remove the files of sessions whose lifetime ran out, then every container labelled by
 ccrun whose owning process is gone (a ccrun killed mid-run). With --pool, also remove the idle
-warm-pool containers.`,
+warm-pool containers. With --dry-run, list what would be removed and remove nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) (err error) {
+			if dryRun {
+				return a.gcDryRun(c.Context(), pool, engine, asJSON) // gcdry.go
+			}
 			r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Errors: []string{}}
 			say := func(format string, args ...any) { // a line for a person; --json prints the report instead
 				if !asJSON {
@@ -87,6 +90,7 @@ warm-pool containers.`,
 		},
 	}
 	c.Flags().BoolVar(&pool, "pool", false, "also remove idle warm-pool containers")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, and remove nothing (pods on Kubernetes are not listed)")
 	c.Flags().StringVar(&engine, "engine", "", "also collect the pods of ccrun on Kubernetes: kubernetes (default: when the settings' docker.engine says so)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON (docs/cli.md)")
 	return c

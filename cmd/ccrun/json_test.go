@@ -99,8 +99,10 @@ func TestJSONOutputs(t *testing.T) {
 		{"session status, ended", gone.ID(), []string{"session", "status", "--json"}, sessionReport{}, 0, `"active": false`},
 		{"check", "", []string{"check", "--json", "--command", "git push"}, checkReport{}, 0, `"decision": "ask"`},
 		{"key", "", []string{"key", "--json", "make test && make lint"}, keyReport{}, 0, `"compound": true`},
-		// No engine answers there: the report still prints, with the error.
-		{"gc", "", []string{"gc", "--json"}, gcReport{}, exitInternal, `"containers_removed": []`},
+		// No engine answers there: gc does the rest, and the report says
+		// what it could not reach.
+		{"gc", "", []string{"gc", "--json"}, gcReport{}, 0, `"containers not collected`},
+		{"gc --dry-run", "", []string{"gc", "--dry-run", "--json"}, gcReport{}, 0, `"dry_run": true`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CCRUN_SESSION", tc.session)
@@ -124,7 +126,7 @@ func TestJSONShapesDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range []any{versionReport{}, entryReport{}, sessionReport{}, allowlistReport{}, capabilityReport{},
-		capabilitiesReport{}, gcReport{}, keyReport{}, checkReport{}} {
+		capabilitiesReport{}, gcReport{}, gcPlan{}, keyReport{}, checkReport{}} {
 		rt := reflect.TypeOf(v)
 		for i := 0; i < rt.NumField(); i++ {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
