@@ -223,7 +223,9 @@ func TestHardened(t *testing.T) {
 		{"bin read-only", "touch /bin/x 2>/dev/null && echo wrote || echo ro", "ro\n"},
 		{"helpers read-only", "touch /.ccrun/gate 2>/dev/null && echo wrote || echo ro", "ro\n"},
 		{"no service-account token", "ls /var/run/secrets/kubernetes.io/serviceaccount 2>/dev/null || echo none", "none\n"},
-		{"no service links", "env | grep -c _SERVICE_HOST || true", "0\n"},
+		// The kubelet always adds KUBERNETES_SERVICE_*; enableServiceLinks
+		// false keeps out every other service's.
+		{"no service links", "env | grep _SERVICE_HOST | grep -vc ^KUBERNETES_ || true", "0\n"},
 		{"tmp writable", "echo x > /tmp/f && cat /tmp/f", "x\n"},
 		{"tmp on tmpfs, capped", "df -k /tmp | tail -1 | awk '{print $1, $2}'", "tmpfs 65536\n"},
 	}

@@ -243,7 +243,6 @@ start_controller_manager() {
 		--authorization-kubeconfig="$ST/controller-manager.kubeconfig" \
 		--service-account-private-key-file="$ST/pki/sa.key" --root-ca-file="$ST/pki/ca.crt" \
 		--use-service-account-credentials=true --leader-elect=false --bind-address=127.0.0.1 \
-		--controllers='*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle' \
 		--terminated-pod-gc-threshold=100
 }
 
@@ -335,6 +334,7 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.availa
 serializeImagePulls: false
 maxPods: 110
 localStorageCapacityIsolation: true
+podPidsLimit: 1024
 EOF
 }
 
@@ -435,6 +435,9 @@ up() {
 	if docker image inspect ccrun-test:busybox >/dev/null 2>&1; then images+=(ccrun-test:busybox); fi
 	load "${images[@]}"
 	wait_for "$NODES ready nodes" 120 bash -c "[[ \$($KUBECTL get nodes --no-headers 2>/dev/null | grep -cw Ready) == $NODES ]]"
+	# The nodes report their images in their status within seconds: the
+	# tests resolve tags through it.
+	wait_for "the nodes to report their images" 60 bash -c "[[ \$($KUBECTL get nodes -o jsonpath='{.items[*].status.images[*].names}' | grep -o '${images[-1]//./\\.}' | wc -l) -ge $NODES ]]"
 	wait_for "the default service account" 60 $KUBECTL -n default get serviceaccount default
 	log "up in $((SECONDS - t0)) s: $NODES nodes"
 	env_line
