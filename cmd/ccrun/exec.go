@@ -184,6 +184,9 @@ The tool's exit code becomes ccrun's.`,
 					return usagef("--approve %q: want once, session or project", approve)
 				}
 				approver = fixedApprover(g)
+				// refused under the no-loosening lock (checkLock), however
+				// the approver is wrapped below
+				a.loosenFlags = append(a.loosenFlags, "--approve")
 			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
 				term = &prompt.Terminal{In: a.io.in, Out: a.io.err}
 				approver = permission.ApproverFunc(func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,7 @@ func (a *app) checkLock(rt *ccrun.Runtime, approver permission.Approver) error {
 		return nil
 	}
 	flags := a.loosenFlags
-	if _, ok := approver.(fixedApprover); ok {
+	if _, ok := approver.(fixedApprover); ok && !slices.Contains(flags, "--approve") {
 		flags = append(flags, "--approve")
 	}
 	if a.trustDigest != "" {
