@@ -201,7 +201,7 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := alReadFile(t, path)
-	added := Entry{Pattern: MustParsePattern(`run_command:"make && make test"`), Grant: AlwaysThisProject, Expiry: Never}
+	added := Entry{Pattern: MustParsePattern(`run_wasm:"tools/a b.wasm"`), Grant: AlwaysThisProject, Expiry: Never}
 	if err := p.Add(added); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 	if diff := cmp.Diff(alTopMembers(t, before)[4:], alTopMembers(t, after)[4:]); diff != "" {
 		t.Errorf("members after the allowlist changed (-before +after):\n%s", diff)
 	}
-	wantOrder := []string{"capability:fmt-json", "capability:lint", `run_command:"make && make test"`}
+	wantOrder := []string{"capability:fmt-json", "capability:lint", `run_wasm:"tools/a b.wasm"`}
 	if diff := cmp.Diff(wantOrder, alPatterns(p.Entries())); diff != "" {
 		t.Errorf("entries in memory (-want +got):\n%s", diff)
 	}
@@ -224,7 +224,7 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 		t.Errorf("entries on disk (-memory +disk):\n%s", diff)
 	}
 
-	found, err := p.Remove(`run_command:"make && make test"`)
+	found, err := p.Remove(`run_wasm:"tools/a b.wasm"`)
 	if err != nil || !found {
 		t.Fatalf("Remove = %v, %v; want true, nil", found, err)
 	}
