@@ -150,6 +150,7 @@ func TestRun(t *testing.T) {
 		{name: "working dir", s: func() Spec { s := spec("pwd"); s.Dir = "/tmp"; return s }(), reason: job.Exit, stdout: "/tmp\n"},
 		{name: "output cap", s: func() Spec { s := spec("yes"); s.Limits.Output = 64 << 10; return s }(), reason: job.OutputCap, code: job.KilledExitCode},
 		{name: "timeout", s: func() Spec { s := spec("sleep", "60"); s.Limits.Timeout = 2 * time.Second; return s }(), reason: job.Timeout, code: job.TimeoutExit},
+		{name: "timeout before the start", s: func() Spec { s := spec("true"); s.Limits.Timeout = time.Millisecond; return s }(), reason: job.Timeout, code: job.TimeoutExit},
 		{name: "cancel", s: spec("sleep", "60"), cancel: 5 * time.Second, reason: job.Cancelled, code: job.KilledExitCode},
 		{name: "oom", s: func() Spec {
 			s := spec("sh", "-c", "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo $x | head -c 1")

@@ -433,8 +433,13 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 			out.Start = begin
 			return out.Result(job.Cancelled, job.KilledExitCode, "killed: the caller cancelled the run before it started (pod deleted)"), nil
 		}
-		if wctx.Err() != nil {
-			return nil, newError(ErrUnavailable, nil, "kube: pod %s/%s did not start within the %s timeout: %s", e.namespace, name, lim.Timeout, pendingReason(w.last()))
+		if wctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// The timeout ran out before the program started (the API
+			// server answered all along): a timeout, as on the local
+			// engine, whose clock also counts the container's start.
+			out := job.NewCapture(lim.Output, s.Streams, nil)
+			out.Start = begin
+			return out.Result(job.Timeout, job.TimeoutExit, fmt.Sprintf("killed after the %s timeout, before the program started (%s; pod deleted)", lim.Timeout, pendingReason(w.last()))), nil
 		}
 		return nil, err
 	}
