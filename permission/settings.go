@@ -50,12 +50,14 @@ var originOrder = map[Origin]int{
 //	  },
 //	  "allowlist": { … },                   // the project allowlist: kept raw here
 //	  "env": {"pass": ["NAME", …]},         // the runtime's: kept raw here
-//	  "flags": "no-loosening"               // see NoLoosening
+//	  "flags": "no-loosening",              // see NoLoosening
+//	  "docker": {"engine": "kubernetes", …} // the runtime's; managed and user files only
 //	}
 //
 // Any other member, at the top or in "permissions", a duplicated member, a
 // rule that is not a valid pattern, or an unknown mode is an error of class
-// ErrInvalidConfig naming the file, line and column.
+// ErrInvalidConfig naming the file, line and column. The published JSON
+// Schema of the format is schema/ccrun.schema.json.
 type Settings struct {
 	Origin Origin
 	// Name is where the settings come from (a path, "flags"), for messages.
@@ -94,7 +96,7 @@ func (s *Settings) checkProject() error {
 	return nil
 }
 
-var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags"}
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker"}
 
 // ParseSettings reads a settings file's content. name is used in errors.
 func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
@@ -136,6 +138,10 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, posString(data, m.valOff), ErrInvalidConfig)
 			}
 			s.NoLoosening = true
+		case "docker":
+			if err := checkDocker(m.raw, origin); err != nil {
+				return nil, fmt.Errorf("%s:%s: %w", name, posString(data, m.valOff), err)
+			}
 		case "permissions":
 			if err := s.parsePermissions(data, m.valOff, name); err != nil {
 				return nil, err
@@ -148,6 +154,35 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkDocker checks the "docker" member: where @docker tools run, read
+// by the runtime (ccrun.DockerSettings) from the managed and user files
+// only. In a project's own files it is an error rather than a member
+// silently ignored: where a tool runs is not the repository's choice.
+func checkDocker(raw json.RawMessage, origin Origin) error {
+	if origin == OriginProject || origin == OriginLocal {
+		return fmt.Errorf("docker: the @docker engine is chosen in the managed policy or the user config, not in a project file: %w", ErrInvalidConfig)
+	}
+	var d struct {
+		Engine     string `json:"engine"`
+		Namespace  string `json:"namespace"`
+		Context    string `json:"context"`
+		Kubeconfig string `json:"kubeconfig"`
+		Pool       int    `json:"pool"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return fmt.Errorf("docker: want {\"engine\": \"docker\"|\"kubernetes\", \"namespace\", \"context\", \"kubeconfig\", \"pool\"}: %v: %w", err, ErrInvalidConfig)
+	}
+	switch {
+	case d.Engine != "" && d.Engine != "docker" && d.Engine != "kubernetes":
+		return fmt.Errorf("docker.engine %q: want docker or kubernetes: %w", d.Engine, ErrInvalidConfig)
+	case d.Pool < 0:
+		return fmt.Errorf("docker.pool %d: want 0 or more: %w", d.Pool, ErrInvalidConfig)
+	}
+	return nil
 }
 
 func (s *Settings) parsePermissions(data []byte, off int, name string) error {

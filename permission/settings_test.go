@@ -161,3 +161,37 @@ func TestFlagSettings(t *testing.T) {
 		t.Errorf("bad mode error = %v", err)
 	}
 }
+
+// TestParseSettingsDocker: the "docker" member (where @docker tools run)
+// is read in the managed and user files, checked there, and refused in a
+// project's own files, which cannot choose it.
+func TestParseSettingsDocker(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data string
+		origin     Origin
+		ok         bool
+	}{
+		{"user kubernetes", `{"$schema": "x", "docker": {"engine": "kubernetes", "namespace": "ccrun", "context": "kind", "kubeconfig": "/k", "pool": 4}}`, OriginUser, true},
+		{"managed docker", `{"docker": {"engine": "docker"}}`, OriginManaged, true},
+		{"user empty", `{"docker": {}}`, OriginUser, true},
+		{"project", `{"docker": {"engine": "docker"}}`, OriginProject, false},
+		{"local", `{"docker": {"engine": "kubernetes"}}`, OriginLocal, false},
+		{"unknown engine", `{"docker": {"engine": "podman"}}`, OriginUser, false},
+		{"unknown member", `{"docker": {"engnie": "docker"}}`, OriginUser, false},
+		{"negative pool", `{"docker": {"engine": "kubernetes", "pool": -1}}`, OriginUser, false},
+		{"not an object", `{"docker": "kubernetes"}`, OriginUser, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseSettings([]byte(tt.data), "x.json", tt.origin)
+			if tt.ok && err != nil {
+				t.Fatalf("ParseSettings: %v", err)
+			}
+			if !tt.ok && (!errors.Is(err, ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "x.json:1:") || !strings.Contains(err.Error(), "docker")) {
+				t.Fatalf("ParseSettings error = %v; want an ErrInvalidConfig at x.json:1: naming docker", err)
+			}
+		})
+	}
+}
