@@ -19,7 +19,8 @@ var schemaJSON []byte
 const SchemaID = "https://github.com/ccrun/ccrun/capabilities/capability.schema.json"
 
 // Schema returns the JSON Schema (draft 2020-12) that every capability.json
-// must satisfy, as published in capabilities/capability.schema.json. The
+// must satisfy, as published in schema/capability.schema.json (a copy of
+// capabilities/capability.schema.json, kept identical by a test). The
 // caller owns the returned copy.
 func Schema() []byte { return bytes.Clone(schemaJSON) }
 
