@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -84,11 +85,20 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Logger logs the server's own problems. Default: none.
 	Logger *slog.Logger
+	// Reload, when set, builds the Runtime again; it is called when a
+	// settings file (managed, user, ccrun.json, ccrun.local.json) changes,
+	// so that a new deny rule hides a tool at once (list_changed) and the
+	// next calls are decided by the new settings. Calls under way finish
+	// on the Runtime they started on; the Server closes the Runtimes
+	// Reload gave it once they are idle, never the one given to New.
+	// Default: nil, the settings are those of the Runtime given to New.
+	Reload func() (*ccrun.Runtime, error)
 }
 
 // Server serves one ccrun Runtime over MCP. Build it with New.
 type Server struct {
-	rt   *ccrun.Runtime
+	dir  string // the project root
+	cur  *rtRef // the current Runtime (guarded by mu; see use)
 	mcp  *mcp.Server
 	opts Options
 	key  []byte // the HMAC key of request states; per process, never stored
@@ -98,6 +108,7 @@ type Server struct {
 	nonces map[string]time.Time // nonces of request states already answered, until they expire
 	listed map[string]string    // tool name → fingerprint of what is listed
 	allow  fileStamp            // the project allowlist file when last read
+	conf   []fileStamp          // the settings files when last read (Options.Reload)
 
 	syncMu sync.Mutex // one Sync at a time
 }
@@ -112,7 +123,7 @@ type conn struct {
 // New returns a Server for rt. It lists rt's tools at once; Serve and
 // Handler start serving.
 func New(rt *ccrun.Runtime, o *Options) (*Server, error) {
-	s := &Server{rt: rt, conns: map[*mcp.ServerSession]*conn{}, nonces: map[string]time.Time{}, listed: map[string]string{}}
+	s := &Server{dir: rt.ProjectDir(), cur: &rtRef{rt: rt}, conns: map[*mcp.ServerSession]*conn{}, nonces: map[string]time.Time{}, listed: map[string]string{}}
 	if o != nil {
 		s.opts = *o
 	}
@@ -145,11 +156,91 @@ func New(rt *ccrun.Runtime, o *Options) (*Server, error) {
 	})
 	s.mcp.AddTool(&mcp.Tool{Name: ToolCapabilityCreate, Description: createDescription, InputSchema: json.RawMessage(createSchema),
 		OutputSchema: json.RawMessage(createOutputSchema), Annotations: createAnnotations()}, s.handleCreate)
+	s.conf = s.settingsStamps()
 	if err := s.Sync(); err != nil {
 		return nil, err
 	}
 	s.allow = stampOf(s.allowlistPath())
 	return s, nil
+}
+
+// rtRef is a Runtime and the calls using it.
+type rtRef struct {
+	rt      *ccrun.Runtime
+	users   int
+	retired bool // replaced by Reload: closed when idle
+	owned   bool // given by Reload: the Server closes it
+}
+
+// use returns the current Runtime for one call; done must be called once
+// the call ended.
+func (s *Server) use() (rt *ccrun.Runtime, done func()) {
+	s.mu.Lock()
+	r := s.cur
+	r.users++
+	s.mu.Unlock()
+	return r.rt, func() {
+		s.mu.Lock()
+		r.users--
+		closeIt := r.retired && r.owned && r.users == 0
+		s.mu.Unlock()
+		if closeIt {
+			_ = r.rt.Close()
+		}
+	}
+}
+
+// settingsStamps are the stamps of the settings files.
+func (s *Server) settingsStamps() []fileStamp {
+	loc := permission.DefaultLocations(s.dir)
+	var out []fileStamp
+	for _, p := range []string{loc.Managed, loc.User, loc.Project, loc.Local} {
+		out = append(out, stampOf(p))
+	}
+	return out
+}
+
+// reloadSettings builds the Runtime again when a settings file changed.
+func (s *Server) reloadSettings() {
+	if s.opts.Reload == nil {
+		return
+	}
+	st := s.settingsStamps()
+	s.mu.Lock()
+	changed := !slices.Equal(st, s.conf)
+	s.conf = st
+	s.mu.Unlock()
+	if !changed {
+		return
+	}
+	rt, err := s.opts.Reload()
+	if err != nil {
+		if s.opts.Logger != nil {
+			s.opts.Logger.Warn("settings changed, but the runtime could not be built again; the old settings stay", "err", err)
+		}
+		return
+	}
+	s.mu.Lock()
+	old := s.cur
+	s.cur = &rtRef{rt: rt, owned: true}
+	old.retired = true
+	closeIt := old.owned && old.users == 0
+	s.mu.Unlock()
+	if closeIt {
+		_ = old.rt.Close()
+	}
+}
+
+// Close closes the Runtimes Reload gave the Server (not the one given to
+// New, which its caller closes).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	r := s.cur
+	s.mu.Unlock()
+	if r.owned {
+		return r.rt.Close()
+	}
+	return nil
 }
 
 // MCP returns the underlying go-sdk server, for a caller that wants its own
@@ -230,7 +321,10 @@ func (c *conn) canAsk() bool {
 func (s *Server) Sync() error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	tools, errs := s.rt.Tools()
+	s.reloadSettings()
+	rt, done := s.use()
+	defer done()
+	tools, errs := rt.Tools()
 	if s.opts.Logger != nil {
 		for _, err := range errs {
 			s.opts.Logger.Warn("capability not offered", "err", err)
@@ -302,7 +396,7 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 		a.Title, a.OpenWorldHint = "Run a container (sandboxed)", &f
 		desc += " It is asked of the person before it runs; a writable mount lets it change files."
 	default:
-		if c, err := capabilities.Find(s.rt.ProjectDir(), t.Name); err == nil {
+		if c, err := capabilities.Find(s.dir, t.Name); err == nil {
 			m := c.Manifest
 			a.Title = fmt.Sprintf("%s (%s capability)", t.Name, m.Environment)
 			if m.Environment != ceiling.Shell {
@@ -336,12 +430,16 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 }
 
 // allowlistPath is the project allowlist's file.
-func (s *Server) allowlistPath() string { return s.rt.AllowlistFile() }
+func (s *Server) allowlistPath() string {
+	rt, done := s.use()
+	defer done()
+	return rt.AllowlistFile()
+}
 
 // reloadAllowlist reads the project allowlist again when its file changed
 // (a person ran `ccrun allowlist add … --scope project`).
-func (s *Server) reloadAllowlist() {
-	path := s.rt.AllowlistFile()
+func (s *Server) reloadAllowlist(rt *ccrun.Runtime) {
+	path := rt.AllowlistFile()
 	if path == "" {
 		return
 	}
@@ -351,7 +449,7 @@ func (s *Server) reloadAllowlist() {
 	s.allow = st
 	s.mu.Unlock()
 	if changed {
-		if err := s.rt.ReloadAllowlist(); err != nil && s.opts.Logger != nil {
+		if err := rt.ReloadAllowlist(); err != nil && s.opts.Logger != nil {
 			s.opts.Logger.Warn("reloading the project allowlist", "err", err)
 		}
 	}
@@ -389,8 +487,10 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		}
 		ans = a
 	}
-	s.reloadAllowlist()
-	call, err := s.rt.CallFromTool(name, args)
+	rt, done := s.use()
+	defer done()
+	s.reloadAllowlist(rt)
+	call, err := rt.CallFromTool(name, args)
 	if err != nil {
 		return invalid(name, err), nil
 	}
@@ -399,7 +499,7 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		// A question goes back as input requests: decide first, and ask
 		// when the gate would (again, when what was answered is no longer
 		// what is asked: a capability edited meanwhile).
-		chk, err := s.rt.CheckWith(call, opts)
+		chk, err := rt.CheckWith(call, opts)
 		if err == nil && chk.Decision.Verdict == permission.AskUser && !ans.covers(chk) {
 			return s.ask(c, name, args, chk)
 		}
@@ -408,11 +508,11 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if ans != nil || c.canAsk() {
 		opts.Approver = ap
 	}
-	return s.run(ctx, req, call, opts, ap)
+	return s.run(ctx, rt, req, call, opts, ap)
 }
 
 // run executes call and renders its outcome.
-func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, call *ccrun.Call, opts ccrun.CallOptions, ap *approver) (*mcp.CallToolResult, error) {
+func (s *Server) run(ctx context.Context, rt *ccrun.Runtime, req *mcp.CallToolRequest, call *ccrun.Call, opts ccrun.CallOptions, ap *approver) (*mcp.CallToolResult, error) {
 	var out atomic.Int64
 	var state atomic.Value
 	state.Store(string(ccrun.Validating))
@@ -443,7 +543,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, call *ccrun.
 			}
 		}()
 	}
-	o, err := s.rt.ExecWith(ctx, call, opts)
+	o, err := rt.ExecWith(ctx, call, opts)
 	return render(o, err, opts.Approver != nil && ap.declined.Load()), nil
 }
 
@@ -456,7 +556,7 @@ func (c counter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return l
 // terminal prompt shows it.
 func (s *Server) describer() func(string) string {
 	return func(tool string) string {
-		if c, err := capabilities.Find(s.rt.ProjectDir(), tool); err == nil {
+		if c, err := capabilities.Find(s.dir, tool); err == nil {
 			return c.Manifest.Description
 		}
 		return ""

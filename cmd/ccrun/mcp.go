@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/mcpserver"
 )
 
@@ -52,10 +53,12 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
 				return err
 			}
 			defer rt.Close()
-			srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version})
+			reload := func() (*ccrun.Runtime, error) { return a.runtime(nil, nil) }
+			srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version, Reload: reload})
 			if err != nil {
 				return err
 			}
+			defer srv.Close()
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if addr == "" {

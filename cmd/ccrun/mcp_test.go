@@ -771,3 +771,34 @@ func helloWasmBase64(t testing.TB) string {
 	t.Helper()
 	return base64.StdEncoding.EncodeToString(capabilities.HelloWasm())
 }
+
+// TestMCPSettingsDeny: a deny rule added to ccrun.json while the server runs
+// hides the tool (tools/list_changed) and the tool is refused when called.
+func TestMCPSettingsDeny(t *testing.T) {
+	t.Parallel()
+	dir, env := mcpProject(t)
+	changed := make(chan struct{}, 16)
+	cs := mcpStdio(t, dir, env, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, "2025-11-25")
+	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte(`{"permissions": {"deny": ["run_wasm"]}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after a deny rule was added")
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "run_wasm" {
+			t.Fatal("run_wasm still listed under a deny rule")
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_wasm", Arguments: map[string]any{"module": "x.wasm"}})
+	if err == nil && !res.IsError {
+		t.Fatalf("run_wasm under a deny rule: %+v, want refused", res)
+	}
+}
