@@ -149,8 +149,8 @@ func (s *Server) create(a createArgs) (*capabilities.Capability, error) {
 		}
 		files = append(files, file{p, data, mode})
 	}
-	parent := filepath.Join(s.rt.ProjectDir(), filepath.FromSlash(capabilities.Dir))
-	if err := mkdirNoLinks(s.rt.ProjectDir(), filepath.FromSlash(capabilities.Dir)); err != nil {
+	parent := filepath.Join(s.dir, filepath.FromSlash(capabilities.Dir))
+	if err := mkdirNoLinks(s.dir, filepath.FromSlash(capabilities.Dir)); err != nil {
 		return nil, err
 	}
 	final := filepath.Join(parent, m.Name)
