@@ -906,7 +906,7 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 	case d.Offer == ceiling.Once:
 		how = "it touches a dangerous path, so only a person answering \"once\" when asked can allow it (a client that shows ccrun's questions)"
 	case req.Environment == ceiling.Shell:
-		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in ccrun.local.json or their user config, and start ccrun mcp again (`ccrun key` shows the key of a command)", key)
+		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", key)
 	default:
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or run: ccrun allowlist add '%s' --scope project", key)
 	}
