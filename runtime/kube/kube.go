@@ -114,6 +114,7 @@ type Executor struct {
 	pools  sync.Map // template key -> *warmPool
 
 	pooledRuns atomic.Int64 // runs served by a warm pod, for tests and benchmarks
+	sessions   atomic.Int64 // attach and exec sessions opened, for the benchmarks
 }
 
 // Option configures an Executor.
@@ -160,15 +161,16 @@ func WithRate(qps float32, burst int) Option {
 	return func(e *Executor) error { e.qps, e.burst = qps, burst; return nil }
 }
 
-// withConfigWrap uses cfg as the client configuration (a loaded one with a
-// counting transport, for the benchmarks).
-func withConfigWrap(cfg *rest.Config) Option {
+// withConfigWrap makes the clientset from wrapped (a loaded config with a
+// counting transport, for the benchmarks) and the streams from plain (the
+// WebSocket executor needs its own transport unwrapped).
+func withConfigWrap(wrapped, plain *rest.Config) Option {
 	return func(e *Executor) error {
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := kubernetes.NewForConfig(wrapped)
 		if err != nil {
 			return err
 		}
-		e.cs, e.cfg = cs, cfg
+		e.cs, e.cfg = cs, plain
 		return nil
 	}
 }

@@ -31,6 +31,7 @@ func (e *Executor) execIn(ctx context.Context, pod, container string, argv []str
 // SPDY where the API server does not upgrade to it. It returns when the
 // session ends; an exec's non-zero exit is an error exitCode reads.
 func (e *Executor) session(ctx context.Context, url string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e.sessions.Add(1)
 	u, err := neturl.Parse(url)
 	if err != nil {
 		return err
