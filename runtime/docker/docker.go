@@ -454,7 +454,7 @@ func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (
 // notLocal is the error for an image that is not local and that policy
 // did not pull.
 func notLocal(ref string, policy PullPolicy, err error) error {
-	return newError(ErrNotFound, err, "docker: image %s not found locally (pull policy %s): build it (make testimage) or pull it (docker pull %s)", ref, policy, ref)
+	return imageNotFound(ref, fmt.Sprintf("docker: image %s not found locally (pull policy %s)", ref, policy), err, false)
 }
 
 // container creates a container for s, not started, pulling the image
@@ -531,7 +531,7 @@ func (e *Executor) pull(ctx context.Context, ref string) error {
 		if ctx.Err() != nil { // the caller gave up, not the registry
 			return fmt.Errorf("docker: pull image %s: %w", ref, ctx.Err())
 		}
-		return newError(ErrNotFound, err, "docker: image %s not found locally and could not be pulled from its registry: build it (make testimage) or pull it (docker pull %s, docker login)", ref, ref)
+		return imageNotFound(ref, fmt.Sprintf("docker: image %s not found locally and could not be pulled from its registry", ref), err, true)
 	}
 	rc, err := e.eng.ImagePull(pctx, ref, image.PullOptions{})
 	if err != nil {

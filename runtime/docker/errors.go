@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
@@ -31,13 +32,19 @@ type classError struct {
 	class error
 	msg   string
 	cause error
+	hint  string // what to do, after the engine's words: the last a person reads
 }
 
 func (e *classError) Error() string {
-	if e.cause == nil {
+	switch {
+	case e.cause == nil && e.hint == "":
 		return e.msg
+	case e.hint == "":
+		return e.msg + ": " + e.cause.Error()
+	case e.cause == nil:
+		return e.msg + ": " + e.hint
 	}
-	return e.msg + ": " + e.cause.Error()
+	return e.msg + " (" + e.cause.Error() + "): " + e.hint
 }
 
 func (e *classError) Unwrap() []error {
@@ -49,6 +56,49 @@ func (e *classError) Unwrap() []error {
 
 func newError(class error, cause error, format string, args ...any) error {
 	return &classError{class: class, msg: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// TestImageRepo is the repository of ccrun's own test images, built from
+// its source tree by `make testimage` (ccrun-test:busybox), never pulled.
+const TestImageRepo = "ccrun-test"
+
+// imageNotFound is the ErrNotFound error for the image ref names: what
+// happened (msg), the engine's error, and the command that gets the image.
+func imageNotFound(ref, msg string, cause error, pulled bool) error {
+	return &classError{class: ErrNotFound, msg: msg, cause: cause, hint: imageAdvice(ref, pulled)}
+}
+
+// imageAdvice names the command that gets the image ref names: `make
+// testimage` for ccrun's test images, `docker pull REF` for any other
+// reference (and `docker login` when a pull was tried: the registry may
+// want one); an image ID names no image to pull.
+func imageAdvice(ref string, pulled bool) string {
+	switch name := repository(ref); {
+	case name == TestImageRepo:
+		return fmt.Sprintf("%s is one of ccrun's test images: build it from ccrun's source tree with `make testimage` (it builds %s:busybox)", ref, TestImageRepo)
+	case name == "":
+		return fmt.Sprintf("%s is an image ID, which no registry serves: pull or build that image again by its name (docker pull NAME:TAG)", ref)
+	case pulled:
+		return fmt.Sprintf("get it with `docker pull %s` (after `docker login` when its registry wants one), or build it under that name (docker build -t %s .)", ref, ref)
+	}
+	return fmt.Sprintf("get it with `docker pull %s`, or build it under that name (docker build -t %s .)", ref, ref)
+}
+
+// repository is the familiar repository of an image reference, without
+// tag or digest and without the default registry's prefixes
+// ("docker.io/library/busybox:1" is "busybox"); "" for an image ID.
+func repository(ref string) string {
+	if strings.HasPrefix(ref, "sha256:") || (len(ref) == 64 && strings.Trim(ref, "0123456789abcdef") == "") {
+		return ""
+	}
+	name, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name = name[:i]
+	}
+	for _, p := range []string{"index.docker.io/", "docker.io/", "library/"} {
+		name = strings.TrimPrefix(name, p)
+	}
+	return name
 }
 
 // unavailable is the error for an engine that does not answer at host.
