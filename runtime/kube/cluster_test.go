@@ -582,3 +582,39 @@ func TestAPIServerStopped(t *testing.T) {
 		e.deletePod(context.Background(), p.Name)
 	}
 }
+
+// TestClaimantDies: a warm pod claimed by a process that died before
+// deleting it is GC's; an idle warm pod is not.
+func TestClaimantDies(t *testing.T) {
+	e := newTest(t, WithPool(2))
+	s := spec("true")
+	s.Limits.Memory, s.Limits.CPUs = 16<<20, 0.1
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.Warm(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// A claimant that is gone: a child that exited, its pid and start.
+	child := exec.Command("/bin/true")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := newTest(t, WithPool(2))
+	dead.owner = owner{pid: child.Process.Pid, start: "1"}
+	p, ok, err := dead.claim(ctx, dead.warmPool(s, s.Limits.WithDefaults()))
+	if err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	gone, err := e.GC(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(gone, p.Name) {
+		t.Errorf("GC removed %v, not the dead claimant's %s", gone, p.Name)
+	}
+	wp := e.warmPool(s, s.Limits.WithDefaults())
+	if idle, _ := e.poolPods(ctx, wp, poolWarm); len(idle) != 1 || slices.Contains(gone, idle[0].Name) {
+		t.Errorf("idle warm pods after GC: %d, want the other one left", len(idle))
+	}
+	e.DrainPool(ctx)
+}
