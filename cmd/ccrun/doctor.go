@@ -63,6 +63,7 @@ var landlockLevels = []string{
 
 func (a *app) doctorCommand() *cobra.Command {
 	var asJSON bool
+	var engine string
 	c := &cobra.Command{
 		Use:   "doctor [--json]",
 		Short: "Report which protections this machine gives ccrun",
@@ -73,6 +74,9 @@ whatever is missing; --json prints the report with stable fields.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			r := doctor(c.Context())
+			if engine != "" { // --engine: where a @docker call would run with that flag (kube.go)
+				r.Engine = engineInfo(c.Context(), engine)
+			}
 			if asJSON {
 				return writeJSON(a.io.out, r)
 			}
@@ -81,6 +85,7 @@ whatever is missing; --json prints the report with stable fields.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().StringVar(&engine, "engine", "", "report the @docker engine as ccrun exec --engine would use it: docker or kubernetes")
 	return c
 }
 
