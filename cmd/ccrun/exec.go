@@ -241,10 +241,11 @@ The tool's exit code becomes ccrun's.`,
 			if call.Input == nil { // with --input, the input is the tool's stdin
 				call.Stdin = a.io.in
 			}
+			var st *status
 			switch events {
 			case "":
 				if isTerminal(a.io.err) {
-					st := newStatus(a.io.err)
+					st = newStatus(a.io.err)
 					call.Stderr = st.writer(a.io.err)
 					call.Stdout = st.writer(a.io.out)
 					defer rt.Subscribe(st.update)()
@@ -259,6 +260,9 @@ The tool's exit code becomes ccrun's.`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if st != nil {
+				ctx = ccrun.WithCompileProgress(ctx, st.compile)
+			}
 			out, err := rt.Exec(ctx, call)
 			if out != nil {
 				a.result = out.Result

@@ -7,20 +7,24 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/permission"
 )
 
 // status draws one line on a terminal's stderr with the call's state and
-// elapsed time, once the call has run longer than a second. Tool output
-// written through its writers clears the line first, so the two never mix.
+// elapsed time, once the call has run longer than a second; while the
+// call waits for its module to compile, the line says so ("compiling
+// MODULE"). Tool output written through its writers clears the line
+// first, so the two never mix.
 type status struct {
-	mu      sync.Mutex
-	w       io.Writer
-	state   ccrun.State
-	tool    string
-	start   time.Time
-	shown   bool
-	done    chan struct{}
-	stopped bool
+	mu        sync.Mutex
+	w         io.Writer
+	state     ccrun.State
+	tool      string
+	compiling string // the module being compiled, "" when none
+	start     time.Time
+	shown     bool
+	done      chan struct{}
+	stopped   bool
 }
 
 func newStatus(w io.Writer) *status {
@@ -39,7 +43,11 @@ func (s *status) tick() {
 		case <-t.C:
 			s.mu.Lock()
 			if s.state != "" && s.state != ccrun.AwaitingApproval && !s.state.Final() && time.Since(s.start) > time.Second {
-				fmt.Fprintf(s.w, "\r\x1b[2K%s %s %.1fs", s.tool, s.state, time.Since(s.start).Seconds())
+				what := string(s.state)
+				if s.compiling != "" {
+					what = "compiling " + s.compiling + " (first run; kept compiled for the next)"
+				}
+				fmt.Fprintf(s.w, "\r\x1b[2K%s %s %.1fs", s.tool, what, time.Since(s.start).Seconds())
 				s.shown = true
 			}
 			s.mu.Unlock()
@@ -57,6 +65,16 @@ func (s *status) update(e ccrun.Event) {
 	}
 	if e.State == ccrun.AwaitingApproval || e.State.Final() {
 		s.clear()
+	}
+}
+
+// compile takes a @wasm call's compile progress (ccrun.WithCompileProgress).
+func (s *status) compile(module string, compiling bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.compiling = ""
+	if compiling {
+		s.compiling = permission.Escape(module) // a manifest's name: no control character reaches the terminal
 	}
 }
 

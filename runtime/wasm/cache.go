@@ -113,14 +113,16 @@ func (e *Executor) lookupFile(fk string) *compiled {
 
 // compile returns the compiled module for bin, whose SHA-256 is key, in
 // use, compiling it at most once however many runs ask for it at the same
-// time. fk, when not "", is the file bin was read from.
+// time. fk, when not "", is the file bin was read from. notice is told
+// when the caller begins and ends waiting for a compilation (not called
+// for a module already compiled).
 //
 // The compilation itself goes on in the background: wazero cannot stop
 // one, and a module can be made to take minutes (a br_table of a few
 // hundred thousand targets does), so a caller whose ctx ends gets
 // ctx.Err() at once and the compiled module, when it is done, is kept for
 // the next run.
-func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byte, fk string) (*compiled, error) {
+func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byte, fk string, notice func(compiling bool)) (*compiled, error) {
 	if err := checkHeader(bin); err != nil {
 		return nil, err
 	}
@@ -141,8 +143,15 @@ func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byt
 		}
 		select {
 		case <-c.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			notice(true)
+			select {
+			case <-c.ready:
+				notice(false)
+			case <-ctx.Done():
+				notice(false)
+				return nil, ctx.Err()
+			}
 		}
 		if c.err != nil {
 			return nil, c.err

@@ -338,7 +338,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 			cctx, stop = context.WithTimeout(ctx, bound)
 		}
 		var err error
-		c, err = e.compile(cctx, key, bin, fk)
+		c, err = e.compile(cctx, key, bin, fk, compileNotice(ctx, name))
 		stop()
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return &job.Result{Reason: job.Timeout, ExitCode: job.TimeoutExit, Duration: time.Since(start),
