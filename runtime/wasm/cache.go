@@ -136,6 +136,7 @@ func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byt
 		if !ok {
 			c = &compiled{key: key, ready: make(chan struct{})}
 			e.mods.byKey[key] = c
+			e.compiling++
 		}
 		e.mu.Unlock()
 		if !ok {
@@ -174,6 +175,21 @@ func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byt
 func (e *Executor) compileNew(ctx context.Context, c *compiled, bin []byte) {
 	mod, err := e.compileNow(ctx, bin)
 	e.mu.Lock()
+	e.compiling--
+	if e.closed {
+		// Closed meanwhile: nobody keeps this module; the last compilation
+		// to end closes the runtime Close left open.
+		last := e.compiling == 0 && e.closePending
+		c.err = fmt.Errorf("wasm: run: %w", ErrClosed)
+		e.mu.Unlock()
+		close(c.ready)
+		if last {
+			_ = e.closeRuntime(context.Background())
+		} else if mod != nil {
+			_ = mod.Close(context.Background())
+		}
+		return
+	}
 	c.mod, c.err = mod, err
 	if err != nil {
 		delete(e.mods.byKey, c.key) // errors are not kept: they are cheap to find again

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +117,48 @@ func TestKeepConcurrent(t *testing.T) {
 	wg.Wait()
 	if n := kept(e); n > 2 {
 		t.Fatalf("%d modules kept", n)
+	}
+}
+
+// TestCloseDuringCompile: Close while a module compiles in the background
+// does not close wazero's runtime under it (which panics, ending the
+// process): the compilation ends with ErrClosed and the runtime is closed
+// after it.
+func TestCloseDuringCompile(t *testing.T) {
+	e, err := New(context.Background(), WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := guests["hello"]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.compile(ctx, sha256.Sum256(bin), bin, "", func(bool) {})
+		done <- err
+	}()
+	// Let the compilation start, then give up on it and close.
+	for {
+		e.mu.Lock()
+		n := e.compiling
+		e.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	<-done
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the background compilation to finish and close the runtime.
+	for {
+		e.mu.Lock()
+		n := e.compiling
+		e.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

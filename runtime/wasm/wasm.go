@@ -100,6 +100,12 @@ type Executor struct {
 	// abandoned: a one-shot run left its guest running, so nothing may
 	// be freed and no run starts. Guarded by mu.
 	abandoned bool
+	// compiling counts the compilations under way in the background; a
+	// Close while any runs leaves the runtime to the last one to close
+	// (wazero's runtime must not be closed under a compilation: it
+	// panics, ending the process).
+	compiling    int
+	closePending bool
 }
 
 type config struct {
@@ -210,10 +216,20 @@ func (e *Executor) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	abandoned := e.abandoned
+	if e.compiling > 0 && !abandoned {
+		// the last compilation to end closes the runtime (closeLater)
+		e.closePending = true
+		e.mu.Unlock()
+		return nil
+	}
 	e.mu.Unlock()
 	if abandoned { // a guest still runs this code, in this memory
 		return nil
 	}
+	return e.closeRuntime(ctx)
+}
+
+func (e *Executor) closeRuntime(ctx context.Context) error {
 	err := e.rt.Close(ctx)
 	return errors.Join(err, e.cache.Close(ctx))
 }
