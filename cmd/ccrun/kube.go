@@ -7,17 +7,16 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/runtime/kube"
 )
 
 // engineReport says where a @docker call would run: the engine, what
 // chose it, and for Kubernetes the cluster and whether it answers.
 type engineReport struct {
-	Engine  string        `json:"engine"` // "docker" or "kubernetes"
-	From    string        `json:"from"`   // "default", "flag" or the settings file
-	Cluster *kube.Cluster `json:"cluster,omitempty"`
-	Answers bool          `json:"answers"`
-	Error   string        `json:"error,omitempty"`
+	Engine  string         `json:"engine"` // "docker" or "kubernetes"
+	From    string         `json:"from"`   // "default", "flag" or the settings file
+	Cluster *ccrun.Cluster `json:"cluster,omitempty"`
+	Answers bool           `json:"answers"`
+	Error   string         `json:"error,omitempty"`
 	// NetworkPolicy is whether network "none" is enforced; ccrun cannot
 	// tell from the API whether the network plugin enforces policies.
 	NetworkPolicy string `json:"network_policy,omitempty"`
@@ -41,13 +40,7 @@ func engineInfo(ctx context.Context, flag string) engineReport {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	e, err := kube.New(ctx, opts...)
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	defer e.Close()
-	c, err := e.Info(ctx)
+	c, err := ccrun.ClusterInfo(ctx, opts...)
 	r.Cluster = &c
 	if err != nil {
 		r.Error = err.Error()

@@ -194,7 +194,7 @@ func TestRun(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Every pod of the table deleted: timeout, cancel and cap at once.
-		if pods := ownPods(t, LabelManaged+"="+managedBy+",!"+LabelTemplate); len(pods) != 0 {
+		if pods := ownPods(t, fmt.Sprintf("%s=%s,!%s,%s=%d", LabelManaged, managedBy, LabelTemplate, LabelPID, os.Getpid())); len(pods) != 0 {
 			var left []string
 			for _, p := range pods {
 				if p.DeletionTimestamp == nil {
