@@ -20,7 +20,7 @@ test: ## run every test with the race detector
 	$(GO) test -race -count=1 $(PKGS)
 
 .PHONY: check
-check: fmt-check vet lint tidy-check test ## gofmt, vet, lint, go mod tidy, tests: what CI runs
+check: fmt-check vet cross lint tidy-check test ## gofmt, vet, darwin build, lint, go mod tidy, tests (TestLayers keeps the layers apart): what CI runs
 
 .PHONY: fmt-check
 fmt-check:
@@ -29,6 +29,12 @@ fmt-check:
 .PHONY: vet
 vet:
 	$(GO) vet $(PKGS)
+
+# The library and the CLI build for darwin: Linux-only code lives in
+# _linux.go files with an _other.go counterpart.
+.PHONY: cross
+cross: ## build for darwin (GOOS=darwin go build)
+	GOOS=darwin GOARCH=arm64 $(GO) build $(PKGS)
 
 .PHONY: lint
 lint: ## staticcheck when installed

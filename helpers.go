@@ -3,9 +3,24 @@ package ccrun
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/ccrun/ccrun/runtime/docker"
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/kube"
 	"github.com/ccrun/ccrun/runtime/wasm"
+)
+
+// The environment variables of ccrun's @wasm helper processes, for a
+// front end that finds its own helpers (ccrun gc).
+const (
+	// WasmWorkerEnv is "1" in a @wasm worker's environment (WithWasmWorker).
+	WasmWorkerEnv = wasm.WorkerEnv
+	// WasmWorkerParentEnv holds, in a worker's environment, the pid of
+	// the process that started it.
+	WasmWorkerParentEnv = wasm.WorkerParentEnv
+	// WasmServerEnv set to "1" opts in to the warm @wasm server.
+	WasmServerEnv = wasm.ServerOptInEnv
 )
 
 // RefillArg is the first argument under which ccrun's program, started
@@ -59,3 +74,58 @@ func CollectContainers(ctx context.Context, pool bool) ([]string, error) {
 	}
 	return removed, errors.Join(err, e.Close())
 }
+
+// GarbageContainers lists what CollectContainers would remove, removing
+// nothing. With no engine to reach, the error is of class ErrUnavailable.
+func GarbageContainers(ctx context.Context, pool bool) ([]string, error) {
+	e, err := docker.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := e.Garbage(ctx, pool)
+	return listed, errors.Join(err, e.Close())
+}
+
+// DockerHost connects to the local Docker Engine as @docker does (the
+// environment's engine, the API version negotiated) and says where it is.
+// With no engine to reach, the error is of class ErrUnavailable.
+func DockerHost(ctx context.Context) (string, error) {
+	e, err := docker.New(ctx)
+	if err != nil {
+		return "", err
+	}
+	host := e.Host()
+	return host, e.Close()
+}
+
+// Cluster is what the Kubernetes engine of @docker says of its cluster.
+type Cluster = kube.Cluster
+
+// ClusterInfo connects to the Kubernetes engine of @docker with opts (as
+// DefaultDockerEngine returns them) and asks its cluster.
+func ClusterInfo(ctx context.Context, opts ...kube.Option) (Cluster, error) {
+	e, err := kube.New(ctx, opts...)
+	if err != nil {
+		return Cluster{}, err
+	}
+	defer e.Close()
+	return e.Info(ctx)
+}
+
+// WithWasmWorker runs each @wasm guest in a process of its own: exe
+// (os.Executable, in practice) started again, whose main calls
+// ServeHelper first. A limit then kills the process, so it holds however
+// the guest spins. Default: guests run in this process.
+func WithWasmWorker(exe string) Option { return WithWasmOptions(wasm.WithWorkerProcess(exe)) }
+
+// WithWasmOneShot is for a process that runs one call and exits: a @wasm
+// guest runs here without interrupt checks, and a limit that stops it
+// returns at once, leaving the guest to the process's exit; should that
+// hang, exit is called with the result. Default: off.
+func WithWasmOneShot(exit func(*job.Result)) Option {
+	return WithWasmOptions(wasm.WithOneShot(exit))
+}
+
+// WithPullProgress writes the progress of @docker image pulls to w (a
+// terminal, in practice). Default: pulls are silent.
+func WithPullProgress(w io.Writer) Option { return WithDockerOptions(docker.WithPullProgress(w)) }

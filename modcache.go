@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"os"
 	"sync"
-	"syscall"
 )
 
 // moduleCache keeps the bytes and sha256 of recently run module files, so
@@ -32,17 +31,14 @@ type fileID struct {
 
 const moduleCacheSize = 16
 
+// statID is path's identity; false when it cannot be told (then the file
+// is read and hashed again). See modcache_linux.go, modcache_other.go.
 func statID(path string) (fileID, bool) {
 	fi, err := os.Stat(path)
-	if err != nil {
+	if err != nil || !fi.Mode().IsRegular() {
 		return fileID{}, false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() {
-		return fileID{}, false
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+	return sysID(fi)
 }
 
 // read returns path's bytes and their sha256.

@@ -10,8 +10,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
+	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/internal/confine"
-	"github.com/ccrun/ccrun/runtime/docker"
 )
 
 // doctorReport is what `ccrun doctor --json` prints. Its fields are
@@ -130,12 +130,11 @@ func doctor(ctx context.Context) doctorReport {
 func dockerInfo(ctx context.Context) dockerReport {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	e, err := docker.New(ctx)
+	host, err := ccrun.DockerHost(ctx)
 	if err != nil {
 		return dockerReport{Error: err.Error()}
 	}
-	defer e.Close()
-	d := dockerReport{Reachable: true, Host: e.Host()}
+	d := dockerReport{Reachable: true, Host: host}
 	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
 		defer c.Close()
 		if v, err := c.ServerVersion(ctx); err == nil {

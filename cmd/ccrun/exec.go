@@ -19,9 +19,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
-	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // callFlags are the flags every environment shares, for exec and check.
@@ -207,15 +205,15 @@ The tool's exit code becomes ccrun's.`,
 				if err != nil {
 					return err
 				}
-				extra = append(extra, ccrun.WithWasmOptions(wasm.WithWorkerProcess(exe)))
+				extra = append(extra, ccrun.WithWasmWorker(exe))
 			} else if oneShotProcess {
 				// This process runs one call and exits: a @wasm guest runs
 				// here at full speed, and a limit that stops it returns at
 				// once (the guest goes with the process). Should reporting
 				// it then hang, the hook ends the process with its code.
-				extra = append(extra, ccrun.WithWasmOptions(wasm.WithOneShot(func(r *job.Result) {
+				extra = append(extra, ccrun.WithWasmOneShot(func(r *job.Result) {
 					os.Exit(exitCode(r, nil))
-				})))
+				}))
 			}
 			// shown counts the notes of the decision an approver answered:
 			// they said why it was asked, a person saw them in the prompt,
@@ -366,10 +364,10 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 		opts = append(opts, ccrun.WithSession(sess))
 	}
 	if isTerminal(a.io.err) {
-		opts = append(opts, ccrun.WithDockerOptions(docker.WithPullProgress(a.io.err)))
+		opts = append(opts, ccrun.WithPullProgress(a.io.err))
 	}
 	if exe, err := os.Executable(); err == nil {
-		opts = append(opts, ccrun.WithDockerOptions(docker.WithDetachedRefill(exe, dockerRefillCmd)))
+		opts = append(opts, ccrun.WithDetachedRefill(exe))
 	}
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/runtime/docker"
 )
 
 // gcPlan is what `ccrun gc --dry-run` found: what gc would remove now.
@@ -52,15 +51,10 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 	if err == nil && kind == ccrun.EngineKubernetes {
 		note(errors.New("pods on Kubernetes are not listed by --dry-run; ccrun gc removes those a killed ccrun left"))
 	}
-	if e, err := docker.New(ctx); err != nil {
+	listed, err := ccrun.GarbageContainers(ctx, pool)
+	plan.Containers = append(plan.Containers, listed...)
+	if err != nil {
 		note(fmt.Errorf("containers not listed: %w", err))
-	} else {
-		listed, err := e.Garbage(ctx, pool)
-		plan.Containers = append(plan.Containers, listed...)
-		if err != nil {
-			note(fmt.Errorf("containers not listed: %w", err))
-		}
-		_ = e.Close()
 	}
 	if asJSON {
 		return writeJSON(a.io.out, r)

@@ -6,14 +6,13 @@ import (
 	"io"
 	"os"
 
-	"github.com/ccrun/ccrun/runtime/docker"
-	"github.com/ccrun/ccrun/runtime/wasm"
+	"github.com/ccrun/ccrun"
 )
 
 // dockerRefillCmd is the hidden first argument under which ccrun refills a
 // @docker warm pool in a process of its own, so that the run that used a
-// pooled container exits at once.
-const dockerRefillCmd = "__docker-refill"
+// pooled container exits at once (ccrun.ServeHelper serves it).
+const dockerRefillCmd = ccrun.RefillArg
 
 // oneShotProcess says this process is ccrun's main, which exits once run
 // returns (not a test calling run): a @wasm guest may then run without
@@ -27,14 +26,10 @@ type stdio struct {
 }
 
 func main() {
-	if wasm.IsWorker() { // a killable worker process of `exec --wasm-worker`
-		os.Exit(wasm.ServeWorker())
-	}
-	if wasm.IsServer() { // the warm @wasm server a client started (CCRUN_WASM_SERVER=1)
-		os.Exit(wasm.ServeDefault())
-	}
-	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd { // the detached refill of a warm container pool
-		os.Exit(docker.RefillMain())
+	// a @wasm worker of `exec --wasm-worker`, the warm @wasm server
+	// (CCRUN_WASM_SERVER=1), the detached refill of a warm container pool
+	if code, ok := ccrun.ServeHelper(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	oneShotProcess = true
 	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))

@@ -7,8 +7,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/ccrun/ccrun/runtime/docker"
-	"github.com/ccrun/ccrun/runtime/wasm"
+	"github.com/ccrun/ccrun"
 )
 
 // asCCRun, set to 1 in the environment, makes the test binary run as
@@ -17,14 +16,8 @@ import (
 const asCCRun = "CCRUN_TEST_AS_CCRUN"
 
 func TestMain(m *testing.M) {
-	if wasm.IsWorker() {
-		os.Exit(wasm.ServeWorker())
-	}
-	if wasm.IsServer() {
-		os.Exit(wasm.ServeDefault())
-	}
-	if len(os.Args) > 1 && os.Args[1] == dockerRefillCmd {
-		os.Exit(docker.RefillMain())
+	if code, ok := ccrun.ServeHelper(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	if os.Getenv(asCCRun) == "1" {
 		os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))

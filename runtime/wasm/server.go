@@ -128,24 +128,8 @@ func checkSocketDir(dir string) error {
 	return nil
 }
 
-// peerUID returns the uid of the process at the other end of c.
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, cerr
-	}
-	return int(cred.Uid), nil
-}
+// peerUID returns the uid of the process at the other end of c
+// (peer_linux.go, peer_other.go).
 
 // conn is one connection with framed, locked writes.
 type conn struct {

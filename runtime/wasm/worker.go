@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -172,7 +171,7 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 	// The worker dies with this process: the kernel sends it SIGKILL when
 	// the thread that started it ends, so this goroutine keeps its thread
 	// (which no other goroutine can then end) until the worker is reaped.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = workerProcAttr() // Pdeathsig: SIGKILL on Linux (procattr_linux.go)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if s.Streams.Stdin != nil {

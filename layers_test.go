@@ -1,0 +1,84 @@
+package ccrun_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is this module's path.
+const module = "github.com/ccrun/ccrun"
+
+// backends are the packages that run a call somewhere. runtime/job is what
+// they share, not one of them.
+var backends = []string{module + "/runtime/shell", module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube"}
+
+// isBackend says whether pkg is a backend or a package inside one.
+func isBackend(pkg string) string {
+	for _, b := range backends {
+		if pkg == b || strings.HasPrefix(pkg, b+"/") {
+			return b
+		}
+	}
+	return ""
+}
+
+// goList runs go list -f format over patterns: one line per package.
+func goList(t *testing.T, format string, patterns ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command("go", append([]string{"list", "-f", format}, patterns...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// TestLayers keeps the layers apart, as go list -deps sees them: a backend
+// depends neither on the root package nor on another backend (runtime/job
+// is shared), and the CLI imports no backend: it goes through the root.
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	for _, line := range goList(t, `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./runtime/...") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		own := isBackend(pkg)
+		if own == "" {
+			continue
+		}
+		for _, d := range strings.Fields(deps) {
+			if d == module {
+				t.Errorf("%s depends on the root package %s", pkg, module)
+			}
+			if b := isBackend(d); b != "" && b != own {
+				t.Errorf("%s depends on another backend, %s", pkg, d)
+			}
+		}
+	}
+	for _, line := range goList(t, `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./cmd/...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if b := isBackend(imp); b != "" {
+				t.Errorf("%s imports the backend %s: reach it through the root package", pkg, imp)
+			}
+		}
+	}
+	// The rule has teeth: the root itself does reach the backends.
+	root := goList(t, `{{join .Imports " "}}`, ".")
+	if len(root) != 1 || !slices.ContainsFunc(strings.Fields(root[0]), func(s string) bool { return isBackend(s) != "" }) {
+		t.Errorf("the root package imports no backend (%q): is the list of backends right?", root)
+	}
+}

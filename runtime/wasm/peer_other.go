@@ -1,0 +1,16 @@
+//go:build !linux
+
+package wasm
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+)
+
+// peerUID fails on this OS: ccrun does not ask this kernel who is at the
+// other end of a unix socket, so the warm server and its clients refuse
+// every peer (fail closed) and a run goes in process instead.
+func peerUID(*net.UnixConn) (int, error) {
+	return -1, fmt.Errorf("wasm server: no peer credentials on %s: %w", runtime.GOOS, ErrUnsafeSocket)
+}
