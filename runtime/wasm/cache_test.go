@@ -60,10 +60,17 @@ func TestKeepWhileRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := keeping(t, 1)
+	// Compile first, so that the sleeping run's 500 ms are spent running
+	// (on a loaded machine, compiling under -race can take longer).
+	if res, err := e.Run(ctx, Spec{Module: guests["probe"], Args: []string{"exit", "0"}}); err != nil || !res.OK() {
+		t.Fatalf("the probe: %v %+v", err, res)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
+	ran := make(chan struct{})
 	go func() {
 		defer wg.Done()
+		defer close(ran)
 		res, err := e.Run(ctx, Spec{Module: guests["probe"], Args: []string{"sleep"}, Limits: job.Limits{Timeout: 500 * time.Millisecond}})
 		if err != nil || res.Reason != job.Timeout {
 			t.Errorf("the sleeping run: %v %+v", err, res)
@@ -72,7 +79,11 @@ func TestKeepWhileRunning(t *testing.T) {
 	key := sha256.Sum256(guests["probe"])
 	var sleeping *compiled
 	for sleeping == nil { // until the probe is compiled and running
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ran:
+			t.Skip("the sleeping run ended before it was seen running (a loaded machine)")
+		case <-time.After(10 * time.Millisecond):
+		}
 		e.mu.Lock()
 		if c := e.mods.byKey[key]; c != nil && c.done && c.users > 0 {
 			sleeping = c
