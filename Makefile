@@ -16,8 +16,11 @@ build: ## build bin/ccrun (static)
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/ccrun
 
 .PHONY: test
+# -timeout: the @wasm and @docker sandbox tables run hundreds of guests and
+# containers; under -race on 2 cores a package can pass go test's default
+# 10 minutes.
 test: ## run every test with the race detector
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 40m $(PKGS)
 
 .PHONY: check
 check: fmt-check vet cross lint tidy-check test ## gofmt, vet, darwin build, lint, go mod tidy, tests (TestLayers keeps the layers apart): what CI runs
