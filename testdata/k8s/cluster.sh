@@ -52,11 +52,18 @@ netns() { echo "/run/netns/ccrun-k8s-$1"; }
 
 # ---- build -------------------------------------------------------------
 
+# stamp names what the binaries are built from (the module and its
+# sources), so that a fresh clone finds a build it can use.
+stamp() {
+	(cd "$HERE/cluster" && cat go.mod go.sum ./*/*.go | sha256sum | cut -d' ' -f1)
+}
+
 built() {
 	local c
 	for c in "${COMPONENTS[@]}" netfwd pause; do
-		[[ -x $BIN/$c && $BIN/$c -nt $HERE/cluster/go.mod ]] || return 1
+		[[ -x $BIN/$c ]] || return 1
 	done
+	[[ $(cat "$BIN/.stamp" 2>/dev/null) == "$(stamp)" ]]
 }
 
 build() {
@@ -64,12 +71,12 @@ build() {
 	if built; then return 0; fi
 	log "building kubernetes $VERSION and etcd into $BIN (the first build takes ~25 min on 2 cores; later ones use the Go build cache)"
 	local t0=$SECONDS
-	(cd "$HERE/cluster" && nice -n 10 go build -trimpath -o "$BIN/" \
+	(cd "$HERE/cluster" && nice -n 10 go build -o "$BIN/" \
 		-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$VERSION" \
 		./etcd ./netfwd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
-	(cd "$HERE/cluster" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/pause" ./pause)
-	touch "$BIN"/*
+	(cd "$HERE/cluster" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$BIN/pause" ./pause)
+	stamp >"$BIN/.stamp"
 	log "built in $((SECONDS - t0)) s"
 }
 
@@ -505,7 +512,7 @@ status_left() {
 	local h
 	for h in $(hierarchies); do [[ -d $h/$CG ]] && left+=("cgroup: $h/$CG"); done
 	local rules
-	rules=$(iptables-save 2>/dev/null | grep -E '10\.22[456]\.|KUBE-|cni0|ccrun-k8s' || true)
+	rules=$({ iptables-save; iptables-legacy-save; } 2>/dev/null | grep -E '10\.22[456]\.|KUBE-|cni0|ccrun-k8s' || true)
 	[[ -n $rules ]] && left+=("host iptables rules: $rules")
 	if ((${#left[@]})); then
 		printf 'cluster: left behind: %s\n' "${left[@]}" >&2
