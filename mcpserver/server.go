@@ -148,7 +148,8 @@ func New(rt *ccrun.Runtime, o *Options) (*Server, error) {
 	}
 	logger := s.opts.Logger
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{
-		Logger:   logger,
+		Logger: logger,
+		//lint:ignore SA1019 HasTools keeps tools/list_changed announced before any tool is added
 		HasTools: true,
 		Instructions: "ccrun runs these tools behind its permission gate. A call the gate asks about is put to the person " +
 			"through this client when it can show questions; a denied call comes back as an error result that says why " +
@@ -520,6 +521,7 @@ func (s *Server) run(ctx context.Context, rt *ccrun.Runtime, req *mcp.CallToolRe
 	ss := req.Session
 	opts.Events = func(e ccrun.Event) {
 		state.Store(string(e.State))
+		//lint:ignore SA1019 the issue asks for state events as debug log messages (deprecated only from 2026-07-28)
 		_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Logger: "ccrun", Data: e})
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil {

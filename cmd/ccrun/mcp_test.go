@@ -486,12 +486,14 @@ func TestMCPProgress(t *testing.T) {
 	var progress, logs atomic.Int32
 	cs := mcpStdio(t, dir, env, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+		//lint:ignore SA1019 the server sends state events as debug log messages
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			if r.Params.Level == "debug" && r.Params.Logger == "ccrun" {
 				logs.Add(1)
 			}
 		},
 	}, "2025-11-25")
+	//lint:ignore SA1019 the server sends state events as debug log messages
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
