@@ -183,28 +183,18 @@ func OpenSession(dir, id string, opts ...SessionOption) (*SessionAllowlist, erro
 // nobody uses again would stay) and returns their ids. Files it cannot
 // read as a session of this user are left where they are, and reported.
 func PruneSessions(dir string, opts ...SessionOption) ([]string, error) {
-	if err := checkSessionDir(dir); err != nil {
-		if errors.Is(err, ErrSessionNotFound) { // no directory: no session
-			return nil, nil
-		}
-		return nil, err
-	}
-	ents, err := os.ReadDir(dir)
+	ids, err := sessionIDs(dir)
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
 	var errs []error
-	for _, ent := range ents {
-		id, ok := strings.CutSuffix(ent.Name(), ".json")
-		if !ok || !validSessionID(id) {
-			continue
-		}
+	for _, id := range ids {
 		_, err := OpenSession(dir, id, opts...)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrSessionNotFound):
-			if _, serr := os.Lstat(filepath.Join(dir, ent.Name())); errors.Is(serr, fs.ErrNotExist) {
+			if _, serr := os.Lstat(filepath.Join(dir, id+".json")); errors.Is(serr, fs.ErrNotExist) {
 				removed = append(removed, id)
 			}
 		default:
@@ -220,23 +210,13 @@ func PruneSessions(dir string, opts ...SessionOption) ([]string, error) {
 // are reported, as PruneSessions reports them.
 func ExpiredSessions(dir string, opts ...SessionOption) ([]string, error) {
 	cfg := sessionOptions(opts)
-	if err := checkSessionDir(dir); err != nil {
-		if errors.Is(err, ErrSessionNotFound) { // no directory: no session
-			return nil, nil
-		}
-		return nil, err
-	}
-	ents, err := os.ReadDir(dir)
+	ids, err := sessionIDs(dir)
 	if err != nil {
 		return nil, err
 	}
 	var expired []string
 	var errs []error
-	for _, ent := range ents {
-		id, ok := strings.CutSuffix(ent.Name(), ".json")
-		if !ok || !validSessionID(id) {
-			continue
-		}
+	for _, id := range ids {
 		f, _, err := newFileSession(dir, id, time.Time{}, cfg).read()
 		switch {
 		case err == nil:
@@ -249,6 +229,28 @@ func ExpiredSessions(dir string, opts ...SessionOption) ([]string, error) {
 		}
 	}
 	return expired, errors.Join(errs...)
+}
+
+// sessionIDs lists the ids of the session files in dir (none when there
+// is no directory), after checking the directory is the user's own.
+func sessionIDs(dir string) ([]string, error) {
+	if err := checkSessionDir(dir); err != nil {
+		if errors.Is(err, ErrSessionNotFound) { // no directory: no session
+			return nil, nil
+		}
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, ent := range ents {
+		if id, ok := strings.CutSuffix(ent.Name(), ".json"); ok && validSessionID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 func sessionOptions(opts []SessionOption) sessionConfig {
