@@ -19,7 +19,6 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
-	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // The built-in tools. A capability is a tool of its own name.
@@ -208,7 +207,7 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("call: module: %w", err)
 		}
-		if err := wasm.CheckModule(mod); err != nil {
+		if err := r.modules.check(mod, sum); err != nil {
 			// refused before anyone is asked: a grant for it would be a grant for nothing
 			return nil, nil, fmt.Errorf("call: module %s: %w", r.rel(path), err)
 		}
@@ -312,10 +311,11 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		if err != nil {
 			return err
 		}
-		if err := wasm.CheckModule(mod); err != nil {
+		sum := sha256.Sum256(mod)
+		if err := r.modules.check(mod, sum); err != nil {
 			return fmt.Errorf("capability %s: module %s: %w", m.Name, m.Entry.Module, err)
 		}
-		inv.Module, inv.ModuleName, inv.ModuleSum = mod, m.Entry.Module, sha256.Sum256(mod)
+		inv.Module, inv.ModuleName, inv.ModuleSum = mod, m.Entry.Module, sum
 		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)
 		req.Display = strings.Join(append([]string{m.Entry.Module}, inv.Args...), " ")
 	case ceiling.Docker:

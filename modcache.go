@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"os"
 	"sync"
+
+	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // moduleCache keeps the bytes and sha256 of recently run module files, so
@@ -16,6 +18,29 @@ type moduleCache struct {
 	mu      sync.Mutex
 	entries map[fileID]*cachedModule
 	order   []fileID
+	checked map[[sha256.Size]byte]bool // modules wasm.CheckModule accepted
+}
+
+// check runs wasm.CheckModule on a module once per runtime: a warm
+// runtime (ccrun mcp, an embedding agent) does not guard the same bytes
+// on every call. Refusals are not kept (cheap to find again).
+func (c *moduleCache) check(mod []byte, sum [sha256.Size]byte) error {
+	c.mu.Lock()
+	ok := c.checked[sum]
+	c.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := wasm.CheckModule(mod); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.checked == nil || len(c.checked) >= 4*moduleCacheSize {
+		c.checked = map[[sha256.Size]byte]bool{}
+	}
+	c.checked[sum] = true
+	c.mu.Unlock()
+	return nil
 }
 
 type cachedModule struct {
