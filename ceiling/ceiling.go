@@ -7,13 +7,20 @@
 // rights, so a grant for it never outlives the session; a @wasm or @docker
 // tool is confined by its sandbox, so a project may trust it for good.
 //
-// Everything here is immutable and safe for concurrent use.
+// The set of environments is open to a Go program that registers a
+// backend of its own (Register): such an environment is trusted at most as
+// far as the host, for the session, since ccrun cannot tell whether it
+// confines anything. An environment nobody registered is invalid.
+//
+// Everything here is safe for concurrent use; only Register changes
+// anything, and what it registers stays for the life of the process.
 package ceiling
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/containerd/errdefs"
 )
@@ -21,33 +28,94 @@ import (
 // Environment is where a tool's code runs.
 type Environment string
 
-// The environments ccrun knows. Any other value is invalid.
+// The environments ccrun builds in. Any other value is invalid unless
+// registered (Register).
 const (
 	Shell  Environment = "@shell"  // the host, through os/exec
 	Wasm   Environment = "@wasm"   // wazero, WASI preview 1
 	Docker Environment = "@docker" // a container, through the Docker Engine API
 )
 
-// Environments lists every valid environment, in a stable order.
+// Environments lists the built-in environments, in a stable order.
 var Environments = []Environment{Shell, Wasm, Docker}
+
+// registered holds the environments Register added, with their ceilings.
+var registered sync.Map // Environment → Grant
+
+// Register adds environment e, whose tools may be granted at most max,
+// for a backend a Go program brings (ccrun.WithBackend). e is "@" and a
+// lowercase letter, then lowercase letters, digits and "-", at most 32 in
+// all, and not a built-in environment. max is Once or AlwaysThisSession:
+// AlwaysThisProject belongs to the sandboxes whose confinement ccrun
+// builds and tests (@wasm, @docker), and a backend that runs elsewhere
+// reaches it only as an engine of one of them, not by saying it confines.
+// Registering e again with the same ceiling does nothing; with another, it
+// is an error (a ceiling never changes while grants made under it exist).
+// Errors are of class errdefs.ErrInvalidArgument.
+func Register(e Environment, max Grant) error {
+	if isBuiltin(e) {
+		return fmt.Errorf("environment %s: built in, with its own ceiling: %w", e, errdefs.ErrInvalidArgument)
+	}
+	if !validName(string(e)) {
+		return fmt.Errorf("environment %q: want @ and a lowercase letter, then lowercase letters, digits and -, at most 32: %w", e, errdefs.ErrInvalidArgument)
+	}
+	if max != Once && max != AlwaysThisSession {
+		return fmt.Errorf("environment %s: ceiling %s: want Once or AlwaysThisSession (only @wasm and @docker reach AlwaysThisProject; register an engine of one of them instead): %w", e, max, errdefs.ErrInvalidArgument)
+	}
+	if prev, loaded := registered.LoadOrStore(e, max); loaded && prev.(Grant) != max {
+		return fmt.Errorf("environment %s: registered already with ceiling %s, not %s: %w", e, prev.(Grant), max, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+func isBuiltin(e Environment) bool { return e == Shell || e == Wasm || e == Docker }
+
+func validName(s string) bool {
+	if len(s) < 2 || len(s) > 32 || s[0] != '@' || s[1] < 'a' || s[1] > 'z' {
+		return false
+	}
+	for _, c := range s[2:] {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// registeredCeiling is the ceiling Register gave e; false when it did not.
+func registeredCeiling(e Environment) (Grant, bool) {
+	g, ok := registered.Load(e)
+	if !ok {
+		return Deny, false
+	}
+	return g.(Grant), true
+}
 
 // ErrUnknownEnvironment is the class of ParseEnvironment's error.
 var ErrUnknownEnvironment = errdefs.ErrInvalidArgument.WithMessage("unknown environment")
 
-// ParseEnvironment reads "@shell", "@wasm" or "@docker". The leading "@" may
-// be left out. Anything else is an error of class ErrUnknownEnvironment.
+// ParseEnvironment reads "@shell", "@wasm", "@docker" or a registered
+// environment. The leading "@" may be left out. Anything else is an error
+// of class ErrUnknownEnvironment.
 func ParseEnvironment(s string) (Environment, error) {
 	e := Environment("@" + strings.TrimPrefix(s, "@"))
 	if e.Valid() {
 		return e, nil
 	}
-	return "", fmt.Errorf("environment %q: want one of @shell, @wasm, @docker: %w", s, ErrUnknownEnvironment)
+	return "", fmt.Errorf("environment %q: want one of @shell, @wasm, @docker or a registered one: %w", s, ErrUnknownEnvironment)
 }
 
-// Valid reports whether e is one of Environments.
-func (e Environment) Valid() bool { return e == Shell || e == Wasm || e == Docker }
+// Valid reports whether e is one of Environments or registered.
+func (e Environment) Valid() bool {
+	if isBuiltin(e) {
+		return true
+	}
+	_, ok := registeredCeiling(e)
+	return ok
+}
 
 // Sandboxed reports whether e confines the tool's code (@wasm, @docker).
+// A registered environment is not: ccrun cannot tell that it confines.
 func (e Environment) Sandboxed() bool { return e == Wasm || e == Docker }
 
 // Grant is what a person chose when asked. Grants are ordered: a larger
@@ -92,14 +160,18 @@ func ParseGrant(s string) (Grant, error) {
 }
 
 // Of returns the highest grant a tool in environment e may be given:
-// AlwaysThisSession for @shell, AlwaysThisProject for @wasm and @docker.
-// An invalid environment gets Once: what ccrun cannot place, it trusts least.
+// AlwaysThisSession for @shell, AlwaysThisProject for @wasm and @docker,
+// what Register said for a registered environment. An invalid environment
+// gets Once: what ccrun cannot place, it trusts least.
 func Of(e Environment) Grant {
 	switch e {
 	case Wasm, Docker:
 		return AlwaysThisProject
 	case Shell:
 		return AlwaysThisSession
+	}
+	if g, ok := registeredCeiling(e); ok {
+		return g
 	}
 	return Once
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/ceiling"
 )
 
@@ -80,5 +82,50 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := ceiling.ParseGrant("forever"); !errors.Is(err, ceiling.ErrUnknownGrant) {
 		t.Errorf("ParseGrant(forever): %v", err)
+	}
+}
+
+// TestRegister: a registered environment is valid, with the ceiling it
+// registered; it cannot claim a sandbox's ceiling, take a built-in's name,
+// or change its ceiling later.
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	const env ceiling.Environment = "@registered-test"
+	if env.Valid() || ceiling.Of(env) != ceiling.Once {
+		t.Fatalf("%s before Register: valid %v, ceiling %s", env, env.Valid(), ceiling.Of(env))
+	}
+	if err := ceiling.Register(env, ceiling.AlwaysThisSession); err != nil {
+		t.Fatal(err)
+	}
+	if err := ceiling.Register(env, ceiling.AlwaysThisSession); err != nil {
+		t.Errorf("registered again with the same ceiling: %v", err)
+	}
+	if got, err := ceiling.ParseEnvironment("registered-test"); err != nil || got != env {
+		t.Errorf("ParseEnvironment: %q %v", got, err)
+	}
+	if !env.Valid() || env.Sandboxed() || ceiling.Of(env) != ceiling.AlwaysThisSession {
+		t.Errorf("%s: valid %v, sandboxed %v, ceiling %s", env, env.Valid(), env.Sandboxed(), ceiling.Of(env))
+	}
+	if err := ceiling.Check(env, "k:v", ceiling.AlwaysThisProject); !errors.Is(err, ceiling.ErrViolation) {
+		t.Errorf("AlwaysThisProject for %s: %v, want a violation", env, err)
+	}
+	for _, bad := range []struct {
+		env ceiling.Environment
+		max ceiling.Grant
+	}{
+		{env, ceiling.Once},                           // another ceiling
+		{"@sandbox-claim", ceiling.AlwaysThisProject}, // a sandbox's ceiling
+		{"@deny", ceiling.Deny},
+		{ceiling.Docker, ceiling.AlwaysThisSession}, // a built-in's name
+		{"nope", ceiling.Once},
+		{"@Upper", ceiling.Once},
+		{"@", ceiling.Once},
+	} {
+		if err := ceiling.Register(bad.env, bad.max); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("Register(%q, %s): %v, want an invalid argument", bad.env, bad.max, err)
+		}
+	}
+	if ceiling.Environment("@sandbox-claim").Valid() || ceiling.Of(ceiling.Docker) != ceiling.AlwaysThisProject {
+		t.Error("a refused registration changed something")
 	}
 }

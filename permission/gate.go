@@ -66,7 +66,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 		return d
 	}
 	if !req.Environment.Valid() {
-		return decide(Refuse, LayerScope, "", fmt.Sprintf("environment %q is not one of @shell, @wasm, @docker", req.Environment))
+		return decide(Refuse, LayerScope, "", fmt.Sprintf("environment %q is not one of @shell, @wasm, @docker nor registered", req.Environment))
 	}
 	if ok, why := pol.InScope(req); !ok {
 		return decide(Refuse, LayerScope, "", why)
