@@ -1,6 +1,7 @@
-// Package job holds what the three executors (runtime/shell, runtime/wasm,
-// runtime/docker) share: the limits a run is held to, the mounts it sees,
-// the streams it writes to, and the Result it ends with.
+// Package job holds what the executors (runtime/shell, runtime/wasm,
+// runtime/docker, runtime/kube) share: the limits a run is held to, the
+// mounts it sees, the streams it writes to, the Supervisor that runs it to
+// its end (start, wait, stop, drain, classify), and the Result it ends with.
 //
 // A non-zero exit of the program that ran is not an error: it is a Result
 // with Reason Exit and that ExitCode. An executor returns an error only when
