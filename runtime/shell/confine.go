@@ -7,12 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"mvdan.cc/sh/v3/interp"
 
 	"github.com/ccrun/ccrun/internal/confine"
-	"github.com/ccrun/ccrun/runtime/job"
 )
 
 // Confinement, set as Spec.Confine, runs every program of a run under the
@@ -76,20 +74,14 @@ func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses}
 }
 
-// refuseUnconfinable returns the Result of a run that asks for
-// confinement on a machine that cannot give it, or nil when it can: such a
-// run starts nothing, builtins included.
-func refuseUnconfinable(stderr io.Writer, start time.Time) *job.Result {
-	_, err := confine.Available()
-	if err == nil {
-		return nil
+// unconfinable says why a run that asks for confinement cannot have it on
+// this machine, or "" when it can: such a run starts nothing, builtins
+// included.
+func unconfinable() string {
+	if _, err := confine.Available(); err != nil {
+		return fmt.Sprintf("not run: the command must run confined, and it cannot be here: %v", err)
 	}
-	msg := fmt.Sprintf("not run: the command must run confined, and it cannot be here: %v", err)
-	if stderr != nil {
-		fmt.Fprintf(stderr, "ccrun: %s\n", msg)
-	}
-	return &job.Result{Reason: job.Refused, ExitCode: job.RefusedExit, Detail: msg,
-		Stderr: []byte("ccrun: " + msg + "\n"), Duration: time.Since(start)}
+	return ""
 }
 
 // ruleset returns the run's ruleset, built when the run first starts a

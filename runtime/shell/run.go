@@ -34,16 +34,16 @@ type run struct {
 	ctx    context.Context // the interpreter's; cancelled by stop
 	cancel context.CancelFunc
 
-	stopOnce sync.Once
-	stopped  chan struct{} // closed by the first stop
-	why      job.Reason    // set once, before stopped is closed
+	sup *job.Supervisor // the run's lifecycle: why it ended is recorded there
+
+	shutOnce sync.Once // shutdown runs once, for the kill or after the exit
+	killed   int       // processes shutdown killed
 
 	mu          sync.Mutex
 	closed      bool             // no program may start any more
 	inflight    sync.WaitGroup   // exec handler calls that may have a live child
 	groups      map[int]struct{} // process groups the run created (= pids of its direct children)
 	children    map[int]struct{} // direct children not yet reaped by os/exec
-	leftover    int              // processes killed after the script ended by itself
 	files       []*os.File       // pipes to close when Run returns
 	started     bool             // at least one program was started
 	marker      string           // MarkerVar=<id of the run>, in every program's environment
@@ -64,38 +64,42 @@ func newRun(e *Executor) *run {
 		e:        e,
 		ctx:      ctx,
 		cancel:   cancel,
-		stopped:  make(chan struct{}),
 		groups:   make(map[int]struct{}),
 		children: make(map[int]struct{}),
 	}
 }
 
-// stop records why the run ends (the first call wins). The interpreter and
-// the processes are stopped by shutdown, in that order that keeps the
-// process tree whole until it has been walked.
+// stop stops the run for why: the first reason wins (job.Supervisor). A
+// refusal carries what was refused. The interpreter and the processes are
+// stopped by shutdown, in the order that keeps the process tree whole
+// until it has been walked.
 func (r *run) stop(why job.Reason) {
-	r.stopOnce.Do(func() {
-		r.why = why
-		close(r.stopped)
-	})
-}
-
-func (r *run) reason() job.Reason {
-	<-r.stopped
-	return r.why
+	detail := ""
+	if why == job.Refused {
+		r.mu.Lock()
+		detail = r.refusal
+		r.mu.Unlock()
+	}
+	r.sup.Stop(why, detail)
 }
 
 // shutdown makes sure nothing the run started is alive: no new program may
 // start, running ones are killed with their descendants, and the exec
-// handlers have returned.
-func (r *run) shutdown() {
+// handlers have returned. It runs once; a second call waits for the first
+// and returns how many processes it killed.
+func (r *run) shutdown() int {
+	r.shutOnce.Do(func() { r.killed = r.kill() })
+	return r.killed
+}
+
+func (r *run) kill() int {
 	r.mu.Lock()
 	r.closed = true
 	started := r.started
 	r.mu.Unlock()
 	if !started {
 		r.cancel()
-		return // only builtins ran: there is nothing to kill
+		return 0 // only builtins ran: there is nothing to kill
 	}
 	// Walk and kill the tree while it is whole: cancelling first would let
 	// os/exec kill the direct children, orphaning their descendants before
@@ -109,9 +113,7 @@ func (r *run) shutdown() {
 	if killed > 0 {
 		killed += r.sweep() // belt and braces: there should be nothing left
 	}
-	if r.why == job.Exit {
-		r.leftover = killed
-	}
+	return killed
 }
 
 // releaseFiles closes the run's pipes.

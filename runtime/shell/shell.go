@@ -278,17 +278,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	lim := s.Limits.WithDefaults()
-	start := time.Now()
-	if ctx.Err() != nil {
-		return &job.Result{Reason: job.Cancelled, ExitCode: job.KilledExitCode, Detail: "cancelled before start"}, nil
-	}
-
 	r := newRun(e)
 	r.guard = s.Guard
 	if s.Confine != nil {
-		if res := refuseUnconfinable(s.Streams.Stderr, start); res != nil {
-			return res, nil
-		}
 		r.confine = s.Confine
 		defer r.closeConfined() // after shutdown: no program of the run is left
 	}
@@ -296,7 +288,6 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 
 	// Output: one OS pipe per stream, so that programs write straight into
 	// it and no copy goroutine of os/exec waits on a grandchild.
-	var err error
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("shell: stdout pipe: %w: %w", ErrExecutor, err)
@@ -307,18 +298,10 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		return nil, fmt.Errorf("shell: stderr pipe: %w: %w", ErrExecutor, err)
 	}
 	r.files = append(r.files, errR, errW)
-	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, func() { r.stop(job.OutputCap) })
-	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, func() { r.stop(job.OutputCap) })
-	var copies sync.WaitGroup
-	copies.Add(2)
-	go copyOut(&copies, stdout, outR)
-	go copyOut(&copies, stderr, errR)
-
 	stdin, err := r.stdin(s.Streams.Stdin)
 	if err != nil {
 		return nil, fmt.Errorf("shell: stdin: %w: %w", ErrExecutor, err)
 	}
-
 	env := append(append(make([]string, 0, len(e.env)+len(s.Env)), e.env...), s.Env...)
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
@@ -332,75 +315,53 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		return nil, fmt.Errorf("shell: interpreter: %w: %w", ErrInvalidSpec, err)
 	}
 
-	// Stops: the caller's context, the timeout.
-	stopCancel := context.AfterFunc(ctx, func() { r.stop(job.Cancelled) })
-	defer stopCancel()
-	if lim.Timeout > 0 {
-		t := time.AfterFunc(lim.Timeout, func() { r.stop(job.Timeout) })
-		defer t.Stop()
-	}
-
+	var copies sync.WaitGroup
 	done := make(chan error, 1)
-	go func() { done <- runner.Run(r.ctx, s.Script) }()
-
-	var runErr error
-	finished := false
-	select {
-	case runErr = <-done:
-		finished = true
-		r.stop(job.Exit) // first reason wins: a stop that came first stays
-	case <-r.stopped:
+	r.sup = &job.Supervisor{
+		Limits:  lim,
+		Streams: s.Streams,
+		Start: func(_ context.Context, out *job.Capture) error {
+			if s.Confine != nil {
+				if msg := unconfinable(); msg != "" {
+					fmt.Fprintf(out.Stderr, "ccrun: %s\n", msg)
+					r.sup.Stop(job.Refused, msg)
+					return errors.New(msg)
+				}
+			}
+			copies.Add(2)
+			go copyOut(&copies, out.Stdout, outR)
+			go copyOut(&copies, out.Stderr, errR)
+			go func() { done <- runner.Run(r.ctx, s.Script) }()
+			return nil
+		},
+		Wait: func() (job.Status, error) {
+			runErr := <-done
+			killed := r.shutdown() // nothing the run started may outlive it
+			code, detail := exitCode(runErr)
+			if killed > 0 && detail == "" {
+				detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", killed)
+			}
+			return job.Status{Code: code, Detail: detail}, nil
+		},
+		// Stopped: kill the run's processes; the interpreter then stops
+		// at its next statement (it checks its context between
+		// commands). Do not wait on it for ever.
+		Kill:      func(job.Reason) { r.shutdown() },
+		KillGrace: e.drain,
+		// Close our write ends: once the run's processes are gone the
+		// readers see EOF. A process that escaped the sweep may hold
+		// them: bound it.
+		Drain: func(ctx context.Context) {
+			outW.Close()
+			errW.Close()
+			deadline, _ := ctx.Deadline()
+			outR.SetReadDeadline(deadline)
+			errR.SetReadDeadline(deadline)
+			copies.Wait()
+		},
+		DrainGrace: e.drain,
 	}
-
-	// Nothing the run started may outlive it.
-	r.shutdown()
-	if !finished {
-		// The interpreter stops at its next statement now that its context
-		// is done and its programs are dead; do not wait on it for ever.
-		select {
-		case runErr = <-done:
-		case <-time.After(e.drain):
-		}
-	}
-
-	// Close our write ends: once the run's processes are gone the readers
-	// see EOF. A process that escaped the sweep may hold them: bound it.
-	outW.Close()
-	errW.Close()
-	deadline := time.Now().Add(e.drain)
-	outR.SetReadDeadline(deadline)
-	errR.SetReadDeadline(deadline)
-	copies.Wait()
-
-	res := &job.Result{
-		Reason:    r.reason(),
-		Stdout:    stdout.Bytes(),
-		Stderr:    stderr.Bytes(),
-		Duration:  time.Since(start),
-		Truncated: stdout.Exceeded() || stderr.Exceeded(),
-	}
-	switch res.Reason {
-	case job.Exit:
-		res.ExitCode, res.Detail = exitCode(runErr)
-	case job.Timeout:
-		res.ExitCode = job.TimeoutExit
-		res.Detail = fmt.Sprintf("killed after %v", lim.Timeout)
-	case job.OutputCap:
-		res.ExitCode = job.KilledExitCode
-		res.Detail = fmt.Sprintf("killed after writing more than %d bytes to one stream", lim.Output)
-	case job.Cancelled:
-		res.ExitCode = job.KilledExitCode
-		res.Detail = "killed: cancelled by the caller"
-	case job.Refused:
-		res.ExitCode = job.RefusedExit
-		r.mu.Lock()
-		res.Detail = r.refusal
-		r.mu.Unlock()
-	}
-	if r.leftover > 0 && res.Detail == "" && res.Reason == job.Exit {
-		res.Detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", r.leftover)
-	}
-	return res, nil
+	return r.sup.Run(ctx)
 }
 
 // exitCode reads the interpreter's result. A fatal error of the
