@@ -75,14 +75,26 @@ func (s *Server) handleCreate(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err := dec.Decode(&a); err != nil {
 		return createError(fmt.Errorf("arguments: %v", err)), nil
 	}
-	c, err := s.create(a)
+	var replaced bool
+	c, err := s.create(a, &replaced)
 	if err != nil {
 		return createError(err), nil
 	}
+	rt, done := s.use()
+	aerr := rt.RecordCapabilityWritten(c, ToolCapabilityCreate, replaced)
+	done()
 	_ = s.Sync() // the new tool is listed, and list_changed sent, before this returns
 	out := created{Name: c.Manifest.Name, Dir: c.Dir, Key: c.Key().String(), Digest: c.Digest, Environment: string(c.Manifest.Environment)}
 	text := fmt.Sprintf("created capability %s (%s) in %s\nkey: %s\ndigest: %s\nIt is offered as the tool %q; its first run is asked of the person.",
 		out.Name, out.Environment, out.Dir, out.Key, out.Digest, out.Name)
+	if aerr != nil {
+		// The capability grants nothing, so it stays; the person is told
+		// that the log of what the agent wrote misses this line.
+		text += "\nwarning: the audit log did not record this: " + aerr.Error()
+		if s.opts.Logger != nil {
+			s.opts.Logger.Warn("capability_create: audit", "capability", out.Name, "error", aerr)
+		}
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: out}, nil
 }
 
@@ -93,7 +105,8 @@ func createError(err error) *mcp.CallToolResult {
 // create validates a and writes the capability: into a fresh directory
 // beside the others, checked with capabilities.Load, then renamed into
 // place, so that a half-written or invalid capability is never found.
-func (s *Server) create(a createArgs) (*capabilities.Capability, error) {
+// *replaced says whether it took the place of one of that name.
+func (s *Server) create(a createArgs, replaced *bool) (*capabilities.Capability, error) {
 	if len(a.Manifest) == 0 {
 		return nil, errors.New("manifest: required")
 	}
@@ -215,6 +228,7 @@ func (s *Server) create(a createArgs) (*capabilities.Capability, error) {
 	}
 	if old != "" {
 		_ = os.RemoveAll(old)
+		*replaced = true
 	}
 	return c, nil
 }

@@ -402,6 +402,17 @@ func TestMCPCapabilityCreate(t *testing.T) {
 	if !found {
 		t.Fatalf("hello not listed after list_changed: %v", list.Tools)
 	}
+	// What the agent wrote is in the audit log, before anything ran.
+	var written []map[string]any
+	for _, rec := range auditLines(t, dir) {
+		if rec["kind"] == "capability" {
+			written = append(written, rec)
+		}
+	}
+	if len(written) != 1 || written[0]["tool"] != "hello" || written[0]["outcome"] != "created" ||
+		!strings.Contains(fmt.Sprint(written[0]["display"]), "sha256:") {
+		t.Errorf("audit: %v, want one capability line for hello, created, with its digest", written)
+	}
 	for i := range 2 {
 		res = callTool(t, cs, "hello", map[string]any{})
 		if r := structured(t, res); res.IsError || !strings.Contains(r.Stdout, "hello") {
