@@ -39,7 +39,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 // the others), in this order: a configuration error is one even when a
 // problem in it is an invalid argument (an unknown environment in a
 // manifest); an invalid argument is one even when what refused it is the
-// ceiling (allowlist add of a @shell key for the project).
+// ceiling (allowlist add of a @shell key for the project); an interruption
+// is one even when the gate then denied (Ctrl-C at the prompt).
 func exitCode(res *job.Result, err error) int {
 	if err == nil {
 		if res == nil {
@@ -64,12 +65,12 @@ func exitCode(res *job.Result, err error) int {
 		return exitConfig
 	case errors.Is(err, ccrun.ErrInvalidArgument), errors.Is(err, ccrun.ErrNotFound):
 		return exitUsage
+	case errors.Is(err, context.Canceled): // before a deny: Ctrl-C at the prompt denies, and nothing ran
+		return exitInterrupted
 	case errors.Is(err, ccrun.ErrPermissionDenied): // ccrun.ErrCeilingViolation too
 		return exitDenied
 	case errors.Is(err, ccrun.ErrTimeout):
 		return exitTimeout
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
 	}
 	return exitInternal // ccrun.ErrUnavailable, and what has no class
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -112,6 +115,11 @@ func TestExitCodeClasses(t *testing.T) {
 		{"timeout", fmt.Errorf("x: %w", ccrun.ErrTimeout), exitTimeout},
 		{"cancelled", fmt.Errorf("x: %w", context.Canceled), exitInterrupted},
 		{"unavailable", fmt.Errorf("x: %w", ccrun.ErrUnavailable), exitInternal},
+		{"interrupted at the prompt", fmt.Errorf("prompt: %w", prompt.ErrInterrupted), exitInterrupted},
+		{"denied by Ctrl-C at the prompt", &permission.DeniedError{Decision: &permission.Decision{}, Err: fmt.Errorf("prompt: %w", prompt.ErrInterrupted)}, exitInterrupted},
+		{"denied: the prompt ran out of time", &permission.DeniedError{Decision: &permission.Decision{}, Err: fmt.Errorf("prompt: %w", context.DeadlineExceeded)}, exitDenied},
+		{"unsafe audit log", fmt.Errorf("x: %w", audit.ErrUnsafe), exitDenied},
+		{"unsafe trust store", fmt.Errorf("x: %w", trust.ErrUnsafe), exitDenied},
 		{"no class", errors.New("disk on fire"), exitInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,12 +25,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/containerd/errdefs"
 )
 
 // Record is one line of the audit log. Fields that do not apply are left out.
 type Record struct {
 	Time        time.Time `json:"time"`
-	Kind        string    `json:"kind"` // "decision" or "execution"
+	Kind        string    `json:"kind"` // "decision", "execution" or "capability" (one written into the project)
 	Call        string    `json:"call,omitempty"`
 	Tool        string    `json:"tool"`
 	Key         string    `json:"key,omitempty"`
@@ -60,8 +62,10 @@ type Record struct {
 const DefaultMaxSize int64 = 8 << 20
 
 // ErrUnsafe is the class of the error of a log whose directory or file is a
-// symbolic link, another user's, or hard-linked elsewhere.
-var ErrUnsafe = errors.New("unsafe audit log")
+// symbolic link, another user's, or hard-linked elsewhere. It is of class
+// errdefs.ErrPermissionDenied (ccrun.ErrPermissionDenied), as an unsafe
+// session store is: ccrun refuses to write there, and the CLI exits 77.
+var ErrUnsafe = errdefs.ErrPermissionDenied.WithMessage("unsafe audit log")
 
 // Log appends records to one file.
 type Log struct {

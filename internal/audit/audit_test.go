@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/containerd/errdefs"
 )
 
 func TestConcurrentWritesStayWholeLines(t *testing.T) {
@@ -181,3 +183,20 @@ func must(t *testing.T, err error) {
 }
 
 func mustMkdir(t *testing.T, dir string) { t.Helper(); must(t, os.Mkdir(dir, 0o700)) }
+
+// TestErrUnsafeClass: an unsafe log is of class errdefs.ErrPermissionDenied
+// (ccrun.ErrPermissionDenied, exit 77), and only of that class.
+func TestErrUnsafeClass(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(dir, ".ccrun")); err != nil {
+		t.Fatal(err)
+	}
+	err := Open(filepath.Join(dir, ".ccrun", "audit.jsonl")).Write(Record{Kind: "decision"})
+	if !errors.Is(err, ErrUnsafe) || !errdefs.IsPermissionDenied(err) {
+		t.Fatalf("Write through a symlinked directory: %v, want ErrUnsafe of class permission denied", err)
+	}
+	if errdefs.IsInvalidArgument(err) || errdefs.IsFailedPrecondition(err) || errdefs.IsNotFound(err) {
+		t.Errorf("%v is of another class too", err)
+	}
+}

@@ -36,11 +36,20 @@ import (
 // them with errors.Is.
 var (
 	// ErrInterrupted: the person pressed Ctrl-C at the prompt (the
-	// context was cancelled).
-	ErrInterrupted = errors.New("interrupted at the prompt (Ctrl-C)")
+	// context was cancelled). It is of class context.Canceled, as
+	// errdefs.IsCanceled has it: ccrun was interrupted and nothing ran, so
+	// the CLI exits 130 (README, "Exit codes").
+	ErrInterrupted error = interrupted{}
 	// ErrClosed: the prompt's input ended (Ctrl-D at the terminal).
 	ErrClosed = errors.New("the prompt's input ended (Ctrl-D)")
 )
+
+// interrupted is ErrInterrupted: its own text, of class context.Canceled
+// (which errdefs has no WithMessage for).
+type interrupted struct{}
+
+func (interrupted) Error() string { return "interrupted at the prompt (Ctrl-C)" }
+func (interrupted) Unwrap() error { return context.Canceled }
 
 // Terminal asks on Out and reads answers from In, one line each. It is not
 // safe for concurrent use: one prompt at a time, as on one terminal.
@@ -295,9 +304,12 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 	for {
 		got, err := t.readLine(ctx)
 		switch {
-		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, context.Canceled):
 			fmt.Fprintf(t.Out, "\n  denied: interrupted (Ctrl-C)\n")
 			return ceiling.Deny, fmt.Errorf("prompt: %w", ErrInterrupted)
+		case errors.Is(err, context.DeadlineExceeded):
+			fmt.Fprintf(t.Out, "\n  denied: no answer in time\n")
+			return ceiling.Deny, fmt.Errorf("prompt: no answer before the deadline: %w", err)
 		case errors.Is(err, io.EOF):
 			fmt.Fprintf(t.Out, "\n  denied: no answer (Ctrl-D)\n")
 			return ceiling.Deny, fmt.Errorf("prompt: %w", ErrClosed)

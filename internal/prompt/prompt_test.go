@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
@@ -98,8 +101,8 @@ func TestApproveInterrupted(t *testing.T) {
 		done <- err
 	}()
 	cancel()
-	if err := <-done; !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("Approve after cancel: %v, want ErrInterrupted", err)
+	if err := <-done; !errors.Is(err, ErrInterrupted) || !errors.Is(err, context.Canceled) || !errdefs.IsCanceled(err) {
+		t.Fatalf("Approve after cancel: %v, want ErrInterrupted, of class context.Canceled", err)
 	}
 	if !strings.Contains(out.String(), "denied: interrupted (Ctrl-C)") {
 		t.Errorf("no interrupted message; screen:\n%s", out.String())
@@ -190,5 +193,25 @@ func TestRenderCovers(t *testing.T) {
 	}
 	if got := Render(shellPrompt("git push"), false, nil); strings.Contains(got, "a grant:") {
 		t.Errorf("with once only on offer, no lasting grant is described:\n%s", got)
+	}
+}
+
+// TestApproveDeadline: a prompt whose context's deadline passes is not a
+// Ctrl-C: the error is of class context.DeadlineExceeded, not
+// ErrInterrupted, and the screen says so.
+func TestApproveDeadline(t *testing.T) {
+	t.Parallel()
+	r, w := io.Pipe()
+	defer w.Close()
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0)) // already past
+	defer cancel()
+	var out strings.Builder
+	term := &Terminal{In: r, Out: &out, Session: true}
+	_, err := term.Approve(ctx, shellPrompt("touch x"))
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrInterrupted) || errors.Is(err, context.Canceled) {
+		t.Fatalf("Approve past its deadline: %v, want context.DeadlineExceeded only", err)
+	}
+	if !strings.Contains(out.String(), "denied: no answer in time") {
+		t.Errorf("no deadline message; screen:\n%s", out.String())
 	}
 }

@@ -32,12 +32,17 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/containerd/errdefs"
 )
 
 // ErrUnsafe is the class of the error of a store whose directory or files
 // someone else than the current user could have written: a symbolic link,
-// another owner, group or other write permission.
-var ErrUnsafe = errors.New("unsafe trust storage")
+// another owner, group or other write permission. It is of class
+// errdefs.ErrPermissionDenied (ccrun.ErrPermissionDenied), as an unsafe
+// session store is: ccrun refuses to trust what it read there, and the
+// CLI exits 77.
+var ErrUnsafe = errdefs.ErrPermissionDenied.WithMessage("unsafe trust storage")
 
 // Record is one trusted project.
 type Record struct {
@@ -140,6 +145,9 @@ func read(r *os.Root, name string) (*Record, error) {
 		return nil, nil
 	}
 	if err != nil {
+		if fi, lerr := r.Lstat(name); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("trust record %s: a symbolic link: %w", filepath.Join(r.Name(), name), ErrUnsafe)
+		}
 		return nil, fmt.Errorf("trust record %s: %w", name, err)
 	}
 	defer f.Close()
