@@ -1,0 +1,19 @@
+//go:build !linux
+
+package rootfs
+
+import (
+	"os"
+
+	esys "github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// setAppend is not implemented outside Linux.
+func setAppend(*os.File, bool) esys.Errno { return esys.ENOSYS }
+
+// futimens is not implemented outside Linux.
+func futimens(*os.File, int64, int64) esys.Errno { return esys.ENOSYS }
+
+// flock is not implemented outside Linux: guests sharing a mount are not
+// serialized.
+func flock(*os.File) func() { return func() {} }
