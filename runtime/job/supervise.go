@@ -92,6 +92,9 @@ type Status struct {
 	Reason Reason
 	// Detail says more, for a person (a trap, an out-of-memory kill).
 	Detail string
+	// Truncated says the output was cut where the run was (a remote
+	// worker or server capped it), beyond what the Capture saw.
+	Truncated bool
 }
 
 // StopError is the cause of the context that Start was given, once the
@@ -278,6 +281,7 @@ func (s *Supervisor) result(out *Capture, x Status, started bool) *Result {
 	if out != nil {
 		out.Fill(r)
 	}
+	r.Truncated = r.Truncated || (why == "" && x.Truncated)
 	return r
 }
 

@@ -105,10 +105,10 @@ func TestSupervisorExit(t *testing.T) {
 func TestSupervisorStatusFromWait(t *testing.T) {
 	noLeak(t)
 	s := &Supervisor{Limits: Limits{Output: -1}, Wait: func() (Status, error) {
-		return Status{Code: 137, Reason: Memory, Detail: "oom"}, nil
+		return Status{Code: 137, Reason: Memory, Detail: "oom", Truncated: true}, nil
 	}}
 	res, err := s.Run(context.Background())
-	if err != nil || res.Reason != Memory || res.ExitCode != 137 || res.Detail != "oom" {
+	if err != nil || res.Reason != Memory || res.ExitCode != 137 || res.Detail != "oom" || !res.Truncated {
 		t.Fatalf("got %+v, %v; want the Status of Wait", res, err)
 	}
 }
@@ -151,8 +151,15 @@ func TestSupervisorStops(t *testing.T) {
 				return nil
 			}
 			res, err := s.Run(ctx)
+			if startCtx == nil && tc.reason == Timeout {
+				// On a loaded machine the timer can fire before Start.
+				tc.detail = "stopped by the 20ms timeout before the program started"
+			}
 			if err != nil || res.Reason != tc.reason || res.ExitCode != tc.code || res.Detail != tc.detail {
 				t.Fatalf("got %+v, %v; want %s %d %q", res, err, tc.reason, tc.code, tc.detail)
+			}
+			if startCtx == nil {
+				return
 			}
 			if n := p.kills.Load(); n != 1 || p.lastKill.Load() != tc.reason {
 				t.Errorf("killed %d times (last for %v), want once for %s", n, p.lastKill.Load(), tc.reason)
@@ -215,7 +222,9 @@ func TestSupervisorCapAtDeadline(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		p := newProc()
 		s := p.supervisor(Limits{Timeout: time.Millisecond, Output: 1})
+		started := false
 		s.Start = func(_ context.Context, out *Capture) error {
+			started = true
 			go func() {
 				time.Sleep(time.Millisecond)
 				out.Stdout.Write([]byte("xx"))
@@ -229,6 +238,12 @@ func TestSupervisorCapAtDeadline(t *testing.T) {
 		want := map[Reason]int{Timeout: TimeoutExit, OutputCap: KilledExitCode}
 		if code, ok := want[res.Reason]; !ok || res.ExitCode != code {
 			t.Fatalf("run %d: got %s %d, want timeout 124 or output 137", i, res.Reason, res.ExitCode)
+		}
+		if !started { // the timer fired before Start: nothing to kill
+			if res.Reason != Timeout || p.kills.Load() != 0 {
+				t.Fatalf("run %d: not started, got %s and %d kills; want the timeout, no kill", i, res.Reason, p.kills.Load())
+			}
+			continue
 		}
 		if n := p.kills.Load(); n != 1 || p.lastKill.Load() != res.Reason {
 			t.Fatalf("run %d: %d kills, the last for %v; want one for %s", i, n, p.lastKill.Load(), res.Reason)
@@ -367,7 +382,8 @@ func TestSupervisorWaitError(t *testing.T) {
 func TestSupervisorDrain(t *testing.T) {
 	noLeak(t)
 	p := newProc()
-	s := p.supervisor(Limits{Timeout: time.Millisecond, Output: 10})
+	s := p.supervisor(Limits{Output: 10})
+	s.Start = func(context.Context, *Capture) error { go s.Stop(Timeout, ""); return nil }
 	s.DrainGrace = 10 * time.Millisecond
 	var hadDeadline, afterKill bool
 	s.Drain = func(ctx context.Context) {
@@ -389,10 +405,10 @@ func TestSupervisorCancelIsTheKill(t *testing.T) {
 	noLeak(t)
 	var runCtx context.Context
 	s := &Supervisor{
-		Limits: Limits{Timeout: time.Millisecond, Output: 10},
-		Start:  func(ctx context.Context, _ *Capture) error { runCtx = ctx; return nil },
+		Limits: Limits{Output: 10},
 		Wait:   func() (Status, error) { <-runCtx.Done(); return Status{Code: 1}, nil },
 	}
+	s.Start = func(ctx context.Context, _ *Capture) error { runCtx = ctx; go s.Stop(Timeout, ""); return nil }
 	if res, err := s.Run(context.Background()); err != nil || res.Reason != Timeout || res.ExitCode != TimeoutExit {
 		t.Fatalf("got %+v, %v; want the timeout", res, err)
 	}
