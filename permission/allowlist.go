@@ -1,8 +1,6 @@
 package permission
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,11 +8,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/jsonpos"
 )
 
 // Never is the Expiry of an entry that lasts as long as its allowlist: the
@@ -199,45 +197,28 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrInvalidConfig} }
 
 // configErrorAt makes a *ConfigError for byte offset off of data.
-func configErrorAt(file string, data []byte, off int64, err error) *ConfigError {
-	line, col := lineColumn(data, off)
+func configErrorAt(file string, data []byte, off int, err error) *ConfigError {
+	line, col := jsonpos.LineColumn(data, off)
 	return &ConfigError{File: file, Line: line, Column: col, Err: err}
-}
-
-// lineColumn turns a byte offset into a 1-based line and column (characters).
-func lineColumn(data []byte, off int64) (line, col int) {
-	if off < 0 {
-		off = 0
-	}
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	before := data[:off]
-	line = 1 + bytes.Count(before, []byte{'\n'})
-	start := bytes.LastIndexByte(before, '\n') + 1
-	return line, 1 + utf8.RuneCount(before[start:])
 }
 
 // checkJSONSyntax returns a *ConfigError placed at the first syntax error
 // of data, or nil when data is one well-formed JSON value.
 func checkJSONSyntax(file string, data []byte) error {
-	if json.Valid(data) {
-		return nil
+	return syntaxError(file, data, jsonpos.Check(data))
+}
+
+// syntaxError turns jsonpos's error into a *ConfigError of file; nil
+// stays nil.
+func syntaxError(file string, data []byte, err error) error {
+	var je *jsonpos.Error
+	if errors.As(err, &je) {
+		return configErrorAt(file, data, je.Offset, errors.New(je.Msg))
 	}
-	var whole json.RawMessage
-	err := json.Unmarshal(data, &whole)
-	if err == nil {
-		return nil
-	}
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
+	if err != nil {
 		return &ConfigError{File: file, Err: err}
 	}
-	off := se.Offset
-	if off > 0 && off <= int64(len(data)) && se.Error() != "unexpected end of JSON input" {
-		off-- // Offset counts the offending byte
-	}
-	return configErrorAt(file, data, off, errors.New(se.Error()))
+	return nil
 }
 
 // testHookBeforeRename, when set, runs after a temp file is written and

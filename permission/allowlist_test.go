@@ -125,24 +125,3 @@ func TestAllowlistEntryNormalize(t *testing.T) {
 		t.Errorf("zero expiry: got %v, %v; want Never", e.Expiry, err)
 	}
 }
-
-func TestAllowlistPosition(t *testing.T) {
-	t.Parallel()
-	data := []byte("{\n  \"é\": x,\n}")
-	tests := []struct {
-		off       int64
-		line, col int
-	}{
-		{0, 1, 1},
-		{1, 1, 2},
-		{2, 2, 1},
-		{8, 2, 6}, // the colon: é is two bytes, one column
-		{int64(len(data)), 3, 2},
-		{999, 3, 2},
-	}
-	for _, tt := range tests {
-		if line, col := lineColumn(data, tt.off); line != tt.line || col != tt.col {
-			t.Errorf("lineColumn(%d) = %d:%d, want %d:%d", tt.off, line, col, tt.line, tt.col)
-		}
-	}
-}

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofrs/flock"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/jsonpos"
 )
 
 // ProjectFile returns the path of the project file of a project rooted at
@@ -406,99 +406,98 @@ func readProjectDoc(path string) (*projectDoc, error) {
 	return doc, nil
 }
 
-// parseProjectDoc parses ccrun.json. Syntax is checked on the whole text
-// first (with encoding/json), so that the walk below meets only
-// well-formed JSON; the walk then needs no error paths of its own and
-// keeps every value's bytes as written.
+// parseProjectDoc parses ccrun.json, keeping every value's bytes as
+// written.
 func parseProjectDoc(file string, data []byte) (*projectDoc, error) {
-	if err := checkJSONSyntax(file, data); err != nil {
-		return nil, err
+	top, err := jsonpos.Parse(data)
+	if err != nil {
+		return nil, syntaxError(file, data, err)
 	}
 	doc := &projectDoc{allow: -1}
-	start := skipJSONSpace(data, 0)
-	members, ok := jsonObjectMembers(data, start)
-	if !ok {
-		return nil, configErrorAt(file, data, int64(start), errors.New("want a JSON object at the top"))
+	if top.Kind != jsonpos.Object {
+		return nil, configErrorAt(file, data, top.Start, errors.New("want a JSON object at the top"))
 	}
-	for _, m := range members {
-		name := jsonStringValue(data[m.key.start:m.key.end])
-		raw := data[m.value.start:m.value.end]
-		if name == "allowlist" {
+	for _, m := range top.Members {
+		if m.Name == "allowlist" {
 			if doc.allow >= 0 {
-				return nil, configErrorAt(file, data, int64(m.key.start), errors.New(`"allowlist" appears twice`))
+				return nil, configErrorAt(file, data, m.At, errors.New(`"allowlist" appears twice`))
 			}
 			doc.allow = len(doc.members)
-			entries, err := parseProjectAllowlist(file, data, m.value.start)
+			entries, err := parseProjectAllowlist(file, data, m.Value)
 			if err != nil {
 				return nil, err
 			}
 			doc.entries = entries
 		}
-		doc.members = append(doc.members, projectMember{name: name, raw: raw})
+		doc.members = append(doc.members, projectMember{name: m.Name, raw: m.Value.Raw})
 	}
 	return doc, nil
 }
 
-// parseProjectAllowlist parses the allowlist member's value, found at byte
-// offset at of data.
-func parseProjectAllowlist(file string, data []byte, at int) ([]projectEntry, error) {
-	members, ok := jsonObjectMembers(data, at)
-	if !ok {
-		return nil, configErrorAt(file, data, int64(at),
+// projectEntries returns the allowlist entries of ccrun.json's text data,
+// in file order; errors are placed in file.
+func projectEntries(file string, data []byte) ([]Entry, error) {
+	doc, err := parseProjectDoc(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return doc.entryList(), nil
+}
+
+// parseProjectAllowlist parses the allowlist member's value v, a value of
+// data.
+func parseProjectAllowlist(file string, data []byte, v *jsonpos.Value) ([]projectEntry, error) {
+	if v.Kind != jsonpos.Object {
+		return nil, configErrorAt(file, data, v.Start,
 			errors.New(`"allowlist" must be an object of pattern: grant (e.g. {"capability:fmt-json": "AlwaysThisProject"})`))
 	}
-	entries := make([]projectEntry, 0, len(members))
-	seen := make(map[Pattern]int, len(members))
-	for _, m := range members {
-		text := jsonStringValue(data[m.key.start:m.key.end])
-		value := data[m.value.start:m.value.end]
-		pat, err := ParsePattern(text)
+	entries := make([]projectEntry, 0, len(v.Members))
+	seen := make(map[Pattern]int, len(v.Members))
+	for _, m := range v.Members {
+		pat, err := ParsePattern(m.Name)
 		if err != nil {
-			return nil, configErrorAt(file, data, int64(m.key.start),
-				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(text), err))
+			return nil, configErrorAt(file, data, m.At,
+				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(m.Name), err))
 		}
-		e, err := decodeProjectValue(value)
+		e, err := decodeProjectValue(m.Value)
 		if err != nil {
-			return nil, configErrorAt(file, data, int64(m.value.start),
-				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(text), err))
+			return nil, configErrorAt(file, data, m.Value.Start,
+				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(m.Name), err))
 		}
 		e.Pattern = pat
 		if prev, dup := seen[pat]; dup {
-			return nil, configErrorAt(file, data, int64(m.key.start),
+			return nil, configErrorAt(file, data, m.At,
 				fmt.Errorf("allowlist entry %s: pattern already granted as %s",
-					strconv.QuoteToASCII(text), strconv.QuoteToASCII(entries[prev].text)))
+					strconv.QuoteToASCII(m.Name), strconv.QuoteToASCII(entries[prev].text)))
 		}
 		seen[pat] = len(entries)
-		entries = append(entries, projectEntry{text: text, raw: value, entry: e})
+		entries = append(entries, projectEntry{text: m.Name, raw: m.Value.Raw, entry: e})
 	}
 	return entries, nil
 }
 
-// decodeProjectValue reads "AlwaysThisProject" or {"grant": …, "digest": …}
-// (well-formed JSON).
-func decodeProjectValue(raw []byte) (Entry, error) {
+// decodeProjectValue reads "AlwaysThisProject" or {"grant": …, "digest": …}.
+func decodeProjectValue(v *jsonpos.Value) (Entry, error) {
 	e := Entry{Expiry: Never}
 	var grant string
-	switch raw[0] {
-	case '"':
-		grant = jsonStringValue(raw)
-	case '{':
-		members, _ := jsonObjectMembers(raw, 0)
+	switch v.Kind {
+	case jsonpos.String:
+		grant, _ = v.Text()
+	case jsonpos.Object:
 		hasGrant := false
-		for _, m := range members {
-			name := jsonStringValue(raw[m.key.start:m.key.end])
-			v := raw[m.value.start:m.value.end]
-			if name != "grant" && name != "digest" {
-				return e, fmt.Errorf("unknown field %s: want {\"grant\": …, \"digest\": …}", strconv.QuoteToASCII(name))
+		for _, m := range v.Members {
+			if m.Name != "grant" && m.Name != "digest" {
+				return e, fmt.Errorf("unknown field %s: want {\"grant\": …, \"digest\": …}", strconv.QuoteToASCII(m.Name))
 			}
-			if v[0] != '"' {
-				return e, fmt.Errorf("%q must be a string", name)
+			str, ok := m.Value.Text()
+			if !ok {
+				return e, fmt.Errorf("%q must be a string", m.Name)
 			}
-			if name == "grant" {
-				grant, hasGrant = jsonStringValue(v), true
+			if m.Name == "grant" {
+				grant, hasGrant = str, true
 				continue
 			}
-			e.Digest = jsonStringValue(v)
+			e.Digest = str
 			if !validDigest(e.Digest) {
 				return e, fmt.Errorf("digest %s: want sha256: and 64 lowercase hex digits", strconv.QuoteToASCII(e.Digest))
 			}
@@ -518,110 +517,6 @@ func decodeProjectValue(raw []byte) (Entry, error) {
 	}
 	e.Grant = g
 	return e, nil
-}
-
-// The walk below reads JSON that encoding/json found well-formed: it finds
-// where things are and never needs to report a syntax error.
-
-// jsonSpan is a value's bytes: data[start:end].
-type jsonSpan struct{ start, end int }
-
-// jsonMember is one member of an object: its key (a string, quotes
-// included) and its value.
-type jsonMember struct{ key, value jsonSpan }
-
-// jsonObjectMembers returns the members of the object at data[at], in
-// order; ok is false when the value there is not an object.
-func jsonObjectMembers(data []byte, at int) (members []jsonMember, ok bool) {
-	if at >= len(data) || data[at] != '{' {
-		return nil, false
-	}
-	i := skipJSONSpace(data, at+1)
-	for i < len(data) && data[i] != '}' {
-		var m jsonMember
-		m.key = jsonSpan{i, skipJSONValue(data, i)}
-		i = skipJSONSpace(data, m.key.end)
-		i = skipJSONSpace(data, i+1) // the colon
-		m.value = jsonSpan{i, skipJSONValue(data, i)}
-		members = append(members, m)
-		i = skipJSONSpace(data, m.value.end)
-		if i < len(data) && data[i] == ',' {
-			i = skipJSONSpace(data, i+1)
-		}
-	}
-	return members, true
-}
-
-// skipJSONValue returns the offset just past the value at data[i].
-func skipJSONValue(data []byte, i int) int {
-	depth := 0
-	for i < len(data) {
-		switch data[i] {
-		case '"':
-			i++
-			for i < len(data) && data[i] != '"' {
-				if data[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			i++
-		case '{', '[':
-			depth++
-			i++
-			continue
-		case '}', ']':
-			depth--
-			i++
-		default:
-			if depth > 0 {
-				i++
-				continue
-			}
-			for i < len(data) && !isJSONDelim(data[i]) {
-				i++
-			}
-			return i
-		}
-		if depth == 0 {
-			return i
-		}
-	}
-	return i
-}
-
-// isJSONDelim reports whether c ends a number or a literal.
-func isJSONDelim(c byte) bool {
-	switch c {
-	case ' ', '\t', '\r', '\n', ',', ':', ']', '}':
-		return true
-	}
-	return false
-}
-
-// skipJSONSpace returns the offset of the first byte at or after i that is
-// not JSON white space.
-func skipJSONSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// jsonStringValue decodes a well-formed JSON string, quotes included.
-func jsonStringValue(raw []byte) string {
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner)
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s) // well-formed: cannot fail
-	return s
 }
 
 // encodeProjectValue writes e's allowlist value.

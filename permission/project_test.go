@@ -354,6 +354,8 @@ func TestProjectMalformed(t *testing.T) {
 		{name: "trailing comma in allowlist", text: "{\"allowlist\": {\n  \"capability:x\": \"AlwaysThisProject\",\n}}", line: 3, col: 1},
 		{name: "missing comma", text: "{\"a\": 1\n \"b\": 2}", line: 2, col: 2},
 		{name: "text after the object", text: "{}\n{}", line: 2, col: 1},
+		{name: "a byte order mark", text: "\ufeff{}", line: 1, col: 1, message: "byte order mark"},
+		{name: "CRLF and runes before the error", text: "{\r\n  \"mode\": \"défaut\",\r\n  \"allowlist\": {\"capability:é\": \"AlwaysThisProject\" x}}", line: 3, col: 53, message: "invalid character 'x'"},
 		{name: "array at the top", text: "  [1, 2]", line: 1, col: 3, message: "JSON object"},
 		{name: "allowlist is an array", text: "{\n  \"mode\": \"x\",\n  \"allowlist\": [\"run_command:git\"]\n}", line: 3, col: 16, message: `"allowlist" must be an object`},
 		{name: "allowlist is a string", text: `{"allowlist": "all"}`, line: 1, col: 15},

@@ -527,7 +527,7 @@ func decodeSessionFile(path string, data []byte) (*sessionFile, error) {
 	if err := dec.Decode(&f); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, configErrorAt(path, data, te.Offset, fmt.Errorf("corrupt session file: %v", te))
+			return nil, configErrorAt(path, data, int(te.Offset), fmt.Errorf("corrupt session file: %v", te))
 		}
 		return nil, &ConfigError{File: path, Err: fmt.Errorf("corrupt session file: %v", err)}
 	}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ccrun/ccrun/internal/jsonpos"
 )
 
 // Origin names a settings layer. Rules of every origin merge; the origin
@@ -104,46 +106,50 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 		return nil, fmt.Errorf("%s: unknown origin %q: %w", name, origin, ErrInvalidConfig)
 	}
 	s := &Settings{Origin: origin, Name: name, data: data}
-	members, err := objectMembers(data, 0, name)
+	top, err := jsonpos.Parse(data)
+	if err != nil {
+		return nil, jsonError(name, err)
+	}
+	members, err := objectMembers(data, top, name)
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range members {
-		at := posString(data, m.keyOff)
-		if !slices.Contains(knownTop, m.key) {
+		at := jsonpos.Position(data, m.At)
+		if !slices.Contains(knownTop, m.Name) {
 			return nil, fmt.Errorf("%s:%s: unknown member %q (want one of %s; rules go under \"permissions\"): %w",
-				name, at, m.key, strings.Join(knownTop, ", "), ErrInvalidConfig)
+				name, at, m.Name, strings.Join(knownTop, ", "), ErrInvalidConfig)
 		}
-		switch m.key {
+		raw, valAt := m.Value.Raw, jsonpos.Position(data, m.Value.Start)
+		switch m.Name {
 		case "mode":
-			var str string
-			if err := json.Unmarshal(m.raw, &str); err != nil {
-				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, posString(data, m.valOff), ErrInvalidConfig)
+			str, ok := m.Value.Text()
+			if !ok {
+				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, valAt, ErrInvalidConfig)
 			}
 			mode, err := ParseMode(str)
 			if err != nil {
-				return nil, fmt.Errorf("%s:%s: %w", name, posString(data, m.valOff), err)
+				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
 			}
 			s.Mode = mode
 		case "allowlist":
-			s.Allowlist = m.raw
+			s.Allowlist = raw
 		case "env":
-			s.Env = m.raw
+			s.Env = raw
 			if _, err := s.EnvPass(); err != nil {
-				return nil, fmt.Errorf("%s:%s: %w", name, posString(data, m.valOff), err)
+				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
 			}
 		case "flags":
-			var str string
-			if err := json.Unmarshal(m.raw, &str); err != nil || str != "no-loosening" {
-				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, posString(data, m.valOff), ErrInvalidConfig)
+			if str, _ := m.Value.Text(); str != "no-loosening" {
+				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, valAt, ErrInvalidConfig)
 			}
 			s.NoLoosening = true
 		case "docker":
-			if err := checkDocker(m.raw, origin); err != nil {
-				return nil, fmt.Errorf("%s:%s: %w", name, posString(data, m.valOff), err)
+			if err := checkDocker(raw, origin); err != nil {
+				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
 			}
 		case "permissions":
-			if err := s.parsePermissions(data, m.valOff, name); err != nil {
+			if err := s.parsePermissions(data, m.Value, name); err != nil {
 				return nil, err
 			}
 		}
@@ -185,14 +191,14 @@ func checkDocker(raw json.RawMessage, origin Origin) error {
 	return nil
 }
 
-func (s *Settings) parsePermissions(data []byte, off int, name string) error {
-	members, err := objectMembers(data, off, name)
+func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) error {
+	members, err := objectMembers(data, v, name)
 	if err != nil {
 		return err
 	}
 	for _, m := range members {
 		var dst *[]Pattern
-		switch m.key {
+		switch m.Name {
 		case "allow":
 			dst = &s.Allow
 		case "ask":
@@ -201,20 +207,19 @@ func (s *Settings) parsePermissions(data []byte, off int, name string) error {
 			dst = &s.Deny
 		default:
 			return fmt.Errorf("%s:%s: unknown member %q of permissions (want allow, ask, deny): %w",
-				name, posString(data, m.keyOff), m.key, ErrInvalidConfig)
+				name, jsonpos.Position(data, m.At), m.Name, ErrInvalidConfig)
 		}
-		elems, err := arrayElements(data, m.valOff, name)
-		if err != nil {
-			return err
+		if m.Value.Kind != jsonpos.Array {
+			return fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, jsonpos.Position(data, m.Value.Start), ErrInvalidConfig)
 		}
-		for _, e := range elems {
-			var str string
-			if err := json.Unmarshal(e.raw, &str); err != nil {
-				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, posString(data, e.off), m.key, ErrInvalidConfig)
+		for _, e := range m.Value.Elems {
+			str, ok := e.Text()
+			if !ok {
+				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, jsonpos.Position(data, e.Start), m.Name, ErrInvalidConfig)
 			}
 			p, err := ParseRule(str)
 			if err != nil {
-				return fmt.Errorf("%s:%s: %s %w", name, posString(data, e.off), m.key, err)
+				return fmt.Errorf("%s:%s: %s %w", name, jsonpos.Position(data, e.Start), m.Name, err)
 			}
 			*dst = append(*dst, p)
 		}
@@ -344,12 +349,12 @@ func (s *Settings) Loosens() ([]string, error) {
 		out = append(out, fmt.Sprintf("%s: allow rule %s", file, p))
 	}
 	if len(s.Allowlist) > 0 && (s.Origin == OriginProject || s.Origin == OriginLocal) {
-		entries, err := parseProjectAllowlist(s.Name, s.Allowlist, skipJSONSpace(s.Allowlist, 0))
+		entries, err := projectEntries(s.Name, s.text())
 		if err != nil {
 			return nil, err
 		}
-		for _, pe := range entries {
-			out = append(out, fmt.Sprintf("%s: allowlist %s", file, pe.entry))
+		for _, e := range entries {
+			out = append(out, fmt.Sprintf("%s: allowlist %s", file, e))
 		}
 	}
 	pass, err := s.EnvPass()
@@ -360,6 +365,15 @@ func (s *Settings) Loosens() ([]string, error) {
 		out = append(out, fmt.Sprintf("%s: env.pass %s", file, strconv.QuoteToASCII(n)))
 	}
 	return out, nil
+}
+
+// text is the text s was parsed from; for a Settings built by hand, a
+// document of its allowlist alone.
+func (s *Settings) text() []byte {
+	if s.data != nil {
+		return s.data
+	}
+	return []byte(`{"allowlist": ` + string(s.Allowlist) + `}`)
 }
 
 // Untrusted returns a copy of s that keeps only what tightens: deny and
@@ -463,115 +477,27 @@ func FlagSettings(mode string, allow, ask, deny []string) (*Settings, error) {
 	return s, nil
 }
 
-type member struct {
-	key            string
-	keyOff, valOff int
-	raw            json.RawMessage
+// objectMembers returns the members of v, which must be an object that
+// names no member twice.
+func objectMembers(data []byte, v *jsonpos.Value, name string) ([]jsonpos.Member, error) {
+	if v.Kind != jsonpos.Object {
+		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, jsonpos.Position(data, v.Start), ErrInvalidConfig)
+	}
+	seen := make(map[string]bool, len(v.Members))
+	for _, m := range v.Members {
+		if seen[m.Name] {
+			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, jsonpos.Position(data, m.At), m.Name, ErrInvalidConfig)
+		}
+		seen[m.Name] = true
+	}
+	return v.Members, nil
 }
 
-type element struct {
-	off int
-	raw json.RawMessage
-}
-
-// objectMembers reads the JSON object starting at data[off:].
-func objectMembers(data []byte, off int, name string) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(data[off:]))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, jsonError(data, off, name, err)
+// jsonError places a syntax error of the file name.
+func jsonError(name string, err error) error {
+	var je *jsonpos.Error
+	if errors.As(err, &je) {
+		return fmt.Errorf("%s:%d:%d: malformed JSON: %s: %w", name, je.Line, je.Column, je.Msg, ErrInvalidConfig)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, posString(data, off), ErrInvalidConfig)
-	}
-	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		keyOff := off + int(dec.InputOffset())
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, jsonError(data, off, name, err)
-		}
-		key := tok.(string)
-		if seen[key] {
-			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, posString(data, keyOff), key, ErrInvalidConfig)
-		}
-		seen[key] = true
-		valOff := off + int(dec.InputOffset())
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, jsonError(data, off, name, err)
-		}
-		out = append(out, member{key: key, keyOff: keyOff, valOff: skipWS(data, valOff, true), raw: raw})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, jsonError(data, off, name, err)
-	}
-	if off == 0 {
-		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("%s:%s: text after the JSON object: %w", name, posString(data, int(dec.InputOffset())), ErrInvalidConfig)
-		}
-	}
-	return out, nil
-}
-
-// arrayElements reads the JSON array starting at data[off:].
-func arrayElements(data []byte, off int, name string) ([]element, error) {
-	dec := json.NewDecoder(bytes.NewReader(data[off:]))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, jsonError(data, off, name, err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, posString(data, off), ErrInvalidConfig)
-	}
-	var out []element
-	for dec.More() {
-		at := off + int(dec.InputOffset())
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, jsonError(data, off, name, err)
-		}
-		out = append(out, element{off: skipWS(data, at, true), raw: raw})
-	}
-	return out, nil
-}
-
-func jsonError(data []byte, base int, name string, err error) error {
-	off := base
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off += int(se.Offset)
-	case errors.As(err, &te):
-		off += int(te.Offset)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		off = len(data)
-	}
-	return fmt.Errorf("%s:%s: malformed JSON: %w: %w", name, posString(data, off), ErrInvalidConfig, err)
-}
-
-// skipSpace moves past white space (and, when sep, the , and : between
-// members) so that an offset points at the next token.
-func skipWS(data []byte, off int, sep bool) int {
-	for off < len(data) {
-		switch data[off] {
-		case ' ', '\t', '\n', '\r':
-		case ',', ':':
-			if !sep {
-				return off
-			}
-		default:
-			return off
-		}
-		off++
-	}
-	return off
-}
-
-// position turns a byte offset into "line:col" (1-based, col in bytes).
-func posString(data []byte, off int) string {
-	line, col := lineColumn(data, int64(skipWS(data, min(off, len(data)), true)))
-	return fmt.Sprintf("%d:%d", line, col)
+	return fmt.Errorf("%s: malformed JSON: %v: %w", name, err, ErrInvalidConfig)
 }

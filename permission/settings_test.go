@@ -66,6 +66,9 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"trailing", "{} {}", "x.json:1:"},
 		{"empty", "", "x.json:1:1"},
 		{"permissions not an object", "{\"permissions\": []}", "x.json:1:17"},
+		{"a byte order mark", "\ufeff{\"mode\": \"plan\"}", "x.json:1:1: malformed JSON: a byte order mark"},
+		{"CRLF and runes before the error", "{\r\n  \"$schema\": \"ünï\", \"mode\": 7\r\n}", "x.json:2:29: mode must be a string"},
+		{"multi-byte key unknown", "{\"ключ\": 1}", "x.json:1:2:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
