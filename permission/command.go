@@ -3,6 +3,7 @@ package permission
 import (
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/permission/shellcmd"
 )
 
@@ -11,7 +12,7 @@ import (
 const ShellVariant = shellcmd.Variant
 
 // ShellTool is the tool name of the keys ParseCommand makes.
-const ShellTool = "run_command"
+const ShellTool = keys.ShellTool
 
 // Canonical texts that no printer output can equal: the printer never
 // starts its output with '#', since comments are dropped when parsing and a

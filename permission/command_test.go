@@ -268,6 +268,9 @@ func checkCommand(t *testing.T, c *Command) {
 
 func bareRune(r rune) bool { return r < 0x80 && bare(string(r), false) }
 
+// bare reports whether s is written without quotes as a key's action.
+func bare(s string, _ bool) bool { return s != "" && (Key{Tool: "t", Action: s}).String() == "t:"+s }
+
 func printable(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] >= 0x7f {

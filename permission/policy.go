@@ -1,6 +1,8 @@
 package permission
 
 import (
+	"github.com/ccrun/ccrun/permission/keys"
+
 	"fmt"
 	"strings"
 
@@ -260,7 +262,7 @@ func (p *Policy) Visible(tool string, none bool) bool {
 		if toolWide(pat) && pat.Tool == tool {
 			return false
 		}
-		if pat.Tool == "capability" && !pat.Exact && glob(pat.Action, tool) &&
+		if pat.Tool == "capability" && !pat.Exact && keys.Glob(pat.Action, tool) &&
 			(pat.Detail == "" || pat.Detail == "*" || pat.Detail == "**") {
 			return false
 		}

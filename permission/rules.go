@@ -7,6 +7,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/permission/shellcmd"
 )
 
@@ -31,7 +32,7 @@ func (r Rule) String() string {
 // stands for every call of that tool (write_file:*). A rule that cannot
 // match anything is an error of class ErrInvalidConfig (and ErrInvalidKey).
 func ParseRule(s string) (Pattern, error) {
-	if !strings.Contains(s, ":") && bareTool(s) {
+	if !strings.Contains(s, ":") && keys.BareTool(s) {
 		s += ":*"
 	}
 	p, err := ParsePattern(s)
@@ -48,7 +49,7 @@ func toolWide(p Pattern) bool {
 }
 
 // shellTool is the name of the built-in tool that runs shell commands.
-const shellTool = "run_command"
+const shellTool = keys.ShellTool
 
 // requestKey returns the key req asks under, or the zero Key for None.
 func requestKey(req *Request) Key {
@@ -111,7 +112,7 @@ func matchSegment(p Pattern, seg shellcmd.Segment) bool {
 	if !lit {
 		return true
 	}
-	if !glob(p.Action, prog) && !glob(p.Action, path.Base(prog)) {
+	if !keys.Glob(p.Action, prog) && !keys.Glob(p.Action, path.Base(prog)) {
 		return false
 	}
 	switch p.Detail {
@@ -119,7 +120,7 @@ func matchSegment(p Pattern, seg shellcmd.Segment) bool {
 		return true
 	}
 	for _, a := range seg.Argv[1:] {
-		if !a.Lit || glob(p.Detail, a.Val) {
+		if !a.Lit || keys.Glob(p.Detail, a.Val) {
 			return true
 		}
 	}
@@ -131,7 +132,7 @@ func matchSegment(p Pattern, seg shellcmd.Segment) bool {
 func looseMatch(p Pattern, seg shellcmd.Segment) bool {
 	found := false
 	for _, w := range seg.Argv {
-		if glob(p.Action, w.Val) || glob(p.Action, path.Base(w.Val)) {
+		if keys.Glob(p.Action, w.Val) || keys.Glob(p.Action, path.Base(w.Val)) {
 			found = true
 			break
 		}
@@ -144,7 +145,7 @@ func looseMatch(p Pattern, seg shellcmd.Segment) bool {
 		return true
 	}
 	for _, w := range seg.Argv {
-		if glob(p.Detail, w.Val) {
+		if keys.Glob(p.Detail, w.Val) {
 			return true
 		}
 	}
@@ -182,7 +183,7 @@ func matchInside(p Pattern, in *inside) bool {
 	if toolWide(p) && (p.Tool == req.Tool || p.Tool == k.Tool) {
 		return true
 	}
-	if p.Tool == "capability" && !p.Exact && k.Tool == "" && glob(p.Action, req.Tool) &&
+	if p.Tool == "capability" && !p.Exact && k.Tool == "" && keys.Glob(p.Action, req.Tool) &&
 		(p.Detail == "" || p.Detail == "*" || p.Detail == "**") {
 		return true // a capability with None permission, named by its tool
 	}

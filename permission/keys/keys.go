@@ -1,4 +1,11 @@
-package permission
+// Package keys is what permission calls are asked under and grants and
+// rules are written as: keys (tool:action[:detail]) and the patterns that
+// match them. The permission package repeats every name here; the stores
+// (permission/allowlist) and the gate both build on this package, so
+// that neither imports the other's internals.
+//
+// Keys and patterns are values, safe for concurrent use.
+package keys
 
 import (
 	"fmt"
@@ -9,6 +16,11 @@ import (
 
 	"github.com/ccrun/ccrun/permission/shellcmd"
 )
+
+// ShellTool is the tool of shell commands: its keys are command keys
+// (run_command:PROGRAM[:DETAIL], or the whole canonical text of a compound
+// command), and the ceiling of its environment is the session.
+const ShellTool = "run_command"
 
 // ErrInvalidKey is the class of every error from ParseKey and ParsePattern.
 var ErrInvalidKey = errdefs.ErrInvalidArgument.WithMessage("invalid permission key")
@@ -56,7 +68,7 @@ func (k Key) String() string {
 
 // Valid reports whether k can be printed and parsed back to itself.
 func (k Key) Valid() bool {
-	if !bareTool(k.Tool) || k.Action == "" {
+	if !BareTool(k.Tool) || k.Action == "" {
 		return false
 	}
 	if !k.Exact && !bare(k.Action, false) {
@@ -147,7 +159,7 @@ func canonicalCommand(action string) string {
 		return action
 	}
 	c := shellcmd.Parse(action)
-	if c.File == nil || !c.Compound || c.Canonical == CanonicalEmpty {
+	if c.File == nil || !c.Compound || c.Canonical == shellcmd.CanonicalEmpty {
 		return action
 	}
 	return c.Canonical
@@ -164,16 +176,17 @@ func CheckPattern(p Pattern) error {
 	if p.Tool != ShellTool || !p.Exact || p.Detail != "" || shellcmd.NotParsed(p.Action) {
 		return nil
 	}
-	c := ParseCommand(p.Action)
+	c := shellcmd.Parse(p.Action)
+	k := Key{Tool: ShellTool, Action: c.Program, Detail: c.Detail} // a simple command's key
 	switch {
 	case c.File == nil:
 		return fmt.Errorf("%s: the text does not parse as a shell command, so no command is keyed as it (%v): %w", p, c.Err, ErrInvalidKey)
-	case c.Canonical == CanonicalEmpty:
+	case c.Canonical == shellcmd.CanonicalEmpty:
 		return fmt.Errorf("%s: the text has no command: %w", p, ErrInvalidKey)
-	case !c.Compound && c.Key.Detail == "":
-		return fmt.Errorf("%s: a simple command is keyed %s (every %s command), never by an exact key: %w", p, c.Key, Escape(c.Key.Action), ErrInvalidKey)
+	case !c.Compound && k.Detail == "":
+		return fmt.Errorf("%s: a simple command is keyed %s (every %s command), never by an exact key: %w", p, k, shellcmd.Escape(k.Action), ErrInvalidKey)
 	case !c.Compound:
-		return fmt.Errorf("%s: a simple command is keyed %s, never by an exact key: %w", p, c.Key, ErrInvalidKey)
+		return fmt.Errorf("%s: a simple command is keyed %s, never by an exact key: %w", p, k, ErrInvalidKey)
 	}
 	return nil
 }
@@ -226,7 +239,7 @@ func (p Pattern) Match(k Key) bool {
 		// however its words are quoted (shellcmd.SameCommand).
 		return p.Action == k.Action || p.Tool == ShellTool && p.Detail == "" && shellcmd.SameCommand(p.Action, k.Action)
 	}
-	if !glob(p.Action, k.Action) {
+	if !Glob(p.Action, k.Action) {
 		return false
 	}
 	switch {
@@ -236,7 +249,7 @@ func (p Pattern) Match(k Key) bool {
 	if p.literalDetail {
 		return k.Detail == p.Detail
 	}
-	return k.Detail != "" && glob(p.Detail, k.Detail)
+	return k.Detail != "" && Glob(p.Detail, k.Detail)
 }
 
 // HasWildcard reports whether p has a * anywhere.
@@ -244,12 +257,12 @@ func (p Pattern) HasWildcard() bool {
 	return !p.Exact && (strings.Contains(p.Action, "*") || strings.Contains(p.Detail, "*"))
 }
 
-// glob matches name against pat, where * matches any run of characters but
+// Glob matches name against pat, where * matches any run of characters but
 // '/', and ** (or a pattern that is just *) matches any run at all. A run of
 // more than one * is **. It takes time O(len(pat)·len(name)) whatever the
 // inputs: names come from agents, and a backtracking match can be made to
 // take exponential time.
-func glob(pat, name string) bool {
+func Glob(pat, name string) bool {
 	if pat == "*" || pat == "**" {
 		return true
 	}
@@ -310,7 +323,9 @@ func bare(s string, pattern bool) bool {
 	return true
 }
 
-func bareTool(s string) bool {
+// BareTool reports whether s is a tool name as a pattern writes it bare:
+// letters, digits, _ - and . only.
+func BareTool(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -356,7 +371,7 @@ func splitSegments(s string, pattern bool) (segs []string, quoted []bool, err er
 			}
 			seg, rest = rest[:i], rest[i:]
 			switch {
-			case len(segs) == 0 && !bareTool(seg):
+			case len(segs) == 0 && !BareTool(seg):
 				return nil, nil, bad(fmt.Sprintf("tool %s must be letters, digits, _ - .", strconv.QuoteToASCII(seg)))
 			case len(segs) > 0 && !bare(seg, pattern):
 				if seg == "" {

@@ -1,4 +1,4 @@
-package permission
+package keys
 
 import (
 	"errors"
@@ -328,8 +328,8 @@ func TestGlob(t *testing.T) {
 		{"*a*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 200), false},
 		{"**a**a**a**a**a**a**a**a**a**a**b", strings.Repeat("a/", 200), false},
 	} {
-		if got := glob(tt.pat, tt.name); got != tt.want {
-			t.Errorf("glob(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
+		if got := Glob(tt.pat, tt.name); got != tt.want {
+			t.Errorf("Glob(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
 		}
 	}
 }
@@ -373,8 +373,8 @@ func FuzzGlob(f *testing.F) {
 		if len(pat) > 16 || len(name) > 32 {
 			t.Skip() // the reference is exponential
 		}
-		if got, want := glob(pat, name), globRef(pat, name); got != want {
-			t.Fatalf("glob(%q, %q) = %v, reference says %v", pat, name, got, want)
+		if got, want := Glob(pat, name), globRef(pat, name); got != want {
+			t.Fatalf("Glob(%q, %q) = %v, reference says %v", pat, name, got, want)
 		}
 	})
 }
