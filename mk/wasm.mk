@@ -20,12 +20,17 @@ bench-wasm: ## wasm figures: in-process runs, timeout cost, and ccrun vs wazero 
 
 bench: bench-wasm
 
+# WASI_SUITE_REPO: where the suite is cloned from (a local mirror works).
+WASI_SUITE_REPO ?= https://github.com/WebAssembly/wasi-testsuite
+
 .PHONY: wasi-testsuite
-wasi-testsuite: ## run WebAssembly/wasi-testsuite (wasm32-wasip1) through runtime/wasm and wazero run; WASI_SUITE=checkout
+wasi-testsuite: ## run WebAssembly/wasi-testsuite (wasm32-wasip1) through runtime/wasm and wazero run; fails on a test not listed as known; WASI_SUITE=checkout
 	@if [ ! -d $(WASI_SUITE)/tests ]; then \
-		echo "fetching wasi-testsuite (branch prod/testsuite-base) into $(WASI_SUITE)"; \
-		git clone --depth 1 --branch prod/testsuite-base https://github.com/WebAssembly/wasi-testsuite $(WASI_SUITE); \
+		echo "fetching wasi-testsuite (branch prod/testsuite-base) from $(WASI_SUITE_REPO) into $(WASI_SUITE)"; \
+		git clone --depth 1 --branch prod/testsuite-base $(WASI_SUITE_REPO) $(WASI_SUITE); \
 	fi
+	@echo "wasi-testsuite at $$(git -C $(WASI_SUITE) log -1 --format='%h %cs' 2>/dev/null || echo '(not a git checkout)')"
 	@if [ ! -x "$(WAZERO)" ]; then $(GO) install github.com/tetratelabs/wazero/cmd/wazero@v1.12.0; fi
-	CCRUN_WASI_TESTSUITE=$(WASI_SUITE) CCRUN_WAZERO=$(WAZERO) \
-		$(GO) test -count=1 -run TestWASITestsuite -v ./runtime/wasm/ | grep -v '^=== '
+	@out=$$(CCRUN_WASI_TESTSUITE=$(WASI_SUITE) CCRUN_WAZERO=$(WAZERO) \
+		$(GO) test -count=1 -run '^TestWASITestsuite$$' -v ./runtime/wasm/ 2>&1); rc=$$?; \
+		printf '%s\n' "$$out" | grep -v '^ *\(=== \|--- PASS\)'; exit $$rc

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/rootfs"
 )
 
 // implantTree is the host tree of the implant tests, mounted writable at
@@ -404,7 +406,7 @@ func BenchmarkGuardScan(b *testing.B) {
 	defer r.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := newGuard(r, job.Mount{Host: dir, Guest: "/w", Writable: true}); err != nil {
+		if _, err := rootfs.New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, new(atomic.Int64)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,31 +38,51 @@ func TestWASITestsuite(t *testing.T) {
 	var ours, theirs, total int
 	var failed []string
 	for _, w := range wasms {
-		spec, err := readSuiteSpec(strings.TrimSuffix(w, ".wasm") + ".json")
-		if err != nil {
-			t.Errorf("%s: %v", w, err)
-			continue
-		}
 		name := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(w)))) + "/" + strings.TrimSuffix(filepath.Base(w), ".wasm")
-		total++
-		if msg := runSuiteOurs(t, w, spec); msg == "" {
-			ours++
-		} else {
-			failed = append(failed, "ccrun  "+name+": "+firstLine(msg))
-		}
-		if peer != "" {
-			if msg := runSuitePeer(t, peer, w, spec); msg == "" {
-				theirs++
-			} else {
-				failed = append(failed, "wazero "+name+": "+firstLine(msg))
+		t.Run(name, func(t *testing.T) {
+			spec, err := readSuiteSpec(strings.TrimSuffix(w, ".wasm") + ".json")
+			if err != nil {
+				t.Fatalf("%s: %v", w, err)
 			}
-		}
+			total++
+			msg := runSuiteOurs(t, w, spec)
+			why, known := suiteKnown[name]
+			switch {
+			case msg == "":
+				ours++
+				if known {
+					t.Logf("passes now: take it off suiteKnown (%s)", why)
+				}
+			case known:
+				failed = append(failed, "ccrun  "+name+": "+firstLine(msg)+" [known: "+why+"]")
+			default:
+				failed = append(failed, "ccrun  "+name+": "+firstLine(msg))
+				t.Errorf("ccrun fails it, and it is not in suiteKnown: %s", msg)
+			}
+			if peer != "" {
+				if msg := runSuitePeer(t, peer, w, spec); msg == "" {
+					theirs++
+				} else {
+					failed = append(failed, "wazero "+name+": "+firstLine(msg))
+				}
+			}
+		})
 	}
 	t.Logf("wasi-testsuite wasm32-wasip1: ccrun %d/%d passed", ours, total)
 	if peer != "" {
 		t.Logf("wasi-testsuite wasm32-wasip1: wazero run %d/%d passed", theirs, total)
 	}
 	t.Logf("failures:\n%s", strings.Join(failed, "\n"))
+}
+
+// suiteKnown are the tests ccrun fails, each with its reason (docs/wasm.md
+// lists them too). A test that fails and is not here fails
+// TestWASITestsuite.
+var suiteKnown = map[string]string{
+	"rust/overwrite_preopen": "fd_renumber onto a preopened directory: wazero's descriptor table refuses to replace a preopen (ENOTSUP), and no public API moves an entry of it",
+	"rust/stdio":             "fd_renumber of stdin, stdout or stderr: wazero keeps them as preopens and refuses to move them (ENOTSUP), as for overwrite_preopen",
+	"rust/path_filestat":     "fd_fdstat_get reports no FDFLAGS_SYNC for a file opened with it (it is opened O_SYNC): wazero's fdstat reports only append and nonblock, and the flags a file was opened with reach no wrapper",
+	"rust/symlink_filestat":  "path_filestat_set_times without symlink_follow on a symbolic link sets the target's times: wazero emulates no-follow by opening the path, which follows the link; the link itself would need its directory descriptor, which wazero does not expose",
 }
 
 type suiteSpec struct {

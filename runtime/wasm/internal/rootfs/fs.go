@@ -26,10 +26,10 @@ import (
 // New returns the file system of mount m, whose host directory r is: read
 // only unless m.Writable, and with m's protected paths guarded when it is
 // writable. open counts the files the run holds open, all its mounts
-// together. An error (a bad implant list, a mount too big to check) is
-// the caller's to class.
-func New(r *os.Root, m job.Mount, open *Budget) (esys.FS, error) {
-	fs := &rootFS{root: r, writable: m.Writable, open: open}
+// together, against MaxOpen. An error (a bad implant list, a mount too big
+// to check) is the caller's to class.
+func New(r *os.Root, m job.Mount, open *atomic.Int64) (esys.FS, error) {
+	fs := &rootFS{root: r, writable: m.Writable, open: (*budget)(open)}
 	if m.Writable {
 		g, err := newGuard(r, m)
 		if err != nil {
@@ -61,7 +61,7 @@ type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
 	writable bool
-	open     *Budget       // shared by the run's mounts
+	open     *budget       // shared by the run's mounts
 	guard    *implantGuard // set on a writable mount
 }
 
@@ -86,19 +86,19 @@ func (r *rootFS) check(f func(*implantGuard) esys.Errno) (unlock func(), e esys.
 // the warm server's, an agent's) and then the system's.
 const MaxOpen = 1024
 
-// Budget counts a run's open files against MaxOpen. Its zero value is an
-// empty budget; it is safe for concurrent use.
-type Budget struct{ n atomic.Int64 }
+// budget counts a run's open files against MaxOpen.
+type budget atomic.Int64
 
-func (b *Budget) take() bool {
-	if b.n.Add(1) > MaxOpen {
-		b.n.Add(-1)
+func (b *budget) take() bool {
+	n := (*atomic.Int64)(b)
+	if n.Add(1) > MaxOpen {
+		n.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (b *Budget) give() { b.n.Add(-1) }
+func (b *budget) give() { (*atomic.Int64)(b).Add(-1) }
 
 // rel turns the path wazero hands over (already cleaned and relative to
 // the mount, possibly with a trailing slash) into a name for os.Root.
@@ -213,7 +213,8 @@ func (r *rootFS) openFile(name string, flag esys.Oflag, perm fs.FileMode) (*root
 		_ = f.Close()
 		return nil, esys.ENOTDIR
 	}
-	return &rootFile{seeker: seeker[int64]{sf: f, dir: st.IsDir()}, f: f, st: st, append: of&os.O_APPEND != 0, ro: !r.writable}, 0
+	return &rootFile{seeker: seeker[int64]{sf: f, dir: st.IsDir()}, f: f, st: st, append: of&os.O_APPEND != 0, ro: !r.writable,
+		writes: of&(os.O_WRONLY|os.O_RDWR) != 0}, 0
 }
 
 func (r *rootFS) Lstat(p string) (sys.Stat_t, esys.Errno) {
@@ -401,12 +402,13 @@ var _ esys.File = (*rootFile)(nil)
 
 type rootFile struct {
 	seeker[int64]
-	open   *Budget // given back to at Close
+	open   *budget // given back to at Close
 	closed atomic.Bool
 	f      *os.File
 	st     fs.FileInfo // at open: device, inode and type do not change
 	append bool
 	ro     bool // opened from a read-only mount: no change, not even metadata
+	writes bool // opened for writing
 	// guard and name are set on a file of a writable mount opened for
 	// reading only: its times and size change only when name is not
 	// protected. (Opening a protected path for writing is refused.)
@@ -520,11 +522,15 @@ func (f *rootFile) Write(buf []byte) (int, esys.Errno) {
 	if f.ro {
 		return 0, esys.EBADF
 	}
-	if len(buf) == 0 {
-		return 0, 0
-	}
 	if f.st.IsDir() {
 		return 0, esys.EBADF
+	}
+	if len(buf) == 0 {
+		// As write(2) of no bytes: EBADF when not open for writing.
+		if !f.writes {
+			return 0, esys.EBADF
+		}
+		return 0, 0
 	}
 	n, err := f.f.Write(buf)
 	return n, errno(err)
@@ -534,14 +540,21 @@ func (f *rootFile) Pwrite(buf []byte, off int64) (int, esys.Errno) {
 	if f.ro {
 		return 0, esys.EBADF
 	}
-	if len(buf) == 0 {
-		return 0, 0
-	}
 	if f.st.IsDir() {
 		return 0, esys.EBADF
 	}
-	n, err := f.f.WriteAt(buf, off)
-	return n, errno(err)
+	if len(buf) == 0 {
+		if !f.writes {
+			return 0, esys.EBADF
+		}
+		return 0, 0
+	}
+	if off < 0 {
+		return 0, esys.EINVAL
+	}
+	// os.File.WriteAt refuses a file opened with O_APPEND; pwrite(2) on
+	// Linux writes at the end then, which WASI allows.
+	return pwrite(f.f, buf, off)
 }
 
 func (f *rootFile) Truncate(size int64) esys.Errno {

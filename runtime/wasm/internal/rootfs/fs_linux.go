@@ -53,6 +53,34 @@ func futimens(f *os.File, atim, mtim int64) esys.Errno {
 	return errno(errOrNil(e))
 }
 
+// pwrite writes buf at off without moving the file's offset; on a file
+// opened with O_APPEND Linux writes at the end.
+func pwrite(f *os.File, buf []byte, off int64) (int, esys.Errno) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, errno(err)
+	}
+	var n int
+	var e error
+	if err := rc.Write(func(fd uintptr) bool {
+		for n < len(buf) {
+			m, err := syscall.Pwrite(int(fd), buf[n:], off+int64(n))
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				e = err
+				break
+			}
+			n += m
+		}
+		return true
+	}); err != nil {
+		return n, errno(err)
+	}
+	return n, errno(e)
+}
+
 func timespec(t int64) syscall.Timespec {
 	if t == esys.UTIME_OMIT {
 		return syscall.Timespec{Nsec: utimeOmit}
