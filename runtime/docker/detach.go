@@ -23,6 +23,9 @@ type refillRequest struct {
 	Config *container.Config
 	Host   *container.HostConfig
 	Remove string `json:",omitempty"`
+	// PoolDir is the requester's pool directory: where the claim markers
+	// are (see Executor.marker).
+	PoolDir string `json:",omitempty"`
 }
 
 // maxRefillRequest bounds what RefillMain reads; a request is a few KiB.
@@ -78,7 +81,7 @@ func (e *Executor) spawnRefill(r refillRequest) {
 
 // RefillMain is the body of the detached refiller of WithDetachedRefill:
 // it reads one refill on stdin, checks it, removes the used container it
-// names (only a claimed one of the same pool) and makes the pool's idle
+// names (only a claimed one of the same pool: with a claim marker) and makes the pool's idle
 // container, on the engine of the environment. It returns the process's
 // exit code: 0, or 1 when the request is unreadable, is not a hardened
 // pooled container, or the engine does not answer. Nothing is printed.
@@ -106,7 +109,11 @@ func refillMain(in io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), refillTimeout)
 	defer cancel()
-	e, err := New(ctx)
+	var opts []Option
+	if r.PoolDir != "" {
+		opts = append(opts, WithPoolDir(r.PoolDir))
+	}
+	e, err := New(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -124,8 +131,10 @@ func refillMain(in io.Reader) error {
 			return
 		}
 		ins, err := e.eng.ContainerInspect(ctx, r.Remove)
-		if err == nil && ins.Config != nil && ins.Config.Labels[LabelPool] == r.Key && claimed([]string{ins.Name}) {
+		_, marked := e.markedBy(r.Remove)
+		if err == nil && ins.Config != nil && ins.Config.Labels[LabelPool] == r.Key && (marked || claimed([]string{ins.Name})) {
 			e.remove(ctx, r.Remove)
+			e.unmark(r.Remove)
 		}
 	}()
 	e.fill(ctx, r.Key, r.Config, r.Host)

@@ -111,8 +111,8 @@ func (e *Executor) GC(ctx context.Context) ([]string, error) {
 // DrainPool removes, and returns the ids of, every warm-pool container of
 // this host that no run claimed: the idle ones, and those a refill left
 // half-made or whose holder stopped. It holds the pool lock and checks each
-// container's name again under it, so it never removes one that a run has
-// just claimed. It first waits for this Executor's background work (a
+// container's name and claim marker again under it, so it never removes
+// one that a run has just claimed. It first waits for this Executor's background work (a
 // refill in flight would fill the pool again), as long as ctx allows.
 func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 	done := make(chan struct{})
@@ -137,7 +137,7 @@ func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 			return false
 		}
 		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		return err == nil && !claimed([]string{ins.Name})
+		return err == nil && !claimed([]string{ins.Name}) && !e.inUse(c.ID)
 	})
 }
 
@@ -153,7 +153,7 @@ func (e *Executor) Garbage(ctx context.Context, pool bool) ([]string, error) {
 	var ids []string
 	for _, c := range list {
 		gone := !idle(c) && !ownerOf(c.Names, c.Labels).alive()
-		drained := pool && c.Labels[LabelPool] != "" && !claimed(c.Names)
+		drained := pool && c.Labels[LabelPool] != "" && !claimed(c.Names) && !e.inUse(c.ID)
 		if gone || drained {
 			ids = append(ids, c.ID)
 		}

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,7 +87,8 @@ func poolKey(imageID string, cfg *container.Config, hc *container.HostConfig) (s
 		Config  container.Config
 		Host    *container.HostConfig
 		Sources []string
-	}{imageID, c, hc, sources})
+		Claim   string // how a claim is made: not shared with a ccrun that claims otherwise
+	}{imageID, c, hc, sources, "marker"})
 	if err != nil {
 		return "", err
 	}
@@ -151,11 +155,17 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	res, later, err := e.exec(ctx, id, s, lim, argv, begin)
 	switch {
 	case e.detach != nil && later:
-		e.refill(key, rcfg, rhc, id) // the refiller removes it
+		e.refill(key, rcfg, rhc, id) // the refiller removes it, then its marker
 	case e.detach != nil:
+		e.unmark(id)
 		e.refill(key, rcfg, rhc, "")
 	case later:
-		e.background(func(ctx context.Context) { e.remove(ctx, id) })
+		e.background(func(ctx context.Context) {
+			e.remove(ctx, id)
+			e.unmark(id)
+		})
+	default:
+		e.unmark(id) // removed by exec
 	}
 	return res, true, err
 }
@@ -347,15 +357,13 @@ func (e *Executor) poolList(ctx context.Context, key string, running bool) ([]co
 }
 
 // claim takes an idle pooled container made for key, if there is one: one
-// that runs its holder and still has its idle name. Under the pool lock it
-// renames the container, by that idle name, to name its claimer (for GC);
-// a claimer that comes later finds the idle name gone, so the lock is held
-// for one rename, not for the run.
+// that runs its holder and has no claim marker (see marker). Under the pool
+// lock it lists them and writes the claim marker of the first. Every
+// claimer of the pool lists under the lock, so a claimer that comes later
+// finds the marker and passes the container by. The container keeps its
+// idle name: a rename would hold the engine's lock on the container for
+// 10–40 ms, during which the exec could be neither created nor started.
 func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
-	list, err := e.poolList(ctx, key, true)
-	if err != nil || len(list) == 0 {
-		return "", false
-	}
 	lock, err := e.lockFile()
 	if err != nil {
 		return "", false
@@ -366,18 +374,83 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 		return "", false
 	}
 	defer lock.Unlock()
+	list, err := e.poolList(ctx, key, true)
+	if err != nil {
+		return "", false
+	}
 	for _, c := range list {
-		if !idle(c) || len(c.Names) == 0 {
-			continue
+		if idle(c) && e.mark(c.ID) {
+			return c.ID, true
 		}
-		// Renamed by its idle name, not its id: if another claimer took it
-		// since the list, that name is gone and the rename fails.
-		if err := e.eng.ContainerRename(ctx, strings.TrimPrefix(c.Names[0], "/"), claimedName(e.owner)); err != nil {
-			continue
-		}
-		return c.ID, true
 	}
 	return "", false
+}
+
+// A claim marker, the file claims/ID in the pool directory, is written
+// (O_EXCL, naming this process) when a run claims idle container ID, and
+// removed once the container is. While it is there, the container is in
+// use or used: never claimed again, nor taken for the pool's idle
+// container, nor removed by DrainPool while its claimer lives. It outlives
+// a claimer killed before the used container was removed: then the next
+// fill of its key, or DrainPool, removes the container.
+func (e *Executor) marker(id string) string { return filepath.Join(e.poolDir, "claims", id) }
+
+// mark writes the claim marker of id, and reports whether this process
+// wrote it (false: there is one, or it cannot be written).
+func (e *Executor) mark(id string) bool {
+	p := e.marker(id)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return false
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false
+	}
+	// Written whole or not, the file marks the claim (an unreadable one
+	// names no live process).
+	_, _ = fmt.Fprintf(f, "%d %s\n", e.owner.pid, e.owner.start)
+	_ = f.Close()
+	return true
+}
+
+func (e *Executor) unmark(id string) { _ = os.Remove(e.marker(id)) }
+
+// markedBy returns the process a claim marker of id names, and whether
+// there is a marker (one unreadable names no live process).
+func (e *Executor) markedBy(id string) (owner, bool) {
+	b, err := os.ReadFile(e.marker(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return owner{}, false
+	}
+	var o owner
+	if f := strings.Fields(string(b)); len(f) == 2 {
+		o.pid, _ = strconv.Atoi(f[0])
+		o.start = f[1]
+	}
+	return o, true
+}
+
+// inUse reports whether a live claimer's marker is on container id.
+func (e *Executor) inUse(id string) bool {
+	o, ok := e.markedBy(id)
+	return ok && o.alive()
+}
+
+// sweepMarkers removes the claim markers of dead claimers whose container
+// is gone (those of live ones are theirs to remove).
+func (e *Executor) sweepMarkers(ctx context.Context) {
+	ents, err := os.ReadDir(filepath.Join(e.poolDir, "claims"))
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		if o, ok := e.markedBy(ent.Name()); !ok || o.alive() {
+			continue
+		}
+		if _, err := e.eng.ContainerInspect(ctx, ent.Name()); isNotFound(err) {
+			e.unmark(ent.Name())
+		}
+	}
 }
 
 // refill creates and starts, in the background, an idle container for key
@@ -388,7 +461,7 @@ func (e *Executor) claim(ctx context.Context, key string) (id string, ok bool) {
 // WithDetachedRefill.
 func (e *Executor) refill(key string, cfg *container.Config, hc *container.HostConfig, remove string) {
 	if e.detach != nil {
-		e.spawnRefill(refillRequest{Key: key, Config: cfg, Host: hc, Remove: remove})
+		e.spawnRefill(refillRequest{Key: key, Config: cfg, Host: hc, Remove: remove, PoolDir: e.poolDir})
 		return
 	}
 	e.refillMu.Lock()
@@ -424,13 +497,21 @@ func (e *Executor) fill(ctx context.Context, key string, cfg *container.Config, 
 	}
 	waiting := false
 	for _, c := range list {
+		o, marked := e.markedBy(c.ID)
 		switch {
+		case idle(c) && marked:
+			if !o.alive() {
+				// Claimed by a process killed before its rename: used.
+				e.remove(ctx, c.ID)
+				e.unmark(c.ID)
+			} // else being claimed
 		case idle(c):
 			waiting = true
 		case stale(c):
 			e.remove(ctx, c.ID)
 		}
 	}
+	defer e.sweepMarkers(ctx)
 	if waiting {
 		return
 	}

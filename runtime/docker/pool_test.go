@@ -589,3 +589,82 @@ func TestPoolMountReplaced(t *testing.T) {
 func contains(list []string, s string) bool {
 	return slices.Contains(list, s)
 }
+
+// TestPoolClaimUnfinished: an idle container whose claimer was killed
+// after writing its claim marker and before its rename was done (used,
+// still under its idle name) is never claimed again, nor taken for the
+// pool's idle container: the next refill removes it, then its marker.
+func TestPoolClaimUnfinished(t *testing.T) {
+	e := executor(t)
+	t.Cleanup(func() { e.DrainPool(context.Background()) })
+	s := Spec{Image: testImage, Cmd: sh("echo ok"), Pool: true}
+	key, used := startIdle(t, e, s)
+	if err := os.MkdirAll(filepath.Dir(e.marker(used)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.marker(used), []byte("1073741824 1\n"), 0o600); err != nil { // no such process
+		t.Fatal(err)
+	}
+	if res := run(t, e, s); string(res.Stdout) != "ok\n" || e.pooledRuns.Load() != 0 {
+		t.Fatalf("stdout %q, pooled runs %d; want a cold run (the marked container not claimed)", res.Stdout, e.pooledRuns.Load())
+	}
+	e.bgWork.Wait()
+	idle, busy := pooled(t, e, key)
+	if len(idle) != 1 || idle[0] == used || len(busy) != 0 {
+		t.Errorf("after the refill: idle %v, busy %v; want 1 fresh idle one, %.12s gone", idle, busy, used)
+	}
+	if _, err := os.Stat(e.marker(used)); !os.IsNotExist(err) {
+		t.Errorf("the claim marker of the removed container is left: %v", err)
+	}
+	// The fresh one is claimed, and leaves no marker once removed.
+	if res := run(t, e, s); string(res.Stdout) != "ok\n" || e.pooledRuns.Load() != 1 {
+		t.Fatalf("stdout %q, pooled runs %d; want a pooled run", res.Stdout, e.pooledRuns.Load())
+	}
+	e.bgWork.Wait()
+	if ents, _ := os.ReadDir(filepath.Dir(e.marker(used))); len(ents) != 0 {
+		t.Errorf("claim markers left after a pooled run: %v", ents)
+	}
+}
+
+// TestPoolDrainInUse: DrainPool passes by a pooled container that a live
+// run has claimed (its claim marker names this process), and removes it
+// once the claim is gone.
+func TestPoolDrainInUse(t *testing.T) {
+	e := executor(t)
+	ctx := context.Background()
+	_, id := startIdle(t, e, Spec{Image: testImage, Cmd: sh("echo ok"), Pool: true})
+	if !e.mark(id) || e.mark(id) {
+		t.Fatal("mark: want the first to write the marker, the second to find it")
+	}
+	if removed, err := e.DrainPool(ctx); err != nil || contains(removed, id) {
+		t.Fatalf("DrainPool = %v, %v; want %.12s, in use, kept", removed, err, id)
+	}
+	if garbage, err := e.Garbage(ctx, true); err != nil || contains(garbage, id) {
+		t.Fatalf("Garbage = %v, %v; want %.12s, in use, left out", garbage, err, id)
+	}
+	e.unmark(id)
+	if removed, err := e.DrainPool(ctx); err != nil || !contains(removed, id) {
+		t.Fatalf("DrainPool = %v, %v; want %.12s removed", removed, err, id)
+	}
+}
+
+// startIdle creates and starts an idle container of s's pool, as a refill
+// of this process does, removed when the test ends; it returns the pool's
+// key and the container's id.
+func startIdle(t *testing.T, e *Executor, s Spec) (key, id string) {
+	t.Helper()
+	key, hold := keyOf(t, e, s)
+	labels := e.labels()
+	labels[LabelPool] = key
+	ctx := context.Background()
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, labels)
+	id, err := e.create(ctx, cfg, hc, "ccrun-pool-"+randHex(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.remove(ctx, id) })
+	if err := e.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return key, id
+}
