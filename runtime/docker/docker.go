@@ -13,9 +13,12 @@
 // exit before starting it, so no output and no exit is missed. Output is
 // capped per stream; past the cap, past the timeout, or when the caller
 // cancels, the container is killed; an out-of-memory kill is reported as
-// job.Memory. The container is removed before Run returns (a pooled one
-// that the program left by exiting: just after, in the background), on a
-// context the caller's cancellation cannot cut short.
+// job.Memory. The engine removes the container as it exits (AutoRemove, as
+// `docker run --rm`), so Run returns without waiting for the removal; a
+// container that binds protected paths, or that never ran, is removed by
+// Run before it returns, and one it killed is seen removed first (a pooled
+// one that the program left by exiting: just after, in the background), on
+// a context the caller's cancellation cannot cut short.
 //
 // Every container carries the label ccrun=1 and the labels ccrun.host,
 // ccrun.pid and ccrun.start naming the process that owns it. GC removes the
@@ -25,10 +28,10 @@
 // limits, mounts, network, user, working directory), a container created
 // and started in advance, as hardened as a cold one, in which a static
 // holder of 129 bytes waits (bound read-only; nothing of the image runs).
-// A run claims it by renaming it (under a lock file shared by the ccrun
-// processes of this host and user), execs its program into it with its
-// environment, user and working directory, and removes it: each container
-// serves one run. A fresh one is created and started in the background —
+// A run claims it by a claim marker (a file written under a lock file
+// shared by the ccrun processes of this host and user), execs its program
+// into it with its environment, user and working directory, and removes
+// it: each container serves one run. A fresh one is created and started in the background —
 // in this process, which Close waits for at most 3 s, or in a process of
 // its own (WithDetachedRefill, RefillMain) — and outlives the process, so
 // the next ccrun process finds it. With no idle container, a pooled run
@@ -59,6 +62,8 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
@@ -254,7 +259,7 @@ func (c cleanup) release(ctx context.Context) {
 	}
 }
 
-// Run runs s to its end and removes its container. The Result's Reason
+// Run runs s to its end and has its container removed. The Result's Reason
 // says how it ended: Exit (with the program's ExitCode), Timeout (124),
 // OutputCap, Memory, or Cancelled when ctx was cancelled while the program
 // ran. An error means the program could not be run: invalid Spec, missing
@@ -317,7 +322,17 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	if err != nil {
 		return nil, err
 	}
+	// The engine removes the container as it exits (AutoRemove, as `docker
+	// run --rm` has it) unless it binds protected paths: then it is removed
+	// here, before the protection is finished. So a program that exited
+	// does not wait for the removal; a container that ccrun killed is seen
+	// removed before Run returns, and one that never ran is removed here.
+	auto := len(prot.binds) == 0
+	var ended bool // the container ran and exited (by itself or killed)
 	undo.push(func(cctx context.Context) {
+		if auto && ended {
+			return
+		}
 		// Force: kill it if it still runs. Gone already is fine.
 		_ = e.eng.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	})
@@ -336,6 +351,10 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	undo.push(func(context.Context) { hj.Close() })
 
 	waitC, waitErrC := e.eng.ContainerWait(rctx, id, container.WaitConditionNextExit)
+	var oom <-chan struct{}
+	if auto {
+		oom = e.watchOOM(rctx, id) // the inspection may come after the removal
+	}
 
 	overflow := make(chan struct{}) // closed once, when output first goes past the cap
 	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
@@ -385,11 +404,24 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		// Not running any more is fine: the remove in the cleanup stack
 		// forces whatever is left.
+		var removed <-chan container.WaitResponse
+		var removedErr <-chan error
+		if auto {
+			removed, removedErr = e.eng.ContainerWait(kctx, id, container.WaitConditionRemoved)
+		}
 		_ = e.eng.ContainerKill(kctx, id, "KILL")
 		select {
 		case <-waitC:
+			ended = true
 		case <-waitErrC:
 		case <-kctx.Done():
+		}
+		if auto && ended {
+			select { // by the engine (gone already is an error: fine)
+			case <-removed:
+			case <-removedErr:
+			case <-kctx.Done():
+			}
 		}
 		cancel()
 	}
@@ -399,6 +431,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	}
 
 	if exited {
+		ended = true
 		if status.Error != nil && status.Error.Message != "" {
 			return nil, fmt.Errorf("docker: wait for container: %s", status.Error.Message)
 		}
@@ -408,13 +441,64 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			ins, err := e.eng.ContainerInspect(ictx, id)
 			cancel()
-			if err == nil && ins.State != nil && ins.State.OOMKilled {
+			killed := err == nil && ins.State != nil && ins.State.OOMKilled
+			if err != nil && oom != nil { // removed already
+				killed = oomSeen(oom, res.ExitCode)
+			}
+			if killed {
 				res.Reason = job.Memory
 				res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
 			}
 		}
 	}
 	return out.Fill(res), nil
+}
+
+// oomWait bounds how long a program killed by SIGKILL waits for the
+// engine's word of an out-of-memory kill, once its container is removed.
+const oomWait = 500 * time.Millisecond
+
+// watchOOM returns a channel closed when the engine reports an
+// out-of-memory kill in container id (its "oom" event, from the engine's
+// log of recent events since now, so that none is missed for a request
+// that reaches the engine late), until ctx ends: what the inspection of a
+// container that the engine removed already cannot say.
+func (e *Executor) watchOOM(ctx context.Context, id string) <-chan struct{} {
+	seen := make(chan struct{})
+	msgs, errs := e.eng.Events(ctx, events.ListOptions{
+		Since:   strconv.FormatInt(time.Now().Add(-time.Second).Unix(), 10),
+		Filters: filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)), filters.Arg("container", id), filters.Arg("event", string(events.ActionOOM))),
+	})
+	go func() {
+		select {
+		case <-msgs:
+			close(seen)
+		case <-errs:
+		case <-ctx.Done():
+		}
+	}()
+	return seen
+}
+
+// oomSeen reports whether oom says the kernel killed for want of memory in
+// a container whose program exited with code: at once, or, when the
+// program was killed by SIGKILL (as by the kernel), once the engine's
+// event came, within oomWait.
+func oomSeen(oom <-chan struct{}, code int) bool {
+	if code != job.KilledExitCode {
+		select {
+		case <-oom:
+			return true
+		default:
+			return false
+		}
+	}
+	select {
+	case <-oom:
+		return true
+	case <-time.After(oomWait):
+		return false
+	}
 }
 
 // Resolve returns the ID (sha256:...) of the image ref names now, pulling
@@ -469,6 +553,7 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled
 	defer cancel()
 	cfg, hc := s.config(lim, e.labels())
 	hc.Mounts = append(hc.Mounts, binds...)
+	hc.AutoRemove = len(binds) == 0 // see run
 	id, err = e.create(kctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {

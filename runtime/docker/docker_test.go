@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 )
@@ -404,4 +405,33 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("error does not name the address: %v", err)
 	}
 	t.Log(err)
+}
+
+// removedEarly is the real engine, except that a container's inspection
+// finds it gone, as when the engine removed it (AutoRemove) before Run
+// asked about its end.
+type removedEarly struct{ engine }
+
+func (removedEarly) ContainerInspect(context.Context, string) (container.InspectResponse, error) {
+	return container.InspectResponse{}, errdefs.ErrNotFound
+}
+
+// TestOOMAfterRemoval: an out-of-memory kill is reported as such when the
+// container is gone before Run inspects it (the engine's event says so),
+// and a program that exits non-zero by itself is not reported as one.
+func TestOOMAfterRemoval(t *testing.T) {
+	real := executor(t)
+	e := executor(t, withEngine(removedEarly{real.eng}))
+	res := run(t, e, Spec{
+		Cmd:    []string{"/bin/busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"},
+		Limits: job.Limits{Memory: 32 << 20},
+	})
+	if res.Reason != job.Memory {
+		t.Fatalf("memory bomb ended %s %d, want %s; stderr %q", res.Reason, res.ExitCode, job.Memory, res.Stderr)
+	}
+	for _, script := range []string{"exit 3", "kill -9 $$"} {
+		if res := run(t, e, Spec{Cmd: sh(script)}); res.Reason != job.Exit {
+			t.Errorf("%q ended %s %d, want %s", script, res.Reason, res.ExitCode, job.Exit)
+		}
+	}
 }
