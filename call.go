@@ -2,13 +2,10 @@ package ccrun
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,9 +13,9 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
-	"github.com/ccrun/ccrun/runtime/shell"
 )
 
 // The built-in tools. A capability is a tool of its own name.
@@ -28,8 +25,8 @@ const (
 	ToolRunDocker  = "run_docker"  // Call.Image, @docker
 )
 
-// Call is one tool call. Exactly one of Command, Capability, Module and
-// Image names what runs.
+// Call is one tool call. Exactly one of Command, Capability, Module,
+// Image, Tool and Target names what runs.
 type Call struct {
 	Command    string // a shell command, run on the host by run_command
 	Capability string // the name of a capability under .ccrun/capabilities/
@@ -38,6 +35,11 @@ type Call struct {
 	// Tool names a library tool given to New with WithTool; its input is
 	// Input (libtools.go).
 	Tool string
+	// Target is what a call of Environment runs, as the backend registered
+	// for it (WithBackend) reads it; Environment is required with it and
+	// ignored otherwise.
+	Target      string
+	Environment ceiling.Environment
 
 	// Args are given after the capability's own arguments, to the module
 	// (argv[1:]), as the container's command, or as $1… of a command.
@@ -75,163 +77,156 @@ const (
 	maxInput    = 64 << 20
 )
 
-// Invocation is a call made ready for an executor: what runs, where, with
-// what. Executors must not change it.
-type Invocation struct {
-	Environment ceiling.Environment
-	Tool        string
-	// Command is the parsed shell command (@shell): the same parse tree
-	// the key came from.
-	Command *permission.Command
-	// Capability is set when the call runs a capability.
-	Capability *capabilities.Capability
-	Module     []byte            // @wasm: the module's bytes
-	ModuleSum  [sha256.Size]byte // @wasm: sha256 of Module
-	ModuleName string            // @wasm: argv[0]
-	Image      string            // @docker
-	Args       []string
-	Dir        string // working directory: on the host (@shell) or in the container (@docker)
-	Env        []string
-	Mounts     []job.Mount
-	Limits     job.Limits
-	Network    string
-	Pull       string
-	Pool       bool
-	Streams    job.Streams
-	// Guard (@shell) enforces the gate's decision where the command runs:
-	// every program and every file the script opens is checked (see
-	// internal/guard). Set by Exec once the gate has allowed the call; an
-	// Executor of @shell must pass it on.
-	Guard *shell.Guard
-	// Confine (@shell), when set, runs the command under the kernel's
-	// confinement (Landlock): set by Exec for a command nobody approved as
-	// such (see shellConfinement).
-	Confine *shell.Confinement
-
-	lib *libCall // the library tool the call runs, with its input (libtools.go); nil otherwise
+// prepare validates c and builds the gate's request and the invocation:
+// what every call shares here (callOf), what is its environment's by its
+// backend's Prepare (and Bind, in bind).
+func (r *Runtime) prepare(ctx context.Context, c *Call) (*permission.Request, *Invocation, *Prepared, error) {
+	req, inv, input, err := r.callOf(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if c.Tool != "" {
+		if c.Pull != "" {
+			return nil, nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
+		}
+		inv.Env = appendInput(inv.Env, input)
+		if err := r.prepareTool(c, req, inv); err != nil {
+			return nil, nil, nil, err
+		}
+		req.Environment = inv.Environment
+		return req, inv, nil, nil
+	}
+	if c.Capability != "" {
+		err = r.prepareCapability(c, req, inv)
+	} else {
+		err = adHoc(c, r.dir, inv)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := r.prepareOn(ctx, req, inv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	inv.Env = appendInput(inv.Env, input)
+	if len(c.Input) > 0 && inv.Capability != nil {
+		p.Display += "\ninput: " + string(c.Input)
+	}
+	req.Display, req.Command, req.Dir = p.Display, p.Command, p.Dir
+	req.Loosens = append(req.Loosens, p.Loosens...)
+	req.Environment = inv.Environment
+	describeReach(req, inv, c)
+	return req, inv, p, nil
 }
 
-// prepare validates c and builds the gate's request and the invocation.
-func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
+// callOf validates what every call shares — what it names, its
+// environment variables, mounts and input — and starts its request and
+// invocation. input is the CCRUN_INPUT variable to give the tool, or "".
+func (r *Runtime) callOf(c *Call) (*permission.Request, *Invocation, string, error) {
 	n := 0
-	for _, s := range []string{c.Command, c.Capability, c.Module, c.Image, c.Tool} {
+	for _, s := range []string{c.Command, c.Capability, c.Module, c.Image, c.Tool, c.Target} {
 		if s != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return nil, nil, fmt.Errorf("call: want exactly one of a command, a capability, a module, an image or a library tool, got %d: %w", n, ErrInvalidCall)
+		return nil, nil, "", fmt.Errorf("call: want exactly one of a command, a capability, a module, an image, a library tool or a target, got %d: %w", n, ErrInvalidCall)
 	}
 	for _, kv := range c.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, nil, fmt.Errorf("call: env %q: want KEY=VALUE: %w", kv, ErrInvalidCall)
+			return nil, nil, "", fmt.Errorf("call: env %q: want KEY=VALUE: %w", kv, ErrInvalidCall)
 		}
 		if strings.HasPrefix(k, "CCRUN_") {
-			return nil, nil, fmt.Errorf("call: env %s: CCRUN_* variables are set by ccrun itself: %w", k, ErrInvalidCall)
+			return nil, nil, "", fmt.Errorf("call: env %s: CCRUN_* variables are set by ccrun itself: %w", k, ErrInvalidCall)
 		}
 	}
 	mounts, err := r.absMounts(c.Mounts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	inv := &Invocation{
-		Args:    append([]string(nil), c.Args...),
-		Env:     append([]string(nil), c.Env...),
-		Mounts:  mounts,
-		Limits:  c.Limits,
-		Network: c.Network,
-		Pull:    c.Pull,
-		Streams: job.Streams{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr},
+		ProjectDir: r.dir,
+		Args:       append([]string(nil), c.Args...),
+		Env:        append([]string(nil), c.Env...),
+		Mounts:     mounts,
+		Limits:     c.Limits,
+		Network:    c.Network,
+		Pull:       c.Pull,
+		Streams:    job.Streams{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr},
 	}
 	req := &permission.Request{Directive: c.Directive, Class: permission.ClassExec,
 		Env: append([]string(nil), c.Env...), Args: append([]string(nil), c.Args...), Stdin: stdinSource(c.Stdin)}
-	if len(c.Input) > 0 {
-		if !json.Valid(c.Input) {
-			return nil, nil, fmt.Errorf("call: input is not valid JSON: %w", ErrInvalidCall)
-		}
-		switch n := len(c.Input); {
-		case n > maxInput:
-			return nil, nil, fmt.Errorf("call: input of %d bytes: past the limit of %d bytes (64 MiB): %w", n, maxInput, ErrInvalidCall)
-		case n <= maxInputEnv:
-			inv.Env = append(inv.Env, "CCRUN_INPUT="+string(c.Input))
-		case inv.Streams.Stdin != nil:
-			return nil, nil, fmt.Errorf("call: input of %d bytes: past what CCRUN_INPUT carries (%d bytes), so it goes on stdin, but the call gives stdin of its own: %w", n, maxInputEnv, ErrInvalidCall)
-		}
-		if inv.Streams.Stdin == nil {
-			inv.Streams.Stdin = bytes.NewReader(c.Input)
-		}
+	if len(c.Input) == 0 {
+		return req, inv, "", nil
 	}
-	if c.Pull != "" && (c.Command != "" || c.Module != "" || c.Tool != "") {
-		return nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
+	if !json.Valid(c.Input) {
+		return nil, nil, "", fmt.Errorf("call: input is not valid JSON: %w", ErrInvalidCall)
 	}
-	switch {
-	case c.Command != "":
-		if strings.TrimSpace(c.Command) == "" {
-			return nil, nil, fmt.Errorf("call: the command is empty: %w", ErrInvalidCall)
-		}
-		if len(c.Mounts) > 0 {
-			return nil, nil, fmt.Errorf("call: mounts do not apply to @shell (it sees the whole host): %w", ErrInvalidCall)
-		}
-		if c.Limits.Memory != 0 || c.Limits.Pids != 0 || c.Limits.CPUs != 0 {
-			return nil, nil, fmt.Errorf("call: memory, pids and cpus limits do not apply to @shell (the host does not enforce them): %w", ErrInvalidCall)
-		}
-		cmd := permission.ParseCommand(c.Command)
-		if cmd.File == nil {
-			return nil, nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", permission.Escape(c.Command), ErrInvalidCall)
-		}
-		inv.Environment, inv.Tool, inv.Command, inv.Dir = ceiling.Shell, ToolRunCommand, cmd, r.dir
-		req.Tool, req.Command, req.Display, req.Dir = ToolRunCommand, cmd, c.Command, r.dir
-		req.Permission = permission.Ask(cmd.Key)
-		if len(c.Args) > 0 || len(c.Env) > 0 {
-			// A grant kept for the session covers these arguments and this
-			// environment, not any: they are part of what the person saw.
-			req.Digest = contentDigest([]byte(c.Command), nil, "", c.Args, c.Env)
-		}
-	case c.Tool != "":
-		if err := r.prepareTool(c, req, inv); err != nil {
-			return nil, nil, err
-		}
-	case c.Capability != "":
-		if err := r.prepareCapability(c, req, inv); err != nil {
-			return nil, nil, err
-		}
-	case c.Module != "":
-		path := c.Module
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(r.dir, path)
-		}
-		mod, sum, err := r.modules.read(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("call: module: %w: %w", err, ErrNotFound)
-		} else if err != nil {
-			return nil, nil, fmt.Errorf("call: module: %w", err)
-		}
-		if err := r.modules.check(mod, sum); err != nil {
-			// refused before anyone is asked: a grant for it would be a grant for nothing
-			return nil, nil, fmt.Errorf("call: module %s: %w", r.rel(path), err)
-		}
-		inv.Environment, inv.Tool, inv.Module, inv.ModuleName = ceiling.Wasm, ToolRunWasm, mod, filepath.Base(path)
-		inv.ModuleSum = sum
-		req.Tool = ToolRunWasm
-		req.Permission = permission.Ask(pathKey(ToolRunWasm, r.rel(path)))
-		req.Digest = contentDigest(inv.ModuleSum[:], mounts, "", nil, nil)
-		req.Display = strings.Join(append([]string{r.rel(path)}, c.Args...), " ")
-	case c.Image != "":
-		if m := c.Limits.Memory; m > 0 && m < job.MinMemory {
-			// refused before the engine is reached or anyone is asked
-			return nil, nil, fmt.Errorf("call: memory limit %d bytes is below the %d bytes a container needs to start: %w", m, job.MinMemory, ErrInvalidCall)
-		}
-		inv.Environment, inv.Tool, inv.Image = ceiling.Docker, ToolRunDocker, c.Image
-		req.Tool = ToolRunDocker
-		req.Permission = permission.Ask(imageKey(c.Image))
-		req.Digest = contentDigest([]byte(c.Image), mounts, c.Network, nil, nil)
-		req.Display = strings.Join(append([]string{c.Image}, c.Args...), " ")
-		if c.Network != "" && c.Network != "none" {
-			req.Class = permission.ClassNetwork
-		}
+	var input string
+	switch n := len(c.Input); {
+	case n > maxInput:
+		return nil, nil, "", fmt.Errorf("call: input of %d bytes: past the limit of %d bytes (64 MiB): %w", n, maxInput, ErrInvalidCall)
+	case n <= maxInputEnv:
+		input = "CCRUN_INPUT=" + string(c.Input)
+	case inv.Streams.Stdin != nil:
+		return nil, nil, "", fmt.Errorf("call: input of %d bytes: past what CCRUN_INPUT carries (%d bytes), so it goes on stdin, but the call gives stdin of its own: %w", n, maxInputEnv, ErrInvalidCall)
 	}
-	req.Environment = inv.Environment
+	if inv.Streams.Stdin == nil {
+		inv.Streams.Stdin = bytes.NewReader(c.Input)
+	}
+	return req, inv, input, nil
+}
+
+func appendInput(env []string, input string) []string {
+	if input == "" {
+		return env
+	}
+	return append(env, input)
+}
+
+// prepareOn has inv's backend prepare it, and takes from what it says
+// only what cannot widen the gate: the key, digest and class of an
+// ad-hoc call (a capability keeps its own), a shell command only from
+// @shell.
+func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *Invocation) (*Prepared, error) {
+	b, err := r.backend(ctx, inv.Environment)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.Prepare(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, fmt.Errorf("call: %s: the backend prepared nothing: %w", inv.Environment, ErrInvalidCall)
+	}
+	if p.Command != nil && inv.Environment != ceiling.Shell {
+		// the policy's reading of a shell command (read-only…) holds only
+		// where ccrun's guard and kernel confinement enforce it
+		return nil, fmt.Errorf("call: %s: only a backend of @shell prepares a shell command: %w", inv.Environment, ErrInvalidCall)
+	}
+	if inv.Capability != nil {
+		p.Digest = req.Digest // the capability's: a Binder binds it further
+		return p, nil
+	}
+	if !p.Key.Valid() {
+		return nil, fmt.Errorf("call: %s: the backend's key %q is not valid: %w", inv.Environment, p.Key, ErrInvalidCall)
+	}
+	if inv.Tool == "" {
+		inv.Tool = p.Key.Tool
+	}
+	req.Tool, req.Permission, req.Digest = inv.Tool, permission.Ask(p.Key), p.Digest
+	if p.Network {
+		req.Class = permission.ClassNetwork
+	}
+	return p, nil
+}
+
+// describeReach adds to req what the call reaches past its environment's
+// defaults: the mounts (shown, their dangerous paths found, writable ones
+// loosening) and a network.
+func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 	home, _ := os.UserHomeDir()
 	for _, m := range inv.Mounts {
 		line, found := describeMount(m, home)
@@ -245,7 +240,60 @@ func (r *Runtime) prepare(c *Call) (*permission.Request, *Invocation, error) {
 	if c.Network != "" && c.Network != "none" {
 		req.Loosens = append(req.Loosens, "network: "+c.Network)
 	}
-	return req, inv, nil
+}
+
+// adHoc sets the environment, tool and target of a call that names what
+// it runs (not a capability, not a library tool).
+func adHoc(c *Call, dir string, inv *Invocation) error {
+	switch {
+	case c.Command != "":
+		inv.Environment, inv.Tool, inv.Target = ceiling.Shell, ToolRunCommand, c.Command
+	case c.Module != "":
+		path := c.Module
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		inv.Environment, inv.Tool, inv.Target = ceiling.Wasm, ToolRunWasm, path
+	case c.Image != "":
+		inv.Environment, inv.Tool, inv.Target = ceiling.Docker, ToolRunDocker, c.Image
+	case builtinEnv(c.Environment):
+		return fmt.Errorf("call: a target of %s: name a command, a module or an image instead: %w", c.Environment, ErrInvalidCall)
+	case !c.Environment.Valid():
+		return fmt.Errorf("call: environment %q: no backend is registered for it (WithBackend): %w", c.Environment, ceiling.ErrUnknownEnvironment)
+	default:
+		inv.Environment, inv.Target = c.Environment, c.Target
+	}
+	return nil
+}
+
+// bind lets a Binder bind the grant to content before the gate asks
+// anyone, and carries what it bound into req. A call the gate refuses
+// whatever its digest is left as it is (no engine reached, nothing
+// fetched), as is one whose environment runs on an Executor of
+// WithExecutor.
+func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invocation, p *Prepared, fetch bool) error {
+	if p == nil {
+		return nil
+	}
+	if _, ok := r.executorOf(inv.Environment); ok {
+		return nil
+	}
+	b, err := r.backend(ctx, inv.Environment)
+	if err != nil {
+		return err
+	}
+	bi, ok := b.(Binder)
+	if !ok {
+		return nil
+	}
+	if r.gate.Decide(req).Verdict == permission.Refuse {
+		return nil // no grant can change a refusal: no need to ask the engine, or fetch
+	}
+	if err := bi.Bind(ctx, inv, p, fetch); err != nil {
+		return err
+	}
+	req.Digest, req.Display = p.Digest, p.Display
+	return nil
 }
 
 func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invocation) error {
@@ -269,7 +317,6 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 	inv.Environment, inv.Tool, inv.Capability = m.Environment, m.Name, capa
 	inv.Mounts = append(mounts, inv.Mounts...)
 	inv.Limits = overlay(m.Limits.Job(), c.Limits)
-	inv.Pool = m.Pool
 	if m.Network != "" && c.Network == "" {
 		inv.Network = string(m.Network)
 	}
@@ -282,50 +329,6 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 	req.Tool, req.Class, req.Digest = m.Name, t.Class, capa.Digest
 	req.Permission = permission.Ask(capa.Key())
 	req.Loosens = append(req.Loosens, m.Loosens()...)
-	switch m.Environment {
-	case ceiling.Shell:
-		cmd := permission.ParseCommand(m.Entry.Command)
-		if cmd.File == nil {
-			return fmt.Errorf("capability %s: entry command does not parse: %w", m.Name, capabilities.ErrInvalidManifest)
-		}
-		inv.Command = cmd
-		inv.Dir = capa.Project
-		if m.Entry.Workdir != "" {
-			inv.Dir = filepath.Join(capa.Project, m.Entry.Workdir)
-		}
-		// The capability's own files come first on PATH, so its entry can name
-		// them with a literal program word (run.sh) that the policy can read.
-		path := os.Getenv("PATH")
-		if v, ok := m.Env["PATH"]; ok { // the manifest's own PATH, shown when approved
-			path = v
-		}
-		if path == "" {
-			path = shell.DefaultPath
-		}
-		inv.Env = append(inv.Env, "CCRUN_CAPABILITY_DIR="+capa.Dir, "PATH="+capa.Dir+string(os.PathListSeparator)+path)
-		req.Command = cmd
-		req.Display = m.Entry.Command
-	case ceiling.Wasm:
-		// The bytes that run are the bytes of the digest the gate sees.
-		mod, err := capa.ReadModule()
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(mod)
-		if err := r.modules.check(mod, sum); err != nil {
-			return fmt.Errorf("capability %s: module %s: %w", m.Name, m.Entry.Module, err)
-		}
-		inv.Module, inv.ModuleName, inv.ModuleSum = mod, m.Entry.Module, sum
-		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)
-		req.Display = strings.Join(append([]string{m.Entry.Module}, inv.Args...), " ")
-	case ceiling.Docker:
-		inv.Image, inv.Dir = m.Entry.Image, m.Entry.Workdir
-		inv.Args = append(append([]string(nil), m.Entry.Argv...), inv.Args...)
-		req.Display = strings.Join(append([]string{m.Entry.Image}, inv.Args...), " ")
-	}
-	if len(c.Input) > 0 {
-		req.Display += "\ninput: " + string(c.Input)
-	}
 	return nil
 }
 
@@ -352,12 +355,7 @@ func (r *Runtime) absMounts(ms []job.Mount) ([]job.Mount, error) {
 }
 
 // rel shows path relative to the project when it is inside it.
-func (r *Runtime) rel(path string) string {
-	if rel, err := filepath.Rel(r.dir, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
-}
+func (r *Runtime) rel(path string) string { return backend.Rel(r.dir, path) }
 
 // overlay returns base with every non-zero field of over.
 func overlay(base, over job.Limits) job.Limits {
@@ -377,51 +375,6 @@ func overlay(base, over job.Limits) job.Limits {
 		base.CPUs = over.CPUs
 	}
 	return base
-}
-
-// pathKey keys a file the call runs: tool:path (quoted, and so exact, when
-// the path is not plain).
-func pathKey(tool, path string) permission.Key {
-	k := permission.Key{Tool: tool, Action: filepath.ToSlash(path)}
-	if !k.Valid() {
-		k.Exact = true
-	}
-	return k
-}
-
-// imageKey keys an image as run_docker:NAME[:TAG], so run_docker:NAME:* and
-// run_docker:NAME cover every tag of NAME.
-func imageKey(image string) permission.Key {
-	k := permission.Key{Tool: ToolRunDocker, Action: image}
-	if i := strings.LastIndexByte(image, ':'); i > 0 && !strings.Contains(image[i:], "/") {
-		k.Action, k.Detail = image[:i], image[i+1:]
-	}
-	if !k.Valid() || (k.Detail != "" && !(permission.Key{Tool: "t", Action: k.Detail}).Valid()) {
-		k = permission.Key{Tool: ToolRunDocker, Action: image, Exact: true}
-	}
-	return k
-}
-
-// contentDigest binds an ad-hoc grant to what runs (the content, or its
-// sha256), what it may reach, and, for @shell, the arguments and
-// environment it is given. A sandboxed tool's grant covers any arguments
-// (they cannot reach past the sandbox), and the prompt says so; a shell
-// grant covers only what the person saw.
-func contentDigest(content []byte, mounts []job.Mount, network string, args, env []string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "content %d\n", len(content))
-	h.Write(content)
-	for _, m := range mounts {
-		fmt.Fprintf(h, "\nmount %q", m.String())
-	}
-	fmt.Fprintf(h, "\nnetwork %q", network)
-	for _, a := range args {
-		fmt.Fprintf(h, "\narg %q", a)
-	}
-	for _, e := range env {
-		fmt.Fprintf(h, "\nenv %q", e)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // stdinSource says where a call's stdin comes from, for the person asked:

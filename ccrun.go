@@ -34,10 +34,11 @@ import (
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
-// Executor runs a prepared invocation in one environment. The runtime/...
-// packages provide one each; a caller may plug in its own with
-// WithExecutor. Execute returns an error only when the program could not be
-// run at all; a program's own failure is a Result.
+// Executor runs an invocation its environment's backend prepared, in
+// place of the backend's own Run (WithExecutor). Execute returns an error
+// only when the program could not be run at all; a program's own failure
+// is a Result. A Backend (WithBackend) is the fuller seam: it prepares
+// what it runs too.
 type Executor interface {
 	Execute(ctx context.Context, inv *Invocation) (*job.Result, error)
 }
@@ -51,8 +52,9 @@ type Runtime struct {
 	bus      bus
 	ids      atomic.Uint64 // call ids; a sub-agent's come from its parent's (nextID)
 	mu       sync.Mutex
-	execs    map[ceiling.Environment]Executor
-	makers   map[ceiling.Environment]func(context.Context) (Executor, error)
+	execs    map[ceiling.Environment]Executor                               // WithExecutor
+	backends map[ceiling.Environment]Backend                                // started (backend.go)
+	makers   map[ceiling.Environment]func(context.Context) (Backend, error) // WithBackend and the built-in ones
 	closers  []func() error
 	noAudit  bool
 	auditLog string
@@ -60,8 +62,7 @@ type Runtime struct {
 	docker   []docker.Option
 	kube     *kubeConfig // the @docker engine (kube.go)
 	wasm     []wasm.Option
-	parent   *Runtime // a sub-agent's: executors are the parent's
-	modules  moduleCache
+	parent   *Runtime   // a sub-agent's: backends are the parent's
 	libs     []*libTool // WithTool (libtools.go)
 
 	// workspace trust (config.go)
@@ -129,7 +130,9 @@ func WithWasmOptions(opts ...wasm.Option) Option {
 	return func(r *Runtime) error { r.wasm = append(r.wasm, opts...); return nil }
 }
 
-// WithExecutor plugs e in for environment env, in place of the default.
+// WithExecutor runs env's calls with e, in place of the Run of env's
+// backend, which still prepares them (and binds no content that needs
+// fetching: an image is not resolved). Default: the backend runs them.
 func WithExecutor(env ceiling.Environment, e Executor) Option {
 	return func(r *Runtime) error {
 		if !env.Valid() {
@@ -162,9 +165,10 @@ func WithEnvPass(names ...string) Option {
 // is refused) and nothing else: executors start on first use.
 func New(opts ...Option) (*Runtime, error) {
 	r := &Runtime{
-		gate:   &permission.Gate{},
-		execs:  map[ceiling.Environment]Executor{},
-		makers: map[ceiling.Environment]func(context.Context) (Executor, error){},
+		gate:     &permission.Gate{},
+		execs:    map[ceiling.Environment]Executor{},
+		backends: map[ceiling.Environment]Backend{},
+		makers:   map[ceiling.Environment]func(context.Context) (Backend, error){},
 	}
 	for _, o := range opts {
 		if err := o(r); err != nil {
@@ -205,7 +209,7 @@ func New(opts ...Option) (*Runtime, error) {
 		}
 		r.audit = audit.Open(r.auditLog)
 	}
-	r.defaultExecutors()
+	r.builtinBackends()
 	return r, nil
 }
 
@@ -218,7 +222,7 @@ func (r *Runtime) ProjectDir() string { return r.dir }
 // published later.
 func (r *Runtime) Subscribe(f func(Event)) (cancel func()) { return r.bus.subscribe(f) }
 
-// Close releases the executors (the wasm runtime, the Docker client) and
+// Close releases the backends (the wasm runtime, the Docker client) and
 // the audit log.
 func (r *Runtime) Close() error {
 	if r.parent != nil {
@@ -245,27 +249,13 @@ func (r *Runtime) nextID() uint64 {
 	return r.ids.Add(1)
 }
 
-// executor returns the executor for env, starting it on first use.
-func (r *Runtime) executor(ctx context.Context, env ceiling.Environment) (Executor, error) {
+// executorOf is the Executor WithExecutor gave env, if any.
+func (r *Runtime) executorOf(env ceiling.Environment) (Executor, bool) {
 	if r.parent != nil {
-		return r.parent.executor(ctx, env)
+		return r.parent.executorOf(env)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.execs[env]; ok {
-		return e, nil
-	}
-	mk, ok := r.makers[env]
-	if !ok {
-		return nil, fmt.Errorf("%s: no executor: %w", env, ErrUnavailable)
-	}
-	e, err := mk(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.execs[env] = e
-	if c, ok := e.(interface{ Close() error }); ok {
-		r.closers = append(r.closers, c.Close)
-	}
-	return e, nil
+	e, ok := r.execs[env]
+	return e, ok
 }

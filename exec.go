@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -37,7 +36,7 @@ func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {
 func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe func(Event)) (*Outcome, error) {
 	t := r.track(c)
 	t.observe = observe
-	req, inv, err := r.prepare(c)
+	req, inv, p, err := r.prepare(ctx, c)
 	t.out.Request = req
 	if err != nil {
 		return t.out, t.fail(err)
@@ -45,7 +44,7 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	t.key = req.Permission.Key().String()
 	t.out.Tool = req.Tool
 	t.emit(Validating, nil)
-	if err := r.bindImage(ctx, req, inv, true); err != nil {
+	if err := r.bind(ctx, req, inv, p, true); err != nil {
 		return t.out, t.fail(err)
 	}
 	d := g.Decide(req)
@@ -60,28 +59,26 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	if err != nil {
 		return t.out, t.fail(err)
 	}
-	if c := inv.Capability; c != nil && inv.Module == nil {
+	if c := inv.Capability; c != nil {
 		// What runs must be what was approved: digest the files again.
 		if err := c.Verify(); err != nil {
 			return t.out, t.fail(err)
 		}
 	}
 	t.emit(Scheduled, d)
-	e, err := r.executorFor(ctx, inv)
+	runner, base, err := r.runnerFor(ctx, inv)
 	if err != nil {
 		return t.out, t.fail(err)
 	}
-	if inv.Environment == ceiling.Shell && inv.lib == nil {
-		var base []string
-		if se, ok := e.(shellExecutor); ok {
-			base = se.e.Environ()
-		}
+	if inv.Command != nil {
+		// a shell script on the host: the decision is enforced again
+		// where each program starts and each file opens
 		inv.Guard = r.shellGuard(g, req, inv, d, base).Shell()
 		inv.Confine = r.shellConfinement(inv, d)
 	}
 	t.emit(Executing, d)
 	start := time.Now()
-	res, err := e.Execute(ctx, inv)
+	res, err := runner(ctx, inv)
 	t.out.Result = res
 	r.auditExecution(t, req, res, time.Since(start), err)
 	switch {
@@ -106,6 +103,11 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 // says so in its diagnostics, and no grant bound to an image matches.
 //
 // Check is CheckContext with context.Background().
+
+// checkResolveTimeout bounds what Check may wait for a backend's binding
+// (an image lookup, which never pulls).
+const checkResolveTimeout = 10 * time.Second
+
 func (r *Runtime) Check(c *Call) (*Outcome, error) { return r.check(context.Background(), c, r.gate) }
 
 // CheckContext is Check under ctx: the lookup of a @docker call's image,
@@ -117,15 +119,15 @@ func (r *Runtime) CheckContext(ctx context.Context, c *Call) (*Outcome, error) {
 
 // check is Check through gate g (CheckWith).
 func (r *Runtime) check(ctx context.Context, c *Call, g *permission.Gate) (*Outcome, error) {
-	req, inv, err := r.prepare(c)
+	ctx, cancel := context.WithTimeout(ctx, checkResolveTimeout)
+	defer cancel()
+	req, inv, p, err := r.prepare(ctx, c)
 	if err != nil {
 		return &Outcome{Request: req}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, checkResolveTimeout)
-	defer cancel()
-	unresolved := r.bindImage(ctx, req, inv, false)
+	unresolved := r.bind(ctx, req, inv, p, false)
 	d := g.Decide(req)
-	if req.Environment == ceiling.Shell && d.Verdict != permission.Refuse {
+	if req.Command != nil && d.Verdict != permission.Refuse {
 		d.Diagnostics = append(d.Diagnostics, "decided again at execution: each program is checked with its expanded words and environment, and each file the script opens")
 	}
 	if unresolved != nil {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube"
 )
 
@@ -140,48 +138,6 @@ func readDockerSettings(path string) (DockerSettings, bool, error) {
 	return *top.Docker, true, nil
 }
 
-// kubeMaker returns the @docker maker of the Kubernetes engine, or nil
-// when @docker runs on the local Docker Engine.
-func (r *Runtime) kubeMaker() func(context.Context) (Executor, error) {
-	c, err := r.dockerEngine()
-	if err != nil {
-		return func(context.Context) (Executor, error) { return nil, fmt.Errorf("@docker: %w", err) }
-	}
-	if c.engine != EngineKubernetes {
-		return nil
-	}
-	return func(ctx context.Context) (Executor, error) {
-		e, err := kube.New(ctx, c.opts...)
-		if err != nil {
-			return nil, fmt.Errorf("@docker on kubernetes: %w", err)
-		}
-		return &kubeExecutor{e}, nil
-	}
-}
-
-// kubeExecutor is the @docker Executor on Kubernetes. It is an
-// ImageResolver: a grant is bound to the digest-pinned reference the
-// cluster's nodes report for the image, and the pod runs by it.
-type kubeExecutor struct{ e *kube.Executor }
-
-func (k *kubeExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
-	pull := kube.PullPolicy(inv.Pull)
-	if pull == kube.PullNever && strings.Contains(inv.Image, "@sha256:") {
-		// bindImage says "never" because the image was resolved; on a
-		// cluster a digest names one image wherever it is pulled from,
-		// so the node may pull it when it does not have it.
-		pull = kube.PullMissing
-	}
-	return k.e.Run(ctx, kube.Spec{Image: inv.Image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
-		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: inv.Pool, Pull: pull})
-}
-
-func (k *kubeExecutor) Resolve(ctx context.Context, ref, pull string) (string, error) {
-	return k.e.Resolve(ctx, ref, kube.PullPolicy(pull))
-}
-
-func (k *kubeExecutor) Close() error { return k.e.Close() }
-
 // DefaultDockerEngine is the @docker engine a Runtime without
 // WithDockerEngine would use: the one the managed settings file's
 // "docker" member names, else the user's, else EngineDocker. from names
@@ -214,3 +170,7 @@ func CollectPods(ctx context.Context, pool bool, opts ...kube.Option) ([]string,
 	}
 	return removed, err
 }
+
+// PodOwnerLabel is the label of a pod of the Kubernetes engine that holds
+// the pid of the ccrun process that owns it (what CollectPods reads).
+const PodOwnerLabel = kube.LabelPID

@@ -219,20 +219,32 @@ func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation)
 			req.Paths = append(req.Paths, filepath.Clean(p))
 		}
 	}
-	inv.Environment, inv.Tool, inv.lib = ceiling.Shell, t.Name, &libCall{t: t, input: slices.Clone(input)}
+	inv.Environment, inv.Tool, inv.Plan = ceiling.Shell, t.Name, &libCall{t: t, input: slices.Clone(input)}
 	inv.Dir = r.dir
 	req.Tool, req.Class, req.Permission, req.Dir = t.Name, t.Class, perm, ""
 	req.Display = t.Name + " " + string(input)
 	return nil
 }
 
-// executorFor is the executor of inv: its environment's, or the library
-// tool's own.
-func (r *Runtime) executorFor(ctx context.Context, inv *Invocation) (Executor, error) {
-	if inv.lib != nil {
-		return libExecutor{}, nil
+// runnerFor is what runs inv: the library tool's own Execute, an
+// Executor of WithExecutor, or its environment's backend (supervised,
+// unless it enforces the limits itself). base is the environment a shell
+// script starts from, for its guard (the backend's Environ), or nil.
+func (r *Runtime) runnerFor(ctx context.Context, inv *Invocation) (run func(context.Context, *Invocation) (*job.Result, error), base []string, err error) {
+	if _, ok := inv.Plan.(*libCall); ok {
+		return libExecutor{}.Execute, nil, nil
 	}
-	return r.executor(ctx, inv.Environment)
+	b, err := r.backend(ctx, inv.Environment)
+	if err != nil {
+		return nil, nil, err
+	}
+	if e, ok := b.(interface{ Environ() []string }); ok {
+		base = e.Environ()
+	}
+	if e, ok := r.executorOf(inv.Environment); ok {
+		return e.Execute, base, nil
+	}
+	return func(ctx context.Context, inv *Invocation) (*job.Result, error) { return supervise(ctx, b, inv) }, base, nil
 }
 
 // libExecutor runs a library tool's Execute under the call's limits.
@@ -252,7 +264,8 @@ func (libExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, e
 	}
 	capt := job.NewCapture(lim.Output, job.Streams{Stdout: inv.Streams.Stdout, Stderr: inv.Streams.Stderr},
 		func() { cancel(errOutputCap) })
-	err := runTool(ctx, inv.lib.t, inv.lib.input, capt)
+	lib := inv.Plan.(*libCall)
+	err := runTool(ctx, lib.t, lib.input, capt)
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errOutputCap):

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ccrun
+package wasmenv
 
 import "os"
 

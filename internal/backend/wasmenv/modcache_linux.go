@@ -1,4 +1,4 @@
-package ccrun
+package wasmenv
 
 import (
 	"os"

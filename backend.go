@@ -1,0 +1,242 @@
+package ccrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/backend"
+	"github.com/ccrun/ccrun/internal/backend/dockerenv"
+	"github.com/ccrun/ccrun/internal/backend/shellenv"
+	"github.com/ccrun/ccrun/internal/backend/wasmenv"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// Backend prepares the calls of one environment for the gate and runs
+// them. The built-in @shell, @wasm and @docker backends are Backends
+// registered as a Go program's own are (WithBackend), and a Runtime starts
+// each on first use.
+//
+// Prepare is given the call validated (its environment variables, input
+// and mounts) and says what the person is shown, what a grant covers (the
+// key) and binds it to (the digest of the content that runs), and what
+// the call loosens; it may set inv's Args, Dir and Plan. It runs before
+// the gate, so it must not have side effects; it refuses a call it cannot
+// run with an error of class ErrInvalidCall or ErrNotFound. Run runs inv
+// once the gate allowed it; an error means the call could not run at
+// all, and a program's own failure is a Result. Both must be safe for
+// concurrent use.
+//
+// Run is supervised (runtime/job's Supervisor): it is given a context
+// that ends at the call's timeout (Limits.Timeout, default 10 minutes),
+// when the caller cancels, or when what it writes to inv.Streams passes
+// the output cap (Limits.Output, default 4 MiB per stream); the result
+// then says Timeout, Cancelled or OutputCap whatever Run returned, and its
+// output is what Run wrote to inv.Streams. A Run that has not returned 5
+// seconds after it was stopped is left behind, its output cut off, and
+// the call ends. A Backend whose Run enforces the limits itself (the
+// built-in ones) says so with a method EnforcesLimits() bool returning
+// true.
+//
+// A Backend may also be a Binder, and an io.Closer (Close releases it
+// with the Runtime).
+type Backend interface {
+	Prepare(ctx context.Context, inv *Invocation) (*Prepared, error)
+	Run(ctx context.Context, inv *Invocation) (*job.Result, error)
+}
+
+// Binder is a Backend whose binding of a grant to content needs work that
+// a refusal makes needless, such as resolving an image (which may pull
+// it). Bind runs after Prepare and before the gate asks anyone, only for a
+// call the gate does not refuse outright; it rewrites p.Digest (and may
+// add to p.Display) and inv.Plan. fetch false is Check's: look, but fetch
+// nothing. An error of Bind fails the call (Check notes it and decides
+// without the binding).
+type Binder interface {
+	Bind(ctx context.Context, inv *Invocation, p *Prepared, fetch bool) error
+}
+
+// Invocation is one call as its backend sees it: what runs, where, with
+// what (see internal/backend.Invocation for its fields).
+type Invocation = backend.Invocation
+
+// Prepared is what a backend tells the gate and the person asked about a
+// call (see internal/backend.Prepared).
+type Prepared = backend.Prepared
+
+// ContentDigest binds an ad-hoc grant to what runs (the content, or its
+// sha256), what it may reach, and the arguments and environment it is
+// given, for a Backend's Prepared.Digest.
+func ContentDigest(content []byte, mounts []job.Mount, network string, args, env []string) string {
+	return backend.ContentDigest(content, mounts, network, args, env)
+}
+
+// WithBackend registers the backend mk makes for environment env, started
+// on the first call of env. For @shell, @wasm or @docker it replaces the
+// built-in backend: a new engine of that environment, which keeps the
+// environment's ceiling, manifests and prompt (the Go program that
+// registers it vouches that it confines as the environment does). Any
+// other env is a new environment, reached by Call.Environment and
+// Call.Target, whose tools may be granted at most ceilingOf
+// (ceiling.Register: Once or AlwaysThisSession; a sandbox's
+// AlwaysThisProject belongs to @wasm and @docker). ceilingOf is ignored
+// for a built-in environment. Default: the built-in backends only; a call
+// of an environment no backend is registered for is refused by the gate.
+func WithBackend(env ceiling.Environment, ceilingOf ceiling.Grant, mk func(context.Context) (Backend, error)) Option {
+	return func(r *Runtime) error {
+		if mk == nil {
+			return fmt.Errorf("backend for %s: no constructor: %w", env, ErrInvalidCall)
+		}
+		if !builtinEnv(env) {
+			if err := ceiling.Register(env, ceilingOf); err != nil {
+				return fmt.Errorf("backend: %w", err)
+			}
+		}
+		r.makers[env] = mk
+		return nil
+	}
+}
+
+func builtinEnv(env ceiling.Environment) bool {
+	return env == ceiling.Shell || env == ceiling.Wasm || env == ceiling.Docker
+}
+
+// builtinBackends registers the built-in backends for the environments no
+// WithBackend option took. Each is made on first use, with the Runtime's
+// configuration as it then is (env.pass of a trusted project, the @docker
+// engine of the settings files).
+func (r *Runtime) builtinBackends() {
+	builtin := map[ceiling.Environment]func(context.Context) (Backend, error){
+		ceiling.Shell: func(context.Context) (Backend, error) { return shellenv.New(r.envPass...) },
+		ceiling.Wasm:  func(context.Context) (Backend, error) { return wasmenv.New(r.wasm...), nil },
+		ceiling.Docker: func(context.Context) (Backend, error) {
+			return dockerenv.New(r.dockerStart), nil
+		},
+	}
+	for env, mk := range builtin {
+		if _, ok := r.makers[env]; !ok {
+			r.makers[env] = mk
+		}
+	}
+}
+
+// dockerStart starts the @docker engine WithDockerEngine or the settings
+// files chose (kube.go).
+func (r *Runtime) dockerStart(ctx context.Context) (dockerenv.Engine, error) {
+	c, err := r.dockerEngine()
+	if err != nil {
+		return nil, fmt.Errorf("@docker: %w", err)
+	}
+	if c.engine == EngineKubernetes {
+		return dockerenv.Kubernetes(ctx, c.opts...)
+	}
+	return dockerenv.Docker(ctx, r.docker...)
+}
+
+// backend returns the backend of env, making it on first use.
+func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend, error) {
+	if r.parent != nil {
+		return r.parent.backend(ctx, env)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.backends[env]; ok {
+		return b, nil
+	}
+	mk, ok := r.makers[env]
+	if !ok {
+		return nil, fmt.Errorf("%s: no backend is registered for it (WithBackend): %w", env, ErrUnavailable)
+	}
+	b, err := mk(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("%s: the backend's constructor returned none: %w", env, ErrUnavailable)
+	}
+	r.backends[env] = b
+	if c, ok := b.(interface{ Close() error }); ok {
+		r.closers = append(r.closers, c.Close)
+	}
+	return b, nil
+}
+
+// limitEnforcer is a Backend whose Run enforces the call's limits itself.
+type limitEnforcer interface{ EnforcesLimits() bool }
+
+// abandonAfter is how long a supervised Run may take to return once it
+// was stopped.
+const abandonAfter = 5 * time.Second
+
+// supervise runs inv on b under runtime/job's Supervisor, the lifecycle
+// every executor shares, unless b enforces the limits itself: Run's
+// context ends at the timeout, the caller's cancel or the output cap
+// (what Run writes to inv.Streams is captured and capped), and the
+// Supervisor says how the run ended, whatever Run claimed.
+func supervise(ctx context.Context, b Backend, inv *Invocation) (*job.Result, error) {
+	if le, ok := b.(limitEnforcer); ok && le.EnforcesLimits() {
+		return b.Run(ctx, inv)
+	}
+	type ran struct {
+		res *job.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	var stdout, stderr cutWriter
+	s := &job.Supervisor{Limits: inv.Limits.WithDefaults(), Streams: inv.Streams, KillGrace: abandonAfter}
+	s.Start = func(ctx context.Context, out *job.Capture) error {
+		stdout.w, stderr.w = out.Stdout, out.Stderr
+		own := *inv
+		own.Streams.Stdout, own.Streams.Stderr = &stdout, &stderr
+		go func() {
+			res, err := b.Run(ctx, &own)
+			done <- ran{res, err}
+		}()
+		return nil
+	}
+	s.Wait = func() (job.Status, error) {
+		r := <-done
+		switch {
+		case r.err != nil:
+			return job.Status{}, r.err
+		case r.res == nil:
+			return job.Status{}, fmt.Errorf("%s: the backend returned no result: %w", inv.Environment, ErrUnavailable)
+		}
+		st := job.Status{Code: r.res.ExitCode, Detail: r.res.Detail, Truncated: r.res.Truncated}
+		if r.res.Reason == job.Memory || r.res.Reason == job.Refused {
+			st.Reason = r.res.Reason
+		}
+		return st, nil
+	}
+	s.Abandon = func(job.Result) {
+		// the run goes on: nothing it writes reaches the call any more
+		stdout.cut()
+		stderr.cut()
+	}
+	return s.Run(ctx)
+}
+
+// cutWriter passes writes on until cut, then drops them.
+type cutWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	gone bool
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone || c.w == nil {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+func (c *cutWriter) cut() {
+	c.mu.Lock()
+	c.gone = true
+	c.mu.Unlock()
+}

@@ -1,0 +1,155 @@
+// Package backend is the vocabulary of the seam between the root package
+// and the backends behind it: the call a backend prepares (Invocation),
+// what it tells the gate (Prepared), and the helpers every backend binds a
+// grant with. The root package defines the Backend interface where it uses
+// it and names these types by alias (ccrun.Invocation, ccrun.Prepared), so
+// a backend of a Go program's own implements it without importing this
+// package. The built-in backends live beside it: shellenv, wasmenv,
+// dockerenv.
+//
+// It imports no backend but runtime/shell's two enforcement types (Guard,
+// Confinement), which the root fills for a call that runs a shell script
+// on the host.
+package backend
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/shell"
+)
+
+// Invocation is one call as its backend sees it. The root fills it from
+// the call, validated (the environment variables, the input, the mounts:
+// absolute, existing), before Prepare; Prepare may set Args, Dir and Plan;
+// after the gate it is the backend's to run, unchanged.
+type Invocation struct {
+	Environment ceiling.Environment
+	// Tool is the tool's name: a built-in tool's (run_command…), a
+	// capability's, or what Prepared.Key names.
+	Tool string
+	// Target is what an ad-hoc call names: the command, the module file
+	// (an absolute path), the image reference, or a registered backend's
+	// target as the backend reads it. "" for a capability.
+	Target string
+	// Capability is set when the call runs a capability: its manifest was
+	// validated and its input checked against its schema.
+	Capability *capabilities.Capability
+	// ProjectDir is the project root, absolute.
+	ProjectDir string
+	// Command is the parsed shell command (@shell): the same parse tree
+	// the key came from (Prepared.Command).
+	Command *permission.Command
+	Args    []string
+	// Dir is the working directory: on the host (@shell) or in the
+	// container (@docker).
+	Dir     string
+	Env     []string
+	Mounts  []job.Mount
+	Limits  job.Limits
+	Network string
+	// Pull is the call's pull policy as given ("" the backend's default).
+	Pull    string
+	Streams job.Streams
+	// Guard (@shell) enforces the gate's decision where the command runs:
+	// every program and every file the script opens is checked (see
+	// internal/guard). Set by the root once the gate has allowed a call
+	// whose Prepared.Command is set; a backend of @shell must pass it on.
+	Guard *shell.Guard
+	// Confine (@shell), when set, runs the command under the kernel's
+	// confinement (Landlock): set by the root for a command nobody
+	// approved as such.
+	Confine *shell.Confinement
+	// Plan is the backend's own: what Prepare (and Bind) made ready to
+	// run, such as the module's bytes or the image's ID. The root never
+	// reads it.
+	Plan any
+}
+
+// Prepared is what a backend tells the gate and the person asked about a
+// call. The root builds the gate's request from it: the environment is the
+// one the backend was registered for, and nothing here can widen what the
+// gate allows (a backend cannot say a call is read-only).
+type Prepared struct {
+	// Key is what a grant covers. Required for an ad-hoc call; for a
+	// capability the root keys it capability:NAME and ignores Key.
+	Key permission.Key
+	// Display is what the person sees: the command, the module or the
+	// image with the arguments.
+	Display string
+	// Digest binds a grant to the content that runs (ContentDigest): a
+	// changed content is asked again. For a capability it starts as the
+	// capability's digest, which a Binder may bind further. "" binds the
+	// grant to the key alone.
+	Digest string
+	// Loosens lists what the call loosens past the environment's defaults,
+	// one line each (a network), shown and audited.
+	Loosens []string
+	// Network says the call reaches a network: the gate then decides it
+	// as permission.ClassNetwork.
+	Network bool
+	// Command is the parsed shell command the gate's policy reads, which
+	// the host runs. Only a backend of @shell may set it.
+	Command *permission.Command
+	// Dir is the host directory a @shell command runs in, shown.
+	Dir string
+}
+
+// ContentDigest binds an ad-hoc grant to what runs (the content, or its
+// sha256), what it may reach, and, for @shell, the arguments and
+// environment it is given. A sandboxed tool's grant covers any arguments
+// (they cannot reach past the sandbox), and the prompt says so; a shell
+// grant covers only what the person saw.
+func ContentDigest(content []byte, mounts []job.Mount, network string, args, env []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "content %d\n", len(content))
+	h.Write(content)
+	for _, m := range mounts {
+		fmt.Fprintf(h, "\nmount %q", m.String())
+	}
+	fmt.Fprintf(h, "\nnetwork %q", network)
+	for _, a := range args {
+		fmt.Fprintf(h, "\narg %q", a)
+	}
+	for _, e := range env {
+		fmt.Fprintf(h, "\nenv %q", e)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Rel shows path relative to dir when it is inside it.
+func Rel(dir, path string) string {
+	if rel, err := filepath.Rel(dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+// PathKey keys a file a call runs: tool:path (quoted, and so exact, when
+// the path is not plain).
+func PathKey(tool, path string) permission.Key {
+	k := permission.Key{Tool: tool, Action: filepath.ToSlash(path)}
+	if !k.Valid() {
+		k.Exact = true
+	}
+	return k
+}
+
+// Display is what the person sees of a call: what runs, then its
+// arguments.
+func Display(what string, args []string) string {
+	return strings.Join(append([]string{what}, args...), " ")
+}
+
+// ErrInvalidCall is ccrun.ErrInvalidCall: the call itself is malformed. A
+// backend wraps it for a call it refuses to prepare.
+var ErrInvalidCall = errdefs.ErrInvalidArgument.WithMessage("invalid call")

@@ -1,0 +1,65 @@
+package dockerenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ccrun/ccrun/internal/backend"
+	"github.com/ccrun/ccrun/runtime/docker"
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/kube"
+)
+
+// Docker starts the local Docker Engine's client with opts.
+func Docker(ctx context.Context, opts ...docker.Option) (Engine, error) {
+	e, err := docker.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("@docker: %w", err)
+	}
+	return dockerEngine{e}, nil
+}
+
+type dockerEngine struct{ e *docker.Executor }
+
+func (d dockerEngine) Run(ctx context.Context, inv *backend.Invocation, image, pull string, pool bool) (*job.Result, error) {
+	return d.e.Run(ctx, docker.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
+		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: pool, Pull: docker.PullPolicy(pull)})
+}
+
+func (d dockerEngine) Resolve(ctx context.Context, ref, pull string) (string, error) {
+	return d.e.Resolve(ctx, ref, docker.PullPolicy(pull))
+}
+
+func (d dockerEngine) Close() error { return d.e.Close() }
+
+// Kubernetes starts the Kubernetes engine's client with opts. A grant is
+// bound to the digest-pinned reference the cluster's nodes report for the
+// image, and the pod runs by it.
+func Kubernetes(ctx context.Context, opts ...kube.Option) (Engine, error) {
+	e, err := kube.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("@docker on kubernetes: %w", err)
+	}
+	return kubeEngine{e}, nil
+}
+
+type kubeEngine struct{ e *kube.Executor }
+
+func (k kubeEngine) Run(ctx context.Context, inv *backend.Invocation, image, pull string, pool bool) (*job.Result, error) {
+	p := kube.PullPolicy(pull)
+	if p == kube.PullNever && strings.Contains(image, "@sha256:") {
+		// Bind says "never" because the image was resolved; on a cluster a
+		// digest names one image wherever it is pulled from, so the node
+		// may pull it when it does not have it.
+		p = kube.PullMissing
+	}
+	return k.e.Run(ctx, kube.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
+		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: pool, Pull: p})
+}
+
+func (k kubeEngine) Resolve(ctx context.Context, ref, pull string) (string, error) {
+	return k.e.Resolve(ctx, ref, kube.PullPolicy(pull))
+}
+
+func (k kubeEngine) Close() error { return k.e.Close() }
