@@ -1,0 +1,181 @@
+package ccrun_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// boxEnv is the environment of the test-only backend below: a new
+// environment, trusted as far as the host, for the session.
+const boxEnv ceiling.Environment = "@testbox"
+
+// box is a backend of a Go program's own, written as the next engineer
+// would write one: it runs a "box file" (here, it prints the file's
+// content), keyed by the file's name and bound to its content. It knows
+// nothing of the gate: it says what to show, what to key and bind, and
+// runs what it prepared.
+type box struct {
+	runs atomic.Int32
+	// block makes Run wait for its context and then claim a clean exit,
+	// as a backend that does not classify its own end would; flood makes
+	// it write until its context ends.
+	block, flood bool
+}
+
+type boxPlan struct{ content []byte }
+
+func (b *box) Prepare(_ context.Context, inv *ccrun.Invocation) (*ccrun.Prepared, error) {
+	path := inv.Target
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(inv.ProjectDir, path)
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	inv.Plan = &boxPlan{content: content}
+	return &ccrun.Prepared{
+		Key:     permission.Key{Tool: "run_box", Action: filepath.Base(path)},
+		Display: "box " + filepath.Base(path),
+		Digest:  ccrun.ContentDigest(content, inv.Mounts, "", inv.Args, inv.Env),
+	}, nil
+}
+
+func (b *box) Run(ctx context.Context, inv *ccrun.Invocation) (*job.Result, error) {
+	b.runs.Add(1)
+	if b.block {
+		<-ctx.Done()
+		return &job.Result{Reason: job.Exit}, nil
+	}
+	for b.flood && ctx.Err() == nil {
+		inv.Streams.Stdout.Write(make([]byte, 4096))
+	}
+	p := inv.Plan.(*boxPlan)
+	if inv.Streams.Stdout != nil {
+		inv.Streams.Stdout.Write(p.content)
+	}
+	return &job.Result{Reason: job.Exit, Stdout: p.content}, nil
+}
+
+// TestBackendSeam: a backend registered with one WithBackend line is
+// gated (asked, allowed, denied, its ceiling enforced), its grants are
+// bound to its content (a changed content is asked again), and its runs
+// are supervised (the timeout and a cancellation end them), without a
+// line of the root, the gate or the CLI knowing it.
+func TestBackendSeam(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hello.box")
+	if err := os.WriteFile(file, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	var answer atomic.Value
+	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+		asked.Add(1)
+		if p.Request.Environment != boxEnv || p.Decision.Offer != permission.AlwaysThisSession {
+			t.Errorf("asked about %s, offered %s; want %s, AlwaysThisSession", p.Request.Environment, p.Decision.Offer, boxEnv)
+		}
+		return answer.Load().(permission.Grant), nil
+	})
+	b := &box{}
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), ccrun.WithApprover(approver),
+		ccrun.WithBackend(boxEnv, ceiling.AlwaysThisSession, func(context.Context) (ccrun.Backend, error) { return b, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	call := func() *ccrun.Call { return &ccrun.Call{Environment: boxEnv, Target: "hello.box"} }
+	ctx := context.Background()
+
+	// denied: asked, and nothing runs
+	answer.Store(permission.Deny)
+	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != 1 || b.runs.Load() != 0 {
+		t.Fatalf("denied: %v, asked %d, ran %d", err, asked.Load(), b.runs.Load())
+	}
+	// past its ceiling: a project grant is a violation, and nothing runs
+	answer.Store(permission.AlwaysThisProject)
+	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrCeilingViolation) || b.runs.Load() != 0 {
+		t.Fatalf("AlwaysThisProject: %v, ran %d; want a ceiling violation", err, b.runs.Load())
+	}
+	// allowed for the session: runs, and is not asked again
+	answer.Store(permission.AlwaysThisSession)
+	out, err := rt.Exec(ctx, call())
+	if err != nil || string(out.Result.Stdout) != "hello\n" || out.Request.Environment != boxEnv {
+		t.Fatalf("allowed: %v %+v", err, out)
+	}
+	n := asked.Load()
+	if _, err := rt.Exec(ctx, call()); err != nil || asked.Load() != n || b.runs.Load() != 2 {
+		t.Fatalf("with the session grant: %v, asked %d (want %d), ran %d", err, asked.Load(), n, b.runs.Load())
+	}
+	// bound to content: the same file changed is asked again
+	if err := os.WriteFile(file, []byte("changed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answer.Store(permission.Deny)
+	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != n+1 {
+		t.Fatalf("changed content: %v, asked %d; want asked again and denied", err, asked.Load())
+	}
+	if out, err := rt.Check(call()); err != nil || out.Decision.Verdict != permission.AskUser {
+		t.Fatalf("Check of the changed content: %v %+v", err, out.Decision)
+	}
+
+	// supervised: the timeout, a cancellation and the output cap end a
+	// run that would not end of itself, and say so whatever the backend
+	// claimed
+	b.block = true
+	answer.Store(permission.Once)
+	slow := call()
+	slow.Limits.Timeout = 100 * time.Millisecond
+	if out, err := rt.Exec(ctx, slow); err != nil || out.Result.Reason != job.Timeout || out.Result.ExitCode != job.TimeoutExit {
+		t.Fatalf("timeout: %v %+v", err, out.Result)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if out, err := rt.Exec(cctx, call()); err != nil || out.Result.Reason != job.Cancelled {
+		t.Fatalf("cancelled: %v %+v", err, out.Result)
+	}
+	b.block, b.flood = false, true
+	flood := call()
+	flood.Limits.Output = 64 << 10
+	if out, err := rt.Exec(ctx, flood); err != nil || out.Result.Reason != job.OutputCap || len(out.Result.Stdout) != 64<<10 || !out.Result.Truncated {
+		t.Fatalf("output cap: %v, reason %s, %d bytes", err, out.Result.Reason, len(out.Result.Stdout))
+	}
+}
+
+// TestBackendFailsClosed: an environment no backend is registered for is
+// refused before anyone is asked, and a backend cannot claim a sandbox's
+// ceiling by registering a new environment.
+func TestBackendFailsClosed(t *testing.T) {
+	t.Parallel()
+	asked := false
+	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+			asked = true
+			return permission.Once, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Environment: "@nowhere", Target: "x"}); !errors.Is(err, ccrun.ErrInvalidArgument) || asked {
+		t.Errorf("unregistered environment: %v, asked %v; want an invalid argument, nobody asked", err, asked)
+	}
+	mk := func(context.Context) (ccrun.Backend, error) { return &box{}, nil }
+	if _, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithBackend("@fakesandbox", ceiling.AlwaysThisProject, mk)); !errors.Is(err, ccrun.ErrInvalidArgument) {
+		t.Errorf("a new environment claiming AlwaysThisProject: %v, want an invalid argument", err)
+	}
+	if ceiling.Environment("@fakesandbox").Valid() {
+		t.Error("the refused environment was registered")
+	}
+}
