@@ -68,11 +68,38 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	for _, line := range goList(t, `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./cmd/...") {
+	// The CLI, its tests included, goes through the root.
+	for _, line := range goList(t, `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, "./cmd/...") {
 		pkg, imports, _ := strings.Cut(line, " ")
 		for _, imp := range strings.Fields(imports) {
 			if b := isBackend(imp); b != "" {
-				t.Errorf("%s imports the backend %s: reach it through the root package", pkg, imp)
+				t.Errorf("%s (or its tests) imports the backend %s: reach it through the root package", pkg, imp)
+			}
+		}
+	}
+	// The adapters behind the root's Backend seam: each reaches its own
+	// environment's backends only, and none the root; the seam's
+	// vocabulary (internal/backend) carries runtime/shell's two
+	// enforcement types and nothing else of a backend.
+	own := map[string][]string{
+		module + "/internal/backend":           {module + "/runtime/shell"},
+		module + "/internal/backend/shellenv":  {module + "/runtime/shell"},
+		module + "/internal/backend/wasmenv":   {module + "/runtime/wasm"},
+		module + "/internal/backend/dockerenv": {module + "/runtime/docker", module + "/runtime/kube"},
+	}
+	for _, line := range goList(t, `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./internal/backend/...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		allowed, ok := own[pkg]
+		if !ok {
+			t.Errorf("%s: a package behind the seam that this test does not know: say which backends it may import", pkg)
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == module {
+				t.Errorf("%s imports the root package", pkg)
+			}
+			if b := isBackend(imp); b != "" && !slices.Contains(allowed, b) {
+				t.Errorf("%s imports the backend %s: want only %v", pkg, imp, allowed)
 			}
 		}
 	}

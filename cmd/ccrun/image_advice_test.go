@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun/runtime/docker"
+	"github.com/ccrun/ccrun"
 )
 
 // TestImageNotFoundAdvice: an image the engine does not have, on `ccrun
@@ -17,14 +17,12 @@ import (
 func TestImageNotFoundAdvice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := docker.New(ctx)
-	if err != nil {
+	if _, err := ccrun.DockerHost(ctx); err != nil {
 		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
 			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
 		}
 		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
 	}
-	e.Close()
 	t.Setenv("CCRUN_SESSION_DIR", t.TempDir())
 	dir := t.TempDir()
 	capability := func(name, image string) string {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun/runtime/wasm"
+	"github.com/ccrun/ccrun"
 )
 
 // A real ccrun binary runs a CPU-bound guest in its own process without
@@ -26,7 +26,7 @@ func TestOneShotThroughCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), wasm.ServerOptInEnv+"=0")
+	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), ccrun.WasmServerEnv+"=0")
 	ccrun := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "loop.wasm"}, args...)...)
 		cmd.Dir, cmd.Env = dir, env
