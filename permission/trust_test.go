@@ -173,7 +173,8 @@ func TestProjectFileOfAnotherUser(t *testing.T) {
 		t.Skip("needs root to chown")
 	}
 	t.Parallel()
-	path := alWriteProject(t, `{"permissions": {"allow": ["run_wasm:*"]}}`)
+	path := ProjectFile(t.TempDir())
+	alMust(t, os.WriteFile(path, []byte(`{"permissions": {"allow": ["run_wasm:*"]}}`), 0o644))
 	alMust(t, os.Chown(path, 65534, 65534))
 	if _, err := LoadSettings(path, OriginProject); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("LoadSettings: %v, want ErrInvalidConfig and fs.ErrPermission", err)
@@ -238,7 +239,7 @@ func TestProjectAllowlistTrust(t *testing.T) {
 	tr := &memTrust{ok: map[string]bool{}}
 	p, err := LoadProject(path)
 	alMust(t, err)
-	alMust(t, p.SetTrust(tr, local))
+	alMust(t, SetProjectTrust(p, tr, local))
 	key := MustParseKey("run_wasm:a")
 	now := time.Now()
 	if m := p.Lookup(key, "", now); m.OK || len(m.Problems) != 1 || m.Problems[0] != NotTrusted || p.Untrusted() != NotTrusted {
@@ -263,7 +264,7 @@ func TestProjectAllowlistTrust(t *testing.T) {
 	// A second process sees the same.
 	q, err := LoadProject(path)
 	alMust(t, err)
-	alMust(t, q.SetTrust(tr, local))
+	alMust(t, SetProjectTrust(q, tr, local))
 	if m := q.Lookup(key, "", now); !m.OK {
 		t.Fatalf("another reader after the grant: %+v", m)
 	}
@@ -285,11 +286,19 @@ func TestProjectAllowlistTrust(t *testing.T) {
 	alMust(t, os.Remove(local))
 
 	// A hand edit of the allowlist: not trusted until reviewed.
-	data := alReadFile(t, path)
+	data, err := os.ReadFile(path)
+	alMust(t, err)
 	alMust(t, os.WriteFile(path, []byte(strings.Replace(string(data), `"run_wasm:a"`, `"run_wasm:*"`, 1)), 0o644))
 	alMust(t, p.Reload())
 	if m := p.Lookup(key, "", now); m.OK {
 		t.Fatal("allowed after a hand edit")
+	}
+}
+
+func alMust(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // Grant and Environment are the ceiling package's, repeated here so that
@@ -29,7 +30,7 @@ var (
 	ErrPermissionDenied = errdefs.ErrPermissionDenied
 	// ErrInvalidConfig: a settings file or allowlist is malformed or
 	// holds a rule that cannot match.
-	ErrInvalidConfig = errdefs.ErrFailedPrecondition.WithMessage("invalid configuration")
+	ErrInvalidConfig = allowlist.ErrInvalidConfig
 )
 
 // Permission is what a tool call asks for: None (a call with no side

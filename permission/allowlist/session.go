@@ -1,4 +1,4 @@
-package permission
+package allowlist
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // DefaultSessionLifetime is how long a session lasts when StartSession is
@@ -288,7 +289,7 @@ func (s *SessionAllowlist) Entries() []Entry {
 // Lookup finds an entry that allows key at now for a call whose content
 // has the given digest ("" for none). Once the session's lifetime has run
 // out at now nothing counts, and a matching entry is reported as a problem.
-func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
+func (s *SessionAllowlist) Lookup(key keys.Key, digest string, now time.Time) LookupResult {
 	s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -317,10 +318,15 @@ func (s *SessionAllowlist) Lookup(key Key, digest string, now time.Time) LookupR
 // must be AlwaysThisSession or AlwaysThisProject; a zero Expiry is Never
 // (until the session ends). A session started with StartSession writes its
 // file before Add returns. Add fails with ErrSessionNotFound once the
-// session ended or expired.
+// session ended or expired, and refuses an entry past its environment's
+// ceiling as ProjectAllowlist.Add does (an AlwaysThisProject @shell
+// grant) with a *ceiling.Violation.
 func (s *SessionAllowlist) Add(e Entry) error {
-	e, err := e.normalize(AlwaysThisSession)
+	e, err := e.normalize(ceiling.AlwaysThisSession)
 	if err != nil {
+		return err
+	}
+	if err := e.checkCeiling(); err != nil {
 		return err
 	}
 	if s.dir == "" {
@@ -466,7 +472,7 @@ type sessionEntry struct {
 func (f *sessionFile) entryList() []Entry {
 	out := make([]Entry, len(f.Entries))
 	for i, se := range f.Entries {
-		p, _ := ParsePattern(se.Pattern)
+		p, _ := keys.ParsePattern(se.Pattern)
 		g, _ := ceiling.ParseGrant(se.Grant)
 		out[i] = Entry{Pattern: p, Grant: g, Expiry: se.Expiry, Digest: se.Digest}
 	}
@@ -541,7 +547,7 @@ func decodeSessionFile(path string, data []byte) (*sessionFile, error) {
 		bad := func(err error) error {
 			return &ConfigError{File: path, Err: fmt.Errorf("entry %d (%s): %w", i, strconv.QuoteToASCII(se.Pattern), err)}
 		}
-		p, err := ParsePattern(se.Pattern)
+		p, err := keys.ParsePattern(se.Pattern)
 		if err != nil {
 			return nil, bad(err)
 		}
@@ -549,7 +555,7 @@ func decodeSessionFile(path string, data []byte) (*sessionFile, error) {
 		if err != nil {
 			return nil, bad(err)
 		}
-		if _, err := (Entry{Pattern: p, Grant: g, Expiry: se.Expiry, Digest: se.Digest}).normalize(AlwaysThisSession); err != nil || se.Expiry == 0 {
+		if _, err := (Entry{Pattern: p, Grant: g, Expiry: se.Expiry, Digest: se.Digest}).normalize(ceiling.AlwaysThisSession); err != nil || se.Expiry == 0 {
 			if err == nil {
 				err = errors.New("expiry 0")
 			}

@@ -1,4 +1,4 @@
-package permission
+package allowlist
 
 import (
 	"errors"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // sessionDir returns a fresh directory fit for sessions (mode 0700).
@@ -31,45 +34,45 @@ func TestSessionInMemory(t *testing.T) {
 	if s.ID() != "" || !s.Expires().IsZero() {
 		t.Errorf("in-memory session: id %q, expires %v; want none", s.ID(), s.Expires())
 	}
-	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, 0, "")); err != nil {
+	if err := s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, 0, "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(alEntry("run_command:make", AlwaysThisSession, alNow.Add(time.Hour).Unix(), "")); err != nil {
+	if err := s.Add(alEntry("run_command:make", ceiling.AlwaysThisSession, alNow.Add(time.Hour).Unix(), "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, alNow.Add(2*time.Hour).Unix(), "")); err != nil {
+	if err := s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, alNow.Add(2*time.Hour).Unix(), "")); err != nil {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		alEntry("run_command:git", AlwaysThisSession, alNow.Add(2*time.Hour).Unix(), ""),
-		alEntry("run_command:make", AlwaysThisSession, alNow.Add(time.Hour).Unix(), ""),
+		alEntry("run_command:git", ceiling.AlwaysThisSession, alNow.Add(2*time.Hour).Unix(), ""),
+		alEntry("run_command:make", ceiling.AlwaysThisSession, alNow.Add(time.Hour).Unix(), ""),
 	}
 	if diff := cmp.Diff(want, s.Entries()); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
-	if m := s.Lookup(MustParseKey("run_command:make:all"), "", alNow); !m.OK {
+	if m := s.Lookup(keys.MustParseKey("run_command:make:all"), "", alNow); !m.OK {
 		t.Errorf("lookup: %+v", m)
 	}
-	m := s.Lookup(MustParseKey("run_command:make"), "", alNow.Add(time.Hour))
+	m := s.Lookup(keys.MustParseKey("run_command:make"), "", alNow.Add(time.Hour))
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "expired at") {
 		t.Errorf("lookup after the entry's expiry: %+v", m)
 	}
 	// Add drops what has expired by the session's clock.
-	alMust(t, s.Add(alEntry("run_command:old", AlwaysThisSession, alNow.Unix(), "")))
-	alMust(t, s.Add(alEntry("run_command:new", AlwaysThisSession, Never, "")))
+	alMust(t, s.Add(alEntry("run_command:old", ceiling.AlwaysThisSession, alNow.Unix(), "")))
+	alMust(t, s.Add(alEntry("run_command:new", ceiling.AlwaysThisSession, Never, "")))
 	if diff := cmp.Diff([]string{"run_command:git", "run_command:make", "run_command:new"}, alPatterns(s.Entries())); diff != "" {
 		t.Errorf("entries after adding past an expired one (-want +got):\n%s", diff)
 	}
-	if err := s.Add(alEntry("run_command:git", Once, Never, "")); !errors.Is(err, ErrInvalidEntry) {
+	if err := s.Add(alEntry("run_command:git", ceiling.Once, Never, "")); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("Add of a Once grant: %v, want ErrInvalidEntry", err)
 	}
 	if err := s.End(); err != nil {
 		t.Fatal(err)
 	}
-	if m := s.Lookup(MustParseKey("run_command:git"), "", alNow); m.OK {
+	if m := s.Lookup(keys.MustParseKey("run_command:git"), "", alNow); m.OK {
 		t.Error("a grant counts after End")
 	}
-	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
+	if err := s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after End: %v, want ErrSessionNotFound", err)
 	}
 }
@@ -78,13 +81,13 @@ func TestSessionDigestBinding(t *testing.T) {
 	t.Parallel()
 	for name, s := range map[string]*SessionAllowlist{"memory": NewSessionAllowlist(), "file": alStart(t, alSessionDir(t))} {
 		t.Run(name, func(t *testing.T) {
-			if err := s.Add(alEntry("capability:fmt", AlwaysThisSession, Never, alDigestA)); err != nil {
+			if err := s.Add(alEntry("capability:fmt", ceiling.AlwaysThisSession, Never, alDigestA)); err != nil {
 				t.Fatal(err)
 			}
-			if m := s.Lookup(MustParseKey("capability:fmt"), alDigestA, alNow); !m.OK {
+			if m := s.Lookup(keys.MustParseKey("capability:fmt"), alDigestA, alNow); !m.OK {
 				t.Errorf("same digest: %+v", m)
 			}
-			m := s.Lookup(MustParseKey("capability:fmt"), alDigestB, alNow)
+			m := s.Lookup(keys.MustParseKey("capability:fmt"), alDigestB, alNow)
 			if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "changed since approval") {
 				t.Errorf("other digest: %+v, want a 'changed since approval' problem", m)
 			}
@@ -112,7 +115,7 @@ func TestSessionAcrossProcesses(t *testing.T) {
 	if !first.Expires().Equal(alNow.Add(time.Hour)) {
 		t.Errorf("expires %v, want %v", first.Expires(), alNow.Add(time.Hour))
 	}
-	if err := first.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
+	if err := first.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -124,19 +127,19 @@ func TestSessionAcrossProcesses(t *testing.T) {
 	if !second.Expires().Equal(first.Expires()) {
 		t.Errorf("expiry read back %v, want %v", second.Expires(), first.Expires())
 	}
-	if m := second.Lookup(MustParseKey("run_command:git"), "", alNow); !m.OK {
+	if m := second.Lookup(keys.MustParseKey("run_command:git"), "", alNow); !m.OK {
 		t.Errorf("second process does not see the first's grant: %+v", m)
 	}
-	if err := second.Add(alEntry("capability:fmt", AlwaysThisSession, alNow.Add(30*time.Minute).Unix(), alDigestA)); err != nil {
+	if err := second.Add(alEntry("capability:fmt", ceiling.AlwaysThisSession, alNow.Add(30*time.Minute).Unix(), alDigestA)); err != nil {
 		t.Fatal(err)
 	}
 	// The first sees the second's grant without being told.
-	if m := first.Lookup(MustParseKey("capability:fmt"), alDigestA, alNow); !m.OK {
+	if m := first.Lookup(keys.MustParseKey("capability:fmt"), alDigestA, alNow); !m.OK {
 		t.Errorf("first process does not see the second's grant: %+v", m)
 	}
 	want := []Entry{
-		alEntry("run_command:git", AlwaysThisSession, Never, ""),
-		alEntry("capability:fmt", AlwaysThisSession, alNow.Add(30*time.Minute).Unix(), alDigestA),
+		alEntry("run_command:git", ceiling.AlwaysThisSession, Never, ""),
+		alEntry("capability:fmt", ceiling.AlwaysThisSession, alNow.Add(30*time.Minute).Unix(), alDigestA),
 	}
 	for name, s := range map[string]*SessionAllowlist{"first": first, "second": second} {
 		if diff := cmp.Diff(want, s.Entries()); diff != "" {
@@ -155,13 +158,13 @@ func TestSessionAcrossProcesses(t *testing.T) {
 	if err := second.End(); err != nil {
 		t.Fatal(err)
 	}
-	if m := first.Lookup(MustParseKey("run_command:git"), "", alNow); m.OK {
+	if m := first.Lookup(keys.MustParseKey("run_command:git"), "", alNow); m.OK {
 		t.Error("a grant counts in another process after End")
 	}
 	if len(first.Entries()) != 0 {
 		t.Errorf("entries after End: %v", first.Entries())
 	}
-	if err := first.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
+	if err := first.Add(alEntry("run_command:ls", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after End elsewhere: %v, want ErrSessionNotFound", err)
 	}
 	if _, err := OpenSession(dir, first.ID(), alClockAt(alNow)); !errors.Is(err, ErrSessionNotFound) {
@@ -179,18 +182,18 @@ func TestSessionLifetime(t *testing.T) {
 	t.Parallel()
 	dir := alSessionDir(t)
 	s := alStart(t, dir, alClockAt(alNow))
-	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
+	if err := s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")); err != nil {
 		t.Fatal(err)
 	}
 	end := alNow.Add(time.Hour)
-	if m := s.Lookup(MustParseKey("run_command:git"), "", end.Add(-time.Second)); !m.OK {
+	if m := s.Lookup(keys.MustParseKey("run_command:git"), "", end.Add(-time.Second)); !m.OK {
 		t.Errorf("lookup just before the end: %+v", m)
 	}
-	m := s.Lookup(MustParseKey("run_command:git"), "", end)
+	m := s.Lookup(keys.MustParseKey("run_command:git"), "", end)
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "expired") {
 		t.Errorf("lookup at the end of the lifetime: %+v", m)
 	}
-	if m := s.Lookup(MustParseKey("run_command:other"), "", end); m.OK || len(m.Problems) != 0 {
+	if m := s.Lookup(keys.MustParseKey("run_command:other"), "", end); m.OK || len(m.Problems) != 0 {
 		t.Errorf("lookup of an unrelated key after the end: %+v", m)
 	}
 
@@ -211,7 +214,7 @@ func TestSessionLifetime(t *testing.T) {
 	// Add notices the end of the lifetime too.
 	s4 := alStart(t, dir, alClockAt(alNow))
 	s4.now = func() time.Time { return end }
-	if err := s4.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
+	if err := s4.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("Add after the lifetime: %v, want ErrSessionNotFound", err)
 	}
 
@@ -248,7 +251,7 @@ func TestSessionConcurrent(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			const workers, keys = 6, 25
+			const workers, nkeys = 6, 25
 			var wg sync.WaitGroup
 			for w := range workers {
 				s := ss[0]
@@ -256,26 +259,26 @@ func TestSessionConcurrent(t *testing.T) {
 					s = ss[1] // half the writers go through another value, as another process would
 				}
 				wg.Go(func() {
-					for i := range keys {
-						if err := s.Add(alEntry(fmt.Sprintf("run_command:w%d-%d", w, i), AlwaysThisSession, Never, "")); err != nil {
+					for i := range nkeys {
+						if err := s.Add(alEntry(fmt.Sprintf("run_command:w%d-%d", w, i), ceiling.AlwaysThisSession, Never, "")); err != nil {
 							t.Error(err)
 							return
 						}
-						if m := s.Lookup(MustParseKey(fmt.Sprintf("run_command:w%d-%d", w, i)), "", alNow); !m.OK {
+						if m := s.Lookup(keys.MustParseKey(fmt.Sprintf("run_command:w%d-%d", w, i)), "", alNow); !m.OK {
 							t.Errorf("own grant not found: %+v", m)
 						}
 					}
 				})
 				wg.Go(func() {
-					for i := range keys {
-						s.Lookup(MustParseKey(fmt.Sprintf("run_command:w%d-%d", (w+1)%workers, i)), "", alNow)
+					for i := range nkeys {
+						s.Lookup(keys.MustParseKey(fmt.Sprintf("run_command:w%d-%d", (w+1)%workers, i)), "", alNow)
 						_ = s.Entries()
 					}
 				})
 			}
 			wg.Wait()
-			if got := len(ss[0].Entries()); got != workers*keys {
-				t.Errorf("%d entries, want %d", got, workers*keys)
+			if got := len(ss[0].Entries()); got != workers*nkeys {
+				t.Errorf("%d entries, want %d", got, workers*nkeys)
 			}
 		})
 	}
@@ -364,7 +367,7 @@ func TestSessionUnsafeStorage(t *testing.T) {
 			}
 			dir := alSessionDir(t)
 			s := alStart(t, dir)
-			if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); err != nil {
+			if err := s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")); err != nil {
 				t.Fatal(err)
 			}
 			tt.prepare(t, dir, s.ID())
@@ -375,7 +378,7 @@ func TestSessionUnsafeStorage(t *testing.T) {
 				t.Errorf("StartSession: %v, want ErrUnsafeStorage", err)
 			}
 			// A session opened before fails closed.
-			if err := s.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); err == nil && !tt.start {
+			if err := s.Add(alEntry("run_command:ls", ceiling.AlwaysThisSession, Never, "")); err == nil && !tt.start {
 				t.Errorf("Add went on")
 			}
 		})
@@ -390,7 +393,7 @@ func TestSessionHostileLockFile(t *testing.T) {
 	lock := filepath.Join(dir, s.ID()+".lock")
 	alMust(t, os.Remove(lock))
 	alMust(t, os.Symlink(victim, lock))
-	if err := s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")); !errors.Is(err, ErrUnsafeStorage) {
+	if err := s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, ErrUnsafeStorage) {
 		t.Errorf("Add through a symlinked lock: %v, want ErrUnsafeStorage", err)
 	}
 	if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
@@ -428,8 +431,8 @@ func TestSessionCorruptFile(t *testing.T) {
 			t.Parallel()
 			dir := alSessionDir(t)
 			s := alStart(t, dir)
-			alMust(t, s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")))
-			alMust(t, s.Add(alEntry("capability:fmt", AlwaysThisSession, Never, alDigestA)))
+			alMust(t, s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")))
+			alMust(t, s.Add(alEntry("capability:fmt", ceiling.AlwaysThisSession, Never, alDigestA)))
 			path := filepath.Join(dir, s.ID()+".json")
 			data, err := os.ReadFile(path)
 			alMust(t, err)
@@ -447,11 +450,11 @@ func TestSessionCorruptFile(t *testing.T) {
 				t.Errorf("OpenSession: %v, want ErrInvalidConfig naming %s", err, path)
 			}
 			// A session opened before fails closed and says why.
-			m := s.Lookup(MustParseKey("run_command:git"), "", alNow)
+			m := s.Lookup(keys.MustParseKey("run_command:git"), "", alNow)
 			if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "not loaded") {
 				t.Errorf("lookup in a corrupt session: %+v", m)
 			}
-			if err := s.Add(alEntry("run_command:ls", AlwaysThisSession, Never, "")); !errors.Is(err, ErrInvalidConfig) {
+			if err := s.Add(alEntry("run_command:ls", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("Add to a corrupt session: %v, want ErrInvalidConfig", err)
 			}
 			if got, _ := os.ReadFile(path); string(got) != bad {
@@ -466,7 +469,7 @@ func TestSessionFileModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "sessions")
 	s, err := StartSession(dir, time.Hour)
 	alMust(t, err)
-	alMust(t, s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")))
+	alMust(t, s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")))
 	for path, want := range map[string]os.FileMode{
 		filepath.Dir(dir):                  0o700,
 		dir:                                0o700,
@@ -512,10 +515,10 @@ func BenchmarkSessionLookup(b *testing.B) {
 				s = alStart(b, alSessionDir(b))
 			}
 			for i := range 50 {
-				alMust(b, s.Add(alEntry(fmt.Sprintf("run_command:tool%d", i), AlwaysThisSession, Never, "")))
+				alMust(b, s.Add(alEntry(fmt.Sprintf("run_command:tool%d", i), ceiling.AlwaysThisSession, Never, "")))
 			}
-			alMust(b, s.Add(alEntry("run_command:git", AlwaysThisSession, Never, "")))
-			key := MustParseKey("run_command:git:status")
+			alMust(b, s.Add(alEntry("run_command:git", ceiling.AlwaysThisSession, Never, "")))
+			key := keys.MustParseKey("run_command:git:status")
 			for b.Loop() {
 				if !s.Lookup(key, "", alNow).OK {
 					b.Fatal("no match")

@@ -1,4 +1,4 @@
-package permission
+package allowlist
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/jsonpos"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // Never is the Expiry of an entry that lasts as long as its allowlist: the
@@ -31,6 +32,10 @@ var (
 	// replaced by someone else than the current user (wrong owner, group or
 	// other permission bits, a symbolic link). ccrun refuses to use it.
 	ErrUnsafeStorage = errdefs.ErrPermissionDenied.WithMessage("unsafe session storage")
+	// ErrInvalidConfig: a project file, a settings file or a session file
+	// is malformed or holds what cannot be kept. permission (and the root)
+	// repeat it as their ErrInvalidConfig.
+	ErrInvalidConfig = errdefs.ErrFailedPrecondition.WithMessage("invalid configuration")
 )
 
 // Entry is one grant kept in an allowlist: the pattern it covers, the grant
@@ -39,11 +44,11 @@ var (
 // The zero Expiry is taken as Never by Add, so Entry{Pattern: p, Grant: g}
 // lasts as long as the allowlist holding it.
 type Entry struct {
-	// Pattern is what the grant covers, matched with Pattern.Match.
-	Pattern Pattern
+	// Pattern is what the grant covers, matched with keys.Pattern.Match.
+	Pattern keys.Pattern
 	// Grant is AlwaysThisSession or AlwaysThisProject; Once and Deny are
 	// never kept.
-	Grant Grant
+	Grant ceiling.Grant
 	// Expiry is the unix time (seconds) from which the entry no longer
 	// counts, or Never (-1).
 	Expiry int64
@@ -92,17 +97,17 @@ type LookupResult struct {
 
 // normalize checks e for keeping in an allowlist and fills a zero Expiry.
 // min is the least grant the allowlist keeps.
-func (e Entry) normalize(min Grant) (Entry, error) {
+func (e Entry) normalize(min ceiling.Grant) (Entry, error) {
 	bad := func(format string, args ...any) (Entry, error) {
 		return Entry{}, fmt.Errorf("entry %s: %s: %w", e.Pattern, fmt.Sprintf(format, args...), ErrInvalidEntry)
 	}
 	if e.Pattern.Tool == "" || e.Pattern.Action == "" {
 		return bad("no pattern")
 	}
-	if _, err := ParsePattern(e.Pattern.String()); err != nil {
+	if _, err := keys.ParsePattern(e.Pattern.String()); err != nil {
 		return bad("pattern does not read back: %v", err)
 	}
-	if e.Grant < min || e.Grant > AlwaysThisProject {
+	if e.Grant < min || e.Grant > ceiling.AlwaysThisProject {
 		return bad("grant %s cannot be kept here (want %s)", e.Grant, grantsFrom(min))
 	}
 	switch {
@@ -117,11 +122,29 @@ func (e Entry) normalize(min Grant) (Entry, error) {
 	return e, nil
 }
 
-func grantsFrom(min Grant) string {
-	if min >= AlwaysThisProject {
-		return AlwaysThisProject.String()
+// checkCeiling refuses e past its environment's ceiling (e.Environment,
+// or @shell for a run_command pattern whatever it says) with a
+// *ceiling.Violation; an entry whose environment is not known is refused
+// too (ceiling.ErrUnknownEnvironment).
+func (e Entry) checkCeiling() error {
+	env := e.Environment
+	if e.Pattern.Tool == keys.ShellTool {
+		env = ceiling.Shell
 	}
-	return AlwaysThisSession.String() + " or " + AlwaysThisProject.String()
+	if env == "" {
+		return nil
+	}
+	if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
+		return fmt.Errorf("entry %s: %w", e.Pattern, err)
+	}
+	return nil
+}
+
+func grantsFrom(min ceiling.Grant) string {
+	if min >= ceiling.AlwaysThisProject {
+		return ceiling.AlwaysThisProject.String()
+	}
+	return ceiling.AlwaysThisSession.String() + " or " + ceiling.AlwaysThisProject.String()
 }
 
 // validDigest reports whether d is "sha256:" and 64 lowercase hex digits.
@@ -141,7 +164,7 @@ func validDigest(d string) bool {
 // lookupEntries is the lookup shared by both allowlists: the first
 // matching entry that counts wins; every other matching entry that does
 // not count is reported. where names the allowlist in problems.
-func lookupEntries(entries []Entry, where string, key Key, digest string, now time.Time) LookupResult {
+func lookupEntries(entries []Entry, where string, key keys.Key, digest string, now time.Time) LookupResult {
 	var m LookupResult
 	for _, e := range entries {
 		if !e.Pattern.Match(key) {
@@ -162,7 +185,7 @@ func lookupEntries(entries []Entry, where string, key Key, digest string, now ti
 // entryProblem says why e does not count for a call of digest at now, or "".
 func entryProblem(e Entry, digest string, now time.Time) string {
 	switch {
-	case e.Grant < AlwaysThisSession:
+	case e.Grant < ceiling.AlwaysThisSession:
 		return fmt.Sprintf("grant %s is not kept in an allowlist", e.Grant)
 	case e.Expiry != Never && now.Unix() >= e.Expiry:
 		return "expired at " + time.Unix(e.Expiry, 0).UTC().Format(time.RFC3339)

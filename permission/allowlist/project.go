@@ -1,4 +1,4 @@
-package permission
+package allowlist
 
 import (
 	"bytes"
@@ -14,10 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/gofrs/flock"
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/jsonpos"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // ProjectFile returns the path of the project file of a project rooted at
@@ -31,7 +33,7 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // # On disk
 //
 // ccrun.json is a JSON object; its "allowlist" member maps a pattern (as
-// ParsePattern reads it) to either a grant name or, for a grant bound to
+// keys.ParsePattern reads it) to either a grant name or, for a grant bound to
 // content (a capability), an object with the grant and the digest:
 //
 //	{
@@ -45,8 +47,9 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // Only AlwaysThisProject is accepted there (a session grant does not belong
 // in a file that outlives sessions; Deny belongs in deny rules). Whether a
 // key may be granted that far at all (the ceiling: no @shell key) is not
-// checked here: the gate and "ccrun allowlist lint" call ceiling.Check on
-// Entries.
+// checked when reading (a hand-written file may hold anything): the gate
+// and the lint check ceiling.Check on Entries. Add checks it before
+// writing.
 //
 // # Reading
 //
@@ -76,8 +79,9 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // # Trust
 //
 // Once SetTrust has been called, the entries count only while the
-// project's Loosening (ccrun.json as this allowlist read it, and
-// ccrun.local.json) has a digest the Trust says the person trusted;
+// project's loosening (ccrun.json as this allowlist read it, and
+// ccrun.local.json: the DigestFunc given with the Trust, which package
+// permission makes) has a digest the Trust says the person trusted;
 // otherwise Lookup matches nothing and says NotTrusted. A change Add or
 // Remove makes carries the trust along (Trust.Rebind) in the same locked
 // step, so that a grant the person gave does not untrust the project.
@@ -90,11 +94,11 @@ type ProjectAllowlist struct {
 
 	mu        sync.RWMutex
 	entries   []Entry
-	loadErr   error // the last Reload's error: the allowlist is then empty
-	trust     Trust // nil: the file is taken as it is
-	localPath string
-	untrusted string // why the entries do not count; "" when they do
-	digest    string // the Loosening digest of the file as last read (with trust)
+	loadErr   error      // the last Reload's error: the allowlist is then empty
+	trust     Trust      // nil: the file is taken as it is
+	digestOf  DigestFunc // the Loosening digest of a ccrun.json text, for trust
+	untrusted string     // why the entries do not count; "" when they do
+	digest    string     // the Loosening digest of the file as last read (with trust)
 }
 
 // LoadProject reads the allowlist of the ccrun.json at path (see
@@ -109,19 +113,18 @@ func LoadProject(path string) (*ProjectAllowlist, error) {
 }
 
 // OpenProject is LoadProject then SetTrust without reading a file again:
-// project is the settings layer LoadSettings read from path (nil when the
-// file is absent), digest the Loosening digest of that read with the
-// ccrun.local.json at localPath (ProjectLoosening), which t judges. Reload
-// and Add read the file again, as with LoadProject.
-func OpenProject(path string, project *Settings, t Trust, localPath, digest string) (*ProjectAllowlist, error) {
-	p := &ProjectAllowlist{path: path, trust: t, localPath: localPath}
+// data is the text of path as the caller read it (nil when the file is
+// absent), digest its Loosening digest as digestOf computes it, which t
+// judges. Reload and Add read the file again, as with LoadProject.
+func OpenProject(path string, data []byte, t Trust, digestOf DigestFunc, digest string) (*ProjectAllowlist, error) {
+	p := &ProjectAllowlist{path: path, trust: t, digestOf: digestOf}
 	doc := &projectDoc{allow: -1}
-	if project != nil {
+	if data != nil {
 		var err error
-		if doc, err = parseProjectDoc(path, project.data); err != nil {
+		if doc, err = parseProjectDoc(path, data); err != nil {
 			return nil, err
 		}
-		doc.data = project.data
+		doc.data = data
 	}
 	p.entries = doc.entryList()
 	if t != nil {
@@ -153,11 +156,11 @@ func (p *ProjectAllowlist) Reload() error {
 }
 
 // SetTrust makes the entries count only while the project is trusted by t
-// (see "Trust" above); localPath is the project's ccrun.local.json, whose
-// loosening the digest covers too. It reads the file again.
-func (p *ProjectAllowlist) SetTrust(t Trust, localPath string) error {
+// (see "Trust" above), going by the digest digestOf computes of the file's
+// text. It reads the file again.
+func (p *ProjectAllowlist) SetTrust(t Trust, digestOf DigestFunc) error {
 	p.mu.Lock()
-	p.trust, p.localPath = t, localPath
+	p.trust, p.digestOf = t, digestOf
 	p.mu.Unlock()
 	return p.Reload()
 }
@@ -188,28 +191,16 @@ func (p *ProjectAllowlist) judge(doc *projectDoc) {
 }
 
 // looseningDigest is the digest of the project's Loosening with ccrun.json
-// as doc holds it.
+// as doc holds it. Without a DigestFunc nothing can be trusted: an error.
 func (p *ProjectAllowlist) looseningDigest(doc *projectDoc) (string, error) {
-	var project, local *Settings
+	if p.digestOf == nil {
+		return "", errors.New("no way to digest what the project loosens")
+	}
+	var text []byte // nil: no ccrun.json
 	if len(doc.members) > 0 || doc.data != nil {
-		s, err := ParseSettings(doc.encode(), p.path, OriginProject)
-		if err != nil {
-			return "", err
-		}
-		project = s
+		text = doc.encode()
 	}
-	if p.localPath != "" {
-		s, err := LoadSettings(p.localPath, OriginLocal)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		local = s
-	}
-	l, err := ProjectLoosening(project, local)
-	if err != nil {
-		return "", err
-	}
-	return l.Digest(), nil
+	return p.digestOf(text)
 }
 
 // Entries returns a copy of the entries, in file order.
@@ -223,7 +214,7 @@ func (p *ProjectAllowlist) Entries() []Entry {
 // given digest ("" for none). Project entries do not expire; now is taken
 // for symmetry with the session allowlist. When the last Reload failed,
 // nothing matches and the failure is among the problems.
-func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) LookupResult {
+func (p *ProjectAllowlist) Lookup(key keys.Key, digest string, now time.Time) LookupResult {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.untrusted != "" {
@@ -246,18 +237,12 @@ func (p *ProjectAllowlist) Lookup(key Key, digest string, now time.Time) LookupR
 // whatever it says) is refused with a *ceiling.Violation, of class
 // ceiling.ErrViolation, and the file is kept as it was.
 func (p *ProjectAllowlist) Add(e Entry) error {
-	e, err := e.normalize(AlwaysThisProject)
+	e, err := e.normalize(ceiling.AlwaysThisProject)
 	if err != nil {
 		return err
 	}
-	env := e.Environment
-	if e.Pattern.Tool == ShellTool {
-		env = ceiling.Shell
-	}
-	if env != "" {
-		if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
-			return fmt.Errorf("entry %s: %w", e.Pattern, err)
-		}
+	if err := e.checkCeiling(); err != nil {
+		return err
 	}
 	if e.Expiry != Never {
 		return fmt.Errorf("entry %s: a project grant does not expire (expiry %d): %w", e.Pattern, e.Expiry, ErrInvalidEntry)
@@ -275,11 +260,11 @@ func (p *ProjectAllowlist) Add(e Entry) error {
 	})
 }
 
-// Remove deletes the entry whose pattern is pattern (as ParsePattern reads
+// Remove deletes the entry whose pattern is pattern (as keys.ParsePattern reads
 // it; the pattern, not the text, is compared) and reports whether there was
 // one. The file is not written when there was none.
 func (p *ProjectAllowlist) Remove(pattern string) (bool, error) {
-	pat, err := ParsePattern(pattern)
+	pat, err := keys.ParsePattern(pattern)
 	if err != nil {
 		return false, err
 	}
@@ -341,7 +326,7 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 		switch {
 		case t == nil:
 		case prev == "" || !t.Trusted(prev):
-			rebindErr = fmt.Errorf("the change counts only once the person trusts the project: %w: %w", ErrNotTrusted, ErrPermissionDenied)
+			rebindErr = fmt.Errorf("the change counts only once the person trusts the project: %w: %w", ErrNotTrusted, errdefs.ErrPermissionDenied)
 		default:
 			if next, err := p.looseningDigest(doc); err != nil {
 				rebindErr = err
@@ -434,9 +419,9 @@ func parseProjectDoc(file string, data []byte) (*projectDoc, error) {
 	return doc, nil
 }
 
-// projectEntries returns the allowlist entries of ccrun.json's text data,
-// in file order; errors are placed in file.
-func projectEntries(file string, data []byte) ([]Entry, error) {
+// ProjectEntries returns the allowlist entries of the text of a
+// ccrun.json, in file order; an error is a *ConfigError placed in file.
+func ProjectEntries(file string, data []byte) ([]Entry, error) {
 	doc, err := parseProjectDoc(file, data)
 	if err != nil {
 		return nil, err
@@ -452,9 +437,9 @@ func parseProjectAllowlist(file string, data []byte, v *jsonpos.Value) ([]projec
 			errors.New(`"allowlist" must be an object of pattern: grant (e.g. {"capability:fmt-json": "AlwaysThisProject"})`))
 	}
 	entries := make([]projectEntry, 0, len(v.Members))
-	seen := make(map[Pattern]int, len(v.Members))
+	seen := make(map[keys.Pattern]int, len(v.Members))
 	for _, m := range v.Members {
-		pat, err := ParsePattern(m.Name)
+		pat, err := keys.ParsePattern(m.Name)
 		if err != nil {
 			return nil, configErrorAt(file, data, m.At,
 				fmt.Errorf("allowlist entry %s: %w", strconv.QuoteToASCII(m.Name), err))
@@ -512,7 +497,7 @@ func decodeProjectValue(v *jsonpos.Value) (Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	if g != AlwaysThisProject {
+	if g != ceiling.AlwaysThisProject {
 		return e, fmt.Errorf("grant %s cannot be kept in a project file: want AlwaysThisProject", g)
 	}
 	e.Grant = g

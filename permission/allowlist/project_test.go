@@ -1,4 +1,4 @@
-package permission
+package allowlist
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // The test binary runs itself as the other processes of the multi-process
@@ -49,7 +50,7 @@ func alRunHelper(mode string, args []string) int {
 	case "grant":
 		_, _ = io.Copy(io.Discard, os.Stdin) // the starting gun: all start together
 		for i := range n {
-			e := Entry{Pattern: MustParsePattern(fmt.Sprintf("capability:w%02d-k%02d", worker, i)), Grant: AlwaysThisProject}
+			e := Entry{Pattern: keys.MustParsePattern(fmt.Sprintf("capability:w%02d-k%02d", worker, i)), Grant: ceiling.AlwaysThisProject}
 			if i%2 == 1 {
 				e.Digest = fmt.Sprintf("sha256:%064x", worker*1000+i)
 			}
@@ -61,7 +62,7 @@ func alRunHelper(mode string, args []string) int {
 		return 0
 	case "crash":
 		testHookBeforeRename = func(string) { os.Exit(3) }
-		_ = p.Add(Entry{Pattern: MustParsePattern("capability:never-written"), Grant: AlwaysThisProject})
+		_ = p.Add(Entry{Pattern: keys.MustParsePattern("capability:never-written"), Grant: ceiling.AlwaysThisProject})
 		return 4 // not reached
 	}
 	return 2
@@ -156,16 +157,16 @@ func TestProjectLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject, Expiry: Never, Digest: alDigestA},
-		{Pattern: MustParsePattern("capability:lint"), Grant: AlwaysThisProject, Expiry: Never},
+		{Pattern: keys.MustParsePattern("capability:fmt-json"), Grant: ceiling.AlwaysThisProject, Expiry: Never, Digest: alDigestA},
+		{Pattern: keys.MustParsePattern("capability:lint"), Grant: ceiling.AlwaysThisProject, Expiry: Never},
 	}
 	if diff := cmp.Diff(want, p.Entries()); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
-	if m := p.Lookup(MustParseKey("capability:fmt-json"), alDigestA, alNow); !m.OK {
+	if m := p.Lookup(keys.MustParseKey("capability:fmt-json"), alDigestA, alNow); !m.OK {
 		t.Errorf("lookup with the approved digest: %+v", m)
 	}
-	m := p.Lookup(MustParseKey("capability:fmt-json"), alDigestB, alNow)
+	m := p.Lookup(keys.MustParseKey("capability:fmt-json"), alDigestB, alNow)
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "changed since approval") {
 		t.Errorf("lookup with another digest: %+v, want a 'changed since approval' problem", m)
 	}
@@ -184,7 +185,7 @@ func TestProjectMissingFileIsEmpty(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("loading created the file: %v", err)
 	}
-	if err := p.Add(Entry{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject}); err != nil {
+	if err := p.Add(Entry{Pattern: keys.MustParsePattern("capability:x"), Grant: ceiling.AlwaysThisProject}); err != nil {
 		t.Fatal(err)
 	}
 	want := "{\n  \"allowlist\": {\n    \"capability:x\": \"AlwaysThisProject\"\n  }\n}\n"
@@ -201,7 +202,7 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := alReadFile(t, path)
-	added := Entry{Pattern: MustParsePattern(`run_wasm:"tools/a b.wasm"`), Grant: AlwaysThisProject, Expiry: Never}
+	added := Entry{Pattern: keys.MustParsePattern(`run_wasm:"tools/a b.wasm"`), Grant: ceiling.AlwaysThisProject, Expiry: Never}
 	if err := p.Add(added); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestProjectAddRemovePreservesFile(t *testing.T) {
 	if err != nil || found {
 		t.Errorf("Remove of a missing pattern = %v, %v; want false, nil", found, err)
 	}
-	if _, err := p.Remove("not a pattern"); !errors.Is(err, ErrInvalidKey) {
+	if _, err := p.Remove("not a pattern"); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("Remove of an invalid pattern: %v, want ErrInvalidKey", err)
 	}
 }
@@ -248,7 +249,7 @@ func TestProjectAddReplacesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The capability changed and was approved again: the digest is replaced.
-	if err := p.Add(Entry{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject, Digest: alDigestB}); err != nil {
+	if err := p.Add(Entry{Pattern: keys.MustParsePattern("capability:fmt-json"), Grant: ceiling.AlwaysThisProject, Digest: alDigestB}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"capability:fmt-json", "capability:lint"}, alPatterns(p.Entries())); diff != "" {
@@ -257,11 +258,11 @@ func TestProjectAddReplacesInPlace(t *testing.T) {
 	if !bytes.Contains(alReadFile(t, path), []byte(alDigestB)) || bytes.Contains(alReadFile(t, path), []byte(alDigestA)) {
 		t.Errorf("digest not replaced:\n%s", alReadFile(t, path))
 	}
-	if m := p.Lookup(MustParseKey("capability:fmt-json"), alDigestB, alNow); !m.OK {
+	if m := p.Lookup(keys.MustParseKey("capability:fmt-json"), alDigestB, alNow); !m.OK {
 		t.Errorf("lookup with the new digest: %+v", m)
 	}
 	// Dropping the digest writes the short form.
-	if err := p.Add(Entry{Pattern: MustParsePattern("capability:fmt-json"), Grant: AlwaysThisProject}); err != nil {
+	if err := p.Add(Entry{Pattern: keys.MustParsePattern("capability:fmt-json"), Grant: ceiling.AlwaysThisProject}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(alReadFile(t, path), []byte(`"capability:fmt-json": "AlwaysThisProject"`)) {
@@ -277,11 +278,11 @@ func TestProjectAddRefusesBadEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range []Entry{
-		{Pattern: MustParsePattern("run_command:git"), Grant: AlwaysThisSession},
-		{Pattern: MustParsePattern("run_command:git"), Grant: Once},
-		{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject, Expiry: alNow.Unix()},
-		{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject, Digest: "md5:abc"},
-		{Grant: AlwaysThisProject},
+		{Pattern: keys.MustParsePattern("run_command:git"), Grant: ceiling.AlwaysThisSession},
+		{Pattern: keys.MustParsePattern("run_command:git"), Grant: ceiling.Once},
+		{Pattern: keys.MustParsePattern("capability:x"), Grant: ceiling.AlwaysThisProject, Expiry: alNow.Unix()},
+		{Pattern: keys.MustParsePattern("capability:x"), Grant: ceiling.AlwaysThisProject, Digest: "md5:abc"},
+		{Grant: ceiling.AlwaysThisProject},
 	} {
 		if err := p.Add(e); !errors.Is(err, ErrInvalidEntry) {
 			t.Errorf("Add(%v) = %v, want ErrInvalidEntry", e, err)
@@ -303,16 +304,16 @@ func TestProjectNoAutoReload(t *testing.T) {
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m := p.Lookup(MustParseKey("capability:lint"), "", alNow); !m.OK {
+	if m := p.Lookup(keys.MustParseKey("capability:lint"), "", alNow); !m.OK {
 		t.Errorf("before Reload, the hand edit was seen: %+v", m)
 	}
 	if err := p.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if m := p.Lookup(MustParseKey("capability:lint"), "", alNow); m.OK {
+	if m := p.Lookup(keys.MustParseKey("capability:lint"), "", alNow); m.OK {
 		t.Errorf("after Reload, the removed grant still counts")
 	}
-	if m := p.Lookup(MustParseKey("capability:other"), "", alNow); !m.OK {
+	if m := p.Lookup(keys.MustParseKey("capability:other"), "", alNow); !m.OK {
 		t.Errorf("after Reload, the added grant does not count")
 	}
 }
@@ -330,7 +331,7 @@ func TestProjectReloadFailureFailsClosed(t *testing.T) {
 	if err := p.Reload(); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("Reload of a truncated file: %v, want ErrInvalidConfig", err)
 	}
-	m := p.Lookup(MustParseKey("capability:lint"), "", alNow)
+	m := p.Lookup(keys.MustParseKey("capability:lint"), "", alNow)
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "not loaded") {
 		t.Errorf("lookup after a failed Reload: %+v, want no match and the failure as a problem", m)
 	}
@@ -365,8 +366,8 @@ func TestProjectMalformed(t *testing.T) {
 		{name: "deny grant", text: `{"allowlist": {"capability:x": "Deny"}}`, line: 1, col: 32},
 		{name: "grant is a number", text: `{"allowlist": {"capability:x": 3}}`, line: 1, col: 32},
 		{name: "bad pattern", text: "{\"allowlist\": {\n  \"capability:x\": \"AlwaysThisProject\",\n  \"run command:git\": \"AlwaysThisProject\"\n}}", line: 3, col: 3,
-			class: ErrInvalidKey, message: `allowlist entry "run command:git"`},
-		{name: "pattern without action", text: `{"allowlist": {"capability": "AlwaysThisProject"}}`, line: 1, col: 16, class: ErrInvalidKey},
+			class: keys.ErrInvalidKey, message: `allowlist entry "run command:git"`},
+		{name: "pattern without action", text: `{"allowlist": {"capability": "AlwaysThisProject"}}`, line: 1, col: 16, class: keys.ErrInvalidKey},
 		{name: "bad digest", text: `{"allowlist": {"capability:x": {"grant": "AlwaysThisProject", "digest": "sha256:xyz"}}}`, line: 1, col: 32, message: "digest"},
 		{name: "object without grant", text: `{"allowlist": {"capability:x": {"digest": "` + alDigestA + `"}}}`, line: 1, col: 32, message: `no "grant"`},
 		{name: "unknown field", text: `{"allowlist": {"capability:x": {"grant": "AlwaysThisProject", "expiry": 5}}}`, line: 1, col: 32, message: "expiry"},
@@ -387,7 +388,7 @@ func TestProjectMalformed(t *testing.T) {
 				t.Fatal(err)
 			}
 			good.path = path
-			if err := good.Add(Entry{Pattern: MustParsePattern("capability:y"), Grant: AlwaysThisProject}); !errors.Is(err, ErrInvalidConfig) {
+			if err := good.Add(Entry{Pattern: keys.MustParsePattern("capability:y"), Grant: ceiling.AlwaysThisProject}); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("Add on a malformed file: %v, want ErrInvalidConfig", err)
 			}
 			if _, err := good.Remove("capability:x"); !errors.Is(err, ErrInvalidConfig) {
@@ -435,12 +436,12 @@ func alCheckConfigError(t *testing.T, err error, path string, line, col int, cla
 // and the rest of it is as it was.
 func TestProjectManyProcesses(t *testing.T) {
 	t.Parallel()
-	const procs, keys = 20, 50
+	const procs, nkeys = 20, 50
 	path := alWriteProject(t, alProjectTemplate)
 	var cmds []*exec.Cmd
 	var guns []io.Closer
 	for w := range procs {
-		cmd := alHelperCmd(t, "grant", path, w, keys)
+		cmd := alHelperCmd(t, "grant", path, w, nkeys)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -470,11 +471,11 @@ func TestProjectManyProcesses(t *testing.T) {
 	for _, e := range p.Entries() {
 		got[e.Pattern.String()] = e
 	}
-	if len(got) != keys*procs+2 || len(p.Entries()) != len(got) {
-		t.Errorf("%d entries (%d distinct), want %d", len(p.Entries()), len(got), keys*procs+2)
+	if len(got) != nkeys*procs+2 || len(p.Entries()) != len(got) {
+		t.Errorf("%d entries (%d distinct), want %d", len(p.Entries()), len(got), nkeys*procs+2)
 	}
 	for w := range procs {
-		for i := range keys {
+		for i := range nkeys {
 			k := fmt.Sprintf("capability:w%02d-k%02d", w, i)
 			e, ok := got[k]
 			if !ok {
@@ -513,7 +514,7 @@ func TestProjectManyProcesses(t *testing.T) {
 // while others look up.
 func TestProjectManyWriters(t *testing.T) {
 	t.Parallel()
-	const writers, keys = 8, 20
+	const writers, nkeys = 8, 20
 	path := alWriteProject(t, alProjectTemplate)
 	reader, err := LoadProject(path)
 	if err != nil {
@@ -527,19 +528,19 @@ func TestProjectManyWriters(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			for i := range keys {
-				if err := p.Add(Entry{Pattern: MustParsePattern(fmt.Sprintf("capability:g%d-%d", w, i)), Grant: AlwaysThisProject}); err != nil {
+			for i := range nkeys {
+				if err := p.Add(Entry{Pattern: keys.MustParsePattern(fmt.Sprintf("capability:g%d-%d", w, i)), Grant: ceiling.AlwaysThisProject}); err != nil {
 					t.Error(err)
 				}
-				reader.Lookup(MustParseKey("capability:lint"), "", alNow)
+				reader.Lookup(keys.MustParseKey("capability:lint"), "", alNow)
 			}
 		})
 		wg.Go(func() {
-			for range keys {
+			for range nkeys {
 				if err := reader.Reload(); err != nil {
 					t.Error(err)
 				}
-				if m := reader.Lookup(MustParseKey("capability:lint"), "", alNow); !m.OK {
+				if m := reader.Lookup(keys.MustParseKey("capability:lint"), "", alNow); !m.OK {
 					t.Errorf("capability:lint lost during writes: %+v", m)
 				}
 			}
@@ -550,7 +551,7 @@ func TestProjectManyWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(p.Entries()), writers*keys+2; got != want {
+	if got, want := len(p.Entries()), writers*nkeys+2; got != want {
 		t.Errorf("%d entries, want %d", got, want)
 	}
 }
@@ -577,10 +578,10 @@ func TestProjectCrashMidWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := p.Lookup(MustParseKey("capability:never-written"), "", alNow); m.OK {
+	if m := p.Lookup(keys.MustParseKey("capability:never-written"), "", alNow); m.OK {
 		t.Error("the crashed write counts")
 	}
-	if err := p.Add(Entry{Pattern: MustParsePattern("capability:after"), Grant: AlwaysThisProject}); err != nil {
+	if err := p.Add(Entry{Pattern: keys.MustParsePattern("capability:after"), Grant: ceiling.AlwaysThisProject}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"capability:fmt-json", "capability:lint", "capability:after"}, alPatterns(p.Entries())); diff != "" {
@@ -599,7 +600,7 @@ func TestProjectHostileLockFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Add(Entry{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject})
+	err = p.Add(Entry{Pattern: keys.MustParsePattern("capability:x"), Grant: ceiling.AlwaysThisProject})
 	if !errors.Is(err, syscall.ELOOP) {
 		t.Errorf("Add through a symlinked lock file: %v, want ELOOP", err)
 	}
@@ -613,7 +614,7 @@ func BenchmarkProjectLookup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key := MustParseKey("capability:fmt-json")
+	key := keys.MustParseKey("capability:fmt-json")
 	for b.Loop() {
 		if !p.Lookup(key, alDigestA, alNow).OK {
 			b.Fatal("no match")
@@ -679,7 +680,7 @@ func TestProjectKeepsModeAndOwner(t *testing.T) {
 	}
 	p, err := LoadProject(path)
 	alMust(t, err)
-	alMust(t, p.Add(Entry{Pattern: MustParsePattern("capability:x"), Grant: AlwaysThisProject}))
+	alMust(t, p.Add(Entry{Pattern: keys.MustParsePattern("capability:x"), Grant: ceiling.AlwaysThisProject}))
 	fi, err := os.Stat(path)
 	alMust(t, err)
 	if fi.Mode().Perm() != 0o640 {
@@ -692,7 +693,7 @@ func TestProjectKeepsModeAndOwner(t *testing.T) {
 	// A read-only file is not written over.
 	alMust(t, os.Chmod(path, 0o444))
 	before := alReadFile(t, path)
-	if err := p.Add(Entry{Pattern: MustParsePattern("capability:y"), Grant: AlwaysThisProject}); !errors.Is(err, os.ErrPermission) {
+	if err := p.Add(Entry{Pattern: keys.MustParsePattern("capability:y"), Grant: ceiling.AlwaysThisProject}); !errors.Is(err, os.ErrPermission) {
 		t.Errorf("Add to a read-only file: %v, want ErrPermission", err)
 	}
 	if !bytes.Equal(before, alReadFile(t, path)) {
@@ -706,11 +707,11 @@ func BenchmarkProjectAdd(b *testing.B) {
 	p, err := LoadProject(alWriteProject(b, alProjectTemplate))
 	alMust(b, err)
 	for i := range 100 {
-		alMust(b, p.Add(Entry{Pattern: MustParsePattern(fmt.Sprintf("capability:k%d", i)), Grant: AlwaysThisProject}))
+		alMust(b, p.Add(Entry{Pattern: keys.MustParsePattern(fmt.Sprintf("capability:k%d", i)), Grant: ceiling.AlwaysThisProject}))
 	}
 	i := 0
 	for b.Loop() {
 		i++
-		alMust(b, p.Add(Entry{Pattern: MustParsePattern("capability:k1"), Grant: AlwaysThisProject, Digest: fmt.Sprintf("sha256:%064x", i)}))
+		alMust(b, p.Add(Entry{Pattern: keys.MustParsePattern("capability:k1"), Grant: ceiling.AlwaysThisProject, Digest: fmt.Sprintf("sha256:%064x", i)}))
 	}
 }
