@@ -34,6 +34,11 @@ type Supervisor struct {
 	// Begin is when the run began, for the Result's Duration. Zero: when
 	// Run is called.
 	Begin time.Time
+	// TimeoutAfterStart makes Limits.Timeout count from when Start
+	// returned rather than from Run: for a run whose start is an engine's
+	// work (a container), which the program's time should not pay for.
+	// Default false.
+	TimeoutAfterStart bool
 
 	// Start starts the run, writing its output to out. Its ctx carries the
 	// caller's values; it is done once the run is stopped (with the
@@ -188,9 +193,23 @@ func (s *Supervisor) Run(ctx context.Context) (*Result, error) {
 	}
 	unwatch := context.AfterFunc(ctx, func() { s.Stop(Cancelled, cancelDetail(ctx)) })
 	defer unwatch()
-	if s.Limits.Timeout > 0 {
-		t := time.AfterFunc(s.Limits.Timeout, func() { s.Stop(Timeout, "") })
-		defer t.Stop()
+	var (
+		timer    *time.Timer
+		deadline time.Time // when the timeout runs out; zero: none
+	)
+	startClock := func() {
+		if s.Limits.Timeout > 0 {
+			deadline = time.Now().Add(s.Limits.Timeout)
+			timer = time.AfterFunc(s.Limits.Timeout, func() { s.Stop(Timeout, "") })
+		}
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	if !s.TimeoutAfterStart {
+		startClock()
 	}
 
 	if s.StopReason() != "" {
@@ -204,9 +223,22 @@ func (s *Supervisor) Run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
+	if s.TimeoutAfterStart {
+		startClock()
+	}
+
 	done := make(chan waited, 1)
 	go func() {
 		x, err := s.Wait()
+		// A stop whose cause is there already wins over the exit: the
+		// run may have seen the caller's context end (a stdin reader
+		// that gives up) before the stop was recorded from it.
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			s.Stop(Timeout, "")
+		}
+		if ctx.Err() != nil {
+			s.Stop(Cancelled, cancelDetail(ctx))
+		}
 		s.exit()
 		done <- waited{x, err}
 	}()

@@ -419,3 +419,41 @@ func TestSupervisorNoWait(t *testing.T) {
 		t.Errorf("got %v, want ErrNoWait", err)
 	}
 }
+
+// TestSupervisorTimeoutAfterStart: with TimeoutAfterStart, a slow Start
+// does not use up the timeout.
+func TestSupervisorTimeoutAfterStart(t *testing.T) {
+	noLeak(t)
+	p := newProc()
+	s := p.supervisor(Limits{Timeout: 30 * time.Millisecond, Output: 10})
+	s.TimeoutAfterStart = true
+	var stopDuringStart Reason
+	s.Start = func(context.Context, *Capture) error {
+		time.Sleep(60 * time.Millisecond)
+		stopDuringStart = s.StopReason()
+		return nil
+	}
+	res, err := s.Run(context.Background())
+	if err != nil || res.Reason != Timeout || stopDuringStart != "" || p.kills.Load() != 1 {
+		t.Fatalf("got %+v, %v, stop during Start %q, %d kills; want the timeout after Start, one kill", res, err, stopDuringStart, p.kills.Load())
+	}
+}
+
+// TestSupervisorRunSeesCancelFirst: a run that ends because it saw the
+// caller's context end (its stdin gave up) is Cancelled, although it may
+// end before the supervisor's own watch of that context records the stop.
+func TestSupervisorRunSeesCancelFirst(t *testing.T) {
+	noLeak(t)
+	for i := 0; i < 200; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := &Supervisor{
+			Limits: Limits{Output: 10},
+			Start:  func(context.Context, *Capture) error { cancel(); return nil },
+			Wait:   func() (Status, error) { <-ctx.Done(); return Status{Code: 1}, nil },
+		}
+		res, err := s.Run(ctx)
+		if err != nil || res.Reason != Cancelled {
+			t.Fatalf("run %d: got %+v, %v; want cancelled", i, res, err)
+		}
+	}
+}
