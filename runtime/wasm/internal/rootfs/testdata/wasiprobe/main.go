@@ -1,0 +1,131 @@
+// Command wasiprobe calls the WASI preview 1 functions that
+// internal/rootfs wraps, raw, and prints what each answered, one line a
+// case, for the package's tests. It expects its mount as preopen 3,
+// holding a file f, a symbolic link l -> target-name, a dangling link
+// dang -> nowhere and a directory d.
+package main
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+//go:wasmimport wasi_snapshot_preview1 path_readlink
+func pathReadlink(fd int32, path unsafe.Pointer, pathLen uint32, buf unsafe.Pointer, bufLen uint32, used unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_prestat_dir_name
+func fdPrestatDirName(fd int32, path unsafe.Pointer, pathLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_open
+func pathOpen(fd int32, dirflags uint32, path unsafe.Pointer, pathLen uint32, oflags uint32, base, inheriting uint64, fdflags uint32, opened unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_fdstat_get
+func fdFdstatGet(fd int32, out unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_fdstat_set_rights
+func fdFdstatSetRights(fd int32, base, inheriting uint64) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_renumber
+func fdRenumber(from, to int32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_pwrite
+func fdPwrite(fd int32, iovs unsafe.Pointer, n uint32, off uint64, written unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 sock_shutdown
+func sockShutdown(fd int32, how uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 poll_oneoff
+func pollOneoff(in, out unsafe.Pointer, n uint32, nevents unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_link
+func pathLink(oldFd int32, oldFlags uint32, oldPath unsafe.Pointer, oldLen uint32, newFd int32, newPath unsafe.Pointer, newLen uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 fd_allocate
+func fdAllocate(fd int32, off, n uint64) uint32
+
+const (
+	rightRead  = 1 << 1
+	rightWrite = 1 << 6
+)
+
+func str(s string) (unsafe.Pointer, uint32) {
+	b := []byte(s)
+	return unsafe.Pointer(&b[0]), uint32(len(b))
+}
+
+func open(name string, oflags uint32, rights uint64, fdflags uint32) (int32, uint32) {
+	p, n := str(name)
+	var fd int32
+	e := pathOpen(3, 0, p, n, oflags, rights, 0, fdflags, unsafe.Pointer(&fd))
+	return fd, e
+}
+
+func rights(fd int32) uint64 {
+	var st [24]byte
+	if e := fdFdstatGet(fd, unsafe.Pointer(&st[0])); e != 0 {
+		return 1 << 63
+	}
+	return *(*uint64)(unsafe.Pointer(&st[8])) & (rightRead | rightWrite)
+}
+
+func main() {
+	// A buffer of 4 for a target of 11: its first 4 bytes, the rest of
+	// the array (memory the wrapper borrows) as it was.
+	var buf [16]byte
+	for i := range buf {
+		buf[i] = 0xaa
+	}
+	p, n := str("l")
+	var used uint32
+	e := pathReadlink(3, p, n, unsafe.Pointer(&buf[0]), 4, unsafe.Pointer(&used))
+	untouched := true
+	for _, b := range buf[4:] {
+		untouched = untouched && b == 0xaa
+	}
+	fmt.Println("readlink", e, used, string(buf[:used]), untouched)
+
+	var name [8]byte
+	fmt.Println("prestat-empty", fdPrestatDirName(3, unsafe.Pointer(&name[0]), 0))
+	e = fdPrestatDirName(3, unsafe.Pointer(&name[0]), uint32(len(name)))
+	fmt.Println("prestat-long", e, string(name[:1]))
+
+	r, _ := open("f", 0, rightRead, 0)
+	w, _ := open("f", 0, rightWrite, 0)
+	fmt.Println("rights", rights(r), rights(w))
+
+	fmt.Println("set-rights", fdFdstatSetRights(r, 0, 0), fdFdstatSetRights(99, 0, 0))
+	fmt.Println("renumber-closed", fdRenumber(r, 99))
+
+	a, _ := open("a", 1 /* creat */, rightWrite, 1 /* append */)
+	data := []byte("abc")
+	iov := [2]uint32{uint32(uintptr(unsafe.Pointer(&data[0]))), 3}
+	var written uint32
+	e = fdPwrite(a, unsafe.Pointer(&iov[0]), 1, 0, unsafe.Pointer(&written))
+	fmt.Println("pwrite-append", e, written)
+
+	fmt.Println("shutdown-stdout", sockShutdown(1, 1))
+
+	// A write subscription to stdout and a clock of an hour: the write is
+	// ready, so the poll answers it alone, at once.
+	var in [2][48]byte
+	*(*uint64)(unsafe.Pointer(&in[0][0])) = 7
+	in[0][8] = 2 // fd_write
+	*(*uint32)(unsafe.Pointer(&in[0][16])) = 1
+	*(*uint64)(unsafe.Pointer(&in[1][0])) = 9
+	in[1][8] = 0 // clock
+	*(*uint32)(unsafe.Pointer(&in[1][16])) = 1
+	*(*uint64)(unsafe.Pointer(&in[1][24])) = 3600e9
+	var out [2][32]byte
+	var nev uint32
+	e = pollOneoff(unsafe.Pointer(&in[0][0]), unsafe.Pointer(&out[0][0]), 2, unsafe.Pointer(&nev))
+	fmt.Println("poll-write", e, nev, *(*uint64)(unsafe.Pointer(&out[0][0])), out[0][10], *(*uint16)(unsafe.Pointer(&out[0][8])))
+
+	op, on := str("dang")
+	np, nn := str("dang-link")
+	fmt.Println("link-follow-dangling", pathLink(3, 1, op, on, 3, np, nn))
+	op, on = str("f")
+	np, nn = str("f-link")
+	fmt.Println("link-follow-file", pathLink(3, 1, op, on, 3, np, nn))
+
+	fmt.Println("allocate-dir", fdAllocate(3, 0, 1))
+}
