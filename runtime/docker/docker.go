@@ -328,9 +328,9 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	// does not wait for the removal; a container that ccrun killed is seen
 	// removed before Run returns, and one that never ran is removed here.
 	auto := len(prot.binds) == 0
-	var ended bool // the container ran and exited (by itself or killed)
+	var ended atomic.Bool // the container ran and exited (by itself or killed)
 	undo.push(func(cctx context.Context) {
-		if auto && ended {
+		if auto && ended.Load() {
 			return
 		}
 		// Force: kill it if it still runs. Gone already is fine.
@@ -356,102 +356,82 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 		oom = e.watchOOM(rctx, id) // the inspection may come after the removal
 	}
 
-	overflow := make(chan struct{}) // closed once, when output first goes past the cap
-	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
-	out.Start = begin
-	stdout, stderr := out.Stdout, out.Stderr
+	// The lifecycle is the Supervisor's; the timeout counts from the
+	// container's start, as the program's own time.
 	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = stdcopy.StdCopy(stdout, stderr, hj.Reader)
-	}()
-
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("docker: start container: %w", err)
-	}
-	if err := e.eng.ContainerStart(rctx, id, container.StartOptions{}); err != nil {
-		return nil, classify(e.host, "start container", err)
-	}
-	if in := s.Streams.Stdin; in != nil {
+	sup := &job.Supervisor{Limits: lim, Streams: s.Streams, Begin: begin, TimeoutAfterStart: true,
+		KillGrace: cleanupTimeout, DrainGrace: drainTimeout}
+	sup.Start = func(_ context.Context, out *job.Capture) error {
 		go func() {
-			_, _ = io.Copy(hj.Conn, in)
-			_ = hj.CloseWrite()
+			defer close(copied)
+			_, _ = stdcopy.StdCopy(out.Stdout, out.Stderr, hj.Reader)
 		}()
-	}
-
-	var timeout <-chan time.Time
-	if lim.Timeout > 0 {
-		t := time.NewTimer(lim.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	res := &job.Result{Reason: job.Exit}
-	var status container.WaitResponse
-	exited := false
-	select {
-	case status = <-waitC:
-		exited = true
-	case err := <-waitErrC:
-		return nil, classify(e.host, "wait for container", err)
-	case <-timeout:
-		stopped(res, job.Timeout, lim)
-	case <-ctx.Done():
-		stopped(res, job.Cancelled, lim)
-	case <-overflow:
-		stopped(res, job.OutputCap, lim)
-	}
-	if !exited {
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		// Not running any more is fine: the remove in the cleanup stack
-		// forces whatever is left.
-		var removed <-chan container.WaitResponse
-		var removedErr <-chan error
-		if auto {
-			removed, removedErr = e.eng.ContainerWait(kctx, id, container.WaitConditionRemoved)
+		if err := e.eng.ContainerStart(rctx, id, container.StartOptions{}); err != nil {
+			return classify(e.host, "start container", err)
 		}
-		_ = e.eng.ContainerKill(kctx, id, "KILL")
+		if in := s.Streams.Stdin; in != nil {
+			go func() {
+				_, _ = io.Copy(hj.Conn, in)
+				_ = hj.CloseWrite()
+			}()
+		}
+		return nil
+	}
+	sup.Wait = func() (job.Status, error) {
+		var status container.WaitResponse
 		select {
-		case <-waitC:
-			ended = true
-		case <-waitErrC:
-		case <-kctx.Done():
+		case status = <-waitC:
+		case err := <-waitErrC:
+			return job.Status{}, classify(e.host, "wait for container", err)
 		}
-		if auto && ended {
-			select { // by the engine (gone already is an error: fine)
-			case <-removed:
-			case <-removedErr:
-			case <-kctx.Done():
-			}
-		}
-		cancel()
-	}
-	select {
-	case <-copied:
-	case <-time.After(drainTimeout):
-	}
-
-	if exited {
-		ended = true
+		ended.Store(true)
 		if status.Error != nil && status.Error.Message != "" {
-			return nil, fmt.Errorf("docker: wait for container: %s", status.Error.Message)
+			return job.Status{}, fmt.Errorf("docker: wait for container: %s", status.Error.Message)
 		}
-		res.ExitCode = int(status.StatusCode)
-		if res.ExitCode != 0 {
-			// Only a failed run pays for the inspection.
+		st := job.Status{Code: int(status.StatusCode)}
+		if st.Code != 0 && sup.StopReason() == "" {
+			// Only a failed run pays for the inspection (not one we killed).
 			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			ins, err := e.eng.ContainerInspect(ictx, id)
 			cancel()
 			killed := err == nil && ins.State != nil && ins.State.OOMKilled
 			if err != nil && oom != nil { // removed already
-				killed = oomSeen(oom, res.ExitCode)
+				killed = oomSeen(oom, st.Code)
 			}
 			if killed {
-				res.Reason = job.Memory
-				res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+				st.Reason = job.Memory
+				st.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
 			}
 		}
+		return st, nil
 	}
-	return out.Fill(res), nil
+	// Not running any more is fine: the remove in the cleanup stack forces
+	// whatever is left.
+	sup.Kill = func(job.Reason) {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_ = e.eng.ContainerKill(kctx, id, "KILL")
+	}
+	sup.Drain = func(dctx context.Context) {
+		select {
+		case <-copied:
+		case <-dctx.Done():
+		}
+	}
+	res, err := sup.Run(ctx)
+	if err == nil && res.Reason != job.Exit && auto && ended.Load() {
+		// Killed: seen removed (by the engine) before Run returns; gone
+		// already is an error: fine.
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		removed, removedErr := e.eng.ContainerWait(kctx, id, container.WaitConditionRemoved)
+		select {
+		case <-removed:
+		case <-removedErr:
+		case <-kctx.Done():
+		}
+		cancel()
+	}
+	return res, err
 }
 
 // oomWait bounds how long a program killed by SIGKILL waits for the
@@ -680,19 +660,4 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// stopped records on res that ccrun killed the program, and why: the
-// timeout ran out, the caller cancelled, or the output went past its cap.
-func stopped(res *job.Result, why job.Reason, lim job.Limits) {
-	res.Reason, res.ExitCode = why, job.KilledExitCode
-	switch why {
-	case job.Timeout:
-		res.ExitCode = job.TimeoutExit
-		res.Detail = fmt.Sprintf("killed after the %s timeout", lim.Timeout)
-	case job.Cancelled:
-		res.Detail = "killed: the caller cancelled the run"
-	case job.OutputCap:
-		res.Detail = fmt.Sprintf("killed: output went past %d bytes", lim.Output)
-	}
 }

@@ -191,121 +191,121 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rcancel()
 
-	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("docker: exec in pooled container: %w", err)
-	}
-	ex, err := e.eng.ContainerExecCreate(rctx, id, container.ExecOptions{
-		User:         s.user(),
-		Env:          append([]string(nil), s.Env...),
-		WorkingDir:   s.Dir,
-		Cmd:          argv,
-		AttachStdin:  s.Streams.Stdin != nil,
-		AttachStdout: true,
-		AttachStderr: true,
-	})
-	if err != nil {
-		return nil, false, classify(e.host, "exec in pooled container", err)
-	}
-	// Attaching starts the program.
-	hj, err := e.eng.ContainerExecAttach(rctx, ex.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return nil, false, classify(e.host, "start exec in pooled container", err)
-	}
-	defer hj.Close()
-
-	overflow := make(chan struct{}) // closed once, when output first goes past the cap
-	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
-	out.Start = begin
-	stdout, stderr := out.Stdout, out.Stderr
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = stdcopy.StdCopy(stdout, stderr, hj.Reader)
-	}()
-	if in := s.Streams.Stdin; in != nil {
-		go func() {
-			_, _ = io.Copy(hj.Conn, in)
-			_ = hj.CloseWrite()
-		}()
-	}
-	// The stream ends when the program exited and its output is drained
-	// (the engine waits at most 2 s for a background process still holding
-	// it); the exit code is the exec's.
+	// The lifecycle is the Supervisor's; the timeout counts from the
+	// program's start (attaching starts it).
 	type exit struct {
 		code, pid int
 		err       error
 	}
+	var (
+		closeStream func()
+		unstarted   bool // set by Wait: the program never started
+		checked     bool // set by Wait: killed and inspected for memory
+	)
+	copied := make(chan struct{})
 	exited := make(chan exit, 1)
-	go func() {
-		<-copied
-		for {
-			ins, err := e.eng.ContainerExecInspect(rctx, ex.ID)
-			if err != nil || !ins.Running {
-				exited <- exit{ins.ExitCode, ins.Pid, err}
-				return
-			}
-			select {
-			case <-rctx.Done():
-				exited <- exit{err: rctx.Err()}
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
+	sup := &job.Supervisor{Limits: lim, Streams: s.Streams, Begin: begin, TimeoutAfterStart: true,
+		KillGrace: -1, DrainGrace: drainTimeout}
+	sup.Start = func(_ context.Context, out *job.Capture) error {
+		ex, err := e.eng.ContainerExecCreate(rctx, id, container.ExecOptions{
+			User:         s.user(),
+			Env:          append([]string(nil), s.Env...),
+			WorkingDir:   s.Dir,
+			Cmd:          argv,
+			AttachStdin:  s.Streams.Stdin != nil,
+			AttachStdout: true,
+			AttachStderr: true,
+		})
+		if err != nil {
+			return classify(e.host, "exec in pooled container", err)
 		}
-	}()
-
-	var timeout <-chan time.Time
-	if lim.Timeout > 0 {
-		t := time.NewTimer(lim.Timeout)
-		defer t.Stop()
-		timeout = t.C
+		// Attaching starts the program.
+		hj, err := e.eng.ContainerExecAttach(rctx, ex.ID, container.ExecAttachOptions{})
+		if err != nil {
+			return classify(e.host, "start exec in pooled container", err)
+		}
+		closeStream = hj.Close
+		go func() {
+			defer close(copied)
+			_, _ = stdcopy.StdCopy(out.Stdout, out.Stderr, hj.Reader)
+		}()
+		if in := s.Streams.Stdin; in != nil {
+			go func() {
+				_, _ = io.Copy(hj.Conn, in)
+				_ = hj.CloseWrite()
+			}()
+		}
+		// The stream ends when the program exited and its output is
+		// drained (the engine waits at most 2 s for a background process
+		// still holding it); the exit code is the exec's.
+		go func() {
+			<-copied
+			for {
+				ins, err := e.eng.ContainerExecInspect(rctx, ex.ID)
+				if err != nil || !ins.Running {
+					exited <- exit{ins.ExitCode, ins.Pid, err}
+					return
+				}
+				select {
+				case <-rctx.Done():
+					exited <- exit{err: rctx.Err()}
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}()
+		return nil
 	}
-	res = &job.Result{Reason: job.Exit}
-	unstarted := false
-	select {
-	case x := <-exited:
+	sup.Wait = func() (job.Status, error) {
+		x := <-exited
 		if x.err != nil {
-			return nil, false, classify(e.host, "inspect exec in pooled container", x.err)
+			return job.Status{}, classify(e.host, "inspect exec in pooled container", x.err)
 		}
-		res.ExitCode = x.code
-		later = true
-		if x.pid == 0 && x.code != 0 {
+		st := job.Status{Code: x.code}
+		switch {
+		case x.pid == 0 && x.code != 0:
 			// The program never started (not found, not executable): the
-			// engine wrote why on stdout. Like docker-init on the cold path:
-			// exit 127, the reason on stderr.
+			// engine wrote why on stdout. Like docker-init on the cold
+			// path: exit 127, the reason on stderr.
 			unstarted = true
-			res.ExitCode = 127
+			st.Code = 127
+		case x.code == job.KilledExitCode && sup.StopReason() == "":
+			// Killed by SIGKILL: by the kernel, out of memory? The engine
+			// marks the container OOMKilled only once it stopped, so stop
+			// it first.
+			checked = true
+			if e.oomKilled(ctx, id) {
+				st.Reason = job.Memory
+				st.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+			}
 		}
-	case <-timeout:
-		stopped(res, job.Timeout, lim)
-	case <-ctx.Done():
-		stopped(res, job.Cancelled, lim)
-	case <-overflow:
-		stopped(res, job.OutputCap, lim)
+		return st, nil
 	}
-	if !later {
-		// The container is single-use: kill all of it, the holder too.
+	// The container is single-use: kill all of it, the holder too. The
+	// exec's end is not waited for (the stream's is, by Drain).
+	sup.Kill = func(job.Reason) {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
 		_ = e.eng.ContainerKill(kctx, id, "KILL")
-		cancel()
 	}
-	select {
-	case <-copied:
-	case <-time.After(drainTimeout):
-	}
-	if res.Reason == job.Exit && res.ExitCode == job.KilledExitCode {
-		// Killed by SIGKILL: by the kernel, out of memory? The engine marks
-		// the container OOMKilled only once it stopped, so stop it first.
-		later = false
-		if e.oomKilled(ctx, id) {
-			res.Reason = job.Memory
-			res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+	sup.Drain = func(dctx context.Context) {
+		select {
+		case <-copied:
+		case <-dctx.Done():
 		}
 	}
-	out.Fill(res)
+	res, err = sup.Run(ctx)
+	if closeStream != nil {
+		closeStream()
+	}
+	if err != nil || res.Reason != job.Exit {
+		return res, false, err
+	}
+	// Wait returned: what it set is final.
 	if unstarted {
 		res.Stdout, res.Stderr = nil, append(res.Stderr, res.Stdout...)
 	}
-	return res, later, nil
+	return res, !checked, nil
 }
 
 // oomKilled kills container id, waits for it to stop, and reports whether
