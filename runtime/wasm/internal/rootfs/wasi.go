@@ -33,17 +33,19 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 	}
 	defs := cm.ExportedFunctions()
 	w := wasi{}
-	for _, name := range []string{"fd_advise", "fd_allocate", "fd_fdstat_get", "poll_oneoff", "fd_prestat_get", "fd_prestat_dir_name",
-		"fd_pread", "fd_write", "fd_renumber", "path_filestat_get", "path_readlink", "sock_shutdown", "path_link"} {
-		d, ok := defs[name]
-		if !ok {
-			return nil, fmt.Errorf("wasi: wazero exports no %s", name)
+	for name, d := range defs {
+		if f, ok := d.GoFunction().(api.GoModuleFunction); ok {
+			w[name] = f
 		}
-		f, ok := d.GoFunction().(api.GoModuleFunction)
-		if !ok {
-			return nil, fmt.Errorf("wasi: wazero's %s is not a Go module function", name)
+	}
+	// wazero's functions the wrappers call, the wrapped ones among them.
+	for _, name := range []string{"fd_advise", "fd_allocate", "fd_fdstat_get", "fd_fdstat_set_rights", "fd_pread",
+		"fd_prestat_dir_name", "fd_prestat_get", "fd_renumber", "fd_write", "path_filestat_get", "path_link",
+		"path_readlink", "poll_oneoff", "sock_shutdown"} {
+		if w[name] == nil {
+			_ = cm.Close(ctx)
+			return nil, fmt.Errorf("wasi: wazero exports no Go function %s", name)
 		}
-		w[name] = f
 	}
 	for name, f := range map[string]api.GoModuleFunc{
 		"fd_allocate":          w.fdAllocate,
