@@ -34,6 +34,12 @@ type Supervisor struct {
 	// Begin is when the run began, for the Result's Duration. Zero: when
 	// Run is called.
 	Begin time.Time
+	// Capture, when set, is the Capture that Run fills and hands to
+	// Start: one the executor made before Run because it needed it
+	// already (its overflow function calls Stop, or nothing when the cap
+	// is enforced elsewhere). nil: Run makes one from Limits.Output and
+	// Streams, whose overflow stops the run with OutputCap.
+	Capture *Capture
 	// TimeoutAfterStart makes Limits.Timeout count from when Start
 	// returned rather than from Run: for a run whose start is an engine's
 	// work (a container), which the program's time should not pay for.
@@ -171,8 +177,13 @@ func (s *Supervisor) Run(ctx context.Context) (*Result, error) {
 	if begin.IsZero() {
 		begin = time.Now()
 	}
-	out := NewCapture(s.Limits.Output, s.Streams, func() { s.Stop(OutputCap, "") })
-	out.Start = begin
+	out := s.Capture
+	if out == nil {
+		out = NewCapture(s.Limits.Output, s.Streams, func() { s.Stop(OutputCap, "") })
+	}
+	if out.Start.IsZero() || !s.Begin.IsZero() {
+		out.Start = begin
+	}
 
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)

@@ -457,3 +457,15 @@ func TestSupervisorRunSeesCancelFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestSupervisorOwnCapture: a Capture made before Run is the one filled.
+func TestSupervisorOwnCapture(t *testing.T) {
+	noLeak(t)
+	out := NewCapture(2, Streams{}, nil) // the cap is enforced elsewhere
+	out.Stdout.Write([]byte("abc"))
+	s := &Supervisor{Limits: Limits{Output: 2}, Capture: out, Wait: func() (Status, error) { return Status{Code: 0}, nil }}
+	res, err := s.Run(context.Background())
+	if err != nil || res.Reason != Exit || string(res.Stdout) != "ab" || !res.Truncated {
+		t.Fatalf("got %+v, %v; want exit 0 with the Capture's output, truncated", res, err)
+	}
+}
