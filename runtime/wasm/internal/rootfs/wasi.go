@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -39,7 +40,7 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 		}
 	}
 	// wazero's functions the wrappers call, the wrapped ones among them.
-	for _, name := range []string{"fd_advise", "fd_allocate", "fd_fdstat_get", "fd_fdstat_set_rights", "fd_pread",
+	for _, name := range []string{"fd_advise", "fd_allocate", "fd_close", "path_open", "fd_fdstat_get", "fd_fdstat_set_rights", "fd_pread",
 		"fd_prestat_dir_name", "fd_prestat_get", "fd_renumber", "fd_write", "path_filestat_get", "path_link",
 		"path_readlink", "poll_oneoff", "sock_shutdown"} {
 		if w[name] == nil {
@@ -49,6 +50,8 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 	}
 	for name, f := range map[string]api.GoModuleFunc{
 		"fd_allocate":          w.fdAllocate,
+		"fd_close":             w.fdClose,
+		"path_open":            w.pathOpen,
 		"fd_fdstat_get":        w.fdFdstatGet,
 		"fd_fdstat_set_rights": w.fdFdstatSetRights,
 		"fd_prestat_dir_name":  w.fdPrestatDirName,
@@ -90,6 +93,7 @@ const (
 	filestatSize        = 64
 	filestatFiletype    = 16
 
+	fdflagsSyncs              = 1<<1 | 1<<3 | 1<<4 // dsync, rsync, sync
 	rightFdRead               = 1 << 1
 	rightFdWrite              = 1 << 6
 	rightPathFilestatSetSize  = 1 << 19
@@ -176,6 +180,9 @@ func (w wasi) fdFdstatGet(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 	}
 	le.PutUint64(st[fdstatRightsBase:], rights)
+	if t := runFiles(ctx); t != nil {
+		le.PutUint16(st[2:], le.Uint16(st[2:])|t.syncs(uint32(fd)))
+	}
 	mem.Write(out, st)
 }
 
@@ -224,7 +231,11 @@ func (w wasi) fdRenumber(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = e
 		return
 	}
-	stack[0] = w.call(ctx, mod, "fd_renumber", from, to)
+	if stack[0] = w.call(ctx, mod, "fd_renumber", from, to); stack[0] == errnoSuccess {
+		if t := runFiles(ctx); t != nil {
+			t.move(uint32(from), uint32(to))
+		}
+	}
 }
 
 // pathLink, asked to follow a symbolic link at the old path that leads
@@ -401,4 +412,80 @@ func writeSub(subs []byte) bool {
 		}
 	}
 	return false
+}
+
+// WithRun returns a context for one run (one module instance) whose WASI
+// calls keep a table of ccrun's own: the synchronization flags each file
+// was opened with (wazero's fdstat reports only append and nonblock).
+// Without it, fd_fdstat_get reports none, as wazero does.
+func WithRun(ctx context.Context) context.Context {
+	return context.WithValue(ctx, filesKey{}, &files{sync: map[uint32]uint16{}})
+}
+
+type filesKey struct{}
+
+// files is a run's table of its descriptors' synchronization flags, kept
+// by the wrappers of path_open, fd_close and fd_renumber.
+type files struct {
+	mu   sync.Mutex
+	sync map[uint32]uint16 // fd -> dsync|rsync|sync asked at path_open; guarded by mu
+}
+
+func runFiles(ctx context.Context) *files {
+	t, _ := ctx.Value(filesKey{}).(*files)
+	return t
+}
+
+func (t *files) syncs(fd uint32) uint16 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sync[fd]
+}
+
+func (t *files) set(fd uint32, flags uint16) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if flags == 0 {
+		delete(t.sync, fd)
+		return
+	}
+	t.sync[fd] = flags
+}
+
+func (t *files) move(from, to uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if from == to {
+		return
+	}
+	if f, ok := t.sync[from]; ok {
+		t.sync[to] = f
+	} else {
+		delete(t.sync, to)
+	}
+	delete(t.sync, from)
+}
+
+// pathOpen records the synchronization flags of the file it opened
+// (wazero opens it O_SYNC for any of them; this package's file system
+// passes that on), for fd_fdstat_get to report.
+func (w wasi) pathOpen(ctx context.Context, mod api.Module, stack []uint64) {
+	fdflags, opened := uint16(stack[7]), uint32(stack[8])
+	w["path_open"].Call(ctx, mod, stack)
+	t := runFiles(ctx)
+	if stack[0] != errnoSuccess || t == nil {
+		return
+	}
+	if fd, ok := mod.Memory().ReadUint32Le(opened); ok {
+		t.set(fd, fdflags&fdflagsSyncs)
+	}
+}
+
+// fdClose forgets a closed descriptor's flags.
+func (w wasi) fdClose(ctx context.Context, mod api.Module, stack []uint64) {
+	fd := uint32(stack[0])
+	w["fd_close"].Call(ctx, mod, stack)
+	if t := runFiles(ctx); t != nil && stack[0] == errnoSuccess {
+		t.set(fd, 0)
+	}
 }

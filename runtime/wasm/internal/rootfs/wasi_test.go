@@ -67,7 +67,7 @@ func TestWASIWrappers(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cfg := wazero.NewModuleConfig().WithStdout(&stdout).WithStderr(&stderr).
 		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fs, "/"))
-	if _, err := rt.InstantiateWithConfig(ctx, bin, cfg); err != nil {
+	if _, err := rt.InstantiateWithConfig(WithRun(ctx), bin, cfg); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.Bytes())
 	}
 
@@ -89,6 +89,7 @@ func TestWASIWrappers(t *testing.T) {
 		{"link-follow-dangling", "44", "following a dangling link is ENOENT (wazero: links the link)"},
 		{"link-follow-file", "0", "a link to a file is linked (Go's os.Link asks to follow)"},
 		{"allocate-dir", "8", "EBADF on a directory (wazero: success)"},
+		{"sync-flag", "16 16", "FDFLAGS_SYNC reported, after a renumber too (wazero: not reported)"},
 	} {
 		if got[tc.name] != tc.want {
 			t.Errorf("%s: got %q, want %q: %s", tc.name, got[tc.name], tc.want, tc.why)

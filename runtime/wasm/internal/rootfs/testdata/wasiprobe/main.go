@@ -128,4 +128,15 @@ func main() {
 	fmt.Println("link-follow-file", pathLink(3, 1, op, on, 3, np, nn))
 
 	fmt.Println("allocate-dir", fdAllocate(3, 0, 1))
+
+	// Opened with FDFLAGS_SYNC, renumbered onto another open file: the
+	// flag is reported where the file now is.
+	s, _ := open("s", 1 /* creat */, rightWrite, 16 /* sync */)
+	o, _ := open("o", 1, rightWrite, 0)
+	var st [24]byte
+	fdFdstatGet(s, unsafe.Pointer(&st[0]))
+	before := *(*uint16)(unsafe.Pointer(&st[2]))
+	fdRenumber(s, o)
+	fdFdstatGet(o, unsafe.Pointer(&st[0]))
+	fmt.Println("sync-flag", before, *(*uint16)(unsafe.Pointer(&st[2])))
 }
