@@ -137,7 +137,7 @@ func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 			return false
 		}
 		ins, err := e.eng.ContainerInspect(ctx, c.ID)
-		return err == nil && !claimed([]string{ins.Name}) && !e.inUse(c.ID)
+		return err == nil && !claimed([]string{ins.Name}) && !e.inUse(c)
 	})
 }
 
@@ -153,7 +153,7 @@ func (e *Executor) Garbage(ctx context.Context, pool bool) ([]string, error) {
 	var ids []string
 	for _, c := range list {
 		gone := !idle(c) && !ownerOf(c.Names, c.Labels).alive()
-		drained := pool && c.Labels[LabelPool] != "" && !claimed(c.Names) && !e.inUse(c.ID)
+		drained := pool && c.Labels[LabelPool] != "" && !claimed(c.Names) && !e.inUse(c)
 		if gone || drained {
 			ids = append(ids, c.ID)
 		}

@@ -422,18 +422,37 @@ func (e *Executor) markedBy(id string) (owner, bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return owner{}, false
 	}
+	return parseOwner(b), true
+}
+
+// parseOwner reads the claimer a claim marker names ("PID START").
+func parseOwner(b []byte) owner {
 	var o owner
 	if f := strings.Fields(string(b)); len(f) == 2 {
 		o.pid, _ = strconv.Atoi(f[0])
 		o.start = f[1]
 	}
-	return o, true
+	return o
 }
 
-// inUse reports whether a live claimer's marker is on container id.
-func (e *Executor) inUse(id string) bool {
-	o, ok := e.markedBy(id)
-	return ok && o.alive()
+// inUse reports whether pooled container c is claimed by a live process:
+// its claim marker, in the pool directory of the holder it binds (this
+// Executor's or another's: DrainPool sees every pool of the host), names
+// one, or cannot be read (then it may: c is left alone).
+func (e *Executor) inUse(c container.Summary) bool {
+	dir := e.poolDir
+	for _, m := range c.Mounts {
+		if m.Destination == holdPath {
+			dir = filepath.Dir(m.Source)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "claims", c.ID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	} else if err != nil {
+		return true
+	}
+	return parseOwner(b).alive()
 }
 
 // sweepMarkers removes the claim markers of dead claimers whose container

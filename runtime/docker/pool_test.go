@@ -642,6 +642,11 @@ func TestPoolDrainInUse(t *testing.T) {
 	if garbage, err := e.Garbage(ctx, true); err != nil || contains(garbage, id) {
 		t.Fatalf("Garbage = %v, %v; want %.12s, in use, left out", garbage, err, id)
 	}
+	// Nor does the DrainPool of a ccrun with another pool directory.
+	other := executor(t)
+	if removed, err := other.DrainPool(ctx); err != nil || contains(removed, id) {
+		t.Fatalf("another pool directory's DrainPool = %v, %v; want %.12s, in use, kept", removed, err, id)
+	}
 	e.unmark(id)
 	if removed, err := e.DrainPool(ctx); err != nil || !contains(removed, id) {
 		t.Fatalf("DrainPool = %v, %v; want %.12s removed", removed, err, id)
