@@ -19,7 +19,9 @@ const (
 	// WasmWorkerParentEnv holds, in a worker's environment, the pid of
 	// the process that started it.
 	WasmWorkerParentEnv = wasm.WorkerParentEnv
-	// WasmServerEnv set to "1" opts in to the warm @wasm server.
+	// WasmServerEnv set to "1" opts a library Runtime in to the warm
+	// @wasm server; set to "0" it opts the ccrun CLI, where the server is
+	// on by default, out.
 	WasmServerEnv = wasm.ServerOptInEnv
 )
 
@@ -117,6 +119,20 @@ func ClusterInfo(ctx context.Context, opts ...kube.Option) (Cluster, error) {
 // ServeHelper first. A limit then kills the process, so it holds however
 // the guest spins. Default: guests run in this process.
 func WithWasmWorker(exe string) Option { return WithWasmOptions(wasm.WithWorkerProcess(exe)) }
+
+// WithWasmServer sends each @wasm guest to the warm server of this user
+// for the project at dir (wasm.ProjectSocket), starting exe (os.Executable,
+// in practice, whose main calls ServeHelper first) as that server when
+// none answers, and running the guest in this process when none can take
+// it. The server keeps compiled modules in memory across processes, runs
+// one guest at a time at full speed with the limits of an in-process run,
+// and retires after wasm.DefaultRuns runs, wasm.DefaultMaxAge, or any run
+// that did not end cleanly; it exits after wasm.DefaultIdle idle. Default:
+// off, because a program that does not call ServeHelper must not be
+// started as one (the ccrun CLI turns it on; docs/wasm.md).
+func WithWasmServer(exe, dir string) Option {
+	return WithWasmOptions(wasm.WithServer(wasm.ProjectSocket(dir), exe))
+}
 
 // WithWasmOneShot is for a process that runs one call and exits: a @wasm
 // guest runs here without interrupt checks, and a limit that stops it

@@ -214,6 +214,10 @@ The tool's exit code becomes ccrun's.`,
 				extra = append(extra, ccrun.WithWasmOneShot(func(r *job.Result) {
 					os.Exit(exitCode(r, nil))
 				}))
+				// And the guest goes first to the project's warm server,
+				// which has the module compiled already (runtime(); off
+				// with CCRUN_WASM_SERVER=0).
+				a.wasmServer = os.Getenv(ccrun.WasmServerEnv) != "0"
 			}
 			// shown counts the notes of the decision an approver answered:
 			// they said why it was asked, a person saw them in the prompt,
@@ -368,6 +372,9 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	}
 	if exe, err := os.Executable(); err == nil {
 		opts = append(opts, ccrun.WithDetachedRefill(exe))
+		if a.wasmServer {
+			opts = append(opts, ccrun.WithWasmServer(exe, dir))
+		}
 	}
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {

@@ -26,6 +26,10 @@ type app struct {
 	// flags given besides --approve, --mode and --allow (see checkLock).
 	trustDigest string
 	loosenFlags []string
+
+	// wasmServer sends @wasm guests to the project's warm server
+	// (exec, in ccrun's own main).
+	wasmServer bool
 }
 
 // run is main without os.Exit, for tests: it parses args, runs the command

@@ -19,21 +19,27 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// ServerOptInEnv is the environment variable by which a user opts in to
-// the warm server: CCRUN_WASM_SERVER=1 (see ServerFromEnv).
+// ServerOptInEnv is the environment variable that turns the warm server
+// on or off: CCRUN_WASM_SERVER=1 opts a library user in (ServerFromEnv);
+// CCRUN_WASM_SERVER=0 opts the ccrun CLI, where it is on by default, out.
 const ServerOptInEnv = "CCRUN_WASM_SERVER"
 
 // WithServer makes Run send each guest to the warm server listening at
-// socket (DefaultSocket when ""), which keeps compiled modules in memory
-// across processes. When no server answers (no socket, a stale one, a
-// socket directory others can enter, a server of another uid, or a dial
-// that takes over 200 ms), Run runs the guest in this process as without
+// socket (DefaultSocket when ""; the CLI uses ProjectSocket), which keeps
+// compiled modules in memory across processes. When no server answers
+// (no socket, a stale one, a socket directory others can enter, a server
+// of another uid, a dial that takes over 200 ms, a server busy with
+// another run or retiring), Run runs the guest in this process as without
 // this option; when exe is not "" it first starts exe, detached, as the
 // server (the program's main must call ServeDefault when IsServer) and
-// waits up to a second for it. The run in the server has the same
-// confinement, limits, isolation (a fresh instance per run) and results
-// as in process; cancelling ctx or the client going away stops it.
-// Ignored with WithWorkerProcess. Default: off.
+// waits up to a second for it. A server that does not acknowledge the
+// run within 2 s is killed (the process at the other end of the socket,
+// by the kernel's peer credentials) and the guest runs here: the next
+// run starts a new one. The run in the server has the same confinement,
+// limits, isolation (a fresh instance per run) and results as in
+// process; cancelling ctx or the client going away stops it. Ignored with
+// WithWorkerProcess. Default: off (a program that does not call
+// ServeHelper, or ServeDefault when IsServer, must not be started as one).
 func WithServer(socket, exe string) Option {
 	return func(c *config) error {
 		if socket == "" {
@@ -239,8 +245,10 @@ func (e *Executor) startServer() error {
 	}
 	cmd := exec.Command(e.serverExe)
 	cmd.Env = []string{ServerEnv + "=1", serverSocketEnv + "=" + e.server, serverCacheEnv + "=" + e.cacheDir}
-	if v, ok := os.LookupEnv(serverIdleEnv); ok {
-		cmd.Env = append(cmd.Env, serverIdleEnv+"="+v)
+	for _, k := range []string{serverIdleEnv, serverRunsEnv} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
 	}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -249,6 +257,47 @@ func (e *Executor) startServer() error {
 	}
 	go func() { _ = cmd.Wait() }() // reap it should it end while we live
 	return nil
+}
+
+// ackTimeout is how long a client waits for the server to acknowledge a
+// run (it does as soon as it has read the request and the module) before
+// it takes the server for hung.
+const ackTimeout = 2 * time.Second
+
+// awaitAck waits for the server on uc to acknowledge the run (started
+// closed), to end the connection, or for ctx. It returns false when the
+// server did not answer by ackBy: then it has killed the process at the
+// other end of uc (the next run starts a new server) and the guest did
+// not run. done, when it received, is given its value back.
+func awaitAck[T any](ctx context.Context, uc *net.UnixConn, ackBy time.Time, started <-chan struct{}, done chan T) bool {
+	t := time.NewTimer(time.Until(ackBy))
+	defer t.Stop()
+	select {
+	case <-started:
+	case v := <-done:
+		done <- v
+	case <-ctx.Done():
+	case <-t.C:
+		select {
+		case <-started: // at the last moment
+			return true
+		default:
+		}
+		killPeer(uc)
+		_ = uc.Close()
+		<-done
+		return false
+	}
+	return true
+}
+
+// hungPeer kills the server at the other end of uc when err says that it
+// did not take the request in time (a write past its deadline).
+func hungPeer(uc *net.UnixConn, err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		killPeer(uc)
+	}
 }
 
 // runOn runs one guest on the connection uc, which it closes. began says
@@ -263,22 +312,29 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 	if req.Mounts == nil {
 		req.Mounts = []job.Mount{}
 	}
+	// The server reads the request and the module, and acknowledges, at
+	// once: one that does not within ackTimeout is hung (awaitAck).
+	ackBy := time.Now().Add(ackTimeout)
+	_ = uc.SetWriteDeadline(ackBy)
 	if err := c.writeJSON(frameRequest, req); err != nil {
+		hungPeer(uc, err)
 		return nil, false, nil
 	}
 	if err := c.write(frameModule, bin); err != nil {
+		hungPeer(uc, err)
 		return nil, false, nil
 	}
-	stdout := job.NewOutput(lim.Output, s.Streams.Stdout, nil)
-	stderr := job.NewOutput(lim.Output, s.Streams.Stderr, nil)
-	result := func(r job.Reason, code int, detail string, truncated bool) *job.Result {
-		return &job.Result{
-			Reason: r, ExitCode: code, Detail: detail,
-			Stdout: stdout.Bytes(), Stderr: stderr.Bytes(),
-			Truncated: truncated || stdout.Exceeded() || stderr.Exceeded(),
-			Duration:  time.Since(start),
-		}
+	// The server enforces the limits (the output cap too: the Capture
+	// here only keeps what it sends); the Supervisor's timeout is a
+	// backstop should the server not answer.
+	backstop := time.Duration(0)
+	if lim.Timeout > 0 {
+		backstop = lim.Timeout + 5*time.Second
 	}
+	sup := &job.Supervisor{Limits: job.Limits{Timeout: backstop, Output: lim.Output, Memory: lim.Memory}, Begin: start}
+	out := job.NewCapture(lim.Output, s.Streams, nil)
+	sup.Capture = out
+	stdout, stderr := out.Stdout, out.Stderr
 
 	// Stdin, pulled by the server: one read of at most the bytes asked
 	// for at a time. A read that blocks is left behind when the run ends,
@@ -359,49 +415,51 @@ func runOn(ctx context.Context, uc *net.UnixConn, s Spec, bin []byte, name strin
 			return false
 		}
 	}
+	if !awaitAck(ctx, uc, ackBy, startedCh, done) {
+		return nil, false, nil
+	}
+	_ = uc.SetWriteDeadline(time.Time{})
 
-	// The server enforces the timeout; this is a backstop should it not
-	// answer.
-	var backstop <-chan time.Time
-	if lim.Timeout > 0 {
-		t := time.NewTimer(lim.Timeout + 5*time.Second)
-		defer t.Stop()
-		backstop = t.C
+	sup.Wait = func() (job.Status, error) {
+		fin := <-done
+		if fin.err != nil {
+			if !started() {
+				return job.Status{}, errNotBegan
+			}
+			if errors.Is(fin.err, io.EOF) {
+				fin.err = errors.New("the connection ended before the run did")
+			}
+			return job.Status{}, fmt.Errorf("wasm server: %w", fin.err)
+		}
+		if r := fin.reply.Result; r != nil {
+			return job.Status{Reason: r.Reason, Code: r.ExitCode, Detail: r.Detail, Truncated: r.Truncated}, nil
+		}
+		if cl, ok := classes[fin.reply.Class]; ok {
+			return job.Status{}, fmt.Errorf("%s (in the wasm server): %w", fin.reply.Error, cl)
+		}
+		return job.Status{}, fmt.Errorf("wasm server: %s", fin.reply.Error)
 	}
-	var fin end
-	select {
-	case fin = <-done:
-	case <-backstop:
-		_ = uc.Close()
-		<-done
-		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()+" (the wasm server did not answer)", false), true, nil
-	case <-ctx.Done():
-		_ = c.write(frameCancel, []byte(context.Cause(ctx).Error()))
-		select {
-		case fin = <-done:
-		case <-time.After(2 * time.Second):
+	// A cancel is passed on, and the server's reply awaited 2 s at most;
+	// the backstop, or a server that does not answer the cancel, ends the
+	// connection.
+	sup.Kill = func(why job.Reason) {
+		if why == job.Timeout {
 			_ = uc.Close()
-			<-done
-			return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error(), false), true, nil
+			return
 		}
+		_ = c.write(frameCancel, []byte(context.Cause(ctx).Error()))
 	}
-	if fin.err != nil {
-		if !started() {
-			return nil, false, nil
-		}
-		if ctx.Err() != nil {
-			return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error(), false), true, nil
-		}
-		if errors.Is(fin.err, io.EOF) {
-			fin.err = errors.New("the connection ended before the run did")
-		}
-		return nil, true, fmt.Errorf("wasm server: %w", fin.err)
+	sup.KillGrace = 2 * time.Second
+	sup.Abandon = func(job.Result) { _ = uc.Close() }
+	res, err := sup.Run(ctx)
+	if errors.Is(err, errNotBegan) {
+		return nil, false, nil
 	}
-	if r := fin.reply; r.Result != nil {
-		return result(r.Result.Reason, r.Result.ExitCode, r.Result.Detail, r.Result.Truncated), true, nil
+	if err == nil && sup.StopReason() == job.Timeout {
+		res.Detail = "stopped after " + lim.Timeout.String() + " (the wasm server did not answer)"
 	}
-	if cl, ok := classes[fin.reply.Class]; ok {
-		return nil, true, fmt.Errorf("%s (in the wasm server): %w", fin.reply.Error, cl)
-	}
-	return nil, true, fmt.Errorf("wasm server: %s", fin.reply.Error)
+	return res, true, err
 }
+
+// errNotBegan: the connection ended before the server started the run.
+var errNotBegan = errors.New("wasm server: the run did not begin")

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"net"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -9,19 +10,42 @@ import (
 // peerUID returns the uid of the process at the other end of c, from the
 // kernel (SO_PEERCRED).
 func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
+	cred, err := peerCred(c)
 	if err != nil {
 		return -1, err
+	}
+	return int(cred.Uid), nil
+}
+
+// killPeer ends, with SIGKILL, the process of this uid at the other end
+// of c (a warm server that does not answer), through a pidfd opened while
+// c is still open, so that a pid the kernel gave again is never
+// signalled. It does nothing when the peer is this process or another
+// user's, or the kernel has no pidfds.
+func killPeer(c *net.UnixConn) {
+	cred, err := peerCred(c)
+	if err != nil || int(cred.Uid) != os.Getuid() || int(cred.Pid) == os.Getpid() || cred.Pid <= 0 {
+		return
+	}
+	fd, err := unix.PidfdOpen(int(cred.Pid), 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return -1, err
+		return nil, err
 	}
-	if cerr != nil {
-		return -1, cerr
-	}
-	return int(cred.Uid), nil
+	return cred, cerr
 }

@@ -3,7 +3,9 @@ package wasm
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +27,20 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// The warm server: a per-user background process that keeps compiled
-// modules in memory and runs guests for the clients of one user, so that
-// a short-lived process (one `ccrun exec`) does not pay for compiling (or
-// loading from the disk cache) the module again.
+// The warm server: a background process of one user (and, as the CLI
+// starts it, one project: ProjectSocket) that keeps compiled modules in
+// memory and runs guests for its clients, so that a short-lived process
+// (one `ccrun exec`) does not pay for compiling (or loading from the disk
+// cache) the module again.
+//
+// A server started by a client (ServeDefault) runs one guest at a time,
+// without interrupt checks, as a one-shot process does (WithOneShot): at
+// full speed, and a limit that stops a guest ends the server once it has
+// replied. It retires (takes no more runs, frees its socket for a new
+// server, ends when its run has) after DefaultRuns runs, after
+// DefaultMaxAge, after any run that did not end in a clean exit (a trap,
+// a limit, a cancel, an error), when its executable was replaced, and it
+// exits after DefaultIdle without a run.
 //
 // The server only runs what a client sends: the module's bytes (never a
 // path), its arguments, environment, mounts (absolute host paths) and
@@ -59,11 +71,20 @@ const (
 	serverSocketEnv = "CCRUN_WASM_SERVE_SOCKET"
 	serverCacheEnv  = "CCRUN_WASM_SERVE_CACHE"
 	serverIdleEnv   = "CCRUN_WASM_SERVE_IDLE"
+	serverRunsEnv   = "CCRUN_WASM_SERVE_RUNS"
 )
 
-// DefaultIdle is how long a server started by ServeDefault waits without a
-// run before it exits.
-const DefaultIdle = 10 * time.Minute
+// The bounds of a server started by ServeDefault.
+const (
+	// DefaultIdle is how long it waits without a run before it exits.
+	DefaultIdle = 5 * time.Minute
+	// DefaultRuns is how many runs it takes before it retires: whatever
+	// a run could have left in the process lasts at most that many more.
+	DefaultRuns = 200
+	// DefaultMaxAge is how long after its start it retires, however
+	// busy (a run going on then ends first, within its own timeout).
+	DefaultMaxAge = time.Hour
+)
 
 // ErrUnsafeSocket: the server's socket directory is not a directory that
 // only this user can enter, or the peer at the other end of the socket is
@@ -100,11 +121,29 @@ func IsServer() bool { return os.Getenv(ServerEnv) == "1" }
 // DefaultSocket returns where the warm server of this user listens:
 // $XDG_RUNTIME_DIR/ccrun/wasm.sock when XDG_RUNTIME_DIR is an absolute
 // path, else os.TempDir()/ccrun-UID/wasm.sock.
-func DefaultSocket() string {
+func DefaultSocket() string { return filepath.Join(SocketDir(), "wasm.sock") }
+
+// SocketDir is the directory of this user's warm-server sockets:
+// $XDG_RUNTIME_DIR/ccrun when XDG_RUNTIME_DIR is an absolute path, else
+// os.TempDir()/ccrun-UID.
+func SocketDir() string {
 	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		return filepath.Join(x, "ccrun", "wasm.sock")
+		return filepath.Join(x, "ccrun")
 	}
-	return filepath.Join(os.TempDir(), "ccrun-"+strconv.Itoa(os.Getuid()), "wasm.sock")
+	return filepath.Join(os.TempDir(), "ccrun-"+strconv.Itoa(os.Getuid()))
+}
+
+// ProjectSocket returns the socket of the warm server of this user for
+// the project at dir (made absolute): wasm-HASH.sock in SocketDir, HASH
+// the first 16 hex digits of the SHA-256 of the path. One server per
+// project keeps what one project's guests could leave in a server away
+// from another project's runs.
+func ProjectSocket(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(SocketDir(), "wasm-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
 // checkSocketDir refuses a directory that is a symbolic link, is not a
@@ -212,22 +251,68 @@ type Server struct {
 	// must not go on running guests with old code.
 	Stale func() bool
 
+	// MaxRuns, when over 0, is how many runs the Server takes before it
+	// retires. MaxAge, when over 0, is how long after NewServer it
+	// retires. Retiring on an abnormal end (RetireOnAbnormal) takes no
+	// more runs after one that did not end in a clean exit of the guest:
+	// a trap, a limit, a cancel or an error. A retired Server closes its
+	// listener, calls Retired (when set), lets the run going on end, and
+	// Serve returns nil. Set them before Serve.
+	MaxRuns          int
+	MaxAge           time.Duration
+	RetireOnAbnormal bool
+	Retired          func()
+
 	served atomic.Int64 // runs started, for tests
 
-	mu     sync.Mutex
-	active int
-	last   time.Time
+	serial bool // one run at a time: a one-shot Executor's
+	born   time.Time
+
+	mu       sync.Mutex
+	active   int // connections
+	running  int // runs acknowledged and not yet replied to
+	last     time.Time
+	runs     int
+	retiring bool
+	l        *net.UnixListener
 }
 
-// NewServer returns a Server that runs guests with e (in process, with
-// interrupt checks: e must not be made WithWorkerProcess or
-// WithInterrupt(false)) and whose Serve returns after idle without a run
-// (0: never). The Server does not close e.
+// NewServer returns a Server that runs guests with e, in process, and
+// whose Serve returns after idle without a run (0: never). e must not be
+// made WithWorkerProcess or WithServer, and runs either with interrupt
+// checks (guests then run side by side) or WithOneShot, in a process that
+// exists to serve (ServeDefault): guests then run one at a time (a
+// connection that comes while one runs is closed before the
+// acknowledgement, and its client runs the guest itself), and a limit
+// that stops a guest retires the Server, whose process must end (the
+// exit function of WithOneShot is the backstop). The Server does not
+// close e.
 func NewServer(e *Executor, idle time.Duration) (*Server, error) {
-	if e.worker != "" || !e.interrupt || e.server != "" {
-		return nil, fmt.Errorf("wasm server: the executor must run guests in process with interrupt checks: %w", ErrInvalidSpec)
+	if e.worker != "" || e.server != "" || (!e.interrupt && e.oneShot == nil) {
+		return nil, fmt.Errorf("wasm server: the executor must run guests in process, with interrupt checks or one-shot: %w", ErrInvalidSpec)
 	}
-	return &Server{e: e, idle: idle, last: time.Now()}, nil
+	now := time.Now()
+	return &Server{e: e, idle: idle, last: now, born: now, serial: e.oneShot != nil, RetireOnAbnormal: e.oneShot != nil}, nil
+}
+
+// retire stops the Server taking runs (see MaxRuns); it is called with
+// s.mu held.
+func (s *Server) retire() {
+	if s.retiring {
+		return
+	}
+	s.retiring = true
+	if s.l != nil {
+		_ = s.l.Close()
+	}
+	if s.Retired != nil {
+		s.Retired()
+	}
+}
+
+// abnormal says whether a run did not end in a clean exit of its guest.
+func abnormal(res *job.Result, err error) bool {
+	return err != nil || res == nil || res.Reason != job.Exit || (res.ExitCode == TrapExit && res.Detail != "")
 }
 
 // Serve accepts connections on l until ctx is done, the idle time passes
@@ -243,7 +328,14 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 		<-ctx.Done()
 		_ = l.Close()
 	}()
-	if s.idle > 0 {
+	s.mu.Lock()
+	s.l = l
+	retired := s.retiring
+	s.mu.Unlock()
+	if retired {
+		_ = l.Close()
+	}
+	if s.idle > 0 || s.MaxAge > 0 {
 		go s.watchIdle(ctx, cancel)
 	}
 	uid := os.Getuid()
@@ -251,7 +343,10 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 	for {
 		c, err := l.AcceptUnix()
 		if err != nil {
-			if ctx.Err() != nil || stale {
+			s.mu.Lock()
+			retired := s.retiring
+			s.mu.Unlock()
+			if ctx.Err() != nil || stale || retired {
 				return nil
 			}
 			var ne net.Error
@@ -266,28 +361,55 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 		}
 		if s.Stale != nil && s.Stale() {
 			_ = c.Close()
-			_ = l.Close() // no more runs; wait for those going on, below
+			s.mu.Lock()
+			s.retire() // no more runs; wait for those going on, below
+			s.mu.Unlock()
 			stale = true
 			continue
 		}
 		s.mu.Lock()
+		if s.retiring {
+			s.mu.Unlock()
+			_ = c.Close() // before the acknowledgement: the client runs it
+			continue
+		}
 		s.active++
 		s.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.handle(ctx, newConn(c))
+			var once sync.Once
+			// finish counts the run once its reply is out (the client may
+			// take a while to close: the next run need not wait for it).
+			finish := func(ran bool, res *job.Result, err error) {
+				once.Do(func() {
+					s.mu.Lock()
+					defer s.mu.Unlock()
+					s.active--
+					s.last = time.Now()
+					if ran {
+						s.running--
+						s.runs++
+						if (s.MaxRuns > 0 && s.runs >= s.MaxRuns) || (s.RetireOnAbnormal && abnormal(res, err)) {
+							s.retire()
+						}
+					}
+				})
+			}
+			finish(s.handle(ctx, newConn(c), finish))
 			_ = c.Close()
-			s.mu.Lock()
-			s.active--
-			s.last = time.Now()
-			s.mu.Unlock()
 		}()
 	}
 }
 
 func (s *Server) watchIdle(ctx context.Context, stop func()) {
-	t := time.NewTicker(min(s.idle/4+time.Millisecond, 10*time.Second))
+	every := 10 * time.Second
+	for _, d := range []time.Duration{s.idle, s.MaxAge} {
+		if d > 0 {
+			every = min(every, d/4+time.Millisecond)
+		}
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -295,7 +417,10 @@ func (s *Server) watchIdle(ctx context.Context, stop func()) {
 			return
 		case <-t.C:
 			s.mu.Lock()
-			idle := s.active == 0 && time.Since(s.last) >= s.idle
+			idle := s.idle > 0 && s.active == 0 && time.Since(s.last) >= s.idle
+			if s.MaxAge > 0 && time.Since(s.born) >= s.MaxAge {
+				s.retire() // the run going on, if any, ends first
+			}
 			s.mu.Unlock()
 			if idle {
 				stop()
@@ -305,17 +430,19 @@ func (s *Server) watchIdle(ctx context.Context, stop func()) {
 	}
 }
 
-// handle runs the one guest of a connection.
-func (s *Server) handle(ctx context.Context, c *conn) {
+// handle runs the one guest of a connection; ran says it ran (and res
+// and err are what Run returned). It calls finish with the same once the
+// reply is written.
+func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Result, error)) (ran bool, res *job.Result, err error) {
 	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second)) // the request comes at once
 	kind, b, err := c.read(maxControl)
 	if err != nil || kind != frameRequest {
 		return
 	}
 	var req serverRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		_ = c.writeJSON(frameReply, replyErr(fmt.Errorf("wasm server: request: %v: %w", err, ErrInvalidSpec)))
-		return
+	if jerr := json.Unmarshal(b, &req); jerr != nil {
+		_ = c.writeJSON(frameReply, replyErr(fmt.Errorf("wasm server: request: %v: %w", jerr, ErrInvalidSpec)))
+		return false, nil, nil
 	}
 	if req.Protocol != protocol {
 		return // another version of ccrun: it runs the guest itself
@@ -372,8 +499,21 @@ func (s *Server) handle(ctx context.Context, c *conn) {
 	if req.Stdin {
 		spec.Streams.Stdin = in
 	}
-	if err := c.write(frameAck, nil); err != nil {
-		return
+	// One run at a time in a serial Server: a connection that comes while
+	// one goes on is closed before the acknowledgement (its client runs
+	// the guest itself), and so is one that comes while it retires.
+	s.mu.Lock()
+	if s.retiring || (s.serial && s.running > 0) {
+		s.mu.Unlock()
+		return false, nil, nil
+	}
+	s.running++
+	s.mu.Unlock()
+	if c.write(frameAck, nil) != nil {
+		s.mu.Lock()
+		s.running--
+		s.mu.Unlock()
+		return false, nil, nil
 	}
 	s.served.Add(1)
 	// A client that stops reading must not hold a guest in a write past
@@ -391,7 +531,8 @@ func (s *Server) handle(ctx context.Context, c *conn) {
 	if req.Timeout > 0 {
 		_ = c.c.SetWriteDeadline(time.Now().Add(time.Duration(req.Timeout) + time.Second))
 	}
-	res, err := s.e.Run(runCtx, spec)
+	ran = true
+	res, err = s.e.Run(runCtx, spec)
 	wmu.Lock()
 	finished = true
 	wmu.Unlock()
@@ -404,16 +545,19 @@ func (s *Server) handle(ctx context.Context, c *conn) {
 	} else {
 		reply = workerReply{Result: res}
 	}
-	if err := c.writeJSON(frameReply, reply); err != nil {
+	werr := c.writeJSON(frameReply, reply)
+	finish(ran, res, err)
+	if werr != nil {
 		_ = c.c.Close() // the client does not read: done with it
 		<-readerDone
-		return
+		return ran, res, err
 	}
 	_ = c.c.CloseWrite()
 	// Wait for the client to close (it has what it needs), but not for
 	// ever.
 	_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	<-readerDone
+	return ran, res, err
 }
 
 // frameWriter sends what the guest writes to the client. A failed send
@@ -480,11 +624,24 @@ func (p *pullStdin) Read(b []byte) (int, error) {
 // missing and must be a directory only this user can enter. A lock file
 // beside the socket (PATH.lock, holding the server's pid) keeps a second
 // server off: when one holds it, ListenAndServe returns nil at once.
+// Guests run with interrupt checks, side by side, with no bound on the
+// runs (ServeDefault's server is the bounded, one-shot one).
 func ListenAndServe(ctx context.Context, path string, cacheDir string, idle time.Duration) error {
-	return listenAndServe(ctx, path, cacheDir, idle, nil)
+	return listenAndServe(ctx, path, cacheDir, serveConfig{idle: idle})
 }
 
-func listenAndServe(ctx context.Context, path string, cacheDir string, idle time.Duration, stale func() bool) error {
+// serveConfig is how listenAndServe serves: idle as NewServer's; stale as
+// Server.Stale; oneShot: guests run WithOneShot(exit), with the bounds of
+// ServeDefault (runs, age, retiring on an abnormal end).
+type serveConfig struct {
+	idle    time.Duration
+	stale   func() bool
+	oneShot func(*job.Result)
+	runs    int
+	age     time.Duration
+}
+
+func listenAndServe(ctx context.Context, path string, cacheDir string, cfg serveConfig) error {
 	if path == "" {
 		path = DefaultSocket()
 	}
@@ -520,16 +677,24 @@ func listenAndServe(ctx context.Context, path string, cacheDir string, idle time
 	if err := os.Chmod(path, 0o600); err != nil {
 		return fmt.Errorf("wasm server: %w", err)
 	}
-	e, err := New(ctx, WithCacheDir(cacheDir))
+	opts := []Option{WithCacheDir(cacheDir)}
+	if cfg.oneShot != nil {
+		opts = append(opts, WithOneShot(cfg.oneShot))
+	}
+	e, err := New(ctx, opts...)
 	if err != nil {
 		return err
 	}
 	defer e.Close(context.Background())
-	s, err := NewServer(e, idle)
+	s, err := NewServer(e, cfg.idle)
 	if err != nil {
 		return err
 	}
-	s.Stale = stale
+	s.Stale, s.MaxRuns, s.MaxAge = cfg.stale, cfg.runs, cfg.age
+	// Retired: the socket is gone (the listener unlinked it), so the lock
+	// goes too, and the next client starts a new server at once while
+	// this one ends its last run.
+	s.Retired = func() { _ = lock.Close() }
 	return s.Serve(ctx, l)
 }
 
@@ -559,10 +724,12 @@ func replaced(path string) func() bool {
 }
 
 // ServeDefault is the main of a server process started by a client: it
-// serves on the socket, with the cache and idle time its environment
-// names (DefaultSocket, the default cache dir and DefaultIdle when
-// unset), until it has been idle that long or gets SIGTERM or SIGINT,
-// and returns the process's exit code.
+// serves on the socket, with the cache, idle time and number of runs its
+// environment names (DefaultSocket, the default cache dir, DefaultIdle
+// and DefaultRuns when unset), guests one at a time and one-shot (see
+// NewServer), until it has been idle that long, retired (DefaultRuns,
+// DefaultMaxAge, a run that did not end cleanly, a replaced executable)
+// or gets SIGTERM or SIGINT, and returns the process's exit code.
 func ServeDefault() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -572,16 +739,29 @@ func ServeDefault() int {
 			cache = filepath.Join(d, "ccrun", "wasm")
 		}
 	}
-	idle := DefaultIdle
+	cfg := serveConfig{idle: DefaultIdle, stale: exeReplaced(), runs: DefaultRuns, age: DefaultMaxAge,
+		// A guest a limit stopped runs on in compiled code that nothing
+		// can stop: the server retires on it (RetireOnAbnormal), and its
+		// process ends once the reply is out; this ends it should that
+		// take over OneShotGrace.
+		oneShot: func(*job.Result) { os.Exit(3) }}
 	if v := os.Getenv(serverIdleEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "wasm server:", serverIdleEnv+":", err)
 			return 2
 		}
-		idle = d
+		cfg.idle = d
 	}
-	if err := listenAndServe(ctx, os.Getenv(serverSocketEnv), cache, idle, exeReplaced()); err != nil {
+	if v := os.Getenv(serverRunsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "wasm server:", serverRunsEnv+":", v, "is not a positive number")
+			return 2
+		}
+		cfg.runs = n
+	}
+	if err := listenAndServe(ctx, os.Getenv(serverSocketEnv), cache, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

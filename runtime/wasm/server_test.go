@@ -221,6 +221,24 @@ func TestServerParity(t *testing.T) {
 
 // TestServerLimits: timeout (computing, sleeping, blocked on stdin),
 // output cap and memory cap through the server.
+// limitCase is a run a limit stops: how it ends.
+type limitCase struct {
+	name   string
+	spec   Spec
+	reason job.Reason
+	code   int
+}
+
+// limitCases are the guests a limit stops, each in its way.
+func limitCases() []limitCase {
+	return []limitCase{
+		{"infinite loop", probe("forever"), job.Timeout, job.TimeoutExit},
+		{"sleeping", probe("sleep"), job.Timeout, job.TimeoutExit},
+		{"flood", probe("flood"), job.OutputCap, job.KilledExitCode},
+		{"memory bomb", probe("bomb"), job.Memory, job.KilledExitCode},
+	}
+}
+
 func TestServerLimits(t *testing.T) {
 	t.Parallel()
 	sock, srv := testServer(t)
@@ -228,18 +246,8 @@ func TestServerLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name   string
-		spec   Spec
-		reason job.Reason
-		code   int
-	}{
-		{"infinite loop", probe("forever"), job.Timeout, job.TimeoutExit},
-		{"sleeping", probe("sleep"), job.Timeout, job.TimeoutExit},
-		{"blocked on stdin", Spec{Module: guests["probe"], Args: []string{"cat"}, Streams: job.Streams{Stdin: blockingReader{make(chan struct{})}}}, job.Timeout, job.TimeoutExit},
-		{"flood", probe("flood"), job.OutputCap, job.KilledExitCode},
-		{"memory bomb", probe("bomb"), job.Memory, job.KilledExitCode},
-	}
+	tests := append(limitCases(), limitCase{"blocked on stdin", Spec{Module: guests["probe"], Args: []string{"cat"},
+		Streams: job.Streams{Stdin: blockingReader{make(chan struct{})}}}, job.Timeout, job.TimeoutExit})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -751,5 +759,217 @@ func BenchmarkServerHello(b *testing.B) {
 		if err != nil || !res.OK() {
 			b.Fatal(err, res)
 		}
+	}
+}
+
+// hangTestEnv names a socket the test binary, started with it, listens on
+// and accepts connections at without ever answering: a hung server.
+const hangTestEnv = "CCRUN_WASM_TEST_HANG"
+
+func init() {
+	if sock := os.Getenv(hangTestEnv); sock != "" {
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			os.Exit(1)
+		}
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				os.Exit(1)
+			}
+			defer c.Close() // held open, never read
+		}
+	}
+}
+
+// serverPID reads the pid in the lock file of the server at sock; 0 when
+// there is none.
+func serverPID(t *testing.T, sock string) int {
+	t.Helper()
+	b, err := os.ReadFile(sock + ".lock")
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// alive says whether the process pid runs (it is reaped by the Executor
+// that started it).
+func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+
+// TestServerBounds: the server ServeDefault runs (the CLI's default, the
+// test binary here) runs guests one-shot, at full speed, with the limits
+// of a run in process, and retires: after a guest a limit stopped, after a
+// trap, after CCRUN_WASM_SERVE_RUNS runs; a connection that comes while a
+// run goes on is closed before the acknowledgement (its client runs the
+// guest itself). Each retired server's process ends, and the next run
+// starts a new one.
+func TestServerBounds(t *testing.T) {
+	t.Setenv(serverIdleEnv, "1m")
+	t.Setenv(serverRunsEnv, "3")
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "wasm.sock")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit42 := module(true, []string{"start"}, [][]byte{cat(opI32Const(42), opCall(0))}, map[string]int{"_start": 1}, nil)
+	trap := module(false, []string{"explode"}, [][]byte{opUnreachable}, map[string]int{"_start": 0}, nil)
+	e, err := New(context.Background(), WithCacheDir(sharedCache), WithServer(sock, exe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if pid := serverPID(t, sock); alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+		e.Close(context.Background())
+	})
+	// start runs exit42 through e, which starts a server when none
+	// answers, and returns the server's pid.
+	start := func() int {
+		t.Helper()
+		for {
+			res, err := e.Run(context.Background(), Spec{Module: exit42})
+			if err != nil || res.ExitCode != 42 {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			e.startOnce = sync.Once{} // each start may start one
+			if _, err := Dial(sock); err == nil {
+				return serverPID(t, sock)
+			}
+		}
+	}
+	gone := func(pid int) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("server %d gone", pid), func() bool { return !alive(pid) })
+	}
+	client := func() *Client {
+		t.Helper()
+		c, err := Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	t.Run("limits", func(t *testing.T) {
+		for _, tc := range append(limitCases(), limitCase{"trap", Spec{Module: trap}, job.Exit, TrapExit}) {
+			pid := start()
+			s := tc.spec
+			s.Limits = job.Limits{Timeout: 20 * time.Second, Output: 64 << 10, Memory: 64 << 20}
+			if tc.reason == job.Timeout {
+				s.Limits.Timeout = time.Second
+			}
+			res, err := client().Run(context.Background(), s)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if res.Reason != tc.reason || res.ExitCode != tc.code {
+				t.Errorf("%s: got %s %d (%s), want %s %d", tc.name, res.Reason, res.ExitCode, res.Detail, tc.reason, tc.code)
+			}
+			if len(res.Stdout) > 64<<10 {
+				t.Errorf("%s: kept %d bytes of stdout, over the cap", tc.name, len(res.Stdout))
+			}
+			gone(pid) // retired on the abnormal end
+		}
+	})
+	t.Run("runs", func(t *testing.T) {
+		pid := start() // run 1
+		c := client()
+		for range 2 { // runs 2 and 3
+			if res, err := c.Run(context.Background(), probe("exit", "0")); err != nil || !res.OK() {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+		}
+		gone(pid)
+		if _, err := c.Run(context.Background(), probe("exit", "0")); !errors.Is(err, ErrServerGone) {
+			t.Errorf("a run after the last: %v, want ErrServerGone", err)
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		pid := start()
+		c := client()
+		release := make(chan struct{})
+		in := &readSignal{read: make(chan struct{}), r: blockingReader{release}}
+		first := make(chan error, 1)
+		go func() {
+			s := probe("cat")
+			s.Streams.Stdin = in
+			_, err := c.Run(context.Background(), s)
+			first <- err
+		}()
+		<-in.read // the guest runs, and reads its stdin
+		// The second run while the first goes on: not taken.
+		_, err := c.Run(context.Background(), probe("exit", "0"))
+		if !errors.Is(err, ErrServerGone) {
+			t.Errorf("a run while busy: %v, want ErrServerGone", err)
+		}
+		// Through an Executor it runs in process.
+		if res, err := e.Run(context.Background(), probe("exit", "7")); err != nil || res.ExitCode != 7 {
+			t.Errorf("fallback: %v %+v", err, res)
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Errorf("the first run: %v", err)
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		gone(pid)
+	})
+}
+
+// readSignal closes read at its first Read.
+type readSignal struct {
+	once sync.Once
+	read chan struct{}
+	r    io.Reader
+}
+
+func (r *readSignal) Read(p []byte) (int, error) {
+	r.once.Do(func() { close(r.read) })
+	return r.r.Read(p)
+}
+
+// TestServerHung: a server that accepts but never acknowledges is killed
+// and the guest runs in process; no run waits for it longer than
+// ackTimeout.
+func TestServerHung(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "ccrun-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "wasm.sock")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), hangTestEnv+"="+sock)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	eventually(t, "listening", func() bool { _, err := os.Stat(sock); return err == nil })
+	e := serverExecutor(t, sock)
+	res, err := e.Run(context.Background(), probe("exit", "5"))
+	if err != nil || res.ExitCode != 5 {
+		t.Fatalf("run: %v %+v, want exit 5 in process", err, res)
+	}
+	select {
+	case err := <-waited:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("the hung server ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the hung server still runs")
 	}
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWasmServerDefaultThroughCLI: by default a real ccrun sends a @wasm guest to
+// the project's warm server, which it starts: the guest's exit code is
+// ccrun's, a CPU-bound guest still ends at its timeout with exit 124 and
+// the message, the server that a limit stopped a guest in ends, and the
+// next run starts a new one. The socket is reachable by this user only.
+func TestWasmServerDefaultThroughCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ccrun and a guest")
+	}
+	bin := buildCcrun(t)
+	dir := t.TempDir()
+	loop := buildGuest(t, "package main\n\nimport \"os\"\n\nfunc main() {\n\tif len(os.Args) > 1 {\n\t\tos.Exit(3)\n\t}\n\tn := 0\n\tfor {\n\t\tn++\n\t}\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, err := os.MkdirTemp("", "ccrun-run-") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	if err := os.Chmod(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"),
+		"XDG_RUNTIME_DIR="+run, "CCRUN_WASM_SERVER=")
+	ccrun := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "loop.wasm"}, args...)...)
+		cmd.Dir, cmd.Env = dir, env
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return errb.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return errb.String(), 0
+	}
+	// server returns the pid of the server listening for dir, 0 if none.
+	server := func() int {
+		locks, _ := filepath.Glob(filepath.Join(run, "ccrun", "wasm-*.sock.lock"))
+		for _, l := range locks {
+			b, _ := os.ReadFile(l)
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && syscall.Kill(pid, 0) == nil {
+				if _, err := os.Stat(strings.TrimSuffix(l, ".lock")); err == nil {
+					return pid
+				}
+			}
+		}
+		return 0
+	}
+	t.Cleanup(func() {
+		if pid := server(); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	if stderr, code := ccrun("--", "x"); code != 3 {
+		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
+	}
+	first := server()
+	if first == 0 {
+		t.Fatal("no warm server after a run")
+	}
+	fi, err := os.Stat(filepath.Join(run, "ccrun"))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socket dir %v (%v), want 0700", fi.Mode(), err)
+	}
+	if stderr, code := ccrun("--", "x"); code != 3 || server() != first {
+		t.Fatalf("exit %d (stderr %q), server %d; want 3 from the same server %d", code, stderr, server(), first)
+	}
+	start := time.Now()
+	stderr, code := ccrun("--timeout", "1s")
+	if code != exitTimeout || !strings.Contains(stderr, "timeout") {
+		t.Errorf("exit %d, stderr %q; want %d and the timeout said", code, stderr, exitTimeout)
+	}
+	t.Logf("a 1s timeout ended the run after %s", time.Since(start).Round(time.Millisecond))
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(first, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server %d still runs after a guest it could not stop", first)
+		}
+	}
+	if stderr, code := ccrun("--", "x"); code != 3 {
+		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
+	}
+	if next := server(); next == 0 || next == first {
+		t.Errorf("server %d after the retired %d, want a new one", next, first)
+	}
+}
