@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -364,23 +363,22 @@ func (pl *planner) walk(parent int, name, abs string, n *node) {
 	}
 	pl.dirs = append(pl.dirs, stamp{abs, st.Dev, st.Ino, st.Mtim, st.Ctim, false})
 	pl.grants = append(pl.grants, grant{dirfd: fd, name: ".", rights: readDir, dir: true})
-	ents, err := listDir(fd)
+	ents, err := listDir(fd, n.procs)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
 		k, hidden := n.match(e.name)
-		p := path.Join(abs, e.name)
 		if e.typ == unix.DT_LNK {
 			if hidden || k != nil {
-				pl.links = append(pl.links, p)
+				pl.links = append(pl.links, path.Join(abs, e.name))
 			}
 			continue // what it points to is granted, or not, where it is
 		}
 		switch {
 		case hidden:
 		case k != nil:
-			pl.walk(fd, e.name, p, k)
+			pl.walk(fd, e.name, path.Join(abs, e.name), k)
 		default:
 			pl.grants = append(pl.grants, grant{dirfd: fd, name: e.name, rights: readFile | readDir, dir: e.typ == unix.DT_DIR})
 		}
@@ -399,11 +397,19 @@ type dirent struct {
 	typ  uint8
 }
 
-// listDir lists the directory open as fd, sorted, with each entry's type
-// (DT_UNKNOWN resolved with fstatat).
-func listDir(fd int) ([]dirent, error) {
+// listDir lists the directory open as fd, with each entry's type
+// (DT_UNKNOWN resolved with fstatat). With untilPID (/proc under
+// HideProcesses) it stops at the first process entry: /proc lists its
+// other entries first, then self, thread-self and the processes, and each
+// process listed costs the kernel a lookup. Should another kernel mix
+// them, what is not listed is only refused.
+func listDir(fd int, untilPID bool) ([]dirent, error) {
 	var out []dirent
-	buf := make([]byte, 32<<10)
+	size := 32 << 10
+	if untilPID {
+		size = 2 << 10 // /proc's other entries, a little more
+	}
+	buf := make([]byte, size)
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {
@@ -425,6 +431,9 @@ func listDir(fd int) ([]dirent, error) {
 			if name == "." || name == ".." {
 				continue
 			}
+			if untilPID && isPID(name) {
+				return out, nil
+			}
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
 				if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
@@ -441,7 +450,6 @@ func listDir(fd int) ([]dirent, error) {
 			out = append(out, dirent{name, typ})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 

@@ -30,7 +30,9 @@
 //     as rules on each sibling of each directory on the way to a hidden
 //     path. Such a partly granted directory (/, /etc, the home, the
 //     project) is listed as it was at Prepare: an entry created in it
-//     later cannot be read by a confined program until the next Prepare.
+//     later cannot be read by a confined program until the next Prepare
+//     (/proc is listed up to its first process entry: what a kernel would
+//     list after the processes is refused too).
 //     The built ruleset is kept per Policy and rebuilt by the first Prepare
 //     after one of those directories changed (its inode, mtime or ctime).
 //   - A partly granted directory may be listed, and so may the directories
