@@ -46,7 +46,9 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 // call, and a capability (approved by digest), run unconfined. Where the
 // kernel cannot confine, nothing is confined: the policy then asks for the
 // read-only commands that only the kernel could contain (PolicyConfig
-// Unconfined), and the Guard still checks every program.
+// Unconfined), and the Guard still checks every program. The ruleset
+// starts building now (Warm), beside the work left before the first
+// program starts.
 func (r *Runtime) shellConfinement(inv *Invocation, d *permission.Decision) *shell.Confinement {
 	if inv.Capability != nil || inv.Command == nil || inv.Command.File == nil || d.Layer == permission.LayerApprover {
 		return nil
@@ -58,5 +60,7 @@ func (r *Runtime) shellConfinement(inv *Invocation, d *permission.Decision) *she
 		return nil
 	}
 	home, _ := os.UserHomeDir()
-	return shell.ReadOnlyConfinement(home, r.dir, inv.Dir)
+	c := shell.ReadOnlyConfinement(home, r.dir, inv.Dir)
+	c.Warm(inv.Command.File)
+	return c
 }

@@ -7,8 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
 
 	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/internal/confine"
 )
@@ -25,10 +29,11 @@ import (
 // and never create, remove, rename, link or truncate a file, change a
 // mode, owner, time or xattr, open a socket (only socketpair), bind or
 // connect TCP, or signal or trace a process outside the run; with
-// HideProcesses (ReadOnlyConfinement sets it) it reads no /proc/PID. The ruleset is built once per run, when it starts;
-// internal/confine's documentation lists the limits (entries created
-// later in a partly hidden directory, names listed in hidden directories,
-// hard links, already-open files).
+// HideProcesses (ReadOnlyConfinement sets it) it reads no /proc/PID. The
+// ruleset is built once per run, when it first starts a program or opens a
+// file, or ahead of the run by Warm; internal/confine's documentation
+// lists the limits (entries created later in a partly hidden directory,
+// names listed in hidden directories, hard links, already-open files).
 //
 // When the kernel cannot confine (no Landlock, ABI below 4, another OS,
 // CCRUN_LANDLOCK=off), a run that asks for it fails closed: no program
@@ -48,6 +53,114 @@ type Confinement struct {
 	// ptrace scoping does not keep /proc/PID/environ from a confined
 	// program.
 	HideProcesses bool
+
+	warm *warmRuleset // Warm's ruleset, for the first run that takes it
+}
+
+// policy is c as internal/confine's Policy.
+func (c *Confinement) policy() confine.Policy {
+	return confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses}
+}
+
+// Warm starts preparing c's ruleset in the background, when script may
+// start a program or open a file (a script of builtins only never needs
+// one), so that the run given c finds it ready: building it lists the
+// directories on the way to the hidden paths and adds a rule per entry,
+// about a millisecond that the work before the first program starts (the
+// Guard's checks, git's configuration read) then hides. It changes nothing
+// of what the run may do: the ruleset is the one the run would build, from
+// c's fields as they are when Warm is called, its directories listed a
+// little earlier (an entry made since is refused, as one made during the
+// run is); a run whose Confinement was changed since builds its own, and
+// so does every run after the first that is given c. A ruleset no run took
+// is closed when the first run given c ends, or once c is garbage. Call
+// Warm before giving c to a run, not during one; it does nothing on a nil
+// c or a second call.
+func (c *Confinement) Warm(script *syntax.File) {
+	if c == nil || c.warm != nil || !mayOpen(script) {
+		return
+	}
+	w := &warmRuleset{policy: c.policy(), done: make(chan struct{})}
+	w.policy.Hide = slices.Clone(w.policy.Hide) // c's own may change: compare with a copy
+	w.policy.Read = slices.Clone(w.policy.Read)
+	w.policy.Write = slices.Clone(w.policy.Write)
+	go func() {
+		w.rs, w.err = confine.Prepare(w.policy)
+		close(w.done)
+	}()
+	c.warm = w
+	runtime.AddCleanup(c, (*warmRuleset).discard, w)
+}
+
+// warmRuleset is a ruleset prepared ahead of its run (Warm).
+type warmRuleset struct {
+	policy confine.Policy
+	done   chan struct{} // closed once rs and err are set
+	rs     *confine.Ruleset
+	err    error
+	taken  atomic.Bool
+}
+
+// take hands the ruleset (or why it could not be built) to the caller,
+// once, if it was prepared for p; ok is false when there is none to take.
+func (w *warmRuleset) take(p confine.Policy) (rs *confine.Ruleset, ok bool, err error) {
+	if w == nil || !w.taken.CompareAndSwap(false, true) {
+		return nil, false, nil
+	}
+	<-w.done
+	if !samePolicy(w.policy, p) {
+		if w.rs != nil {
+			w.rs.Close()
+		}
+		return nil, false, nil
+	}
+	return w.rs, true, w.err
+}
+
+// discard closes the ruleset if no run took it.
+func (w *warmRuleset) discard() {
+	if w == nil || !w.taken.CompareAndSwap(false, true) {
+		return
+	}
+	<-w.done
+	if w.rs != nil {
+		w.rs.Close()
+	}
+}
+
+func samePolicy(a, b confine.Policy) bool {
+	return slices.Equal(a.Hide, b.Hide) && slices.Equal(a.Read, b.Read) &&
+		slices.Equal(a.Write, b.Write) && a.HideProcesses == b.HideProcesses
+}
+
+// mayOpen reports whether script may start a program or open a file, the
+// two things a confined run needs its ruleset for: false only when every
+// command is a builtin that does neither, with no redirection. A wrong
+// true costs a ruleset built for nothing; a wrong false only the wait for
+// it when the run starts a program.
+func mayOpen(script *syntax.File) bool {
+	if script == nil {
+		return false
+	}
+	found := false
+	syntax.Walk(script, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Redirect:
+			found = true
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 {
+				name := n.Args[0].Lit()
+				switch {
+				case name == "" || !interp.IsBuiltin(name):
+					found = true // a program, a function, or a word to expand
+				case slices.Contains([]string{"exec", "command", "builtin", "eval", "source", ".", "trap"}, name):
+					found = true // runs or reads what its arguments say
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // ErrConfineUnavailable is the class of the error ConfineAvailable returns
@@ -89,8 +202,11 @@ func unconfinable() string {
 // never pays for it. An error means nothing may start.
 func (r *run) ruleset() (*confine.Ruleset, error) {
 	r.confineOnce.Do(func() {
-		c := r.confine
-		r.confined, r.confineErr = confine.Prepare(confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses})
+		p := r.confine.policy()
+		var ok bool
+		if r.confined, ok, r.confineErr = r.confine.warm.take(p); !ok {
+			r.confined, r.confineErr = confine.Prepare(p)
+		}
 		if r.confineErr != nil {
 			r.confineErr = fmt.Errorf("not run: the command must run confined, and the ruleset could not be built: %w", r.confineErr)
 		}
@@ -98,11 +214,13 @@ func (r *run) ruleset() (*confine.Ruleset, error) {
 	return r.confined, r.confineErr
 }
 
-// closeConfined ends the run's confined thread, if one was made.
+// closeConfined ends the run's confined thread, if one was made, and
+// one Warm made that no run took.
 func (r *run) closeConfined() {
 	if r.confined != nil {
 		r.confined.Close()
 	}
+	r.confine.warm.discard()
 }
 
 // start starts cmd, from the run's confined thread when the run is

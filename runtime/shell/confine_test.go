@@ -314,3 +314,71 @@ func BenchmarkConfineTenProgramsPlain(b *testing.B)    { benchConfine(b, tenTrue
 func BenchmarkConfineTenProgramsConfined(b *testing.B) { benchConfine(b, tenTrue, true) }
 func BenchmarkConfineBinTruePlain(b *testing.B)        { benchConfine(b, "/bin/true", false) }
 func BenchmarkConfineBinTrueConfined(b *testing.B)     { benchConfine(b, "/bin/true", true) }
+
+// TestConfineWarm: a ruleset prepared ahead by Warm confines its run as
+// the run's own would; one prepared for fields changed since is not used;
+// a script of builtins only prepares none.
+func TestConfineWarm(t *testing.T) {
+	w := newConfineWorld(t)
+	e := newExecutor(t)
+
+	for src, want := range map[string]bool{
+		"true": false, "echo x; test -n y && printf '%s' z": false, "x=1; y=$x": false,
+		"git status": true, "echo x > f": true, "$cmd": true, "eval true": true,
+		"echo $(ls)": true, "f() { :; }; f": true, "command -v git": true, ". ./x": true,
+	} {
+		if got := mayOpen(parse(t, src)); got != want {
+			t.Errorf("mayOpen(%q) = %v, want %v", src, got, want)
+		}
+	}
+	c := ReadOnlyConfinement(w.home, w.project)
+	c.Warm(parse(t, "true"))
+	if c.warm != nil {
+		t.Error("Warm prepared a ruleset for a script of builtins only")
+	}
+
+	src := "cat README.md; cat home/.ssh/id_rsa; touch " + w.outside + "/x"
+	s := w.spec(t, src)
+	s.Confine.Warm(s.Script)
+	warm := s.Confine.warm
+	if warm == nil {
+		t.Fatal("Warm prepared nothing")
+	}
+	res, err := e.Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !warm.taken.Load() {
+		t.Error("the run did not take the warm ruleset")
+	}
+	if !strings.Contains(string(res.Stdout), "read me") || strings.Contains(string(res.Stdout), confineCanary) {
+		t.Errorf("stdout %q: want the README and not the key", res.Stdout)
+	}
+	if _, err := os.Stat(w.outside + "/x"); err == nil {
+		t.Error("a warm-confined touch wrote outside")
+	}
+
+	// fields changed after Warm: the run builds from them, and hides the
+	// file added
+	s = w.spec(t, "cat README.md")
+	s.Confine.Warm(s.Script)
+	s.Confine.Hide = append(s.Confine.Hide, w.project+"/README.md")
+	res, err = e.Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Stdout), "read me") || res.ExitCode == 0 {
+		t.Errorf("exit %d, stdout %q: README.md was hidden after Warm, and read", res.ExitCode, res.Stdout)
+	}
+
+	// a warm ruleset no run starts a program with is closed when the run ends
+	s = w.spec(t, "ls")
+	s.Confine.Warm(s.Script)
+	s.Script = parse(t, "echo builtins only")
+	if _, err := e.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Confine.warm.taken.Load() {
+		t.Error("the untaken warm ruleset was not closed at the end of the run")
+	}
+}
