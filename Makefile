@@ -58,9 +58,13 @@ bench-gate: ## a decision for a simple and a compound command, parse included
 	@$(GO) test -run '^$$' -bench 'Decision|ParseCommand' -benchmem ./permission/ . | grep -E '^Benchmark'
 
 .PHONY: bench-shell
-bench-shell: ## `ccrun exec --shell true` against `sh -c true`, as new processes
-	@$(GO) test -run '^$$' -bench ShellTrue -benchtime $(BENCH_N)x ./cmd/ccrun/ | \
-	awk '/ccrun-exec/ {c=$$3} /sh-c/ {s=$$3} END { if (!c || !s) { print "bench-shell: no figures"; exit 1 } \
-	     printf "ccrun exec --shell true: %6.2f ms\nsh -c true:              %6.2f ms\noverhead:                %6.2f ms (goal < 5 ms), ratio %.2fx\n", c/1e6, s/1e6, (c-s)/1e6, c/s }'
+bench-shell: ## `ccrun exec --shell true` and `ccrun version` against `sh -c true`, as new processes, side by side
+	@l0=$$(cut -d' ' -f1-3 /proc/loadavg); \
+	$(GO) test -run '^$$' -bench ShellTrue -benchtime $(BENCH_N)x ./cmd/ccrun/ | \
+	awk -v l0="$$l0" '/ccrun-exec/ {c=$$3} /sh-c/ {s=$$3} /ccrun-version/ {v=$$3} END { if (!c || !s || !v) { print "bench-shell: no figures"; exit 1 } \
+	     getline l1 < "/proc/loadavg"; split(l1, a, " "); \
+	     printf "ccrun exec --shell true: %6.2f ms  vs sh -c true %6.2f ms: +%.2f ms (goal <= +3 ms), ratio %.2fx\n", c/1e6, s/1e6, (c-s)/1e6, c/s; \
+	     printf "ccrun version:           %6.2f ms  vs sh -c true %6.2f ms: +%.2f ms, ratio %.2fx\n", v/1e6, s/1e6, (v-s)/1e6, v/s; \
+	     printf "load average: %s before, %s %s %s after\n", l0, a[1], a[2], a[3] }'
 
 -include mk/*.mk

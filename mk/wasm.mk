@@ -13,9 +13,9 @@ wasm-guests: ## build the wasm test guests into testdata/wasm/*.wasm (the tests 
 	done
 
 .PHONY: bench-wasm
-bench-wasm: ## wasm figures: in-process runs, timeout cost, and ccrun vs wazero run
+bench-wasm: ## wasm figures: in-process runs, timeout cost; ccrun exec (warm server, in process, CPU-bound) vs wazero run, side by side
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./runtime/wasm/
-	@if [ -d cmd/ccrun ]; then $(MAKE) --no-print-directory build && testdata/wasm/bench.sh $(BIN) 50; \
+	@if [ -d cmd/ccrun ]; then $(MAKE) --no-print-directory build && testdata/wasm/bench.sh $(BIN) 50 3; \
 	else echo "no cmd/ccrun yet: skipping ccrun exec --wasm vs wazero run"; fi
 
 bench: bench-wasm
