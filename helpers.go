@@ -134,6 +134,11 @@ func WithWasmServer(exe, dir string) Option {
 	return WithWasmOptions(wasm.WithServer(wasm.ProjectSocket(dir), exe))
 }
 
+// CollectWasmSockets removes the sockets and lock files that killed warm
+// @wasm servers of this user left behind (wasm.RemoveStaleSockets), and
+// returns the sockets removed.
+func CollectWasmSockets() ([]string, error) { return wasm.RemoveStaleSockets() }
+
 // WithWasmOneShot is for a process that runs one call and exits: a @wasm
 // guest runs here without interrupt checks, and a limit that stops it
 // returns at once, leaving the guest to the process's exit; should that

@@ -55,6 +55,13 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 			if err != nil {
 				note(err)
 			}
+			socks, err := ccrun.CollectWasmSockets() // of @wasm servers that were killed
+			for _, s := range socks {
+				say("removed stale wasm server socket %s\n", s)
+			}
+			if err != nil {
+				note(err)
+			}
 			ids, err := permission.PruneSessions(sessionDir())
 			for _, id := range ids {
 				r.Sessions = append(r.Sessions, id)

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -766,4 +767,43 @@ func ServeDefault() int {
 		return 1
 	}
 	return 0
+}
+
+// RemoveStaleSockets removes, from this user's SocketDir, the socket and
+// lock file of every warm server that is gone (killed: nothing holds its
+// lock), and returns the sockets removed. A server that runs is left
+// alone. It is what `ccrun gc` does for @wasm.
+func RemoveStaleSockets() ([]string, error) {
+	dir := SocketDir()
+	if err := checkSocketDir(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	locks, err := filepath.Glob(filepath.Join(dir, "wasm*.sock.lock"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, path := range locks {
+		f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue // gone meanwhile, or not a plain file: not ours to judge
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			sock := strings.TrimSuffix(path, ".lock")
+			if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			} else {
+				removed = append(removed, sock)
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		_ = f.Close()
+	}
+	return removed, errors.Join(errs...)
 }

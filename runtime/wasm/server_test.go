@@ -973,3 +973,41 @@ func TestServerHung(t *testing.T) {
 		t.Error("the hung server still runs")
 	}
 }
+
+// TestRemoveStaleSockets: what a killed server left (its socket and lock
+// file, no process holding the lock) is removed; a live server's is not.
+func TestRemoveStaleSockets(t *testing.T) {
+	run, err := os.MkdirTemp("", "ccrun-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	dead := ProjectSocket("/dead")
+	if err := os.MkdirAll(filepath.Dir(dead), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dead, dead + ".lock"} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := ProjectSocket("/live")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- ListenAndServe(ctx, live, "", 0) }()
+	t.Cleanup(func() { cancel(); <-served })
+	eventually(t, "serving", func() bool { _, err := Dial(live); return err == nil })
+	removed, err := RemoveStaleSockets()
+	if err != nil || len(removed) != 1 || removed[0] != dead {
+		t.Errorf("removed %q (%v), want only %q", removed, err, dead)
+	}
+	for _, p := range []string{dead, dead + ".lock"} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it gone", p, err)
+		}
+	}
+	if _, err := Dial(live); err != nil {
+		t.Errorf("the live server: %v", err)
+	}
+}
