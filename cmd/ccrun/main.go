@@ -5,6 +5,7 @@ package main
 import (
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/ccrun/ccrun"
 )
@@ -32,5 +33,12 @@ func main() {
 		os.Exit(code)
 	}
 	oneShotProcess = true
+	if len(os.Args) < 2 || os.Args[1] != "mcp" {
+		// A process that lives for one call: reading a 2 MB module
+		// and the gate's work would start a collection (a few ms of
+		// both cores) that the exit makes moot. `ccrun mcp` lives on
+		// and keeps Go's default.
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
