@@ -41,6 +41,10 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	if err != nil {
 		return t.out, t.fail(err)
 	}
+	// A read-only command is likely to run confined: its ruleset starts
+	// building now, beside the gate's work, and is taken only if the
+	// decision confines the call (shellConfinement).
+	pre := r.prewarmConfinement(inv)
 	t.key = req.Permission.Key().String()
 	t.out.Tool = req.Tool
 	t.emit(Validating, nil)
@@ -74,7 +78,7 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 		// a shell script on the host: the decision is enforced again
 		// where each program starts and each file opens
 		inv.Guard = r.shellGuard(g, req, inv, d, base).Shell()
-		inv.Confine = r.shellConfinement(inv, d)
+		inv.Confine = r.shellConfinement(inv, d, pre)
 	}
 	t.emit(Executing, d)
 	start := time.Now()

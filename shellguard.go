@@ -49,8 +49,29 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 // Unconfined), and the Guard still checks every program. The ruleset
 // starts building now (Warm), beside the work left before the first
 // program starts.
-func (r *Runtime) shellConfinement(inv *Invocation, d *permission.Decision) *shell.Confinement {
-	if inv.Capability != nil || inv.Command == nil || inv.Command.File == nil || d.Layer == permission.LayerApprover {
+//
+// pre is prewarmConfinement's Confinement for this call (or nil): taken
+// when the decision confines the call, its ruleset then already under way.
+func (r *Runtime) shellConfinement(inv *Invocation, d *permission.Decision, pre *shell.Confinement) *shell.Confinement {
+	if d.Layer == permission.LayerApprover {
+		return nil
+	}
+	if pre != nil {
+		return pre
+	}
+	return r.prewarmConfinement(inv)
+}
+
+// prewarmConfinement returns the confinement a @shell call gets if the
+// gate lets it run without a person's approval of this very call — a
+// read-only command that is no capability — with its ruleset building in
+// the background (Warm); nil for a call that would never be confined.
+// Called before the gate decides, so that the build overlaps the gate's
+// work: the ruleset is the same whenever it is built (its fields come from
+// the project, the home and the call's directory alone), and one no run
+// takes is closed once the Confinement is garbage.
+func (r *Runtime) prewarmConfinement(inv *Invocation) *shell.Confinement {
+	if inv == nil || inv.Capability != nil || inv.Command == nil || inv.Command.File == nil {
 		return nil
 	}
 	if ro, _ := permission.IsReadOnly(inv.Command.File); !ro {
