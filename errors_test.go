@@ -11,7 +11,10 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -78,6 +81,8 @@ func TestErrorClasses(t *testing.T) {
 		{"docker.ErrInvalidArgument", docker.ErrInvalidArgument, "invalid argument"},
 		{"kube.ErrUnavailable", kube.ErrUnavailable, "unavailable"},
 		{"kube.ErrNotFound", kube.ErrNotFound, "not found"},
+		{"audit.ErrUnsafe", audit.ErrUnsafe, "permission denied"},
+		{"trust.ErrUnsafe", trust.ErrUnsafe, "permission denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -91,6 +96,15 @@ func TestErrorClasses(t *testing.T) {
 	// Names within a class stay apart: the two ErrInvalidSpec are two.
 	if errors.Is(wasm.ErrInvalidSpec, shell.ErrInvalidSpec) || errors.Is(capabilities.ErrNotFound, permission.ErrSessionNotFound) {
 		t.Error("two named errors of one class match each other")
+	}
+	// Ctrl-C at the prompt is of no class above: it is the caller's cancel.
+	if !errors.Is(prompt.ErrInterrupted, context.Canceled) {
+		t.Error("prompt.ErrInterrupted is not a context.Canceled")
+	}
+	for name, class := range classes {
+		if errors.Is(prompt.ErrInterrupted, class) {
+			t.Errorf("prompt.ErrInterrupted is of class %s", name)
+		}
 	}
 	if !errdefs.IsInvalidArgument(ccrun.ErrInvalidCall) || !errdefs.IsUnavailable(wasm.ErrClosed) {
 		t.Error("errdefs.IsXXX disagrees with errors.Is")
