@@ -618,3 +618,65 @@ func TestClaimantDies(t *testing.T) {
 	}
 	e.DrainPool(ctx)
 }
+
+// TestRunWarm is TestRun's table through warm pods: each call served by a
+// pod of the pool (the OOM one too, which reports the memory reason).
+func TestRunWarm(t *testing.T) {
+	e := newTest(t, WithPool(1))
+	tests := []struct {
+		name   string
+		s      Spec
+		stdin  string
+		reason job.Reason
+		code   int
+		stdout string
+		stderr string
+	}{
+		{name: "exit 3", s: spec("sh", "-c", "exit 3"), reason: job.Exit, code: 3},
+		{name: "stdout and stderr apart", s: spec("sh", "-c", "echo out; echo err >&2"), reason: job.Exit, stdout: "out\n", stderr: "err\n"},
+		{name: "stdin", s: spec("cat"), stdin: "hello\nworld\n", reason: job.Exit, stdout: "hello\nworld\n"},
+		{name: "output at exit not missed", s: spec("sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x"), reason: job.Exit, stdout: strings.Repeat("x", 1<<20)},
+		{name: "output cap", s: func() Spec { s := spec("yes"); s.Limits.Output = 64 << 10; return s }(), reason: job.OutputCap, code: job.KilledExitCode},
+		{name: "timeout", s: func() Spec { s := spec("sleep", "60"); s.Limits.Timeout = 2 * time.Second; return s }(), reason: job.Timeout, code: job.TimeoutExit},
+		{name: "killed", s: spec("sh", "-c", "kill -9 $$"), reason: job.Exit, code: job.KilledExitCode},
+		{name: "oom", s: func() Spec {
+			s := spec("sh", "-c", "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo $x | head -c 1")
+			s.Limits.Memory = 32 << 20
+			return s
+		}(), reason: job.Memory, code: job.KilledExitCode},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			tc.s.Pool = true
+			if tc.s.Limits.Memory == 0 {
+				tc.s.Limits.Memory = 64 << 20
+			}
+			if err := e.Warm(ctx, tc.s); err != nil {
+				t.Fatal(err)
+			}
+			if tc.stdin != "" {
+				tc.s.Streams.Stdin = strings.NewReader(tc.stdin)
+			}
+			before := e.pooledRuns.Load()
+			r, err := e.Run(ctx, tc.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.pooledRuns.Load() != before+1 {
+				t.Error("not served by a warm pod")
+			}
+			if r.Reason != tc.reason || r.ExitCode != tc.code {
+				t.Fatalf("reason %s, exit %d; want %s, %d (detail %q, stderr %q)", r.Reason, r.ExitCode, tc.reason, tc.code, r.Detail, r.Stderr)
+			}
+			if tc.stdout != "" && string(r.Stdout) != tc.stdout {
+				t.Errorf("stdout %d bytes %.40q, want %d bytes %.40q", len(r.Stdout), r.Stdout, len(tc.stdout), tc.stdout)
+			}
+			if tc.stderr != "" && string(r.Stderr) != tc.stderr {
+				t.Errorf("stderr %q, want %q", r.Stderr, tc.stderr)
+			}
+		})
+	}
+	e.DrainPool(context.Background())
+}

@@ -10,16 +10,17 @@ import (
 // The helper programs every ccrun pod gets, read-only, from a ConfigMap
 // (helpersVolume at helpersDir): no host path, no image of ccrun's, no
 // program of the call's image. Each is a static x86-64 ELF executable of a
-// few dozen bytes, built here from its machine code.
+// few dozen bytes (once, the warm pod's, a few hundred), built here from
+// its machine code.
 const (
 	helpersDir = "/.ccrun"
 	// gatePath waits for one byte on stdin, then execs its arguments:
 	// the call's program starts only once ccrun is attached to it, so
 	// none of its output is missed. An exec that fails exits 127.
 	gatePath = helpersDir + "/gate"
-	// holdPath blocks in pause(2) for ever: the program of a warm-pool pod
-	// and of a pod whose mounts are copied, into which commands are
-	// exec'd.
+	// holdPath blocks in pause(2) for ever: the program of the copy
+	// container of a pod whose mounts are copied, into which tar is
+	// exec'd. (A warm pod runs once: once.go.)
 	holdPath = helpersDir + "/hold"
 )
 
@@ -55,7 +56,7 @@ func helpers() map[string][]byte {
 	if runtime.GOARCH != "amd64" {
 		return nil
 	}
-	return map[string][]byte{"gate": elf64(0x3e, gateCode), "hold": elf64(0x3e, holdCode)}
+	return map[string][]byte{"gate": elf64(0x3e, gateCode), "hold": elf64(0x3e, holdCode), "once": elf64(0x3e, onceCode)}
 }
 
 // helpersName is the name of the ConfigMap holding the helpers: it names
@@ -63,7 +64,7 @@ func helpers() map[string][]byte {
 // refused, and a new ccrun never meets an old helper.
 func helpersName() string {
 	h := sha256.New()
-	for _, name := range []string{"gate", "hold"} {
+	for _, name := range []string{"gate", "hold", "once"} {
 		h.Write([]byte(name))
 		h.Write(helpers()[name])
 	}

@@ -113,6 +113,11 @@ type Executor struct {
 	bgWork sync.WaitGroup
 	pools  sync.Map // template key -> *warmPool
 
+	cacheMu sync.Mutex
+	pods    *podCache // the warm pods of the namespace (started by the first pooled call)
+	made    sync.Map  // pod name -> true: warm pods this Executor created, not claimed yet
+	conns   sync.Map  // pod name -> *warmConn: this Executor's sessions to them
+
 	pooledRuns atomic.Int64 // runs served by a warm pod, for tests and benchmarks
 	sessions   atomic.Int64 // attach and exec sessions opened, for the benchmarks
 }
@@ -475,23 +480,8 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	go func() { attached <- e.attach(actx, name, containerRun, stdin, out.Stdout, out.Stderr) }()
 
 	res := &job.Result{Reason: job.Exit}
-	var streamErr error
-	select {
-	case streamErr = <-attached:
-	case <-deadline:
-		stopped(res, job.Timeout, lim)
-	case <-ctx.Done():
-		stopped(res, job.Cancelled, lim)
-	case <-overflow:
-		stopped(res, job.OutputCap, lim)
-	}
+	streamErr := e.await(ctx, res, lim, attached, deadline, overflow, name, acancel)
 	if res.Reason != job.Exit {
-		e.deletePod(ctx, name)
-		acancel()
-		select {
-		case <-attached:
-		case <-time.After(drainTimeout):
-		}
 		return out.Fill(res), nil
 	}
 	// The stream ended: the program exited, or the pod, its node or the
@@ -601,18 +591,11 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// stopped records on res that ccrun killed the program, and why.
+// stopped records on res that ccrun killed the program, and why, in the
+// words of job.Stopped.
 func stopped(res *job.Result, why job.Reason, lim job.Limits) {
-	res.Reason, res.ExitCode = why, job.KilledExitCode
-	switch why {
-	case job.Timeout:
-		res.ExitCode = job.TimeoutExit
-		res.Detail = fmt.Sprintf("killed after the %s timeout (pod deleted)", lim.Timeout)
-	case job.Cancelled:
-		res.Detail = "killed: the caller cancelled the run (pod deleted)"
-	case job.OutputCap:
-		res.Detail = fmt.Sprintf("killed: output went past %d bytes (pod deleted)", lim.Output)
-	}
+	r := job.Stopped(why, lim, "", true)
+	res.Reason, res.ExitCode, res.Detail = r.Reason, r.ExitCode, r.Detail+" (pod deleted)"
 }
 
 // Cluster is what Info reports about the cluster an Executor uses.

@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/client-go/tools/cache"
 )
 
 // The warm pool's labels, named after agent-sandbox's SandboxTemplate,
@@ -47,8 +45,11 @@ type poolConfig struct {
 // WithPool sets how many warm pods each template keeps ready (default 0:
 // no pool, every call is cold even when its Spec asks for the pool). A
 // call with Spec.Pool claims one of its template's warm pods (its image,
-// limits, network, user and working directory), execs its program into it
-// and deletes it after; each claim starts a refill in the background.
+// memory and CPU limits, network, user and working directory), runs its
+// program there, and the pod ends with it; each claim starts a refill in
+// the background. An Executor holds an attach session to each warm pod it
+// made, so that its own calls need no stream set up; a pod another process
+// made is attached to when claimed.
 func WithPool(size int) Option {
 	return func(e *Executor) error {
 		if size < 0 {
@@ -60,14 +61,16 @@ func WithPool(size int) Option {
 }
 
 // template is what a warm pod is made of, without the call's program,
-// environment or stdin (those come with the exec).
+// environment or stdin (those come with the call) and without the limits
+// ccrun enforces itself (timeout, output).
 type template struct {
 	key  string
-	spec Spec // Image, Limits, Network, User, Dir, Pull only
+	spec Spec // Image, Limits (Memory, CPUs), Network, User, Dir, Pull only
 	lim  job.Limits
 }
 
 func newTemplate(s Spec, lim job.Limits) *template {
+	lim = job.Limits{Memory: lim.Memory, CPUs: lim.CPUs}
 	t := Spec{Image: s.Image, Network: s.Network, User: s.User, Dir: s.Dir, Pull: s.Pull, Limits: lim}
 	b, _ := json.Marshal(struct {
 		Image, Network, User, Dir string
@@ -85,16 +88,21 @@ type warmPool struct {
 	t         *template
 	refilling atomic.Bool
 	mu        sync.Mutex
+	// What this Executor did that the cache may not show yet: pods it
+	// created and pods it claimed, with when.
+	created map[string]time.Time
+	claimed map[string]time.Time
 }
 
 func (e *Executor) warmPool(s Spec, lim job.Limits) *warmPool {
 	t := newTemplate(s, lim)
-	v, _ := e.pools.LoadOrStore(t.key, &warmPool{t: t})
+	v, _ := e.pools.LoadOrStore(t.key, &warmPool{t: t, created: map[string]time.Time{}, claimed: map[string]time.Time{}})
 	return v.(*warmPool)
 }
 
 // Warm fills the pool of s's template now (size WithPool), so that the
-// first call finds a pod ready, and waits until they run or ctx ends.
+// first call finds a pod ready, and waits until they run and this
+// Executor's sessions to them are up, or ctx ends.
 func (e *Executor) Warm(ctx context.Context, s Spec) error {
 	if e.pool.size == 0 {
 		return nil
@@ -102,14 +110,21 @@ func (e *Executor) Warm(ctx context.Context, s Spec) error {
 	if err := e.ensure(ctx); err != nil {
 		return err
 	}
+	pc, err := e.warmCache(ctx)
+	if err != nil {
+		return err
+	}
 	wp := e.warmPool(s, s.Limits.WithDefaults())
 	if err := e.fill(ctx, wp); err != nil {
 		return err
 	}
 	for {
-		n, err := e.countReady(ctx, wp)
-		if err != nil {
-			return err
+		ch := pc.changes()
+		n := 0
+		for _, p := range pc.template(wp.t.key) {
+			if p.Labels[LabelPool] == poolWarm && ready(p) && e.connected(p.Name) {
+				n++
+			}
 		}
 		if n >= e.pool.size {
 			return nil
@@ -117,11 +132,13 @@ func (e *Executor) Warm(ctx context.Context, s Spec) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-ch:
+		case <-time.After(100 * time.Millisecond): // a session comes up without an event
 		}
 	}
 }
 
+// poolPods lists, from the API server, the pods of wp in state.
 func (e *Executor) poolPods(ctx context.Context, wp *warmPool, state string) ([]corev1.Pod, error) {
 	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -138,32 +155,33 @@ func ready(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && st != nil && st.State.Running != nil
 }
 
-func (e *Executor) countReady(ctx context.Context, wp *warmPool) (int, error) {
-	pods, err := e.poolPods(ctx, wp, poolWarm)
-	n := 0
-	for i := range pods {
-		if ready(&pods[i]) {
-			n++
-		}
-	}
-	return n, err
-}
-
-// claim takes one ready warm pod of wp for this call: a merge patch that
+// claim takes one ready warm pod of wp for this call, as the cache shows
+// them (those this Executor holds a session to first): a merge patch that
 // relabels it claimed, with the pod's resourceVersion as precondition, so
 // that of two claimants of one pod exactly one succeeds (the other gets a
-// conflict and tries the next pod). ok false: none was ready.
+// conflict, or a cache that is behind does, and tries the next pod). ok
+// false: none was ready.
 func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, error) {
-	pods, err := e.poolPods(ctx, wp, poolWarm)
+	pc, err := e.warmCache(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	rand.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
-	for i := range pods {
-		p := &pods[i]
-		if !ready(p) {
+	var held, other []*corev1.Pod
+	for _, p := range pc.template(wp.t.key) {
+		if p.Labels[LabelPool] != poolWarm || !ready(p) || wp.wasClaimed(p.Name) {
 			continue
 		}
+		if _, ok := e.conns.Load(p.Name); ok {
+			held = append(held, p)
+		} else {
+			other = append(other, p)
+		}
+	}
+	// Callers of one process spread over their pods, and processes over
+	// the others'.
+	rand.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+	rand.Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
+	for _, p := range append(held, other...) {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": p.ResourceVersion,
 			"labels": map[string]string{
@@ -178,6 +196,7 @@ func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, 
 		cancel()
 		switch {
 		case err == nil:
+			wp.noteClaimed(got.Name)
 			return got, true, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			continue // another claimant was first
@@ -186,6 +205,19 @@ func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, 
 		}
 	}
 	return nil, false, nil
+}
+
+func (wp *warmPool) noteClaimed(name string) {
+	wp.mu.Lock()
+	wp.claimed[name] = time.Now()
+	wp.mu.Unlock()
+}
+
+func (wp *warmPool) wasClaimed(name string) bool {
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	_, ok := wp.claimed[name]
+	return ok
 }
 
 // refill tops wp up to the pool size in the background, one refill of a
@@ -202,19 +234,28 @@ func (e *Executor) refill(wp *warmPool) {
 	}()
 }
 
+// notedFor is how long fill trusts its own notes over the cache.
+const notedFor = time.Minute
+
 // fill deletes the warm pods of wp that can serve no one (failed, ended)
-// and creates as many as the pool lacks.
+// and creates as many as the pool lacks. It counts from the cache, plus
+// the pods this Executor created that the cache does not show yet, minus
+// those it claimed that the cache still shows warm.
 func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
-	pods, err := e.poolPods(ctx, wp, poolWarm)
+	pc, err := e.warmCache(ctx)
 	if err != nil {
 		return err
 	}
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	seen := map[string]bool{}
 	live := 0
-	for i := range pods {
-		p := &pods[i]
-		if p.DeletionTimestamp != nil {
+	for _, p := range pc.template(wp.t.key) {
+		seen[p.Name] = true
+		if p.Labels[LabelPool] != poolWarm || p.DeletionTimestamp != nil {
+			continue
+		}
+		if _, ok := wp.claimed[p.Name]; ok {
 			continue
 		}
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || failed(p) != nil {
@@ -223,29 +264,47 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 		}
 		live++
 	}
+	now := time.Now()
+	for name, t := range wp.created {
+		switch {
+		case seen[name] || now.Sub(t) > notedFor:
+			delete(wp.created, name)
+		default:
+			live++
+		}
+	}
+	for name, t := range wp.claimed {
+		if !seen[name] && now.Sub(t) > notedFor {
+			delete(wp.claimed, name)
+		}
+	}
 	for ; live < e.pool.size; live++ {
-		if err := e.createWarm(ctx, wp); err != nil {
+		name, err := e.createWarm(ctx, wp)
+		if err != nil {
 			return err
 		}
+		wp.created[name] = now
 	}
 	return nil
 }
 
-func (e *Executor) createWarm(ctx context.Context, wp *warmPool) error {
+func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error) {
 	labels := e.labels(wp.t.spec.Network)
 	labels[LabelTemplate] = wp.t.key
 	labels[LabelPool] = poolWarm
 	name := "ccrun-warm-" + labels[LabelCall]
 	lim := wp.t.lim
 	lim.Timeout = warmTTL - startMargin
-	pod := wp.t.spec.pod(lim, podOptions{name: name, labels: labels, helpers: helpersName(), program: []string{holdPath}, mountMax: e.mountMax})
+	pod := wp.t.spec.pod(lim, podOptions{name: name, labels: labels, helpers: helpersName(), program: []string{oncePath}, stdin: true, stdinKept: true, mountMax: e.mountMax})
 	pod.Annotations = map[string]string{AnnotationExpires: time.Now().Add(warmTTL).UTC().Format(time.RFC3339)}
+	e.made.Store(name, true)
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if _, err := e.cs.CoreV1().Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{}); err != nil {
-		return classify(e.server, "create warm pod", err)
+		e.made.Delete(name)
+		return "", classify(e.server, "create warm pod", err)
 	}
-	return nil
+	return name, nil
 }
 
 // DrainPool deletes every warm pod (claimed or not) of ccrun in the
@@ -263,6 +322,129 @@ func (e *Executor) DrainPool(ctx context.Context) (int, error) {
 	return len(list.Items), nil
 }
 
+// warmConn is an attach session to a warm pod's once: its stdin a pipe,
+// its output to the sinks a claimant sets.
+type warmConn struct {
+	name      string
+	in        *io.PipeWriter
+	stdout    sink
+	stderr    sink
+	connected chan struct{} // closed when the session reads its stdin: it is up
+	done      chan struct{} // closed when it ended; err says why
+	err       error
+}
+
+// sink is a writer that can be pointed elsewhere; nil: discard.
+type sink struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *sink) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+}
+
+func (s *sink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+// connect opens an attach session to the warm pod name, for as long as
+// ctx lasts or the pod runs.
+func (e *Executor) connect(ctx context.Context, name string) *warmConn {
+	pr, pw := io.Pipe()
+	c := &warmConn{name: name, in: pw, connected: make(chan struct{}), done: make(chan struct{})}
+	var up sync.Once
+	stdin := readerFunc(func(p []byte) (int, error) {
+		up.Do(func() { close(c.connected) })
+		return pr.Read(p)
+	})
+	go func() {
+		c.err = e.attach(ctx, name, containerRun, stdin, &c.stdout, &c.stderr)
+		if c.err == nil {
+			c.err = io.EOF
+		}
+		pr.CloseWithError(c.err)
+		close(c.done)
+	}()
+	return c
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// warmChanged opens a session to a warm pod this Executor made once it
+// runs, so that a claim of it needs none.
+func (e *Executor) warmChanged(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Labels[LabelPool] != poolWarm || !ready(p) {
+		return
+	}
+	if _, mine := e.made.Load(p.Name); !mine {
+		return
+	}
+	if _, loaded := e.conns.LoadOrStore(p.Name, (*warmConn)(nil)); loaded {
+		return
+	}
+	c := e.connect(e.bg, p.Name)
+	e.conns.Store(p.Name, c)
+	go func() {
+		<-c.done
+		e.conns.CompareAndDelete(p.Name, c)
+	}()
+}
+
+// warmGone forgets a deleted pod.
+func (e *Executor) warmGone(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		e.made.Delete(p.Name)
+	}
+}
+
+// connected says whether this Executor's session to the pod name is up.
+func (e *Executor) connected(name string) bool {
+	v, ok := e.conns.Load(name)
+	if !ok {
+		return false
+	}
+	c, _ := v.(*warmConn)
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.connected:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeConn returns this Executor's session to the claimed pod name, or a
+// new one.
+func (e *Executor) takeConn(ctx context.Context, name string) *warmConn {
+	e.made.Delete(name) // no session opened to it any more
+	if v, ok := e.conns.LoadAndDelete(name); ok {
+		if c, _ := v.(*warmConn); c != nil {
+			select {
+			case <-c.done:
+			default:
+				return c
+			}
+		}
+	}
+	return e.connect(ctx, name)
+}
+
 // runPooled runs s in a claimed warm pod: used false means none was ready
 // (or the pool is off) and the caller runs it cold.
 func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin time.Time) (*job.Result, bool, error) {
@@ -277,7 +459,8 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	}
 	name := p.Name
 	e.pooledRuns.Add(1)
-	// Deleted after use, in the background: the result does not wait.
+	// The pod ends with its call; deleted in the background, the result
+	// does not wait.
 	defer func() {
 		e.bgWork.Add(1)
 		go func() { defer e.bgWork.Done(); e.deletePod(e.bg, name) }()
@@ -286,59 +469,150 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	overflow := make(chan struct{})
 	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
 	out.Start = begin
-	var stdin io.Reader
-	if s.Streams.Stdin != nil {
-		stdin = s.Streams.Stdin
-	}
-	var timeout <-chan time.Time
+	var deadline <-chan struct{}
 	if lim.Timeout > 0 {
-		t := time.NewTimer(lim.Timeout)
-		defer t.Stop()
-		timeout = t.C
+		tctx, tcancel := context.WithTimeout(context.Background(), lim.Timeout)
+		defer tcancel()
+		deadline = tctx.Done()
 	}
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
-	done := make(chan error, 1)
-	go func() { done <- e.execIn(sctx, name, containerRun, s.Cmd, stdin, out.Stdout, out.Stderr) }()
+	c := e.takeConn(sctx, name)
+	defer c.in.CloseWithError(io.EOF) // only now: a session whose stdin ends stops receiving output
+	nonce := []byte(randHex(nonceSize / 2))
+	stdout, stderr := newMarks(out.Stdout, nonce), newMarks(out.Stderr, nonce)
+	c.stdout.set(stdout)
+	c.stderr.set(stderr)
+
 	res := &job.Result{Reason: job.Exit}
-	var xerr error
-	select {
-	case xerr = <-done:
-	case <-timeout:
-		stopped(res, job.Timeout, lim)
-	case <-ctx.Done():
-		stopped(res, job.Cancelled, lim)
-	case <-overflow:
-		stopped(res, job.OutputCap, lim)
+	ended := make(chan error, 1)
+	go func() {
+		if err := handshake(c, s.Cmd, nonce, stdout, stderr); err != nil {
+			ended <- err
+			return
+		}
+		go func() { _ = sendStdin(c.in, s.Streams.Stdin) }()
+		<-c.done
+		ended <- nil
+	}()
+	streamErr := e.await(ctx, res, lim, ended, deadline, overflow, name, scancel)
+	var ns notStarted
+	if errors.As(streamErr, &ns) && res.Reason == job.Exit {
+		// The program never started (the go byte was not sent): the pod
+		// is deleted unused, and the call runs cold.
+		e.pooledRuns.Add(-1)
+		return nil, false, nil
 	}
 	if res.Reason != job.Exit {
-		e.deletePod(ctx, name)
-		scancel()
-		select {
-		case <-done:
-		case <-time.After(drainTimeout):
-		}
 		return out.Fill(res), true, nil
 	}
-	var ce utilexec.ExitError
-	switch {
-	case xerr == nil:
-	case errors.As(xerr, &ce):
-		res.ExitCode = ce.ExitStatus()
-		if res.ExitCode == job.KilledExitCode {
-			res.Detail = "killed by SIGKILL (in a warm pod an out-of-memory kill is not told apart from another SIGKILL)"
+	stdout.flush()
+	stderr.flush()
+	ws, trailer := stderr.trailer()
+	if trailer {
+		code, sig := waitStatus(ws)
+		res.ExitCode = code
+		if sig != sigKill {
+			return out.Fill(res), true, nil
 		}
-	default:
-		// The exec failed as a whole: the pod is gone, or the program
-		// could not start.
-		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
-		cur, gerr := e.cs.CoreV1().Pods(e.namespace).Get(gctx, name, metav1.GetOptions{})
-		cancel()
-		if gerr != nil || !ready(cur) {
-			return nil, true, e.lost(name, cur, xerr, errDeleted)
-		}
-		res.ExitCode = 127
-		fmt.Fprintf(out.Stderr, "ccrun: cannot start the program: %v\n", strings.TrimSpace(xerr.Error()))
+		// Killed by SIGKILL: once exits 137 too, and the container's
+		// status says whether the kernel killed it for memory.
+		res.Detail = "killed by SIGKILL"
 	}
-	return out.Fill(res), true, nil
+	pc, err := e.warmCache(ctx)
+	if err != nil {
+		return nil, true, err
+	}
+	gctx, gcancel := context.WithTimeout(ctx, lostGrace)
+	final, err := e.until(gctx, pc, name, containerEnded(containerRun))
+	gcancel()
+	switch {
+	case err == nil:
+		if t := terminated(final, containerRun); trailer && t.Reason != "OOMKilled" {
+			return out.Fill(res), true, nil
+		}
+		r, err := e.finish(out, final, lim)
+		return r, true, err
+	case trailer:
+		return out.Fill(res), true, nil
+	case ctx.Err() != nil:
+		stopped(res, job.Cancelled, lim)
+		return out.Fill(res), true, nil
+	}
+	if streamErr == nil {
+		streamErr = c.err
+	}
+	return nil, true, e.lost(name, final, streamErr, err)
+}
+
+// sigKill is SIGKILL's number.
+const sigKill = 9
+
+// notStarted is the error of a warm call whose program never started:
+// once did not ack its request (the session failed, or did not come up
+// within requestTimeout).
+type notStarted struct{ err error }
+
+func (n notStarted) Error() string {
+	return "kube: warm pod: the program did not start: " + n.err.Error()
+}
+func (n notStarted) Unwrap() error { return n.err }
+
+// handshake sends once its request, waits for its ack on both streams
+// (requestTimeout at most), then sends the go byte: from there on the
+// program runs and its output reaches this session.
+func handshake(c *warmConn, argv []string, nonce []byte, stdout, stderr *marks) error {
+	t := time.AfterFunc(requestTimeout, func() { c.in.CloseWithError(errNoAck) })
+	defer t.Stop()
+	if _, err := c.in.Write(onceRequest(nonce, argv)); err != nil {
+		return notStarted{err}
+	}
+	for _, m := range []*marks{stdout, stderr} {
+		select {
+		case <-m.acked:
+		case <-c.done:
+			return notStarted{c.err}
+		}
+	}
+	if !t.Stop() {
+		return notStarted{errNoAck}
+	}
+	_, err := c.in.Write([]byte{'g'})
+	return err
+}
+
+var errNoAck = errors.New("no ack from the pod's program within " + requestTimeout.String())
+
+// await runs a run's wait and stop on a job.Supervisor: the run's stream
+// ends (done), or ccrun stops it at the deadline, the caller's
+// cancellation or the output cap; a stopped run's pod is deleted and its
+// stream ended (cancel), then drained drainTimeout at most. The stop is
+// recorded on res. It returns the stream's error when the run ended by
+// itself.
+func (e *Executor) await(ctx context.Context, res *job.Result, lim job.Limits, done <-chan error, deadline, overflow <-chan struct{}, name string, cancel context.CancelFunc) error {
+	var streamErr error
+	sup := &job.Supervisor{Limits: job.Limits{Output: -1}, KillGrace: drainTimeout}
+	sup.Start = func(runCtx context.Context, _ *job.Capture) error {
+		go func() {
+			select {
+			case <-deadline:
+				sup.Stop(job.Timeout, "")
+			case <-overflow:
+				sup.Stop(job.OutputCap, "")
+			case <-runCtx.Done():
+			}
+		}()
+		return nil
+	}
+	sup.Wait = func() (job.Status, error) { streamErr = <-done; return job.Status{}, nil }
+	sup.Kill = func(job.Reason) {
+		e.deletePod(ctx, name)
+		cancel()
+	}
+	r, _ := sup.Run(ctx)
+	if r.Reason != job.Exit {
+		stopped(res, r.Reason, lim)
+		return nil
+	}
+	return streamErr // Wait returned: streamErr is final
 }

@@ -161,6 +161,14 @@ func (s Spec) validate() error {
 	if !path.IsAbs(s.Cmd[0]) {
 		return bad("program %q: name it by its absolute path in the image (e.g. /bin/busybox)", s.Cmd[0])
 	}
+	for i, a := range s.Cmd {
+		if strings.IndexByte(a, 0) >= 0 {
+			return bad("argument %d holds a NUL byte, which no program can receive", i)
+		}
+	}
+	if n := requestSize(s.Cmd); n > onceMax {
+		return bad("the command is %d bytes: at most %d", n, onceMax)
+	}
 	switch s.pull() {
 	case PullMissing, PullNever, PullAlways:
 	default:
@@ -269,14 +277,15 @@ func resources(lim job.Limits) corev1.ResourceRequirements {
 
 // podOptions are what differs between a cold pod and a warm one.
 type podOptions struct {
-	name     string
-	labels   map[string]string
-	helpers  string   // the helpers ConfigMap
-	program  []string // the run container's command
-	env      bool     // put s.Env in the pod (cold only)
-	stdin    bool     // the run container's stdin is open (the gate reads it)
-	copyside bool     // add the copy container (mounts)
-	mountMax int64    // size limit of each mount's emptyDir
+	name      string
+	labels    map[string]string
+	helpers   string   // the helpers ConfigMap
+	program   []string // the run container's command
+	env       bool     // put s.Env in the pod (cold only)
+	stdin     bool     // the run container's stdin is open (the gate or once reads it)
+	stdinKept bool     // and stays open across attach sessions (once: its claimant may not be the first to attach)
+	copyside  bool     // add the copy container (mounts)
+	mountMax  int64    // size limit of each mount's emptyDir
 }
 
 // pod builds the hardened pod for s.
@@ -325,7 +334,7 @@ func (s Spec) pod(lim job.Limits, o podOptions) *corev1.Pod {
 		Env:             env,
 		WorkingDir:      s.Dir,
 		Stdin:           o.stdin,
-		StdinOnce:       o.stdin,
+		StdinOnce:       o.stdin && !o.stdinKept,
 		SecurityContext: hardened(uid, gid),
 		Resources:       resources(lim),
 		VolumeMounts:    mounts,

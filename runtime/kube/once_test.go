@@ -1,0 +1,188 @@
+package kube
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestOnceCode: onceCode is what testdata/once.s assembles to (where the
+// GNU assembler is installed).
+func TestOnceCode(t *testing.T) {
+	as, err1 := exec.LookPath("as")
+	objcopy, err2 := exec.LookPath("objcopy")
+	if err1 != nil || err2 != nil {
+		t.Skip("no as or objcopy (binutils)")
+	}
+	dir := t.TempDir()
+	obj, bin := filepath.Join(dir, "once.o"), filepath.Join(dir, "once.bin")
+	if out, err := exec.Command(as, "-o", obj, filepath.Join("testdata", "once.s")).CombinedOutput(); err != nil {
+		t.Fatalf("as: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(objcopy, "-O", "binary", "-j", ".text", obj, bin).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onceCode, want) {
+		t.Errorf("onceCode (%d bytes) is not what testdata/once.s assembles to (%d bytes): regenerate it", len(onceCode), len(want))
+	}
+}
+
+// localConn runs once on this host as a warm pod's session would see it:
+// a warmConn whose stdin is once's, whose end is once's exit.
+func localConn(t *testing.T, env []string) (*warmConn, *exec.Cmd) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" {
+		t.Skip("once is built for linux/amd64 only")
+	}
+	path := filepath.Join(t.TempDir(), "once")
+	if err := os.WriteFile(path, helpers()["once"], 0o555); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	c := &warmConn{name: "local", in: pw, connected: make(chan struct{}), done: make(chan struct{})}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, &c.stdout, &c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	go func() { _, _ = io.Copy(w, pr); w.Close() }()
+	go func() {
+		c.err = cmd.Wait()
+		pr.CloseWithError(io.EOF)
+		close(c.done)
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.done })
+	return c, cmd
+}
+
+// TestOnce runs the warm pod's program on this host through the same
+// handshake, frames and marks as a warm call: exit codes, stdin (more than
+// one frame), stdout and stderr apart, signals, a program not found, the
+// environment its own.
+func TestOnce(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 5*onceChunk/16+3)
+	tests := []struct {
+		name           string
+		argv           []string
+		stdin          io.Reader
+		code, signal   int
+		stdout, stderr string
+	}{
+		{name: "exit 0", argv: []string{"/bin/true"}},
+		{name: "exit 3", argv: []string{"/bin/sh", "-c", "exit 3"}, code: 3},
+		{name: "streams apart", argv: []string{"/bin/sh", "-c", "echo out; echo err >&2"}, stdout: "out\n", stderr: "err\n"},
+		{name: "stdin in frames", argv: []string{"/bin/cat"}, stdin: strings.NewReader(big), stdout: big},
+		{name: "no stdin is EOF", argv: []string{"/bin/cat"}},
+		{name: "stdin unread", argv: []string{"/bin/true"}, stdin: strings.NewReader(big)},
+		{name: "arguments kept", argv: []string{"/bin/echo", "a b", "", "c"}, stdout: "a b  c\n"},
+		{name: "environment its own", argv: []string{"/usr/bin/env"}, stdout: "A=b\n"},
+		{name: "killed", argv: []string{"/bin/sh", "-c", "kill -9 $$"}, code: 137, signal: 9},
+		{name: "not found", argv: []string{"/nonexistent"}, code: 127},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, cmd := localConn(t, []string{"A=b"})
+			var stdout, stderr bytes.Buffer
+			nonce := []byte(randHex(nonceSize / 2))
+			om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
+			c.stdout.set(om)
+			c.stderr.set(em)
+			if err := handshake(c, tc.argv, nonce, om, em); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = sendStdin(c.in, tc.stdin) }()
+			<-c.done
+			om.flush()
+			em.flush()
+			ws, ok := em.trailer()
+			if !ok {
+				t.Fatalf("no trailer; stderr %q", stderr.String())
+			}
+			code, sig := waitStatus(ws)
+			if code != tc.code || sig != tc.signal {
+				t.Errorf("exit %d signal %d; want %d, %d", code, sig, tc.code, tc.signal)
+			}
+			if got := cmd.ProcessState.ExitCode(); got != tc.code {
+				t.Errorf("once exited %d, want the program's %d", got, tc.code)
+			}
+			if stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+				t.Errorf("stdout %.40q (%d bytes), stderr %q; want %.40q (%d bytes), %q", stdout.String(), stdout.Len(), stderr.String(), tc.stdout, len(tc.stdout), tc.stderr)
+			}
+		})
+	}
+}
+
+// TestOnceBadRequest: a request once cannot serve ends it (126), running
+// nothing.
+func TestOnceBadRequest(t *testing.T) {
+	for name, req := range map[string][]byte{
+		"too short":  {3, 0, 0, 0, 'a', 'b', 'c'},
+		"too large":  {0, 0, 0x20, 0},
+		"no program": append([]byte{16, 0, 0, 0}, make([]byte, 16)...),
+		"cut short":  {40, 0, 0, 0, 'a'},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, cmd := localConn(t, nil)
+			go func() { _, _ = c.in.Write(req); _ = c.in.Close() }()
+			<-c.done
+			if got := cmd.ProcessState.ExitCode(); got != 126 {
+				t.Errorf("exit %d, want 126", got)
+			}
+		})
+	}
+}
+
+// TestMarks: the marks are found and taken out whatever the writes cut
+// them into; the rest passes on, in order, and a stream without its
+// trailer loses nothing.
+func TestMarks(t *testing.T) {
+	nonce := []byte("0123456789abcdef")
+	ack := append(append([]byte(nil), nonce...), 0xff, 0xff, 0xff, 0xff)
+	end := append(append([]byte(nil), nonce...), 0x00, 0x03, 0x00, 0x00) // exit 3
+	stream := string(ack) + "before 0123 01234567" + string(end) + "after"
+	for _, size := range []int{1, 2, 3, 7, 19, 20, 21, len(stream)} {
+		var out bytes.Buffer
+		m := newMarks(&out, nonce)
+		for i := 0; i < len(stream); i += size {
+			if _, err := m.Write([]byte(stream[i:min(i+size, len(stream))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.flush()
+		ws, ok := m.trailer()
+		if code, _ := waitStatus(ws); !ok || code != 3 {
+			t.Errorf("writes of %d: trailer %v, exit %d; want exit 3", size, ok, code)
+		}
+		select {
+		case <-m.acked:
+		default:
+			t.Errorf("writes of %d: no ack", size)
+		}
+		if got := out.String(); got != "before 0123 01234567after" {
+			t.Errorf("writes of %d: passed %q", size, got)
+		}
+	}
+	var out bytes.Buffer
+	m := newMarks(&out, nonce)
+	_, _ = m.Write([]byte("no trailer, ends like 0123456789"))
+	m.flush()
+	if _, ok := m.trailer(); ok || out.String() != "no trailer, ends like 0123456789" {
+		t.Errorf("without a trailer: %v, passed %q", ok, out.String())
+	}
+}

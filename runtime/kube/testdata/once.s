@@ -1,0 +1,228 @@
+# once: the program of a warm pod (runtime/kube, helpers.go onceCode).
+# Assemble with: as -o once.o once.s && objcopy -O binary -j .text once.o once.bin
+# TestOnceCode checks that onceCode is what this file assembles to.
+#
+# It serves exactly one call, read from stdin (the container's, kept open
+# across attach sessions):
+#
+#   u32 n                  little endian, 17 <= n <= 1 MiB
+#   n bytes                a 16-byte nonce, then argv as NUL-terminated strings
+#   one byte               go: sent once ccrun has read the ack
+#   frames of stdin        u32 len, len bytes; len 0 ends the call's stdin
+#
+# Once it has the request it writes an ack, the nonce and 0xffffffff, on
+# stdout and on stderr: ccrun sends the go byte only when both came back,
+# so that the session that sent the request is known to receive all the
+# program writes (the runtime may add an attach session's output after it
+# passes on its input).
+#
+# It forks the program (stdin a pipe, stdout and stderr the container's,
+# the environment its own) and a copier (the frames into that pipe), waits
+# for the program, writes the nonce and the u32 wait status to stderr (the
+# trailer ccrun looks for), and exits as the program did (128+signal when
+# it was killed): its exit ends the container, and with it every process
+# the program left. A bad request exits 126; a program that cannot be
+# executed exits 127.
+.intel_syntax noprefix
+.globl _start
+_start:
+	mov rax, [rsp]                  # argc
+	lea r14, [rsp+rax*8+16]         # r14 = envp
+	sub rsp, 16                     # [rsp]: n, then the pipe's two fds; [rsp+8]: a frame's length
+	mov rsi, rsp
+	mov edx, 4
+	call readfull
+	test eax, eax
+	jnz fail
+	mov ebx, [rsp]                  # rbx = n
+	cmp rbx, 17
+	jb fail
+	cmp rbx, 0x100000
+	ja fail
+	# mmap(NULL, 9n+64K+64, RW, PRIVATE|ANONYMOUS): 64K of copy buffer (and
+	# the trailer), the request, its argv pointers.
+	lea rsi, [rbx+rbx*8]
+	add rsi, 0x10040
+	xor edi, edi
+	mov edx, 3
+	mov r10d, 0x22
+	mov r8, -1
+	xor r9d, r9d
+	mov eax, 9                      # SYS_mmap
+	syscall
+	cmp rax, -4096
+	ja fail
+	mov r12, rax                    # r12 = the buffer
+	lea r13, [r12+0x10000]          # r13 = the request
+	mov rsi, r13
+	mov rdx, rbx
+	call readfull
+	test eax, eax
+	jnz fail
+	lea rbp, [r13+rbx+23]
+	and rbp, -8                     # rbp = argv, past the request and a zero pad
+	lea rsi, [r13+16]
+	lea rdx, [r13+rbx]
+	mov rdi, rbp
+scan:                                   # a pointer to each string
+	cmp rsi, rdx
+	jae scandone
+	mov [rdi], rsi
+	add rdi, 8
+str:
+	cmp rsi, rdx
+	jae scandone
+	lodsb
+	test al, al
+	jnz str
+	jmp scan
+scandone:
+	mov qword ptr [rdi], 0
+	cmp rdi, rbp
+	je fail                         # no program
+	mov rax, [r13]                  # the ack: the nonce, then 0xffffffff,
+	mov [r12], rax
+	mov rax, [r13+8]
+	mov [r12+8], rax
+	mov dword ptr [r12+16], -1
+	mov edi, 1                      # on stdout
+	mov rsi, r12
+	mov edx, 20
+	mov eax, 1                      # SYS_write
+	syscall
+	mov edi, 2                      # and on stderr
+	mov rsi, r12
+	mov edx, 20
+	mov eax, 1
+	syscall
+	lea rsi, [rsp+8]                # then wait for the go byte
+	mov edx, 1
+	call readfull
+	test eax, eax
+	jnz fail
+	mov rdi, rsp
+	mov eax, 22                     # SYS_pipe
+	syscall
+	test rax, rax
+	jnz fail
+	mov eax, 57                     # SYS_fork: the program
+	syscall
+	test rax, rax
+	js fail
+	jz child
+	mov r15, rax                    # r15 = its pid
+	mov eax, 57                     # SYS_fork: the copier
+	syscall
+	test rax, rax
+	js fail
+	jz copier
+	mov edi, [rsp]
+	mov eax, 3                      # SYS_close
+	syscall
+	mov edi, [rsp+4]
+	mov eax, 3
+	syscall
+	mov rdi, r15
+	lea rsi, [r12+16]               # the status, after the nonce
+	xor edx, edx
+	xor r10d, r10d
+	mov eax, 61                     # SYS_wait4
+	syscall
+	test rax, rax
+	js fail
+	mov edi, 2                      # the trailer: the nonce (still there), then the status
+	mov rsi, r12
+	mov edx, 20
+	mov eax, 1                      # SYS_write
+	syscall
+	mov eax, [r12+16]
+	mov edi, eax
+	and edi, 0x7f                   # the signal that killed it
+	jz exited
+	add edi, 128
+	jmp quit
+exited:
+	movzx edi, ah                   # its exit status
+quit:
+	mov eax, 231                    # SYS_exit_group
+	syscall
+child:
+	mov edi, [rsp]
+	xor esi, esi
+	mov eax, 33                     # SYS_dup2: the pipe is stdin
+	syscall
+	mov edi, [rsp]
+	mov eax, 3
+	syscall
+	mov edi, [rsp+4]
+	mov eax, 3
+	syscall
+	mov rdi, [rbp]
+	mov rsi, rbp
+	mov rdx, r14
+	mov eax, 59                     # SYS_execve
+	syscall
+	mov edi, 127
+	mov eax, 231
+	syscall
+copier:
+	mov edi, [rsp]
+	mov eax, 3
+	syscall
+	mov r15d, [rsp+4]               # r15 = the pipe's write end
+frame:
+	lea rsi, [rsp+8]
+	mov edx, 4
+	call readfull
+	test eax, eax
+	jnz cexit
+	mov ebx, [rsp+8]                # rbx = what is left of the frame
+	test ebx, ebx
+	jz cexit                        # the end of stdin
+chunk:
+	mov edx, 0x10000
+	cmp rbx, rdx
+	cmovb rdx, rbx
+	xor edi, edi
+	mov rsi, r12
+	xor eax, eax                    # SYS_read
+	syscall
+	test rax, rax
+	jle cexit
+	sub rbx, rax
+	mov rdx, rax
+	mov rsi, r12
+wloop:
+	mov edi, r15d
+	mov eax, 1                      # SYS_write (a closed pipe: SIGPIPE ends the copier)
+	syscall
+	test rax, rax
+	jle cexit
+	add rsi, rax
+	sub rdx, rax
+	jnz wloop
+	test rbx, rbx
+	jnz chunk
+	jmp frame
+cexit:
+	xor edi, edi
+	mov eax, 231
+	syscall
+fail:
+	mov edi, 126
+	mov eax, 231
+	syscall
+readfull:                               # read rdx bytes of fd 0 to rsi: eax 0, or 1 at EOF or error
+	xor edi, edi
+	xor eax, eax
+	syscall
+	test rax, rax
+	jle rferr
+	add rsi, rax
+	sub rdx, rax
+	jnz readfull
+	xor eax, eax
+	ret
+rferr:
+	mov eax, 1
+	ret
