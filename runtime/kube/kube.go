@@ -31,8 +31,10 @@
 // both ways.
 //
 // The warm pool (WithPool, default size 0) keeps single-use pods of a
-// template started in advance; a call claims one with an optimistic
-// concurrency label update, execs its program into it, and deletes it.
+// template started in advance; a call claims one (from a watch's cache)
+// with an optimistic concurrency label update, hands its program to the
+// pod's once (a one-call request server, over an attach session opened
+// when the pod started), and the pod ends with the call.
 // GC removes what a killed ccrun left: only pods of ccrun, by their labels
 // and their expiry annotation.
 //
