@@ -1,10 +1,10 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	shared "github.com/ccrun/ccrun/internal/container"
 	"os"
 	"strconv"
 	"strings"
@@ -23,37 +23,11 @@ type owner struct {
 
 func self() owner {
 	pid := os.Getpid()
-	return owner{pid: pid, start: procStart(pid)}
-}
-
-// procStart is the start time of process pid in clock ticks since boot, or
-// "" when it is not running (or /proc cannot tell).
-func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	// The command (field 2) is in parentheses and may hold spaces: count
-	// the fields after its closing parenthesis.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 { // field 3 is f[0], field 22 is f[19]
-		return ""
-	}
-	return f[19]
+	return owner{pid: pid, start: shared.ProcStart(pid)}
 }
 
 // alive reports whether o still runs on this host.
-func (o owner) alive() bool {
-	if o.pid <= 0 {
-		return false
-	}
-	start := procStart(o.pid)
-	return start != "" && (o.start == "" || start == o.start)
-}
+func (o owner) alive() bool { return shared.Alive(o.pid, o.start) }
 
 // claimedPrefix starts the name of a pooled container once a run claims
 // it: ccrun-run.PID.START.RANDOM names the claiming process, which the

@@ -600,7 +600,7 @@ func TestClaimantDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := newTest(t, WithPool(2))
-	dead.owner = owner{pid: child.Process.Pid, start: "1"}
+	dead.owner = owner{PID: child.Process.Pid, Start: "1"}
 	p, ok, err := dead.claim(ctx, dead.warmPool(s, s.Limits.WithDefaults()))
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)

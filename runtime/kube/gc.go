@@ -1,11 +1,10 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
+	"github.com/ccrun/ccrun/internal/container"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,43 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// owner names a process: its pid and its start time (field 22 of
-// /proc/PID/stat), so that a reused pid does not pass for the owner.
-type owner struct {
-	pid   int
-	start string
-}
+// owner names a process: its pid and its start time.
+type owner = container.Owner
 
-func self() owner {
-	pid := os.Getpid()
-	return owner{pid: pid, start: procStart(pid)}
-}
-
-// procStart is the start time of process pid in clock ticks since boot, or
-// "" when it is not running.
-func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
-
-func (o owner) alive() bool {
-	if o.pid <= 0 {
-		return false
-	}
-	start := procStart(o.pid)
-	return start != "" && (o.start == "" || start == o.start)
-}
+func self() owner { return container.Self() }
 
 var labelUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
@@ -81,13 +47,13 @@ func (e *Executor) ownedBy(p *corev1.Pod) (o owner, ok bool) {
 			return owner{}, false
 		}
 		pid, _ := strconv.Atoi(l[LabelClaimPID])
-		return owner{pid: pid, start: l[LabelClaimStart]}, true
+		return owner{PID: pid, Start: l[LabelClaimStart]}, true
 	}
 	if l[LabelHost] != labelValue(e.hostname) {
 		return owner{}, false
 	}
 	pid, _ := strconv.Atoi(l[LabelPID])
-	return owner{pid: pid, start: l[LabelStart]}, true
+	return owner{PID: pid, Start: l[LabelStart]}, true
 }
 
 // GC deletes the pods of ccrun in the namespace that serve no one: those
@@ -115,7 +81,7 @@ func (e *Executor) GC(ctx context.Context) ([]string, error) {
 			expired = true
 		}
 		dead := false
-		if o, ok := e.ownedBy(p); ok && !o.alive() {
+		if o, ok := e.ownedBy(p); ok && !o.Alive() {
 			dead = p.Labels[LabelPool] != poolWarm
 		}
 		if !expired && !dead {

@@ -276,8 +276,8 @@ func (e *Executor) labels(network string) map[string]string {
 	l := map[string]string{
 		LabelManaged: managedBy,
 		LabelHost:    labelValue(e.hostname),
-		LabelPID:     strconv.Itoa(e.owner.pid),
-		LabelStart:   e.owner.start,
+		LabelPID:     strconv.Itoa(e.owner.PID),
+		LabelStart:   e.owner.Start,
 		LabelCall:    randHex(8),
 	}
 	if network == "" || network == "none" {

@@ -187,8 +187,8 @@ func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, 
 			"labels": map[string]string{
 				LabelPool:       poolClaimed,
 				LabelClaimHost:  labelValue(e.hostname),
-				LabelClaimPID:   strconv.Itoa(e.owner.pid),
-				LabelClaimStart: e.owner.start,
+				LabelClaimPID:   strconv.Itoa(e.owner.PID),
+				LabelClaimStart: e.owner.Start,
 			},
 		}})
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
