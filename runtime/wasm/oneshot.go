@@ -1,8 +1,6 @@
 package wasm
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tetratelabs/wazero"
 
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -57,8 +53,6 @@ func WithOneShot(exit func(*job.Result)) Option {
 	}
 }
 
-var errHostMemory = errors.New("host memory")
-
 // The host's allocations between two collections in a one-shot run: past
 // gcSoft the next call of the guest into the host collects; past gcHard
 // the run is stopped.
@@ -83,8 +77,9 @@ var unchecked struct {
 
 // uncheckedRun is one guest running without interrupt checks.
 type uncheckedRun struct {
-	cancel  context.CancelCauseFunc
+	stop    func()      // stops the run for the host's memory
 	stopped atomic.Bool // left running: drop its output, no collections from it
+	left    bool        // it left the active runs; guarded by unchecked.mu
 }
 
 func heapAllocs() uint64 {
@@ -97,9 +92,10 @@ func heapAllocs() uint64 {
 }
 
 // enterUnchecked turns the collector off for the run (when it is the
-// first) and starts the monitor of the host's allocations.
-func enterUnchecked(cancel context.CancelCauseFunc) *uncheckedRun {
-	r := &uncheckedRun{cancel: cancel}
+// first) and starts the monitor of the host's allocations, which calls
+// stop when the host allocated too much.
+func enterUnchecked(stop func()) *uncheckedRun {
+	r := &uncheckedRun{stop: stop}
 	u := &unchecked
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -125,11 +121,15 @@ func enterUnchecked(cancel context.CancelCauseFunc) *uncheckedRun {
 }
 
 // leave ends a run whose guest returned; abandoned says it was left
-// running instead.
+// running instead. Only the first call counts.
 func (r *uncheckedRun) leave(abandoned bool) {
 	u := &unchecked
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if r.left {
+		return
+	}
+	r.left = true
 	delete(u.active, r)
 	if abandoned {
 		r.stopped.Store(true)
@@ -162,7 +162,7 @@ func monitor(stop chan struct{}) {
 		if grown > gcHard {
 			unchecked.mu.Lock()
 			for r := range unchecked.active {
-				r.cancel(errHostMemory)
+				r.stop()
 			}
 			unchecked.mu.Unlock()
 		}
@@ -213,57 +213,19 @@ func (p pointReader) Read(b []byte) (int, error) {
 	return p.in.Read(b)
 }
 
-// runUnchecked runs the guest of a one-shot Executor. abandoned says the
-// guest was left running (the Result is then the limit's, and nothing the
-// run holds may be released).
-func (e *Executor) runUnchecked(ctx, runCtx, instCtx context.Context, u *uncheckedRun, mod wazero.CompiledModule, cfg wazero.ModuleConfig, mem *allocator, out *job.Capture, lim job.Limits) (res *job.Result, abandoned bool, err error) {
-	done := make(chan error, 1)
-	go func() { done <- instantiate(instCtx, e.rt, mod, cfg) }()
-	var runErr error
-	select {
-	case runErr = <-done:
-	case <-runCtx.Done():
-		select {
-		case runErr = <-done: // it ended as it was stopped
-		default:
-			u.leave(true)
-			e.mu.Lock()
-			e.abandoned = true
-			e.mu.Unlock()
-			return e.abandon(ctx, runCtx, mem, out, lim), true, nil
-		}
-	}
-	u.leave(false)
-	mem.done()
-	res, err = e.classify(ctx, runCtx, runErr, mem, out.Result, lim)
-	if err == nil && context.Cause(runCtx) == errHostMemory {
-		res = out.Result(job.Memory, job.KilledExitCode, hostMemoryDetail)
-	}
-	return res, false, err
-}
-
 const hostMemoryDetail = "the host allocated over 512 MiB for the guest's calls between two collections"
 
-// abandon is the Result of a one-shot run stopped by a limit while its
-// guest runs on; it arms the exit function.
-func (e *Executor) abandon(ctx, runCtx context.Context, mem *allocator, out *job.Capture, lim job.Limits) *job.Result {
-	bare := func(r job.Reason, code int, detail string) *job.Result {
-		return &job.Result{Reason: r, ExitCode: code, Detail: detail}
-	}
-	var res *job.Result
-	switch cause := context.Cause(runCtx); {
-	case cause == errHostMemory:
-		res = bare(job.Memory, job.KilledExitCode, hostMemoryDetail)
-	default:
-		var err error
-		if res, err = e.classify(ctx, runCtx, cause, mem, bare, lim); err != nil || res == nil {
-			res = bare(job.Cancelled, job.KilledExitCode, fmt.Sprint(cause))
-		}
-	}
-	stub := *res
-	time.AfterFunc(OneShotGrace, func() { e.oneShot(&stub) })
-	// Output written from here on is dropped (pointWriter), so what Fill
-	// reads is final, but a write already past that check holds the
-	// stream: Fill is then left to the exit function's deadline.
-	return out.Fill(res)
+// abandon leaves the guest of the one-shot run u running, stopped by a
+// limit with the Result r (without its output): its output is dropped from
+// now on (pointWriter), the Executor takes no more runs, and the exit
+// function is armed.
+func (e *Executor) abandon(u *uncheckedRun, r job.Result) {
+	u.leave(true)
+	e.mu.Lock()
+	e.abandoned = true
+	e.mu.Unlock()
+	time.AfterFunc(OneShotGrace, func() { e.oneShot(&r) })
+	// A write already past pointWriter's check holds its stream: the
+	// Supervisor's Fill then waits for it, which the exit function's
+	// deadline bounds.
 }

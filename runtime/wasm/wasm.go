@@ -34,10 +34,10 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	esys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/rootfs"
 )
 
 // Error classes returned by Run and New. Test them with errors.Is.
@@ -199,7 +199,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		WithCloseOnContextDone(c.interrupt).
 		WithCompilationCache(e.cache)
 	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+	if _, err := rootfs.Instantiate(ctx, e.rt); err != nil {
 		_ = e.rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
 	}
@@ -357,8 +357,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		c, err = e.compile(cctx, key, bin, fk, compileNotice(ctx, name))
 		stop()
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return &job.Result{Reason: job.Timeout, ExitCode: job.TimeoutExit, Duration: time.Since(start),
-				Detail: "compiling the module took longer than " + bound.String()}, nil
+			out := job.NewCapture(lim.Output, s.Streams, nil)
+			out.Start = start
+			return out.Fill(job.Stopped(job.Timeout, lim, "compiling the module took longer than "+bound.String(), false)), nil
 		}
 		if err != nil {
 			return nil, err
@@ -371,54 +372,69 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 	}
 	mod := c.mod
 
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	out := job.NewCapture(lim.Output, s.Streams, func() { cancel(errOutputCap) })
-	out.Start = start
-	stdout, stderr, result := out.Stdout, out.Stderr, out.Result
-
-	for _, m := range mod.ExportedMemories() {
-		if int64(m.Min())*65536 > lim.Memory {
-			return result(job.Memory, job.KilledExitCode,
-				fmt.Sprintf("the module needs %d bytes of memory at start, over the limit of %d", int64(m.Min())*65536, lim.Memory)), nil
-		}
-	}
-
-	cfg, closeFS, err := e.moduleConfig(runCtx, s, name)
-	if err != nil {
-		return nil, err
-	}
+	// The run's lifecycle is the Supervisor's; the stops cancel the
+	// context the guest runs on, which is the kill (wazero's interrupt
+	// checks; in a one-shot run, which has none, the guest is left).
+	mem := &allocator{limit: uint64(lim.Memory)}
+	var (
+		cfg     wazero.ModuleConfig
+		closeFS = func() {}
+		u       *uncheckedRun
+		instCtx context.Context
+	)
 	defer func() {
 		if !left {
 			closeFS()
 		}
 	}()
-	var u *uncheckedRun
-	if e.oneShot != nil {
-		u = enterUnchecked(cancel)
-		cfg = cfg.WithStdout(pointWriter{u, stdout}).WithStderr(pointWriter{u, stderr}).
-			WithStdin(pointReader{u, stdin(runCtx, s.Streams.Stdin)})
-		if !s.Deterministic {
-			cfg = cfg.WithNanosleep(func(ns int64) { u.point(); nanosleep(runCtx, ns) })
+	sup := &job.Supervisor{Limits: lim, Streams: s.Streams, Begin: start}
+	sup.Start = func(runCtx context.Context, out *job.Capture) error {
+		for _, m := range mod.ExportedMemories() {
+			if need := int64(m.Min()) * 65536; need > lim.Memory {
+				sup.Stop(job.Memory, fmt.Sprintf("the module needs %d bytes of memory at start, over the limit of %d", need, lim.Memory))
+				return errNotStarted
+			}
 		}
-	} else {
-		cfg = cfg.WithStdout(stdout).WithStderr(stderr)
+		var err error
+		if cfg, closeFS, err = e.moduleConfig(runCtx, s, name); err != nil {
+			closeFS = func() {}
+			return err
+		}
+		if e.oneShot != nil {
+			u = enterUnchecked(func() { sup.Stop(job.Memory, hostMemoryDetail) })
+			cfg = cfg.WithStdout(pointWriter{u, out.Stdout}).WithStderr(pointWriter{u, out.Stderr}).
+				WithStdin(pointReader{u, stdin(runCtx, s.Streams.Stdin)})
+			if !s.Deterministic {
+				cfg = cfg.WithNanosleep(func(ns int64) { u.point(); nanosleep(runCtx, ns) })
+			}
+		} else {
+			cfg = cfg.WithStdout(out.Stdout).WithStderr(out.Stderr)
+		}
+		instCtx = experimental.WithMemoryAllocator(rootfs.WithRun(runCtx), mem)
+		return nil
 	}
-
-	if lim.Timeout > 0 {
-		t := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
-		defer t.Stop()
+	sup.Wait = func() (job.Status, error) {
+		err := instantiate(instCtx, e.rt, mod, cfg)
+		if u != nil {
+			u.leave(false)
+		}
+		mem.done()
+		return e.exitStatus(err, mem, lim)
 	}
-	mem := &allocator{limit: uint64(lim.Memory)}
-	instCtx := experimental.WithMemoryAllocator(runCtx, mem)
-	if u != nil {
-		res, left, err = e.runUnchecked(ctx, runCtx, instCtx, u, mod, cfg, mem, out, lim)
-		return res, err
+	if e.oneShot != nil {
+		// Nothing stops compiled code without interrupt checks: a stopped
+		// guest is left running at once (see WithOneShot).
+		sup.KillGrace = -1
+		sup.Abandon = func(r job.Result) {
+			left = true
+			e.abandon(u, r)
+		}
 	}
-	runErr := instantiate(instCtx, e.rt, mod, cfg)
-	mem.done()
-	return e.classify(ctx, runCtx, runErr, mem, result, lim)
+	return sup.Run(ctx)
 }
+
+// errNotStarted is what Start returns when it stopped the run itself.
+var errNotStarted = errors.New("wasm: the run was stopped before the guest started")
 
 // cacheSubdir is the directory, under the disk cache, of the code compiled
 // with interrupt checks (or without).
@@ -428,11 +444,6 @@ func cacheSubdir(interrupt bool) string {
 	}
 	return "unchecked"
 }
-
-var (
-	errTimeout   = errors.New("timeout")
-	errOutputCap = errors.New("output cap")
-)
 
 // instantiate runs the module; a panic inside wazero becomes an error.
 func instantiate(ctx context.Context, rt wazero.Runtime, mod wazero.CompiledModule, cfg wazero.ModuleConfig) (err error) {
@@ -448,41 +459,30 @@ func instantiate(ctx context.Context, rt wazero.Runtime, mod wazero.CompiledModu
 	return err
 }
 
-func (e *Executor) classify(ctx, runCtx context.Context, err error, mem *allocator, result func(job.Reason, int, string) *job.Result, lim job.Limits) (*job.Result, error) {
+// exitStatus is how a guest that returned with err ended by itself: its
+// exit code, Memory when it was refused memory and failed, a trap, or the
+// error of a module that could not run (or of a closed Executor).
+func (e *Executor) exitStatus(err error, mem *allocator, lim job.Limits) (job.Status, error) {
 	var exit *sys.ExitError
-	stopped := errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeContextCanceled || exit.ExitCode() == sys.ExitCodeDeadlineExceeded)
-	cause := context.Cause(runCtx)
 	switch {
 	case err == nil:
-		if cause == errOutputCap {
-			return result(job.OutputCap, 0, "output went past the limit"), nil
-		}
-		if cause == errTimeout { // it ended as it was being stopped (on a stdin cut short, say)
-			return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
-		}
-		return result(job.Exit, 0, ""), nil
+		return job.Status{}, nil
 	case mem.denied.Load():
-		return result(job.Memory, job.KilledExitCode, fmt.Sprintf("memory limit of %d bytes reached", lim.Memory)), nil
-	case (stopped || cause != nil) && cause == errOutputCap:
-		return result(job.OutputCap, job.KilledExitCode, "output went past the limit of "+fmt.Sprint(lim.Output)+" bytes"), nil
-	case (stopped || cause != nil) && cause == errTimeout:
-		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
-	case (stopped || cause != nil) && ctx.Err() != nil:
-		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
-	case exit != nil:
-		return result(job.Exit, int(exit.ExitCode()), ""), nil
+		return job.Status{Reason: job.Memory, Code: job.KilledExitCode, Detail: fmt.Sprintf("memory limit of %d bytes reached", lim.Memory)}, nil
+	case errors.As(err, &exit):
+		return job.Status{Code: int(exit.ExitCode())}, nil
 	}
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
+		return job.Status{}, fmt.Errorf("wasm: run: %w", ErrClosed)
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "wasm error:") || strings.HasSuffix(msg, "failed: stack overflow") {
-		return result(job.Exit, TrapExit, trapDetail(msg)), nil
+		return job.Status{Code: TrapExit, Detail: trapDetail(msg)}, nil
 	}
-	return nil, fmt.Errorf("wasm: instantiate: %v: %w", err, ErrInvalidModule)
+	return job.Status{}, fmt.Errorf("wasm: instantiate: %v: %w", err, ErrInvalidModule)
 }
 
 // trapDetail turns wazero's trap error ("wasm error: unreachable\nwasm
@@ -636,13 +636,9 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 // confined is the file system of a mount: the host directory through
 // os.Root, with a writable mount's protected paths guarded.
 func confined(r *os.Root, m job.Mount, open *openBudget) (esys.FS, error) {
-	fs := &rootFS{root: r, writable: m.Writable, open: open}
-	if m.Writable {
-		g, err := newGuard(r, m)
-		if err != nil {
-			return nil, err
-		}
-		fs.guard = g
+	fs, err := rootfs.New(r, m, &open.n)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrInvalidSpec)
 	}
 	return fs, nil
 }

@@ -146,16 +146,6 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 	if err := checkHeader(bin); err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	out := job.NewCapture(lim.Output, s.Streams, func() { cancel(errOutputCap) })
-	out.Start = start
-	stdout, stderr, result := out.Stdout, out.Stderr, out.Result
-	if lim.Timeout > 0 {
-		t := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
-		defer t.Stop()
-	}
-
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("wasm worker: %w", err)
@@ -166,68 +156,73 @@ func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name strin
 		return nil, fmt.Errorf("wasm worker: %w", err)
 	}
 	defer repR.Close()
-	cmd := exec.CommandContext(runCtx, e.worker)
-	cmd.Env = []string{WorkerEnv + "=1", WorkerParentEnv + "=" + strconv.Itoa(os.Getpid())}
+	var (
+		cmd       *exec.Cmd
+		reply     workerReply
+		replyDone = make(chan error, 1)
+	)
+	sup := &job.Supervisor{Limits: lim, Streams: s.Streams, Begin: start}
+	// The stops cancel runCtx, which kills the worker (SIGKILL).
+	sup.Start = func(runCtx context.Context, out *job.Capture) error {
+		cmd = exec.CommandContext(runCtx, e.worker)
+		cmd.Env = []string{WorkerEnv + "=1", WorkerParentEnv + "=" + strconv.Itoa(os.Getpid())}
+		cmd.SysProcAttr = workerProcAttr() // Pdeathsig: SIGKILL on Linux (procattr_linux.go)
+		if s.Streams.Stdin != nil {
+			cmd.Stdin = stdin(runCtx, s.Streams.Stdin)
+		}
+		cmd.Stdout, cmd.Stderr = out.Stdout, out.Stderr
+		cmd.ExtraFiles = []*os.File{reqR, repW}
+		cmd.WaitDelay = 100 * time.Millisecond // a blocked stdin must not hold Wait
+		err := cmd.Start()
+		_, _ = reqR.Close(), repW.Close()
+		if err != nil {
+			_ = reqW.Close()
+			return fmt.Errorf("wasm worker: start %s: %w", e.worker, err)
+		}
+		req := workerRequest{Module: bin, Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
+			Memory: lim.Memory, Output: lim.Output, Deterministic: s.Deterministic, CacheDir: e.cacheDir}
+		go func() {
+			_ = json.NewEncoder(reqW).Encode(req)
+			_ = reqW.Close()
+		}()
+		go func() { replyDone <- json.NewDecoder(repR).Decode(&reply) }()
+		return nil
+	}
+	sup.Wait = func() (job.Status, error) {
+		waitErr := cmd.Wait()
+		var replyErr error
+		select {
+		case replyErr = <-replyDone:
+		case <-time.After(time.Second):
+			replyErr = errors.New("no reply")
+		}
+		return workerStatus(reply, replyErr, waitErr)
+	}
 	// The worker dies with this process: the kernel sends it SIGKILL when
-	// the thread that started it ends, so this goroutine keeps its thread
-	// (which no other goroutine can then end) until the worker is reaped.
-	cmd.SysProcAttr = workerProcAttr() // Pdeathsig: SIGKILL on Linux (procattr_linux.go)
+	// the thread that started it ends, so this goroutine, which starts it
+	// (Start runs on it), keeps its thread (which no other goroutine can
+	// then end) until the worker is reaped (Run returns after Wait).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if s.Streams.Stdin != nil {
-		cmd.Stdin = stdin(runCtx, s.Streams.Stdin)
-	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{reqR, repW}
-	cmd.WaitDelay = 100 * time.Millisecond // a blocked stdin must not hold Wait
-	err = cmd.Start()
-	_, _ = reqR.Close(), repW.Close()
-	if err != nil {
-		_ = reqW.Close()
-		return nil, fmt.Errorf("wasm worker: start %s: %w", e.worker, err)
-	}
-	req := workerRequest{Module: bin, Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
-		Memory: lim.Memory, Output: lim.Output, Deterministic: s.Deterministic, CacheDir: e.cacheDir}
-	go func() {
-		_ = json.NewEncoder(reqW).Encode(req)
-		_ = reqW.Close()
-	}()
-	var reply workerReply
-	replyDone := make(chan error, 1)
-	go func() { replyDone <- json.NewDecoder(repR).Decode(&reply) }()
-	waitErr := cmd.Wait()
-	var replyErr error
-	select {
-	case replyErr = <-replyDone:
-	case <-time.After(time.Second):
-		replyErr = errors.New("no reply")
-	}
-
-	return workerOutcome(ctx, runCtx, reply, replyErr, waitErr, lim, result)
+	return sup.Run(ctx)
 }
 
-// workerOutcome is how a worker's run ended. A run stopped by us is
-// reported as stopped, whatever the worker said: stopping closes the
-// guest's stdin, and a guest reading it may exit on that EOF before the
-// kill lands.
-func workerOutcome(ctx, runCtx context.Context, reply workerReply, replyErr, waitErr error, lim job.Limits, result func(job.Reason, int, string) *job.Result) (*job.Result, error) {
-	switch cause := context.Cause(runCtx); {
-	case cause == errOutputCap:
-		return result(job.OutputCap, job.KilledExitCode, fmt.Sprintf("output went past the limit of %d bytes", lim.Output)), nil
-	case cause == errTimeout:
-		return result(job.Timeout, job.TimeoutExit, "stopped after "+lim.Timeout.String()), nil
-	case ctx.Err() != nil:
-		return result(job.Cancelled, job.KilledExitCode, context.Cause(ctx).Error()), nil
+// workerStatus is how a worker's run ended by itself, from its reply. A
+// run stopped by us is reported as stopped whatever the worker said (the
+// Supervisor's rule): stopping closes the guest's stdin, and a guest
+// reading it may exit on that EOF before the kill lands.
+func workerStatus(reply workerReply, replyErr, waitErr error) (job.Status, error) {
+	switch {
 	case replyErr == nil && reply.Result != nil:
-		return result(reply.Result.Reason, reply.Result.ExitCode, reply.Result.Detail), nil
+		return job.Status{Reason: reply.Result.Reason, Code: reply.Result.ExitCode, Detail: reply.Result.Detail}, nil
 	case replyErr == nil && reply.Error != "":
 		if c, ok := classes[reply.Class]; ok {
-			return nil, fmt.Errorf("%s (in worker): %w", reply.Error, c)
+			return job.Status{}, fmt.Errorf("%s (in worker): %w", reply.Error, c)
 		}
-		return nil, fmt.Errorf("wasm worker: %s", reply.Error)
+		return job.Status{}, fmt.Errorf("wasm worker: %s", reply.Error)
 	}
 	if errors.Is(replyErr, io.EOF) {
 		replyErr = errors.New("the worker ended without a reply")
 	}
-	return nil, fmt.Errorf("wasm worker: %v (%v)", replyErr, waitErr)
+	return job.Status{}, fmt.Errorf("wasm worker: %v (%v)", replyErr, waitErr)
 }

@@ -121,31 +121,30 @@ func TestWorkerEscape(t *testing.T) {
 // did once the run was stopped, the run is reported as stopped: through the
 // worker (its reply says exit 0) and in process (wazero returned no error).
 func TestStoppedRunIsStopped(t *testing.T) {
-	lim := job.Limits{Timeout: time.Second, Output: 1 << 20}
-	result := func(r job.Reason, code int, detail string) *job.Result {
-		return &job.Result{Reason: r, ExitCode: code, Detail: detail}
-	}
+	lim := job.Limits{Timeout: time.Minute, Output: 1 << 20}
 	exited := workerReply{Result: &job.Result{Reason: job.Exit, ExitCode: 0}}
-	for _, tc := range []struct {
-		cause  error
-		reason job.Reason
-	}{
-		{errTimeout, job.Timeout},
-		{errOutputCap, job.OutputCap},
-		{nil, job.Exit}, // not stopped: the guest's own exit
-	} {
-		runCtx, cancel := context.WithCancelCause(context.Background())
-		if tc.cause != nil {
-			cancel(tc.cause)
+	waits := map[string]func() (job.Status, error){
+		"worker":     func() (job.Status, error) { return workerStatus(exited, nil, nil) },
+		"in process": func() (job.Status, error) { return shared.exitStatus(nil, &allocator{}, lim) },
+	}
+	for name, wait := range waits {
+		for _, why := range []job.Reason{job.Timeout, job.OutputCap, ""} {
+			sup := &job.Supervisor{Limits: lim}
+			sup.Start = func(context.Context, *job.Capture) error {
+				if why != "" {
+					sup.Stop(why, "")
+				}
+				return nil
+			}
+			sup.Wait = wait
+			res, err := sup.Run(context.Background())
+			want := why
+			if want == "" {
+				want = job.Exit // not stopped: the guest's own exit
+			}
+			if err != nil || res.Reason != want {
+				t.Errorf("%s, stopped by %q, guest exited 0: %v %+v, want %s", name, why, err, res, want)
+			}
 		}
-		res, err := workerOutcome(context.Background(), runCtx, exited, nil, nil, lim, result)
-		if err != nil || res.Reason != tc.reason {
-			t.Errorf("worker, stopped by %v, guest exited 0: %v %+v, want %s", tc.cause, err, res, tc.reason)
-		}
-		res, err = shared.classify(context.Background(), runCtx, nil, &allocator{}, result, lim)
-		if err != nil || res.Reason != tc.reason {
-			t.Errorf("in process, stopped by %v, guest returned: %v %+v, want %s", tc.cause, err, res, tc.reason)
-		}
-		cancel(nil)
 	}
 }
