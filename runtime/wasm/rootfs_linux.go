@@ -2,71 +2,8 @@ package wasm
 
 import (
 	"fmt"
-	"os"
 	"syscall"
-	"unsafe"
-
-	esys "github.com/tetratelabs/wazero/experimental/sys"
 )
-
-// utimeOmit is Linux's UTIME_OMIT for utimensat(2).
-const utimeOmit = (1 << 30) - 2
-
-// setAppend turns O_APPEND on or off on the open descriptor.
-func setAppend(f *os.File, enable bool) esys.Errno {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return errno(err)
-	}
-	var e syscall.Errno
-	if err := rc.Control(func(fd uintptr) {
-		flags, _, e1 := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		if e1 != 0 {
-			e = e1
-			return
-		}
-		if enable {
-			flags |= syscall.O_APPEND
-		} else {
-			flags &^= syscall.O_APPEND
-		}
-		_, _, e = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_SETFL, flags)
-	}); err != nil {
-		return errno(err)
-	}
-	return errno(errOrNil(e))
-}
-
-// futimens sets the times of the open descriptor (wazero's UTIME_OMIT
-// leaves one unchanged).
-func futimens(f *os.File, atim, mtim int64) esys.Errno {
-	ts := [2]syscall.Timespec{timespec(atim), timespec(mtim)}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return errno(err)
-	}
-	var e syscall.Errno
-	if err := rc.Control(func(fd uintptr) {
-		_, _, e = syscall.Syscall6(syscall.SYS_UTIMENSAT, fd, 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
-	}); err != nil {
-		return errno(err)
-	}
-	return errno(errOrNil(e))
-}
-
-func timespec(t int64) syscall.Timespec {
-	if t == esys.UTIME_OMIT {
-		return syscall.Timespec{Nsec: utimeOmit}
-	}
-	return syscall.NsecToTimespec(t)
-}
-
-func errOrNil(e syscall.Errno) error {
-	if e == 0 {
-		return nil
-	}
-	return e
-}
 
 // fileKey identifies the content of the file at path without reading it:
 // its device, inode, size, mtime and ctime (a rewrite changes ctime). ""
@@ -77,18 +14,4 @@ func fileKey(path string) string {
 		return ""
 	}
 	return fmt.Sprint(path, st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
-}
-
-// flock takes an exclusive flock(2) of f (a directory) and returns its
-// release. A failure to lock (not seen on Linux file systems) leaves the
-// change unserialized rather than refused.
-func flock(f *os.File) func() {
-	fd := int(f.Fd())
-	for {
-		err := syscall.Flock(fd, syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	return func() { _ = syscall.Flock(fd, syscall.LOCK_UN) }
 }
