@@ -407,17 +407,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	}
 	// Not running any more is fine: the remove in the cleanup stack forces
 	// whatever is left.
-	sup.Kill = func(job.Reason) {
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = e.eng.ContainerKill(kctx, id, "KILL")
-	}
-	sup.Drain = func(dctx context.Context) {
-		select {
-		case <-copied:
-		case <-dctx.Done():
-		}
-	}
+	sup.Kill, sup.Drain = e.killer(ctx, id), drainer(copied)
 	res, err := sup.Run(ctx)
 	if err == nil && res.Reason != job.Exit && auto && ended.Load() {
 		// Killed: seen removed (by the engine) before Run returns; gone
@@ -432,6 +422,27 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 		cancel()
 	}
 	return res, err
+}
+
+// killer is the Supervisor's Kill of a run in container id: SIGKILL to
+// all of it, bounded by cleanupTimeout, whatever the caller does.
+func (e *Executor) killer(ctx context.Context, id string) func(job.Reason) {
+	return func(job.Reason) {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_ = e.eng.ContainerKill(kctx, id, "KILL")
+	}
+}
+
+// drainer is the Supervisor's Drain of a run whose output stream's copy
+// closes copied.
+func drainer(copied <-chan struct{}) func(context.Context) {
+	return func(dctx context.Context) {
+		select {
+		case <-copied:
+		case <-dctx.Done():
+		}
+	}
 }
 
 // oomWait bounds how long a program killed by SIGKILL waits for the

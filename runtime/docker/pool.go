@@ -283,17 +283,7 @@ func (e *Executor) exec(ctx context.Context, id string, s Spec, lim job.Limits, 
 	}
 	// The container is single-use: kill all of it, the holder too. The
 	// exec's end is not waited for (the stream's is, by Drain).
-	sup.Kill = func(job.Reason) {
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = e.eng.ContainerKill(kctx, id, "KILL")
-	}
-	sup.Drain = func(dctx context.Context) {
-		select {
-		case <-copied:
-		case <-dctx.Done():
-		}
-	}
+	sup.Kill, sup.Drain = e.killer(ctx, id), drainer(copied)
 	res, err = sup.Run(ctx)
 	if closeStream != nil {
 		closeStream()
