@@ -305,8 +305,8 @@ func TestPromptCtrlC(t *testing.T) {
 		done <- 0
 	}()
 	screen, code := readScreen(t, ptmx, done, []string{"\x03"})
-	if code != exitDenied {
-		t.Fatalf("exit %d, want %d; screen:\n%s", code, exitDenied, screen)
+	if code != exitInterrupted { // a deny the person's Ctrl-C caused: interrupted, 130 (README's exit codes)
+		t.Fatalf("exit %d, want %d; screen:\n%s", code, exitInterrupted, screen)
 	}
 	wantScreen(t, screen, []string{
 		"denied: interrupted (Ctrl-C)",
