@@ -398,6 +398,21 @@ func (e *Executor) warmChanged(obj any) {
 	go func() {
 		<-c.done
 		e.conns.CompareAndDelete(p.Name, c)
+		// A session that failed (one opened as the pod started may be
+		// refused) is opened again while the pod waits, unclaimed.
+		select {
+		case <-e.bg.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		e.cacheMu.Lock()
+		pc := e.pods
+		e.cacheMu.Unlock()
+		if pc != nil {
+			if cur := pc.get(e.namespace, p.Name); cur != nil {
+				e.warmChanged(cur)
+			}
+		}
 	}()
 }
 
@@ -495,7 +510,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		<-c.done
 		ended <- nil
 	}()
-	streamErr := e.await(ctx, res, lim, ended, deadline, overflow, name, scancel)
+	streamErr := e.await(ctx, res, lim, ended, deadline, overflow)
 	var ns notStarted
 	if errors.As(streamErr, &ns) && res.Reason == job.Exit {
 		// The program never started (the go byte was not sent): the pod
@@ -504,6 +519,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		return nil, false, nil
 	}
 	if res.Reason != job.Exit {
+		e.halt(ctx, name, scancel, ended)
 		return out.Fill(res), true, nil
 	}
 	stdout.flush()
@@ -583,36 +599,30 @@ func handshake(c *warmConn, argv []string, nonce []byte, stdout, stderr *marks) 
 
 var errNoAck = errors.New("no ack from the pod's program within " + requestTimeout.String())
 
-// await runs a run's wait and stop on a job.Supervisor: the run's stream
-// ends (done), or ccrun stops it at the deadline, the caller's
-// cancellation or the output cap; a stopped run's pod is deleted and its
-// stream ended (cancel), then drained drainTimeout at most. The stop is
-// recorded on res. It returns the stream's error when the run ended by
-// itself.
-func (e *Executor) await(ctx context.Context, res *job.Result, lim job.Limits, done <-chan error, deadline, overflow <-chan struct{}, name string, cancel context.CancelFunc) error {
-	var streamErr error
-	sup := &job.Supervisor{Limits: job.Limits{Output: -1}, KillGrace: drainTimeout}
-	sup.Start = func(runCtx context.Context, _ *job.Capture) error {
-		go func() {
-			select {
-			case <-deadline:
-				sup.Stop(job.Timeout, "")
-			case <-overflow:
-				sup.Stop(job.OutputCap, "")
-			case <-runCtx.Done():
-			}
-		}()
-		return nil
+// await waits for a run's stream to end (done), or for ccrun to stop it:
+// at the deadline, the caller's cancellation, or the output cap, recorded
+// on res. It returns the stream's error.
+func (e *Executor) await(ctx context.Context, res *job.Result, lim job.Limits, done <-chan error, deadline, overflow <-chan struct{}) error {
+	select {
+	case err := <-done:
+		return err
+	case <-deadline:
+		stopped(res, job.Timeout, lim)
+	case <-ctx.Done():
+		stopped(res, job.Cancelled, lim)
+	case <-overflow:
+		stopped(res, job.OutputCap, lim)
 	}
-	sup.Wait = func() (job.Status, error) { streamErr = <-done; return job.Status{}, nil }
-	sup.Kill = func(job.Reason) {
-		e.deletePod(ctx, name)
-		cancel()
+	return nil
+}
+
+// halt deletes the pod of a run ccrun stopped at once, ends its stream
+// and waits (drainTimeout at most) for the stream to end.
+func (e *Executor) halt(ctx context.Context, name string, cancel context.CancelFunc, done <-chan error) {
+	e.deletePod(ctx, name)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout):
 	}
-	r, _ := sup.Run(ctx)
-	if r.Reason != job.Exit {
-		stopped(res, r.Reason, lim)
-		return nil
-	}
-	return streamErr // Wait returned: streamErr is final
 }
