@@ -482,8 +482,9 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	go func() { attached <- e.attach(actx, name, containerRun, stdin, out.Stdout, out.Stderr) }()
 
 	res := &job.Result{Reason: job.Exit}
-	streamErr := e.await(ctx, res, lim, attached, deadline, overflow, name, acancel)
+	streamErr := e.await(ctx, res, lim, attached, deadline, overflow)
 	if res.Reason != job.Exit {
+		e.halt(ctx, name, acancel, attached)
 		return out.Fill(res), nil
 	}
 	// The stream ended: the program exited, or the pod, its node or the
@@ -593,11 +594,18 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// stopped records on res that ccrun killed the program, and why, in the
-// words of job.Stopped.
+// stopped records on res that ccrun killed the program, and why.
 func stopped(res *job.Result, why job.Reason, lim job.Limits) {
-	r := job.Stopped(why, lim, "", true)
-	res.Reason, res.ExitCode, res.Detail = r.Reason, r.ExitCode, r.Detail+" (pod deleted)"
+	res.Reason, res.ExitCode = why, job.KilledExitCode
+	switch why {
+	case job.Timeout:
+		res.ExitCode = job.TimeoutExit
+		res.Detail = fmt.Sprintf("killed after the %s timeout (pod deleted)", lim.Timeout)
+	case job.Cancelled:
+		res.Detail = "killed: the caller cancelled the run (pod deleted)"
+	case job.OutputCap:
+		res.Detail = fmt.Sprintf("killed: output went past %d bytes (pod deleted)", lim.Output)
+	}
 }
 
 // Cluster is what Info reports about the cluster an Executor uses.
