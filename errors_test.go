@@ -3,6 +3,7 @@ package ccrun_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -98,11 +99,12 @@ func TestErrorClasses(t *testing.T) {
 		t.Error("two named errors of one class match each other")
 	}
 	// Ctrl-C at the prompt is of no class above: it is the caller's cancel.
-	if !errors.Is(prompt.ErrInterrupted, context.Canceled) {
+	interrupted := fmt.Errorf("asked: %w", prompt.ErrInterrupted) // as a caller meets it
+	if !errors.Is(interrupted, context.Canceled) {
 		t.Error("prompt.ErrInterrupted is not a context.Canceled")
 	}
 	for name, class := range classes {
-		if errors.Is(prompt.ErrInterrupted, class) {
+		if errors.Is(interrupted, class) {
 			t.Errorf("prompt.ErrInterrupted is of class %s", name)
 		}
 	}
