@@ -91,8 +91,13 @@ func TestWasmServerDefaultThroughCLI(t *testing.T) {
 	}
 	t.Logf("a 1s timeout ended the run after %s", time.Since(start).Round(time.Millisecond))
 	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(first, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if state := procState(first); state == "Z" || state == "" {
+			break // ended (a zombie until its new parent reaps it)
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server %d still runs after a guest it could not stop", first)
+			stat, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(first), "stat"))
+			wchan, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(first), "wchan"))
+			t.Fatalf("server %d still runs after a guest it could not stop: stat %q, wchan %q", first, stat, wchan)
 		}
 	}
 	if stderr, code := ccrun("--", "x"); code != 3 {
@@ -101,4 +106,17 @@ func TestWasmServerDefaultThroughCLI(t *testing.T) {
 	if next := server(); next == 0 || next == first {
 		t.Errorf("server %d after the retired %d, want a new one", next, first)
 	}
+}
+
+// procState is the state letter of process pid (R, S, Z, ...), "" if gone.
+func procState(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return string(b[i+2])
+	}
+	return ""
 }
