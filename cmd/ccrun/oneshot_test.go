@@ -20,27 +20,9 @@ func TestOneShotThroughCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ccrun and a guest")
 	}
-	bin := buildCcrun(t)
 	dir := t.TempDir()
-	loop := buildGuest(t, "package main\n\nimport \"os\"\n\nfunc main() {\n\tif len(os.Args) > 1 {\n\t\tos.Exit(3)\n\t}\n\tn := 0\n\tfor {\n\t\tn++\n\t}\n}\n")
-	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), ccrun.WasmServerEnv+"=0")
-	ccrun := func(args ...string) (string, int) {
-		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "loop.wasm"}, args...)...)
-		cmd.Dir, cmd.Env = dir, env
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return errb.String(), ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return errb.String(), 0
-	}
+	ccrun := loopGuest(t, dir, env)
 	if stderr, code := ccrun("--", "x"); code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
 	}
@@ -53,5 +35,31 @@ func TestOneShotThroughCLI(t *testing.T) {
 	audit, err := os.ReadFile(filepath.Join(dir, ".ccrun", "audit.jsonl"))
 	if err != nil || !bytes.Contains(audit, []byte(`"timeout"`)) {
 		t.Errorf("the audit log has no timeout line (%v): %s", err, audit)
+	}
+}
+
+// loopGuest writes loop.wasm into dir — a guest that loops for ever, or
+// exits 3 when given an argument — and returns a runner of a real ccrun
+// binary on it in dir with env: its stderr and exit code.
+func loopGuest(t *testing.T, dir string, env []string) func(args ...string) (string, int) {
+	t.Helper()
+	bin := buildCcrun(t)
+	loop := buildGuest(t, "package main\n\nimport \"os\"\n\nfunc main() {\n\tif len(os.Args) > 1 {\n\t\tos.Exit(3)\n\t}\n\tn := 0\n\tfor {\n\t\tn++\n\t}\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "loop.wasm"}, args...)...)
+		cmd.Dir, cmd.Env = dir, env
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return errb.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return errb.String(), 0
 	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,12 +20,7 @@ func TestWasmServerDefaultThroughCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ccrun and a guest")
 	}
-	bin := buildCcrun(t)
 	dir := t.TempDir()
-	loop := buildGuest(t, "package main\n\nimport \"os\"\n\nfunc main() {\n\tif len(os.Args) > 1 {\n\t\tos.Exit(3)\n\t}\n\tn := 0\n\tfor {\n\t\tn++\n\t}\n}\n")
-	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	run, err := os.MkdirTemp("", "ccrun-run-") // short: a socket path has at most 107 bytes
 	if err != nil {
 		t.Fatal(err)
@@ -38,20 +31,7 @@ func TestWasmServerDefaultThroughCLI(t *testing.T) {
 	}
 	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"),
 		"XDG_RUNTIME_DIR="+run, "CCRUN_WASM_SERVER=")
-	ccrun := func(args ...string) (string, int) {
-		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "loop.wasm"}, args...)...)
-		cmd.Dir, cmd.Env = dir, env
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return errb.String(), ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return errb.String(), 0
-	}
+	ccrun := loopGuest(t, dir, env)
 	// server returns the pid of the server listening for dir, 0 if none.
 	server := func() int {
 		locks, _ := filepath.Glob(filepath.Join(run, "ccrun", "wasm-*.sock.lock"))
