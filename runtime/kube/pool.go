@@ -122,7 +122,7 @@ func (e *Executor) Warm(ctx context.Context, s Spec) error {
 		ch := pc.changes()
 		n := 0
 		for _, p := range pc.template(wp.t.key) {
-			if p.Labels[LabelPool] == poolWarm && ready(p) && e.connected(p.Name) {
+			if p.Labels[LabelPool] == poolWarm && ready(p) && e.servable(p.Name) {
 				n++
 			}
 		}
@@ -424,6 +424,17 @@ func (e *Executor) warmGone(obj any) {
 	if p, ok := obj.(*corev1.Pod); ok {
 		e.made.Delete(p.Name)
 	}
+}
+
+// servable says whether a ready warm pod can serve a claim at once: one
+// this Executor made once its session is up; one another Executor or
+// process made (which fill counts too) as it is, the claim opening the
+// session (takeConn).
+func (e *Executor) servable(name string) bool {
+	if _, mine := e.made.Load(name); !mine {
+		return true
+	}
+	return e.connected(name)
 }
 
 // connected says whether this Executor's session to the pod name is up.
