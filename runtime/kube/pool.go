@@ -118,7 +118,16 @@ func (e *Executor) Warm(ctx context.Context, s Spec) error {
 	if err := e.fill(ctx, wp); err != nil {
 		return err
 	}
+	refilled := time.Now()
 	for {
+		if time.Since(refilled) > 2*time.Second {
+			// A pod counted may have gone since (deleted from outside,
+			// failed): fill counts again and makes up for it.
+			if err := e.fill(ctx, wp); err != nil {
+				return err
+			}
+			refilled = time.Now()
+		}
 		ch := pc.changes()
 		n := 0
 		for _, p := range pc.template(wp.t.key) {
@@ -210,6 +219,7 @@ func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, 
 func (wp *warmPool) noteClaimed(name string) {
 	wp.mu.Lock()
 	wp.claimed[name] = time.Now()
+	delete(wp.created, name) // claimed: it fills the pool no more
 	wp.mu.Unlock()
 }
 
@@ -266,8 +276,9 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 	}
 	now := time.Now()
 	for name, t := range wp.created {
+		_, claimed := wp.claimed[name]
 		switch {
-		case seen[name] || now.Sub(t) > notedFor:
+		case seen[name] || claimed || now.Sub(t) > notedFor:
 			delete(wp.created, name)
 		default:
 			live++
