@@ -290,27 +290,13 @@ func (r *rootFS) Rename(from, to string) esys.Errno {
 	return errno(err)
 }
 
-func (r *rootFS) Rmdir(p string) esys.Errno {
-	if !r.writable {
-		return esys.EROFS
-	}
-	name := rel(p)
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, false) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	st, err := r.root.Lstat(name)
-	if err != nil {
-		return errno(err)
-	}
-	if !st.IsDir() {
-		return esys.ENOTDIR
-	}
-	return errno(r.root.Remove(name))
-}
+func (r *rootFS) Rmdir(p string) esys.Errno { return r.remove(p, true) }
 
-func (r *rootFS) Unlink(p string) esys.Errno {
+func (r *rootFS) Unlink(p string) esys.Errno { return r.remove(p, false) }
+
+// remove removes p, a directory (Rmdir) or not (Unlink), through the
+// implant guard: ENOTDIR or EISDIR when it is the other kind.
+func (r *rootFS) remove(p string, dir bool) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
@@ -324,7 +310,10 @@ func (r *rootFS) Unlink(p string) esys.Errno {
 	if err != nil {
 		return errno(err)
 	}
-	if st.IsDir() {
+	switch {
+	case dir && !st.IsDir():
+		return esys.ENOTDIR
+	case !dir && st.IsDir():
 		return esys.EISDIR
 	}
 	return errno(r.root.Remove(name))
