@@ -139,7 +139,7 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if withSeccomp {
 		filter = theFilter()
 	}
-	rs := &Ruleset{abi: abi, rules: b.rules, reqs: make(chan func()), exited: make(chan struct{})}
+	rs := &Ruleset{abi: abi, rules: int(b.rules.Load()), reqs: make(chan func()), exited: make(chan struct{})}
 	ready := make(chan error, 1)
 	go rs.serve(fd, filter, ready)
 	if err := <-ready; err != nil {
