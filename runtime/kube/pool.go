@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -366,22 +367,54 @@ func (s *sink) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// connect opens an attach session to the warm pod name, for as long as
-// ctx lasts or the pod runs.
+// connect opens the attach sessions to the warm pod name, for as long as
+// ctx lasts or the pod runs: one for stdin and stderr, one for stdout.
+//
+// One session per output stream, because containerd ends a session's
+// stdin when either of its output streams ends, and a session whose stdin
+// ended stops receiving its other stream: the container's stdin is not
+// StdinOnce (it stays open across sessions), and then the session's
+// writers are removed (pkg/cri/io ContainerIO.Attach, containerd 1.6 and
+// later). With both streams in one session, stderr's end as the container
+// exits cut off the tail of stdout not yet out of its pipe. The stdout
+// session's stdin is a pipe nothing is written to.
 func (e *Executor) connect(ctx context.Context, name string) *warmConn {
 	pr, pw := io.Pipe()
+	idle, idleW := io.Pipe()
 	c := &warmConn{name: name, in: pw, connected: make(chan struct{}), done: make(chan struct{})}
-	var up sync.Once
-	stdin := readerFunc(func(p []byte) (int, error) {
-		up.Do(func() { close(c.connected) })
-		return pr.Read(p)
-	})
+	sctx, cancel := context.WithCancel(ctx)
+	var pending atomic.Int32 // sessions not yet up
+	pending.Store(2)
+	var first sync.Once // the first session to fail says why
+	var failed error
+	var wg sync.WaitGroup
+	open := func(r io.Reader, stdout, stderr io.Writer) {
+		var up sync.Once
+		stdin := readerFunc(func(p []byte) (int, error) {
+			up.Do(func() {
+				if pending.Add(-1) == 0 {
+					close(c.connected)
+				}
+			})
+			return r.Read(p)
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.attach(sctx, name, containerRun, stdin, stdout, stderr); err != nil {
+				first.Do(func() { failed = err })
+				cancel() // the other session is of no use without this one
+			}
+		}()
+	}
+	open(pr, nil, &c.stderr)
+	open(idle, &c.stdout, nil)
 	go func() {
-		c.err = e.attach(ctx, name, containerRun, stdin, &c.stdout, &c.stderr)
-		if c.err == nil {
-			c.err = io.EOF
-		}
+		wg.Wait()
+		cancel()
+		c.err = cmp.Or(failed, io.EOF)
 		pr.CloseWithError(c.err)
+		idleW.Close()
 		close(c.done)
 	}()
 	return c
