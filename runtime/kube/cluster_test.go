@@ -126,6 +126,10 @@ func ownPods(t testing.TB, sel string) []corev1.Pod {
 	return l.Items
 }
 
+// bothStreams writes 2 MiB to stdout and 64 KiB to stderr at once, then
+// exits: neither stream's tail may be lost when the other ends first.
+const bothStreams = "head -c 65536 /dev/zero | tr '\\0' y >&2 & head -c 2097152 /dev/zero | tr '\\0' x; wait"
+
 // TestRun is the cold path's table: exit codes, stdin, output cap,
 // timeout, cancel, OOM, a program that does not exist.
 func TestRun(t *testing.T) {
@@ -146,6 +150,7 @@ func TestRun(t *testing.T) {
 		{name: "stdin", s: spec("cat"), stdin: "hello\nworld\n", reason: job.Exit, stdout: "hello\nworld\n"},
 		{name: "no stdin is EOF", s: spec("cat"), reason: job.Exit},
 		{name: "output at exit not missed", s: spec("sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x"), reason: job.Exit, stdout: strings.Repeat("x", 1<<20)},
+		{name: "both streams whole at exit", s: spec("sh", "-c", bothStreams), reason: job.Exit, stdout: strings.Repeat("x", 2<<20), stderr: strings.Repeat("y", 64<<10)},
 		{name: "env", s: func() Spec { s := spec("sh", "-c", "echo $A"); s.Env = []string{"A=b c"}; return s }(), reason: job.Exit, stdout: "b c\n"},
 		{name: "working dir", s: func() Spec { s := spec("pwd"); s.Dir = "/tmp"; return s }(), reason: job.Exit, stdout: "/tmp\n"},
 		{name: "output cap", s: func() Spec { s := spec("yes"); s.Limits.Output = 64 << 10; return s }(), reason: job.OutputCap, code: job.KilledExitCode},
@@ -185,7 +190,7 @@ func TestRun(t *testing.T) {
 				t.Errorf("stdout %d bytes %.40q, want %d bytes %.40q", len(r.Stdout), r.Stdout, len(tc.stdout), tc.stdout)
 			}
 			if tc.stderr != "" && string(r.Stderr) != tc.stderr {
-				t.Errorf("stderr %q, want %q", r.Stderr, tc.stderr)
+				t.Errorf("stderr %d bytes %.40q, want %d bytes %.40q", len(r.Stderr), r.Stderr, len(tc.stderr), tc.stderr)
 			}
 			if tc.reason == job.OutputCap && (!r.Truncated || len(r.Stdout) != 64<<10) {
 				t.Errorf("truncated %v, %d bytes", r.Truncated, len(r.Stdout))
@@ -636,6 +641,7 @@ func TestRunWarm(t *testing.T) {
 		{name: "stdout and stderr apart", s: spec("sh", "-c", "echo out; echo err >&2"), reason: job.Exit, stdout: "out\n", stderr: "err\n"},
 		{name: "stdin", s: spec("cat"), stdin: "hello\nworld\n", reason: job.Exit, stdout: "hello\nworld\n"},
 		{name: "output at exit not missed", s: spec("sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x"), reason: job.Exit, stdout: strings.Repeat("x", 1<<20)},
+		{name: "both streams whole at exit", s: spec("sh", "-c", bothStreams), reason: job.Exit, stdout: strings.Repeat("x", 2<<20), stderr: strings.Repeat("y", 64<<10)},
 		{name: "output cap", s: func() Spec { s := spec("yes"); s.Limits.Output = 64 << 10; return s }(), reason: job.OutputCap, code: job.KilledExitCode},
 		{name: "timeout", s: func() Spec { s := spec("sleep", "60"); s.Limits.Timeout = 2 * time.Second; return s }(), reason: job.Timeout, code: job.TimeoutExit},
 		{name: "killed", s: spec("sh", "-c", "kill -9 $$"), reason: job.Exit, code: job.KilledExitCode},
@@ -674,7 +680,7 @@ func TestRunWarm(t *testing.T) {
 				t.Errorf("stdout %d bytes %.40q, want %d bytes %.40q", len(r.Stdout), r.Stdout, len(tc.stdout), tc.stdout)
 			}
 			if tc.stderr != "" && string(r.Stderr) != tc.stderr {
-				t.Errorf("stderr %q, want %q", r.Stderr, tc.stderr)
+				t.Errorf("stderr %d bytes %.40q, want %d bytes %.40q", len(r.Stderr), r.Stderr, len(tc.stderr), tc.stderr)
 			}
 		})
 	}
