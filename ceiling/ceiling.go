@@ -19,6 +19,7 @@ package ceiling
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,7 +54,7 @@ var registered sync.Map // Environment → Grant
 // is an error (a ceiling never changes while grants made under it exist).
 // Errors are of class errdefs.ErrInvalidArgument.
 func Register(e Environment, max Grant) error {
-	if isBuiltin(e) {
+	if e.Builtin() {
 		return fmt.Errorf("environment %s: built in, with its own ceiling: %w", e, errdefs.ErrInvalidArgument)
 	}
 	if !validName(string(e)) {
@@ -67,8 +68,6 @@ func Register(e Environment, max Grant) error {
 	}
 	return nil
 }
-
-func isBuiltin(e Environment) bool { return e == Shell || e == Wasm || e == Docker }
 
 func validName(s string) bool {
 	if len(s) < 2 || len(s) > 32 || s[0] != '@' || s[1] < 'a' || s[1] > 'z' {
@@ -91,6 +90,18 @@ func registeredCeiling(e Environment) (Grant, bool) {
 	return g.(Grant), true
 }
 
+// Registered lists the environments Register added, sorted by name: what a
+// message naming the valid environments shows beside the built-in ones.
+func Registered() []Environment {
+	var out []Environment
+	registered.Range(func(k, _ any) bool {
+		out = append(out, k.(Environment))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
 // ErrUnknownEnvironment is the class of ParseEnvironment's error.
 var ErrUnknownEnvironment = errdefs.ErrInvalidArgument.WithMessage("unknown environment")
 
@@ -107,12 +118,16 @@ func ParseEnvironment(s string) (Environment, error) {
 
 // Valid reports whether e is one of Environments or registered.
 func (e Environment) Valid() bool {
-	if isBuiltin(e) {
+	if e.Builtin() {
 		return true
 	}
 	_, ok := registeredCeiling(e)
 	return ok
 }
+
+// Builtin reports whether e is one of the environments ccrun builds in
+// (Environments), not one a Go program registered.
+func (e Environment) Builtin() bool { return e == Shell || e == Wasm || e == Docker }
 
 // Sandboxed reports whether e confines the tool's code (@wasm, @docker).
 // A registered environment is not: ccrun cannot tell that it confines.

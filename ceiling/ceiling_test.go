@@ -3,6 +3,7 @@ package ceiling_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -21,6 +22,9 @@ func TestOf(t *testing.T) {
 	} {
 		if got := ceiling.Of(env); got != want {
 			t.Errorf("Of(%q) = %s, want %s", env, got, want)
+		}
+		if builtin := env == ceiling.Shell || env.Sandboxed(); env.Builtin() != builtin {
+			t.Errorf("%q.Builtin() = %v, want %v", env, env.Builtin(), builtin)
 		}
 	}
 }
@@ -103,8 +107,11 @@ func TestRegister(t *testing.T) {
 	if got, err := ceiling.ParseEnvironment("registered-test"); err != nil || got != env {
 		t.Errorf("ParseEnvironment: %q %v", got, err)
 	}
-	if !env.Valid() || env.Sandboxed() || ceiling.Of(env) != ceiling.AlwaysThisSession {
+	if !env.Valid() || env.Builtin() || env.Sandboxed() || ceiling.Of(env) != ceiling.AlwaysThisSession {
 		t.Errorf("%s: valid %v, sandboxed %v, ceiling %s", env, env.Valid(), env.Sandboxed(), ceiling.Of(env))
+	}
+	if got := ceiling.Registered(); !slices.Contains(got, env) || slices.ContainsFunc(got, ceiling.Environment.Builtin) || !slices.IsSorted(got) {
+		t.Errorf("Registered() = %q: want %s among them, sorted, and no built-in", got, env)
 	}
 	if err := ceiling.Check(env, "k:v", ceiling.AlwaysThisProject); !errors.Is(err, ceiling.ErrViolation) {
 		t.Errorf("AlwaysThisProject for %s: %v, want a violation", env, err)
