@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // writeCap writes a capability called name into project's .ccrun/capabilities
@@ -79,3 +81,30 @@ const wasmManifest = `{
   "environment": "@wasm",
   "entry": {"module": "fmt-json.wasm", "args": ["--indent", "2"]}
 }`
+
+// parseInvalid parses data as file and checks that it fails with errors
+// at exactly the pointers want (sorted), each of class ErrInvalidManifest
+// and naming the file, its position and the field. It returns them.
+func parseInvalid(t *testing.T, file, data string, want []string) []*FieldError {
+	t.Helper()
+	m, err := Parse(file, []byte(data))
+	if err == nil {
+		t.Fatalf("Parse = %+v, nil; want errors at %q", m, want)
+	}
+	if !errors.Is(err, ErrInvalidManifest) {
+		t.Errorf("errors.Is(err, ErrInvalidManifest) = false; err = %v", err)
+	}
+	errs := fieldErrors(t, err)
+	if diff := cmp.Diff(want, pointers(errs)); diff != "" {
+		t.Errorf("pointers (-want +got):\n%s\nerror:\n%v", diff, err)
+	}
+	for _, fe := range errs {
+		if fe.File != file || fe.Line < 1 || fe.Column < 1 {
+			t.Errorf("field error %q: file %q at %d:%d; want the file and a position", fe, fe.File, fe.Line, fe.Column)
+		}
+		if !strings.HasPrefix(fe.Error(), file+":") || fe.Pointer != "" && !strings.Contains(fe.Error(), fe.Pointer+": ") {
+			t.Errorf("message %q does not name the file and the field", fe)
+		}
+	}
+	return errs
+}

@@ -1,7 +1,8 @@
 // Package capabilities reads, checks and digests ccrun capabilities: tools
 // an agent defines as a directory .ccrun/capabilities/<name>/ holding a
-// capability.json manifest and its artifact (a script, a .wasm module, or
-// the reference to an image).
+// capability.json manifest and its artifact (a script, a .wasm module, the
+// reference to an image, or the target of an environment a Go program
+// registered, which its backend reads).
 //
 // A manifest is checked against the JSON Schema the project publishes
 // (capability.schema.json, returned by Schema), then by rules no schema
@@ -101,6 +102,13 @@ type Manifest struct {
 //     and Args, given after the module's name and before the call's own.
 //   - @docker: Image, and Argv (written "command": [...] in JSON) to run in
 //     it, in Workdir (an absolute path in the container) when set.
+//   - an environment a Go program registered (ceiling.Register, through
+//     ccrun.WithBackend): Target, what runs as the environment's backend
+//     reads the target of an ad-hoc call (ccrun passes it on unread), and
+//     Args, given before the call's own. A relative path in Target is the
+//     backend's to resolve; the grant is bound to the capability's
+//     directory (Digest), so what Target names outside it is bound only if
+//     the backend binds it.
 type Entry struct {
 	Module  string
 	Args    []string
@@ -108,6 +116,7 @@ type Entry struct {
 	Argv    []string
 	Image   string
 	Workdir string
+	Target  string
 }
 
 type entryJSON struct {
@@ -116,6 +125,7 @@ type entryJSON struct {
 	Command json.RawMessage `json:"command,omitempty"`
 	Image   string          `json:"image,omitempty"`
 	Workdir string          `json:"workdir,omitempty"`
+	Target  string          `json:"target,omitempty"`
 }
 
 // UnmarshalJSON reads "command" as Command when it is a string and as Argv
@@ -125,7 +135,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Entry{Module: j.Module, Args: j.Args, Image: j.Image, Workdir: j.Workdir}
+	*e = Entry{Module: j.Module, Args: j.Args, Image: j.Image, Workdir: j.Workdir, Target: j.Target}
 	if len(j.Command) > 0 {
 		if j.Command[0] == '[' {
 			return json.Unmarshal(j.Command, &e.Argv)
@@ -137,7 +147,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes Command or Argv as "command".
 func (e Entry) MarshalJSON() ([]byte, error) {
-	j := entryJSON{Module: e.Module, Args: e.Args, Image: e.Image, Workdir: e.Workdir}
+	j := entryJSON{Module: e.Module, Args: e.Args, Image: e.Image, Workdir: e.Workdir, Target: e.Target}
 	var err error
 	switch {
 	case e.Argv != nil:
@@ -192,8 +202,9 @@ func (m *Manifest) NetworkOrDefault() Network {
 // Loosens lists, for the person asked to approve, what the manifest loosens
 // from its sandbox's defaults: every mount (the default is no host file at
 // all; rw ones can change files), a network other than none, limits above
-// the defaults, and for @shell the variables in Env that change what a
-// program runs (LD_PRELOAD, BASH_ENV, PATH, …). Values are escaped. nil
+// the defaults, and for @shell (and an environment a Go program
+// registered, which may run on the host) the variables in Env that change
+// what a program runs (LD_PRELOAD, BASH_ENV, PATH, …). Values are escaped. nil
 // means nothing is loosened.
 func (m *Manifest) Loosens() []string {
 	var out []string
@@ -227,7 +238,7 @@ func (m *Manifest) Loosens() []string {
 	if l.CPUs > job.DefaultCPUs {
 		out = append(out, fmt.Sprintf("limits.cpus: %g (default %g)", l.CPUs, job.DefaultCPUs))
 	}
-	if m.Environment == ceiling.Shell {
+	if !m.Environment.Sandboxed() {
 		names := make([]string, 0, len(m.Env))
 		for k := range m.Env {
 			if changesWhatRuns(k) {

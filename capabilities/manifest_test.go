@@ -160,25 +160,7 @@ func TestParseInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, err := Parse("dir/capability.json", []byte(tt.json))
-			if err == nil {
-				t.Fatalf("Parse = %+v, nil; want errors at %q", m, tt.want)
-			}
-			if !errors.Is(err, ErrInvalidManifest) {
-				t.Errorf("errors.Is(err, ErrInvalidManifest) = false; err = %v", err)
-			}
-			errs := fieldErrors(t, err)
-			if diff := cmp.Diff(tt.want, pointers(errs)); diff != "" {
-				t.Errorf("pointers (-want +got):\n%s\nerror:\n%v", diff, err)
-			}
-			for _, fe := range errs {
-				if fe.File != "dir/capability.json" || fe.Line < 1 || fe.Column < 1 {
-					t.Errorf("field error %q: file %q at %d:%d; want the file and a position", fe, fe.File, fe.Line, fe.Column)
-				}
-				if !strings.HasPrefix(fe.Error(), "dir/capability.json:") || fe.Pointer != "" && !strings.Contains(fe.Error(), fe.Pointer+": ") {
-					t.Errorf("message %q does not name the file and the field", fe)
-				}
-			}
+			parseInvalid(t, "dir/capability.json", tt.json, tt.want)
 		})
 	}
 }

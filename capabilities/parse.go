@@ -195,6 +195,16 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
 	}
 	env := m.Environment
+	if !env.Valid() {
+		errs = append(errs, doc.errorFor("/environment", unknownEnvironment(string(env)), ceiling.ErrUnknownEnvironment))
+	}
+	args := func(ptr string, list []string) {
+		for i, a := range list {
+			if strings.ContainsRune(a, 0) {
+				bad(ptr+"/"+strconv.Itoa(i), "argument contains a NUL byte")
+			}
+		}
+	}
 
 	if _, ok := doc.pos["/limits/cpus"]; ok && !validCPUs(m.Limits.CPUs) {
 		bad("/limits/cpus", "want a number of cores above 0 and at most 1024")
@@ -223,17 +233,9 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 		} else if c, _ := localPath(e.Module); c == "." {
 			bad("/entry/module", "want a file, not the capability's directory")
 		}
-		for i, a := range e.Args {
-			if strings.ContainsRune(a, 0) {
-				bad("/entry/args/"+strconv.Itoa(i), "argument contains a NUL byte")
-			}
-		}
+		args("/entry/args", e.Args)
 	case ceiling.Docker:
-		for i, a := range e.Argv {
-			if strings.ContainsRune(a, 0) {
-				bad("/entry/command/"+strconv.Itoa(i), "argument contains a NUL byte")
-			}
-		}
+		args("/entry/command", e.Argv)
 		if len(e.Argv) > 0 && e.Argv[0] == "" {
 			bad("/entry/command/0", "empty program")
 		}
@@ -245,6 +247,16 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 				bad("/entry/workdir", "%s: %s (a path in the container)", show(e.Workdir), why)
 			}
 		}
+	default: // registered (ceiling.Register), or unknown and reported above
+		if !env.Valid() {
+			break
+		}
+		if strings.TrimSpace(e.Target) == "" {
+			bad("/entry/target", "%s", emptyTarget(string(env)))
+		} else if strings.ContainsRune(e.Target, 0) {
+			bad("/entry/target", "target contains a NUL byte")
+		}
+		args("/entry/args", e.Args)
 	}
 
 	// Mounts.

@@ -32,7 +32,8 @@ const ScaffoldImage = "ccrun-test:busybox"
 // rotation) stay out of the repository, the capabilities go in.
 //
 // It refuses to touch an existing directory (class fs.ErrExist), and an
-// invalid name or environment (class ErrInvalidArgument). On failure it
+// invalid name or environment, or one a Go program registered, whose entry
+// only its backend can say (class ErrInvalidArgument). On failure it
 // removes what it wrote.
 func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err error) {
 	if !ValidName(name) {
@@ -41,6 +42,12 @@ func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err
 	if !env.Valid() {
 		return "", fmt.Errorf("capability %s: environment %s: want @shell, @wasm or @docker: %w",
 			name, show(string(env)), errors.Join(ErrInvalidArgument, ceiling.ErrUnknownEnvironment))
+	}
+	if !env.Builtin() {
+		// what runs there is its backend's to say: no entry ccrun writes
+		// would load and run as written
+		return "", fmt.Errorf("capability %s: environment %s: registered by a Go program, whose backend reads the entry's target; write its capability.json by hand (entry: target, args): %w",
+			name, env, ErrInvalidArgument)
 	}
 	base := filepath.Join(projectDir, filepath.FromSlash(Dir))
 	if err := os.MkdirAll(base, 0o755); err != nil {

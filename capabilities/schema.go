@@ -38,6 +38,10 @@ var manifestSchema = sync.OnceValue(func() *compiled {
 // problem, in document order.
 func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldError {
 	env, _ := topString(doc.value, "environment")
+	// Which fields an entry needs and which it may not have depends on the
+	// environment: for one ccrun does not know it cannot say, so it says
+	// only that the environment is unknown (checkManifest).
+	unknownEnv := manifest && !ceiling.Environment(env).Valid()
 	var out []*FieldError
 	seen := map[string]bool{}
 	notAllowed := map[string]bool{} // a field not allowed at all needs no other complaint
@@ -70,14 +74,20 @@ func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldErro
 			}
 			continue
 		case requiredProblem:
+			if unknownEnv && ptr == "/entry" {
+				continue
+			}
 			for _, f := range p.props {
 				add(doc.errorFor(ptr+"/"+escapePointer(f), "missing required field", nil))
 			}
 			continue
 		case falseProblem:
+			if unknownEnv {
+				continue
+			}
 			if manifest {
 				notAllowed[ptr] = true
-				add(doc.errorFor(ptr, fmt.Sprintf("not allowed for %s", env), nil))
+				add(doc.errorFor(ptr, fmt.Sprintf("not allowed for %s%s", env, notAllowedWhy(ceiling.Environment(env), ptr)), nil))
 				continue
 			}
 		}
@@ -103,13 +113,17 @@ func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldErro
 // the fields whose generic schema message would not help.
 func manifestMessage(doc *document, p problem) *FieldError {
 	ptr := p.ptr
+	if ptr == "/environment" {
+		got, _ := topString(doc.value, "environment")
+		return doc.errorFor(ptr, unknownEnvironment(got), ceiling.ErrUnknownEnvironment)
+	}
 	switch p.kind {
-	case enumProblem:
-		if ptr == "/environment" {
-			got, _ := topString(doc.value, "environment")
-			return doc.errorFor(ptr, fmt.Sprintf("unknown environment %s: want @shell, @wasm or @docker",
-				strconv.QuoteToASCII(got)), ceiling.ErrUnknownEnvironment)
+	case minLengthProblem:
+		if ptr == "/entry/target" {
+			env, _ := topString(doc.value, "environment")
+			return doc.errorFor(ptr, emptyTarget(env), nil)
 		}
+	case enumProblem:
 		if ptr == "/network" {
 			return doc.errorFor(ptr, "want none, bridge or host", nil)
 		}
@@ -131,11 +145,63 @@ func manifestMessage(doc *document, p problem) *FieldError {
 	return nil
 }
 
+// unknownEnvironment says that got names no environment, and which ones
+// there are: the built-in ones and those a Go program registered.
+func unknownEnvironment(got string) string {
+	reg := "none is registered"
+	if envs := ceiling.Registered(); len(envs) > 0 {
+		names := make([]string, len(envs))
+		for i, e := range envs {
+			names[i] = string(e)
+		}
+		reg = "registered: " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("unknown environment %s: want @shell, @wasm or @docker, or one a Go program registered (%s)",
+		strconv.QuoteToASCII(got), reg)
+}
+
+// emptyTarget says a registered environment's entry names nothing.
+func emptyTarget(env string) string {
+	if !ceiling.Environment(env).Valid() {
+		return "empty target"
+	}
+	return fmt.Sprintf("empty target: want what the %s backend runs", env)
+}
+
+// notAllowedWhy says why a field is not allowed for env, where the schema's
+// "not allowed" alone would not tell: a registered environment's manifest
+// may not say what only a built-in environment gives a meaning to.
+func notAllowedWhy(env ceiling.Environment, ptr string) string {
+	if env.Builtin() {
+		if ptr == "/entry/target" {
+			return ": target is the entry of an environment a Go program registered"
+		}
+		return ""
+	}
+	switch ptr {
+	case "/mounts":
+		return ": mounts are what @wasm and @docker let a tool see; ccrun cannot hold a registered environment's backend to them"
+	case "/network", "/pool":
+		return fmt.Sprintf(": %s is @docker's", ptr[1:])
+	case "/entry/module":
+		return ": module is @wasm's entry; a registered environment's is target and args"
+	case "/entry/command":
+		return ": command is @shell's and @docker's entry; a registered environment's is target and args"
+	case "/entry/image":
+		return ": image is @docker's entry; a registered environment's is target and args"
+	case "/entry/workdir":
+		return ": workdir is where @shell and @docker run; a registered environment's backend decides where it runs"
+	case "/limits/memory", "/limits/pids", "/limits/cpus":
+		return fmt.Sprintf(": ccrun holds a registered environment's backend to timeout and output only, and would not enforce %s", ptr[len("/limits/"):])
+	}
+	return ""
+}
+
 // knownFields lists the fields of each object of a manifest, for "did you
 // mean" hints.
 var knownFields = map[string][]string{
 	"":        {"$schema", "name", "description", "environment", "entry", "parameters", "mounts", "limits", "env", "network", "pool"},
-	"/entry":  {"module", "args", "command", "image", "workdir"},
+	"/entry":  {"module", "args", "command", "image", "workdir", "target"},
 	"/limits": {"timeout", "memory", "output", "pids", "cpus"},
 	"/mounts": {"host", "guest", "rw", "implants"},
 }

@@ -272,6 +272,7 @@ const (
 	typeProblem
 	enumProblem
 	patternProblem
+	minLengthProblem
 	requiredProblem      // props: the missing fields
 	additionalProblem    // props: the fields not allowed
 	falseProblem         // the schema is false: nothing is allowed here
@@ -374,7 +375,7 @@ func (x *explainer) eval(s *jsonschema.Schema, v any, ptr string, out *[]problem
 	if str, ok := v.(string); ok {
 		n := utf8.RuneCountInString(str)
 		if s.MinLength != nil && n < *s.MinLength {
-			add(problem{msg: fmt.Sprintf("length must be >= %d, but got %d", *s.MinLength, n)})
+			add(problem{kind: minLengthProblem, msg: fmt.Sprintf("length must be >= %d, but got %d", *s.MinLength, n)})
 		}
 		if s.MaxLength != nil && n > *s.MaxLength {
 			add(problem{msg: fmt.Sprintf("length must be <= %d, but got %d", *s.MaxLength, n)})
