@@ -21,9 +21,10 @@ import (
 // each on first use.
 //
 // Prepare is given the call validated (its environment variables, input
-// and mounts) and says what the person is shown, what a grant covers (the
-// key) and binds it to (the digest of the content that runs), and what
-// the call loosens; it may set inv's Args, Dir and Plan. It runs before
+// and mounts; for a capability, its manifest and input checked) and says
+// what the person is shown, what a grant covers (the key) and binds it to
+// (the digest of the content that runs), and what the call loosens; it
+// may set inv's Args, Dir and Plan. It runs before
 // the gate, so it must not have side effects; it refuses a call it cannot
 // run with an error of class ErrInvalidCall or ErrNotFound. Run runs inv
 // once the gate allowed it; an error means the call could not run at
@@ -80,8 +81,10 @@ func ContentDigest(content []byte, mounts []job.Mount, network string, args, env
 // environment's ceiling, manifests and prompt (the Go program that
 // registers it vouches that it confines as the environment does). Any
 // other env is a new environment, reached by Call.Environment and
-// Call.Target, whose tools may be granted at most ceilingOf
-// (ceiling.Register: Once or AlwaysThisSession; a sandbox's
+// Call.Target, and by the capabilities whose manifest names it (entry
+// {"target", "args"}: Invocation.Target and the head of Invocation.Args,
+// with Invocation.Capability set), whose tools may be granted at most
+// ceilingOf (ceiling.Register: Once or AlwaysThisSession; a sandbox's
 // AlwaysThisProject belongs to @wasm and @docker). ceilingOf is ignored
 // for a built-in environment. Default: the built-in backends only; a call
 // of an environment no backend is registered for is refused by the gate.
@@ -90,7 +93,7 @@ func WithBackend(env ceiling.Environment, ceilingOf ceiling.Grant, mk func(conte
 		if mk == nil {
 			return fmt.Errorf("backend for %s: no constructor: %w", env, ErrInvalidCall)
 		}
-		if !builtinEnv(env) {
+		if !env.Builtin() {
 			if err := ceiling.Register(env, ceilingOf); err != nil {
 				return fmt.Errorf("backend: %w", err)
 			}
@@ -98,10 +101,6 @@ func WithBackend(env ceiling.Environment, ceilingOf ceiling.Grant, mk func(conte
 		r.makers[env] = mk
 		return nil
 	}
-}
-
-func builtinEnv(env ceiling.Environment) bool {
-	return env == ceiling.Shell || env == ceiling.Wasm || env == ceiling.Docker
 }
 
 // builtinBackends registers the built-in backends for the environments no
@@ -162,6 +161,19 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 		r.closers = append(r.closers, c.Close)
 	}
 	return b, nil
+}
+
+// hasBackend reports whether env has a backend here: built in, or given
+// by WithBackend (ceiling.Register is the process's, so another Runtime
+// may have registered env).
+func (r *Runtime) hasBackend(env ceiling.Environment) bool {
+	if r.parent != nil {
+		return r.parent.hasBackend(env)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.makers[env]
+	return ok
 }
 
 // limitEnforcer is a Backend whose Run enforces the call's limits itself.

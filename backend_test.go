@@ -3,6 +3,7 @@ package ccrun_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -23,21 +24,37 @@ const boxEnv ceiling.Environment = "@testbox"
 // would write one: it runs a "box file" (here, it prints the file's
 // content), keyed by the file's name and bound to its content. It knows
 // nothing of the gate: it says what to show, what to key and bind, and
-// runs what it prepared.
+// runs what it prepared. A capability's box file is the entry's target,
+// in the capability's directory.
 type box struct {
 	runs atomic.Int32
 	// block makes Run wait for its context and then claim a clean exit,
 	// as a backend that does not classify its own end would; flood makes
 	// it write until its context ends.
 	block, flood bool
+	// network makes Prepare say the call reaches a network.
+	network bool
+	// seen is what the last Run was given.
+	seen atomic.Pointer[boxSeen]
 }
 
 type boxPlan struct{ content []byte }
 
+// boxSeen is what a Run was given: the capability (its name), the
+// target, the arguments, the environment and what it read on stdin.
+type boxSeen struct {
+	capability, target string
+	args, env          []string
+	stdin              []byte
+}
+
 func (b *box) Prepare(_ context.Context, inv *ccrun.Invocation) (*ccrun.Prepared, error) {
-	path := inv.Target
+	path, base := inv.Target, inv.ProjectDir
+	if inv.Capability != nil {
+		base = inv.Capability.Dir // where the capability's digest binds it
+	}
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(inv.ProjectDir, path)
+		path = filepath.Join(base, path)
 	}
 	content, err := os.ReadFile(path)
 	if err != nil {
@@ -48,11 +65,20 @@ func (b *box) Prepare(_ context.Context, inv *ccrun.Invocation) (*ccrun.Prepared
 		Key:     permission.Key{Tool: "run_box", Action: filepath.Base(path)},
 		Display: "box " + filepath.Base(path),
 		Digest:  ccrun.ContentDigest(content, inv.Mounts, "", inv.Args, inv.Env),
+		Network: b.network,
 	}, nil
 }
 
 func (b *box) Run(ctx context.Context, inv *ccrun.Invocation) (*job.Result, error) {
 	b.runs.Add(1)
+	seen := &boxSeen{target: inv.Target, args: inv.Args, env: inv.Env}
+	if inv.Capability != nil {
+		seen.capability = inv.Capability.Manifest.Name
+	}
+	if inv.Streams.Stdin != nil {
+		seen.stdin, _ = io.ReadAll(inv.Streams.Stdin)
+	}
+	b.seen.Store(seen)
 	if b.block {
 		<-ctx.Done()
 		return &job.Result{Reason: job.Exit}, nil

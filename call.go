@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -186,9 +187,9 @@ func appendInput(env []string, input string) []string {
 }
 
 // prepareOn has inv's backend prepare it, and takes from what it says
-// only what cannot widen the gate: the key, digest and class of an
-// ad-hoc call (a capability keeps its own), a shell command only from
-// @shell.
+// only what cannot widen the gate: the key and digest of an ad-hoc call
+// (a capability keeps its own), a network's class (which asks more; a
+// capability's too), a shell command only from @shell.
 func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *Invocation) (*Prepared, error) {
 	b, err := r.backend(ctx, inv.Environment)
 	if err != nil {
@@ -206,6 +207,9 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 		// where ccrun's guard and kernel confinement enforce it
 		return nil, fmt.Errorf("call: %s: only a backend of @shell prepares a shell command: %w", inv.Environment, ErrInvalidCall)
 	}
+	if p.Network {
+		req.Class = permission.ClassNetwork
+	}
 	if inv.Capability != nil {
 		p.Digest = req.Digest // the capability's: a Binder binds it further
 		return p, nil
@@ -217,9 +221,6 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 		inv.Tool = p.Key.Tool
 	}
 	req.Tool, req.Permission, req.Digest = inv.Tool, permission.Ask(p.Key), p.Digest
-	if p.Network {
-		req.Class = permission.ClassNetwork
-	}
 	return p, nil
 }
 
@@ -256,7 +257,7 @@ func adHoc(c *Call, dir string, inv *Invocation) error {
 		inv.Environment, inv.Tool, inv.Target = ceiling.Wasm, ToolRunWasm, path
 	case c.Image != "":
 		inv.Environment, inv.Tool, inv.Target = ceiling.Docker, ToolRunDocker, c.Image
-	case builtinEnv(c.Environment):
+	case c.Environment.Builtin():
 		return fmt.Errorf("call: a target of %s: name a command, a module or an image instead: %w", c.Environment, ErrInvalidCall)
 	case !c.Environment.Valid():
 		return fmt.Errorf("call: environment %q: no backend is registered for it (WithBackend): %w", c.Environment, ceiling.ErrUnknownEnvironment)
@@ -315,6 +316,11 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		return err
 	}
 	inv.Environment, inv.Tool, inv.Capability = m.Environment, m.Name, capa
+	if !m.Environment.Builtin() {
+		// the generic entry, which the backend reads as an ad-hoc call's
+		inv.Target = m.Entry.Target
+		inv.Args = append(slices.Clone(m.Entry.Args), inv.Args...)
+	}
 	inv.Mounts = append(mounts, inv.Mounts...)
 	inv.Limits = overlay(m.Limits.Job(), c.Limits)
 	if m.Network != "" && c.Network == "" {

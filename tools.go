@@ -23,7 +23,8 @@ var builtins = []capabilities.Tool{
 }
 
 // Tools lists the tools the caller may see: the built-in ones and the
-// project's capabilities, less those its scope hides and those a deny rule
+// project's capabilities (of a built-in environment, or of one registered
+// with WithBackend), less those its scope hides and those a deny rule
 // covers entirely (a deny is applied twice: here, so the agent is not even
 // offered the tool, and again by the gate at execution). Capabilities that
 // do not load are returned as errors beside the list.
@@ -40,6 +41,11 @@ func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
 	for _, c := range caps {
 		if r.shadowed(c.Manifest.Name) {
 			errs = append(errs, fmt.Errorf("capability %s: a library tool has that name, so the capability is not offered: %w", c.Manifest.Name, capabilities.ErrInvalidManifest))
+			continue
+		}
+		if env := c.Manifest.Environment; !r.hasBackend(env) {
+			// registered by another Runtime of the process: it would not run here
+			errs = append(errs, fmt.Errorf("capability %s: no backend of %s in this runtime (WithBackend), so the capability is not offered: %w", c.Manifest.Name, env, ErrUnavailable))
 			continue
 		}
 		if pol == nil || pol.Visible(c.Manifest.Name, false) {

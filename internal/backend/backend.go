@@ -39,7 +39,10 @@ type Invocation struct {
 	Tool string
 	// Target is what an ad-hoc call names: the command, the module file
 	// (an absolute path), the image reference, or a registered backend's
-	// target as the backend reads it. "" for a capability.
+	// target as the backend reads it. For a capability: the entry's
+	// target in a registered environment, which ccrun passes on unread
+	// (its digest covers what is in Capability.Dir), and "" in a built-in
+	// one.
 	Target string
 	// Capability is set when the call runs a capability: its manifest was
 	// validated and its input checked against its schema.
@@ -49,7 +52,10 @@ type Invocation struct {
 	// Command is the parsed shell command (@shell): the same parse tree
 	// the key came from (Prepared.Command).
 	Command *permission.Command
-	Args    []string
+	// Args are the program's arguments: the call's, after those of a
+	// capability's entry (put first by the root in a registered
+	// environment, by the backend's Prepare in a built-in one).
+	Args []string
 	// Dir is the working directory: on the host (@shell) or in the
 	// container (@docker).
 	Dir     string
