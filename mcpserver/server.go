@@ -400,7 +400,7 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 		if c, err := capabilities.Find(s.dir, t.Name); err == nil {
 			m := c.Manifest
 			a.Title = fmt.Sprintf("%s (%s capability)", t.Name, m.Environment)
-			if m.Environment != ceiling.Shell {
+			if m.Environment.Sandboxed() { // not @shell, nor an environment a Go program registered
 				if m.NetworkOrDefault() == capabilities.NetworkNone {
 					a.OpenWorldHint = &f
 				}
@@ -904,11 +904,14 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
 		how = "a rule or mode of the project denies it: only the person can change ccrun.json or their ccrun config"
 	case errors.Is(err, ceiling.ErrViolation):
-		how = "a @shell key can be granted at most for the session: the person can answer \"session\" when asked"
+		how = fmt.Sprintf("a %s key can be granted at most for the session: the person can answer \"session\" when asked", req.Environment)
 	case d.Offer == ceiling.Once:
 		how = "it touches a dangerous path, so only a person answering \"once\" when asked can allow it (a client that shows ccrun's questions)"
 	case req.Environment == ceiling.Shell:
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", key)
+	case !req.Environment.Sandboxed():
+		// an environment a Go program registered: its ceiling is the session
+		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project", key)
 	default:
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or run: ccrun allowlist add '%s' --scope project", key)
 	}
