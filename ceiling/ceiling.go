@@ -113,7 +113,15 @@ func ParseEnvironment(s string) (Environment, error) {
 	if e.Valid() {
 		return e, nil
 	}
-	return "", fmt.Errorf("environment %q: want one of @shell, @wasm, @docker or a registered one: %w", s, ErrUnknownEnvironment)
+	reg := "none registered"
+	for i, r := range Registered() {
+		if i == 0 {
+			reg = "registered: " + string(r)
+		} else {
+			reg += ", " + string(r)
+		}
+	}
+	return "", fmt.Errorf("environment %q: want one of @shell, @wasm, @docker or one a Go program registered (%s): %w", s, reg, ErrUnknownEnvironment)
 }
 
 // Valid reports whether e is one of Environments or registered.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -106,6 +107,9 @@ func TestRegister(t *testing.T) {
 	}
 	if got, err := ceiling.ParseEnvironment("registered-test"); err != nil || got != env {
 		t.Errorf("ParseEnvironment: %q %v", got, err)
+	}
+	if _, err := ceiling.ParseEnvironment("@not-registered"); err == nil || !strings.Contains(err.Error(), string(env)) {
+		t.Errorf("ParseEnvironment of an unknown environment: %v; want the registered ones named", err)
 	}
 	if !env.Valid() || env.Builtin() || env.Sandboxed() || ceiling.Of(env) != ceiling.AlwaysThisSession {
 		t.Errorf("%s: valid %v, sandboxed %v, ceiling %s", env, env.Valid(), env.Sandboxed(), ceiling.Of(env))
