@@ -401,6 +401,14 @@ load() { # image...
 
 up() {
 	[[ $(id -u) == 0 ]] || die "needs root (network namespaces, cgroups, containerd)"
+	# What the nodes need from the host (.ci/run installs them): without
+	# them the cluster would come up and every pod stay ContainerCreating.
+	local p
+	for p in /usr/lib/cni/bridge:containernetworking-plugins /usr/lib/cni/host-local:containernetworking-plugins \
+		"$(command -v containerd || echo /nonexistent/containerd):containerd" "$(command -v openssl || echo /nonexistent/openssl):openssl" \
+		"$(command -v ip || echo /nonexistent/ip):iproute2"; do
+		[[ -x ${p%%:*} ]] || die "${p%%:*} is missing: apt-get install ${p##*:}"
+	done
 	if [[ -f $ST/up ]]; then
 		if $KUBECTL get --raw /readyz >/dev/null 2>&1; then
 			env_line
