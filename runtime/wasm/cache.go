@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
 
 // DefaultKeep is how many compiled modules an Executor keeps in memory
@@ -123,7 +125,7 @@ func (e *Executor) lookupFile(fk string) *compiled {
 // ctx.Err() at once and the compiled module, when it is done, is kept for
 // the next run.
 func (e *Executor) compile(ctx context.Context, key [sha256.Size]byte, bin []byte, fk string, notice func(compiling bool)) (*compiled, error) {
-	if err := checkHeader(bin); err != nil {
+	if err := wasmbin.Header(bin); err != nil {
 		return nil, err
 	}
 	for {

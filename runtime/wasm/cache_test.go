@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/asm"
 )
 
 func exitModule(code int64) []byte {
-	return module(true, []string{"start"}, [][]byte{cat(opI32Const(code), opCall(0))}, map[string]int{"_start": 1}, nil)
+	return asm.Module(true, []string{"start"}, [][]byte{asm.Cat(asm.OpI32Const(code), asm.OpCall(0))}, map[string]int{"_start": 1}, nil)
 }
 
 // keeping returns an Executor, closed at the end of the test, that keeps

@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
 
 // ServerOptInEnv is the environment variable that turns the warm server
@@ -97,7 +98,7 @@ func (c *Client) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkHeader(bin); err != nil {
+	if err := wasmbin.Header(bin); err != nil {
 		return nil, err
 	}
 	mounts, err := absMounts(s.Mounts, "")
@@ -205,7 +206,7 @@ func (e *Executor) runServer(ctx context.Context, s Spec, bin []byte, name strin
 		}
 		bin = b
 	}
-	if err := checkHeader(bin); err != nil {
+	if err := wasmbin.Header(bin); err != nil {
 		return nil, true, err
 	}
 	mounts, err := absMounts(s.Mounts, e.cacheDir)

@@ -1,81 +1,49 @@
 package wasm
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/asm"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmtest"
 )
-
-// header is the first 8 bytes of every module.
-var header = []byte("\x00asm\x01\x00\x00\x00")
-
-// startModule is a module whose _start (type () -> ()) has locals and
-// body, with the sections extra (id and body) before the code section.
-func startModule(extra [][2][]byte, locals, body []byte) []byte {
-	out := cat(header, section(1, vec([]byte{0x60, 0, 0})), section(3, vec(uleb(0))))
-	for _, x := range extra {
-		if x[0][0] < 7 {
-			out = append(out, section(x[0][0], x[1])...)
-		}
-	}
-	out = append(out, section(7, vec(cat(str("_start"), []byte{0x00}, uleb(0))))...)
-	for _, x := range extra {
-		if x[0][0] >= 7 {
-			out = append(out, section(x[0][0], x[1])...)
-		}
-	}
-	code := cat(locals, body, opEnd())
-	return append(out, section(10, vec(cat(uleb(uint64(len(code))), code)))...)
-}
-
-// allocated returns how many bytes f allocated on the Go heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // TestGuardRefuses: modules of a few bytes that declare counts or lengths
 // wazero would allocate by (tens of gigabytes: the Go runtime ends the
 // process, which no recover catches) are refused before wazero sees them,
 // as invalid modules, without allocating.
 func TestGuardRefuses(t *testing.T) {
-	noLocals := vec()
-	huge := uleb(0xfffffff0)
+	noLocals := asm.Vec()
+	huge := asm.Uleb(0xfffffff0)
 	for _, tc := range []struct {
 		name string
 		bin  []byte
 	}{
-		{"four billion locals", startModule(nil, cat(uleb(1), huge, []byte{0x7f}), nil)},
-		{"locals over the limit", startModule(nil, cat(uleb(2), uleb(maxLocals), []byte{0x7f}, uleb(1), []byte{0x7e}), nil)},
-		{"export count", cat(header, section(7, cat(huge, str("x"), []byte{0, 0})))},
-		{"export name length", cat(header, section(7, cat(uleb(1), huge, []byte("x"))))},
-		{"import module name length", cat(header, section(2, cat(uleb(1), huge)))},
-		{"type parameter count", cat(header, section(1, cat(uleb(1), []byte{0x60}, huge)))},
-		{"code entry size", cat(header, section(1, vec([]byte{0x60, 0, 0})), section(3, vec(uleb(0))), section(10, cat(uleb(1), huge, []byte{0, 0x0b})))},
-		{"data segment length", cat(header, section(5, vec([]byte{0, 1})), section(11, cat(uleb(1), []byte{0}, opI32Const(0), opEnd(), huge, []byte("ab"))))},
-		{"element vector count", cat(header, section(4, vec([]byte{0x70, 0, 1})), section(9, cat(uleb(1), []byte{0}, opI32Const(0), opEnd(), huge)))},
-		{"function names count", startModule([][2][]byte{{{0}, cat(str("name"), []byte{1}, uleb(6), huge, []byte{0})}}, noLocals, nil)},
-		{"local names count", startModule([][2][]byte{{{0}, cat(str("name"), []byte{2}, uleb(7), uleb(1), uleb(0), huge)}}, noLocals, nil)},
-		{"tables over the budget", cat(header, section(4, vec(cat([]byte{0x70, 0}, uleb(tableBudget)), cat([]byte{0x70, 0}, uleb(1)))))},
-		{"unknown section", cat(header, section(42, []byte{1, 2, 3}))},
-		{"unknown constant opcode", cat(header, section(6, vec(cat([]byte{0x7f, 0}, []byte{0x20, 0}, opEnd()))))},
-		{"bytes left in a section", cat(header, section(3, cat(vec(uleb(0)), []byte{9, 9})))},
-		{"table section twice", cat(header, section(4, vec([]byte{0x70, 0, 1})), section(4, vec([]byte{0x70, 0, 1})))},
+		{"four billion locals", asm.StartModule(nil, asm.Cat(asm.Uleb(1), huge, []byte{0x7f}), nil)},
+		{"locals over the limit", asm.StartModule(nil, asm.Cat(asm.Uleb(2), asm.Uleb(wasmbin.MaxLocals), []byte{0x7f}, asm.Uleb(1), []byte{0x7e}), nil)},
+		{"export count", asm.Cat(asm.Header, asm.Section(7, asm.Cat(huge, asm.Str("x"), []byte{0, 0})))},
+		{"export name length", asm.Cat(asm.Header, asm.Section(7, asm.Cat(asm.Uleb(1), huge, []byte("x"))))},
+		{"import module name length", asm.Cat(asm.Header, asm.Section(2, asm.Cat(asm.Uleb(1), huge)))},
+		{"type parameter count", asm.Cat(asm.Header, asm.Section(1, asm.Cat(asm.Uleb(1), []byte{0x60}, huge)))},
+		{"code entry size", asm.Cat(asm.Header, asm.Section(1, asm.Vec([]byte{0x60, 0, 0})), asm.Section(3, asm.Vec(asm.Uleb(0))), asm.Section(10, asm.Cat(asm.Uleb(1), huge, []byte{0, 0x0b})))},
+		{"data segment length", asm.Cat(asm.Header, asm.Section(5, asm.Vec([]byte{0, 1})), asm.Section(11, asm.Cat(asm.Uleb(1), []byte{0}, asm.OpI32Const(0), asm.OpEnd(), huge, []byte("ab"))))},
+		{"element vector count", asm.Cat(asm.Header, asm.Section(4, asm.Vec([]byte{0x70, 0, 1})), asm.Section(9, asm.Cat(asm.Uleb(1), []byte{0}, asm.OpI32Const(0), asm.OpEnd(), huge)))},
+		{"function names count", asm.StartModule([][2][]byte{{{0}, asm.Cat(asm.Str("name"), []byte{1}, asm.Uleb(6), huge, []byte{0})}}, noLocals, nil)},
+		{"local names count", asm.StartModule([][2][]byte{{{0}, asm.Cat(asm.Str("name"), []byte{2}, asm.Uleb(7), asm.Uleb(1), asm.Uleb(0), huge)}}, noLocals, nil)},
+		{"tables over the budget", asm.Cat(asm.Header, asm.Section(4, asm.Vec(asm.Cat([]byte{0x70, 0}, asm.Uleb(wasmbin.TableBudget)), asm.Cat([]byte{0x70, 0}, asm.Uleb(1)))))},
+		{"unknown section", asm.Cat(asm.Header, asm.Section(42, []byte{1, 2, 3}))},
+		{"unknown constant opcode", asm.Cat(asm.Header, asm.Section(6, asm.Vec(asm.Cat([]byte{0x7f, 0}, []byte{0x20, 0}, asm.OpEnd()))))},
+		{"bytes left in a section", asm.Cat(asm.Header, asm.Section(3, asm.Cat(asm.Vec(asm.Uleb(0)), []byte{9, 9})))},
+		{"table section twice", asm.Cat(asm.Header, asm.Section(4, asm.Vec([]byte{0x70, 0, 1})), asm.Section(4, asm.Vec([]byte{0x70, 0, 1})))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
-			n := allocated(func() { _, err = shared.Run(context.Background(), Spec{Module: tc.bin}) })
+			n := wasmtest.Allocated(func() { _, err = shared.Run(context.Background(), Spec{Module: tc.bin}) })
 			if !errors.Is(err, ErrInvalidModule) {
 				t.Errorf("err = %v, want ErrInvalidModule", err)
 			}
@@ -107,8 +75,8 @@ func TestTableGrowBomb(t *testing.T) {
 	grow := func(by int64, want int64) []byte {
 		// ref.null func; i32.const by; table.grow 0; i32.const want;
 		// i32.ne; if unreachable end
-		body := cat([]byte{0xd0, 0x70}, opI32Const(by), []byte{0xfc, 0x0f, 0x00}, opI32Const(want), []byte{0x47}, opIf(), opUnreachable, opEnd())
-		return startModule([][2][]byte{{{4}, vec([]byte{0x70, 0x00, 0x00})}}, vec(), body)
+		body := asm.Cat([]byte{0xd0, 0x70}, asm.OpI32Const(by), []byte{0xfc, 0x0f, 0x00}, asm.OpI32Const(want), []byte{0x47}, asm.OpIf(), asm.OpUnreachable, asm.OpEnd())
+		return asm.StartModule([][2][]byte{{{4}, asm.Vec([]byte{0x70, 0x00, 0x00})}}, asm.Vec(), body)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -116,7 +84,7 @@ func TestTableGrowBomb(t *testing.T) {
 		result int64 // what table.grow must return
 	}{
 		{"four billion", -16, -1},
-		{"past the budget", tableBudget + 1, -1},
+		{"past the budget", wasmbin.TableBudget + 1, -1},
 		{"within the budget", 1000, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,60 +93,6 @@ func TestTableGrowBomb(t *testing.T) {
 				t.Fatalf("got %v %+v, want table.grow to return %d and the guest to exit 0", err, res, tc.result)
 			}
 		})
-	}
-}
-
-// TestGuardKeepsModules: the Go guests pass the guard, and the guarded
-// module (its tables given a maximum) starts with the same memory.
-func TestGuardKeepsModules(t *testing.T) {
-	for _, name := range []string{"hello", "escape", "probe"} {
-		bin := guests[name]
-		g, err := guard(bin)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		m1, err1 := memoryAfterInit(t, bin)
-		m2, err2 := memoryAfterInit(t, g)
-		if err1 != nil || err2 != nil || !bytes.Equal(m1, m2) {
-			t.Errorf("%s: %v / %v, or another memory", name, err1, err2)
-		}
-	}
-}
-
-// FuzzGuard: guard does not panic, and a module it lets through does not
-// make wazero allocate much more than the module's size.
-func FuzzGuard(f *testing.F) {
-	for _, seed := range [][]byte{
-		startModule(nil, cat(uleb(1), uleb(3), []byte{0x7f}), nil),
-		cat(header, section(7, cat(uleb(1), str("x"), []byte{0, 0}))),
-		cat(header, section(4, vec([]byte{0x70, 0, 1})), section(9, cat(uleb(1), []byte{0}, opI32Const(0), opEnd(), vec(uleb(0))))),
-		startModule([][2][]byte{{{0}, cat(str("name"), []byte{1}, uleb(4), uleb(1), uleb(0), str("f"))}}, vec(), nil),
-	} {
-		f.Add(seed[len(header):]) // the fuzzer varies what follows the header
-	}
-	f.Fuzz(func(t *testing.T, bin []byte) {
-		g, err := guard(append(append([]byte(nil), header...), bin...))
-		if err != nil {
-			return
-		}
-		ctx := context.Background()
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-		defer rt.Close(ctx)
-		if n := allocated(func() { _, _ = rt.CompileModule(ctx, g) }); n > 64<<20+100*uint64(len(g)) {
-			t.Fatalf("%d MiB allocated for a module of %d bytes", n>>20, len(g))
-		}
-	})
-}
-
-// BenchmarkGuard: the guard's walk of the Go hello module, paid once per
-// process and module.
-func BenchmarkGuard(b *testing.B) {
-	bin := guests["hello"]
-	b.SetBytes(int64(len(bin)))
-	for b.Loop() {
-		if _, err := guard(bin); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -195,8 +109,8 @@ func TestCompileBomb(t *testing.T) {
 	defer e.Close(context.Background())
 	e.minCompile = 10 * time.Millisecond
 	const targets = 60_000
-	body := cat([]byte{0x02, 0x40}, opI32Const(0), []byte{0x0e}, uleb(targets), make([]byte, targets), []byte{0x00}, opEnd())
-	bin := startModule(nil, vec(), body)
+	body := asm.Cat([]byte{0x02, 0x40}, asm.OpI32Const(0), []byte{0x0e}, asm.Uleb(targets), make([]byte, targets), []byte{0x00}, asm.OpEnd())
+	bin := asm.StartModule(nil, asm.Vec(), body)
 	t0 := time.Now()
 	res, err := e.Run(context.Background(), Spec{Module: bin, Limits: job.Limits{Timeout: 10 * time.Millisecond}})
 	if err != nil || res.Reason != job.Timeout || !strings.Contains(res.Detail, "compiling") {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/asm"
 )
 
 // testServer serves with the shared Executor on a socket of its own
@@ -133,7 +134,7 @@ func TestServerParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trap := module(false, []string{"explode"}, [][]byte{opUnreachable}, map[string]int{"_start": 0}, nil)
+	trap := asm.Module(false, []string{"explode"}, [][]byte{asm.OpUnreachable}, map[string]int{"_start": 0}, nil)
 	tests := []struct {
 		name  string
 		spec  func() Spec // a fresh one per run: stdin is consumed
@@ -681,7 +682,7 @@ func TestServerProcess(t *testing.T) {
 	}
 	// A module that exits 42 at once: the server compiles it in no time,
 	// even under the race detector.
-	exit42 := module(true, []string{"start"}, [][]byte{cat(opI32Const(42), opCall(0))}, map[string]int{"_start": 1}, nil)
+	exit42 := asm.Module(true, []string{"start"}, [][]byte{asm.Cat(asm.OpI32Const(42), asm.OpCall(0))}, map[string]int{"_start": 1}, nil)
 	check := func(res *job.Result, err error) {
 		t.Helper()
 		if err != nil || res.Reason != job.Exit || res.ExitCode != 42 {
@@ -822,8 +823,8 @@ func TestServerBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exit42 := module(true, []string{"start"}, [][]byte{cat(opI32Const(42), opCall(0))}, map[string]int{"_start": 1}, nil)
-	trap := module(false, []string{"explode"}, [][]byte{opUnreachable}, map[string]int{"_start": 0}, nil)
+	exit42 := asm.Module(true, []string{"start"}, [][]byte{asm.Cat(asm.OpI32Const(42), asm.OpCall(0))}, map[string]int{"_start": 1}, nil)
+	trap := asm.Module(false, []string{"explode"}, [][]byte{asm.OpUnreachable}, map[string]int{"_start": 0}, nil)
 	e, err := New(context.Background(), WithCacheDir(sharedCache), WithServer(sock, exe))
 	if err != nil {
 		t.Fatal(err)

@@ -38,17 +38,18 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/rootfs"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
 
 // Error classes returned by Run and New. Test them with errors.Is.
 var (
 	// ErrNotWasm: the bytes are not a WebAssembly binary module.
-	ErrNotWasm = errdefs.ErrInvalidArgument.WithMessage("not a wasm module")
+	ErrNotWasm = wasmbin.ErrNotWasm
 	// ErrTruncated: the module ends before its sections do.
-	ErrTruncated = errdefs.ErrInvalidArgument.WithMessage("truncated wasm module")
+	ErrTruncated = wasmbin.ErrTruncated
 	// ErrInvalidModule: the module does not decode, validate or link (an
 	// import that is neither WASI preview 1 nor satisfied, for example).
-	ErrInvalidModule = errdefs.ErrInvalidArgument.WithMessage("invalid wasm module")
+	ErrInvalidModule = wasmbin.ErrInvalidModule
 	// ErrMissingStart: the module exports no `_start` function, so it is
 	// not a WASI command.
 	ErrMissingStart = errdefs.ErrInvalidArgument.WithMessage("wasm module has no _start function")
@@ -518,11 +519,11 @@ func trapDetail(msg string) string {
 }
 
 func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledModule, error) {
-	guarded, err := guard(bin)
+	guarded, err := wasmbin.Guard(bin)
 	if err != nil {
 		return nil, err
 	}
-	mod, err := e.rt.CompileModule(ctx, packData(guarded))
+	mod, err := e.rt.CompileModule(ctx, wasmbin.Pack(guarded))
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end") {
@@ -537,8 +538,6 @@ func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledM
 	return mod, nil
 }
 
-var magic = []byte("\x00asm")
-
 // nanosleep is the guest's sleep: ns, or until the run is stopped.
 func nanosleep(runCtx context.Context, ns int64) {
 	t := time.NewTimer(time.Duration(ns))
@@ -547,21 +546,6 @@ func nanosleep(runCtx context.Context, ns int64) {
 	case <-t.C:
 	case <-runCtx.Done():
 	}
-}
-
-// checkHeader sorts out what is not a wasm binary before wazero looks.
-func checkHeader(bin []byte) error {
-	n := min(len(bin), 4)
-	if !bytes.Equal(bin[:n], magic[:n]) {
-		return fmt.Errorf("wasm: %w: no \\0asm magic number", ErrNotWasm)
-	}
-	if len(bin) < 8 {
-		return fmt.Errorf("wasm: %w: %d bytes", ErrTruncated, len(bin))
-	}
-	if !bytes.Equal(bin[4:8], []byte{1, 0, 0, 0}) {
-		return fmt.Errorf("wasm: %w: binary version %x, want 1 (a core module, not a component)", ErrNotWasm, bin[4:8])
-	}
-	return nil
 }
 
 // moduleConfig builds the guest's whole world: argv, env, mounts, stdin,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/asm"
 )
 
 func run(t *testing.T, s Spec) *job.Result {
@@ -66,7 +67,7 @@ func TestExitCode(t *testing.T) {
 			t.Errorf("exit %d: got %s %d", code, res.Reason, res.ExitCode)
 		}
 	}
-	res := run(t, Spec{Module: module(true, []string{"start"}, [][]byte{cat(opI32Const(42), opCall(0))}, map[string]int{"_start": 1}, nil)})
+	res := run(t, Spec{Module: asm.Module(true, []string{"start"}, [][]byte{asm.Cat(asm.OpI32Const(42), asm.OpCall(0))}, map[string]int{"_start": 1}, nil)})
 	if res.Reason != job.Exit || res.ExitCode != 42 {
 		t.Errorf("proc_exit(42): got %s %d", res.Reason, res.ExitCode)
 	}
@@ -103,10 +104,10 @@ func TestBadModules(t *testing.T) {
 		{"truncated section header", hello[:9], ErrTruncated},
 		{"no _start", []byte("\x00asm\x01\x00\x00\x00"), ErrMissingStart},
 		{"garbage section", []byte("\x00asm\x01\x00\x00\x00\x63\x01\x00"), ErrInvalidModule},
-		{"unknown import", cat([]byte("\x00asm\x01\x00\x00\x00"),
-			section(1, vec([]byte{0x60, 0, 0})),
-			section(2, vec(cat(str("env"), str("nope"), []byte{0}, uleb(0)))),
-			section(7, vec(cat(str("_start"), []byte{0}, uleb(0))))), ErrInvalidModule},
+		{"unknown import", asm.Cat([]byte("\x00asm\x01\x00\x00\x00"),
+			asm.Section(1, asm.Vec([]byte{0x60, 0, 0})),
+			asm.Section(2, asm.Vec(asm.Cat(asm.Str("env"), asm.Str("nope"), []byte{0}, asm.Uleb(0)))),
+			asm.Section(7, asm.Vec(asm.Cat(asm.Str("_start"), []byte{0}, asm.Uleb(0))))), ErrInvalidModule},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,14 +133,14 @@ func TestTraps(t *testing.T) {
 		bin    []byte
 		detail []string
 	}{
-		{"unreachable", module(false, []string{"_start", "explode"},
-			[][]byte{opCall(1), opUnreachable}, map[string]int{"_start": 0}, nil),
+		{"unreachable", asm.Module(false, []string{"_start", "explode"},
+			[][]byte{asm.OpCall(1), asm.OpUnreachable}, map[string]int{"_start": 0}, nil),
 			[]string{"unreachable", "explode"}},
-		{"out of bounds", module(false, []string{"_start", "peek"},
-			[][]byte{opCall(1), cat(opI32Const(1<<20), opI32Load(0), opDrop)}, map[string]int{"_start": 0}, []int64{1, 1}),
+		{"out of bounds", asm.Module(false, []string{"_start", "peek"},
+			[][]byte{asm.OpCall(1), asm.Cat(asm.OpI32Const(1<<20), asm.OpI32Load(0), asm.OpDrop)}, map[string]int{"_start": 0}, []int64{1, 1}),
 			[]string{"out of bounds memory access", "peek"}},
-		{"endless recursion", module(false, []string{"_start", "again"},
-			[][]byte{opCall(1), opCall(1)}, map[string]int{"_start": 0}, nil),
+		{"endless recursion", asm.Module(false, []string{"_start", "again"},
+			[][]byte{asm.OpCall(1), asm.OpCall(1)}, map[string]int{"_start": 0}, nil),
 			[]string{"stack overflow", "_start"}},
 	}
 	for _, tc := range tests {
@@ -195,8 +196,8 @@ func TestMemory(t *testing.T) {
 	t.Run("larger declared maximum still capped", func(t *testing.T) {
 		t.Parallel()
 		// memory 1..65536 pages; grow by 8192 pages (512 MiB); unreachable if it failed.
-		body := cat(opI32Const(8192), opMemoryGrow(), opI32Const(-1), opI32Eq(), opIf(), opUnreachable, opEnd())
-		bin := module(false, []string{"_start"}, [][]byte{body}, map[string]int{"_start": 0}, []int64{1, 65536})
+		body := asm.Cat(asm.OpI32Const(8192), asm.OpMemoryGrow(), asm.OpI32Const(-1), asm.OpI32Eq(), asm.OpIf(), asm.OpUnreachable, asm.OpEnd())
+		bin := asm.Module(false, []string{"_start"}, [][]byte{body}, map[string]int{"_start": 0}, []int64{1, 65536})
 		res := run(t, Spec{Module: bin})
 		if res.Reason != job.Memory {
 			t.Errorf("got %s %d %q, want memory", res.Reason, res.ExitCode, res.Detail)
@@ -208,7 +209,7 @@ func TestMemory(t *testing.T) {
 	})
 	t.Run("initial memory over the limit", func(t *testing.T) {
 		t.Parallel()
-		bin := module(false, []string{"_start"}, [][]byte{nil}, map[string]int{"_start": 0}, []int64{8192, -1})
+		bin := asm.Module(false, []string{"_start"}, [][]byte{nil}, map[string]int{"_start": 0}, []int64{8192, -1})
 		if res := run(t, Spec{Module: bin}); res.Reason != job.Memory {
 			t.Errorf("got %s %d %q, want memory", res.Reason, res.ExitCode, res.Detail)
 		}
@@ -378,7 +379,7 @@ func TestModuleBytesChanged(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	exit := func(code int64) []byte {
-		return module(true, []string{"start"}, [][]byte{cat(opI32Const(code), opCall(0))}, map[string]int{"_start": 1}, nil)
+		return asm.Module(true, []string{"start"}, [][]byte{asm.Cat(asm.OpI32Const(code), asm.OpCall(0))}, map[string]int{"_start": 1}, nil)
 	}
 	bin := exit(21)
 	for _, code := range []int64{21, 22, 21, 23} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
 
 // WorkerEnv is the environment variable that marks a worker process.
@@ -143,7 +144,7 @@ func replyErr(err error) workerReply {
 // runWorker is Run in a worker process.
 func (e *Executor) runWorker(ctx context.Context, s Spec, bin []byte, name string, lim job.Limits) (*job.Result, error) {
 	start := time.Now()
-	if err := checkHeader(bin); err != nil {
+	if err := wasmbin.Header(bin); err != nil {
 		return nil, err
 	}
 	reqR, reqW, err := os.Pipe()

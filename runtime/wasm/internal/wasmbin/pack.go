@@ -1,4 +1,4 @@
-package wasm
+package wasmbin
 
 import (
 	"cmp"
@@ -7,11 +7,11 @@ import (
 	"slices"
 )
 
-// packGap is the widest run of zeros packData writes to join two data
+// packGap is the widest run of zeros Pack writes to join two data
 // segments: a wider gap starts a new segment.
 const packGap = 4096
 
-// packData returns bin with its active data segments joined into as few
+// Pack returns bin with its active data segments joined into as few
 // as it can, or bin itself when it cannot show that the guest starts with
 // the same memory either way.
 //
@@ -21,7 +21,7 @@ const packGap = 4096
 // bytes. Joined, the segments write the same bytes, plus the zeros of the
 // gaps between them into a memory that is still all zeros.
 //
-// That holds when, and packData rewrites only when: the module defines its
+// That holds when, and Pack rewrites only when: the module defines its
 // memory (a memory it imports may hold data in the gaps), every segment is
 // active on memory 0 at an i32.const offset, no two segments overlap (so
 // the order they are written in does not matter), and there is no data
@@ -31,7 +31,7 @@ const packGap = 4096
 // came, for wazero to run or reject. An out-of-bounds segment still fails
 // instantiation: the last byte of the last segment is the last byte
 // written either way.
-func packData(bin []byte) []byte {
+func Pack(bin []byte) []byte {
 	if len(bin) < 8 {
 		return bin
 	}
@@ -121,7 +121,7 @@ func packData(bin []byte) []byte {
 	var head [2 * binary.MaxVarintLen64]byte
 	body := len(binary.AppendUvarint(head[:0], uint64(len(runs))))
 	for _, r := range runs {
-		body += 3 + len(appendSleb(head[:0], int64(int32(uint32(r.off))))) +
+		body += 3 + len(AppendSleb(head[:0], int64(int32(uint32(r.off))))) +
 			len(binary.AppendUvarint(head[:0], r.end-r.off)) + int(r.end-r.off)
 	}
 	if body > math.MaxUint32 {
@@ -134,7 +134,7 @@ func packData(bin []byte) []byte {
 	out = binary.AppendUvarint(out, uint64(len(runs)))
 	for _, r := range runs {
 		out = append(out, 0, 0x41)
-		out = appendSleb(out, int64(int32(uint32(r.off))))
+		out = AppendSleb(out, int64(int32(uint32(r.off))))
 		out = append(out, 0x0b)
 		out = binary.AppendUvarint(out, r.end-r.off)
 		at := len(out)
@@ -147,7 +147,7 @@ func packData(bin []byte) []byte {
 }
 
 // importsMemory reports whether an import section imports a memory, or
-// cannot be read (which packData must treat the same).
+// cannot be read (which Pack must treat the same).
 func importsMemory(p []byte) bool {
 	if p == nil {
 		return false
@@ -173,7 +173,7 @@ func importsMemory(p []byte) bool {
 	return r.bad || r.off != len(p)
 }
 
-// reader reads the parts of a wasm binary packData needs; any read past
+// reader reads the parts of a wasm binary Pack needs; any read past
 // the end or any malformed number sets bad, after which reads return zero.
 type reader struct {
 	b   []byte
@@ -256,8 +256,8 @@ func (r *reader) limits() {
 	}
 }
 
-// appendSleb appends v as signed LEB128.
-func appendSleb(b []byte, v int64) []byte {
+// AppendSleb appends v as signed LEB128.
+func AppendSleb(b []byte, v int64) []byte {
 	for {
 		c := byte(v & 0x7f)
 		v >>= 7

@@ -1,4 +1,4 @@
-package wasm
+package wasmbin_test
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/ccrun/ccrun/runtime/wasm/internal/asm"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
 
 // memoryAfterInit instantiates bin without running anything (no start
@@ -21,10 +24,10 @@ func memoryAfterInit(t testing.TB, bin []byte) ([]byte, error) {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	defer rt.Close(ctx)
 	fill := bytes.Repeat([]byte{0xaa}, 65536)
-	env := cat([]byte("\x00asm\x01\x00\x00\x00"),
-		section(5, vec([]byte{0, 1})),
-		section(7, vec(cat(str("memory"), []byte{2, 0}))),
-		section(11, vec(cat([]byte{0}, opI32Const(0), opEnd(), uleb(uint64(len(fill))), fill))))
+	env := asm.Cat([]byte("\x00asm\x01\x00\x00\x00"),
+		asm.Section(5, asm.Vec([]byte{0, 1})),
+		asm.Section(7, asm.Vec(asm.Cat(asm.Str("memory"), []byte{2, 0}))),
+		asm.Section(11, asm.Vec(asm.Cat([]byte{0}, asm.OpI32Const(0), asm.OpEnd(), asm.Uleb(uint64(len(fill))), fill))))
 	if _, err := rt.InstantiateWithConfig(ctx, env, wazero.NewModuleConfig().WithName("env")); err != nil {
 		t.Fatalf("env module: %v", err)
 	}
@@ -48,24 +51,9 @@ func memoryAfterInit(t testing.TB, bin []byte) ([]byte, error) {
 	return bytes.Clone(b), nil
 }
 
-// dataCount returns how many segments bin's data section holds.
-func dataCount(t testing.TB, bin []byte) int {
-	t.Helper()
-	r := reader{b: bin, off: 8}
-	for r.off < len(bin) {
-		id := r.byte()
-		p := r.bytes(int(r.u32()))
-		if id == 11 {
-			d := reader{b: p}
-			return int(d.u32())
-		}
-	}
-	return 0
-}
-
 // segment is an active segment of memory 0 at offset off.
 func segment(off int64, data string) []byte {
-	return cat([]byte{0}, opI32Const(off), opEnd(), str(data))
+	return asm.Cat([]byte{0}, asm.OpI32Const(off), asm.OpEnd(), asm.Str(data))
 }
 
 // dataModule is a module with a memory of pages pages (defined and
@@ -75,24 +63,24 @@ func segment(off int64, data string) []byte {
 func dataModule(pages int, extra [][2][]byte, segs ...[]byte) []byte {
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	if pages < 0 {
-		out = append(out, section(2, vec(cat(str("env"), str("memory"), []byte{2, 0}, uleb(1))))...)
+		out = append(out, asm.Section(2, asm.Vec(asm.Cat(asm.Str("env"), asm.Str("memory"), []byte{2, 0}, asm.Uleb(1))))...)
 	} else {
-		out = append(out, section(5, vec(cat([]byte{0}, uleb(uint64(pages)))))...)
+		out = append(out, asm.Section(5, asm.Vec(asm.Cat([]byte{0}, asm.Uleb(uint64(pages)))))...)
 	}
-	out = append(out, section(7, vec(cat(str("memory"), []byte{2, 0})))...)
+	out = append(out, asm.Section(7, asm.Vec(asm.Cat(asm.Str("memory"), []byte{2, 0})))...)
 	for _, x := range extra {
-		out = append(out, section(x[0][0], x[1])...)
+		out = append(out, asm.Section(x[0][0], x[1])...)
 	}
-	return append(out, section(11, vec(segs...))...)
+	return append(out, asm.Section(11, asm.Vec(segs...))...)
 }
 
-// samePacked checks that packData rewrote bin into want segments and that
+// samePacked checks that Pack rewrote bin into want segments and that
 // the memory a guest starts with, or wazero's refusal, is the same.
 func samePacked(t *testing.T, bin []byte, want int) {
 	t.Helper()
-	packed := packData(bin)
-	if got := dataCount(t, packed); got != want {
-		t.Fatalf("%d segments after packing, want %d (before: %d)", got, want, dataCount(t, bin))
+	packed := wasmbin.Pack(bin)
+	if got := wasmbin.DataCount(packed); got != want {
+		t.Fatalf("%d segments after packing, want %d (before: %d)", got, want, wasmbin.DataCount(bin))
 	}
 	m1, err1 := memoryAfterInit(t, bin)
 	m2, err2 := memoryAfterInit(t, packed)
@@ -108,11 +96,11 @@ func TestPackDataGoGuests(t *testing.T) {
 	for _, name := range []string{"hello", "escape", "probe"} {
 		t.Run(name, func(t *testing.T) {
 			bin := guests[name]
-			if n := dataCount(t, bin); n < 1000 {
+			if n := wasmbin.DataCount(bin); n < 1000 {
 				t.Fatalf("only %d data segments: not the Go linker's layout this test is about", n)
 			}
 			samePacked(t, bin, 1)
-			if m, err := memoryAfterInit(t, packData(bin)); err != nil || len(m) == 0 {
+			if m, err := memoryAfterInit(t, wasmbin.Pack(bin)); err != nil || len(m) == 0 {
 				t.Fatalf("the packed module: %v, %d bytes of memory", err, len(m))
 			}
 		})
@@ -127,8 +115,8 @@ func TestPackDataJoins(t *testing.T) {
 	}{
 		{"adjacent", [][]byte{segment(0, "ab"), segment(2, "cd")}, 1},
 		{"out of order", [][]byte{segment(100, "late"), segment(10, "early"), segment(50, "mid")}, 1},
-		{"gap of packGap", [][]byte{segment(0, "a"), segment(1+packGap, "b")}, 1},
-		{"gap past packGap", [][]byte{segment(0, "a"), segment(2+packGap, "b"), segment(3+packGap, "c")}, 2},
+		{"gap of packGap", [][]byte{segment(0, "a"), segment(1+wasmbin.PackGap, "b")}, 1},
+		{"gap past packGap", [][]byte{segment(0, "a"), segment(2+wasmbin.PackGap, "b"), segment(3+wasmbin.PackGap, "c")}, 2},
 		{"empty segments", [][]byte{segment(5, ""), segment(5, "x"), segment(9, "")}, 1},
 		{"negative offset is high memory", [][]byte{segment(0, "a"), segment(-1, "z")}, 2},
 		{"last segment out of bounds", [][]byte{segment(65000, "a"), segment(65535, "zz")}, 1},
@@ -148,21 +136,21 @@ func TestPackDataLeavesAlone(t *testing.T) {
 		{"overlapping segments: the later one wins", dataModule(1, nil, segment(0, "abcd"), segment(2, "XY"))},
 		{"same offset twice", dataModule(1, nil, segment(8, "a"), segment(8, "b"))},
 		{"imported memory: the gaps hold its bytes", dataModule(-1, nil, two...)},
-		{"data count section: code may name segments", dataModule(1, [][2][]byte{{{12}, uleb(2)}}, two...)},
-		{"passive segment", dataModule(1, nil, segment(0, "ab"), cat([]byte{1}, str("cd")))},
-		{"explicit memory index", dataModule(1, nil, segment(0, "ab"), cat([]byte{2, 0}, opI32Const(4), opEnd(), str("cd")))},
-		{"offset from a global", dataModule(1, nil, segment(0, "ab"), cat([]byte{0, 0x23, 0}, opEnd(), str("cd")))},
+		{"data count section: code may name segments", dataModule(1, [][2][]byte{{{12}, asm.Uleb(2)}}, two...)},
+		{"passive segment", dataModule(1, nil, segment(0, "ab"), asm.Cat([]byte{1}, asm.Str("cd")))},
+		{"explicit memory index", dataModule(1, nil, segment(0, "ab"), asm.Cat([]byte{2, 0}, asm.OpI32Const(4), asm.OpEnd(), asm.Str("cd")))},
+		{"offset from a global", dataModule(1, nil, segment(0, "ab"), asm.Cat([]byte{0, 0x23, 0}, asm.OpEnd(), asm.Str("cd")))},
 		{"one segment", dataModule(1, nil, segment(0, "abcd"))},
-		{"segments far apart", dataModule(1, nil, segment(0, "a"), segment(10*packGap, "b"))},
-		{"two data sections", append(dataModule(1, nil, two...), section(11, vec(two...))...)},
+		{"segments far apart", dataModule(1, nil, segment(0, "a"), segment(10*wasmbin.PackGap, "b"))},
+		{"two data sections", append(dataModule(1, nil, two...), asm.Section(11, asm.Vec(two...))...)},
 		{"truncated", dataModule(1, nil, two...)[:40]},
 		{"not wasm", []byte("#!/bin/sh\necho hi\n")},
 		{"empty", nil},
-		{"segment count too large", append(dataModule(1, nil), section(11, cat(uleb(1<<30), segment(0, "a")))...)},
-		{"padded offset with stray high bits", dataModule(1, nil, segment(0, "a"), cat([]byte{0, 0x41, 0x84, 0x80, 0x80, 0x80, 0x10}, opEnd(), str("b")))},
+		{"segment count too large", append(dataModule(1, nil), asm.Section(11, asm.Cat(asm.Uleb(1<<30), segment(0, "a")))...)},
+		{"padded offset with stray high bits", dataModule(1, nil, segment(0, "a"), asm.Cat([]byte{0, 0x41, 0x84, 0x80, 0x80, 0x80, 0x10}, asm.OpEnd(), asm.Str("b")))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := packData(tc.bin); !bytes.Equal(got, tc.bin) {
+			if got := wasmbin.Pack(tc.bin); !bytes.Equal(got, tc.bin) {
 				t.Fatalf("rewritten:\n%x\nwant unchanged:\n%x", got, tc.bin)
 			}
 		})
@@ -172,34 +160,34 @@ func TestPackDataLeavesAlone(t *testing.T) {
 // TestPackDataImportsOtherThanMemory: functions, tables and globals
 // imported do not stop packing.
 func TestPackDataImportsOtherThanMemory(t *testing.T) {
-	imports := vec(
-		cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0x00}, uleb(0)),
-		cat(str("env"), str("table"), []byte{0x01, 0x70, 0x01}, uleb(1), uleb(2)),
-		cat(str("env"), str("g"), []byte{0x03, 0x7f, 0x00}),
+	imports := asm.Vec(
+		asm.Cat(asm.Str("wasi_snapshot_preview1"), asm.Str("proc_exit"), []byte{0x00}, asm.Uleb(0)),
+		asm.Cat(asm.Str("env"), asm.Str("table"), []byte{0x01, 0x70, 0x01}, asm.Uleb(1), asm.Uleb(2)),
+		asm.Cat(asm.Str("env"), asm.Str("g"), []byte{0x03, 0x7f, 0x00}),
 	)
-	bin := cat([]byte("\x00asm\x01\x00\x00\x00"),
-		section(1, vec([]byte{0x60, 1, 0x7f, 0})),
-		section(2, imports),
-		section(5, vec([]byte{0, 1})),
-		section(11, vec(segment(0, "a"), segment(1, "b"))))
-	if got := dataCount(t, packData(bin)); got != 1 {
+	bin := asm.Cat([]byte("\x00asm\x01\x00\x00\x00"),
+		asm.Section(1, asm.Vec([]byte{0x60, 1, 0x7f, 0})),
+		asm.Section(2, imports),
+		asm.Section(5, asm.Vec([]byte{0, 1})),
+		asm.Section(11, asm.Vec(segment(0, "a"), segment(1, "b"))))
+	if got := wasmbin.DataCount(wasmbin.Pack(bin)); got != 1 {
 		t.Fatalf("%d segments, want 1", got)
 	}
 	// A memory among other imports still stops it.
-	imports = vec(
-		cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0x00}, uleb(0)),
-		cat(str("env"), str("memory"), []byte{0x02, 0x00}, uleb(1)),
+	imports = asm.Vec(
+		asm.Cat(asm.Str("wasi_snapshot_preview1"), asm.Str("proc_exit"), []byte{0x00}, asm.Uleb(0)),
+		asm.Cat(asm.Str("env"), asm.Str("memory"), []byte{0x02, 0x00}, asm.Uleb(1)),
 	)
-	bin = cat([]byte("\x00asm\x01\x00\x00\x00"),
-		section(1, vec([]byte{0x60, 1, 0x7f, 0})),
-		section(2, imports),
-		section(11, vec(segment(0, "a"), segment(1, "b"))))
-	if got := packData(bin); !bytes.Equal(got, bin) {
+	bin = asm.Cat([]byte("\x00asm\x01\x00\x00\x00"),
+		asm.Section(1, asm.Vec([]byte{0x60, 1, 0x7f, 0})),
+		asm.Section(2, imports),
+		asm.Section(11, asm.Vec(segment(0, "a"), segment(1, "b"))))
+	if got := wasmbin.Pack(bin); !bytes.Equal(got, bin) {
 		t.Fatal("a module importing its memory was rewritten")
 	}
 }
 
-// FuzzPackData: whatever the bytes, packData does not panic, and when it
+// FuzzPackData: whatever the bytes, Pack does not panic, and when it
 // rewrites a module, wazero accepts and instantiates the rewritten one
 // exactly when it does the original, into the same memory.
 func FuzzPackData(f *testing.F) {
@@ -209,14 +197,14 @@ func FuzzPackData(f *testing.F) {
 	f.Add(dataModule(-1, nil, segment(0, "ab"), segment(4, "cd")))
 	f.Add(dataModule(2, nil, segment(65530, "abcdefgh"), segment(65539, "x"), segment(131071, "yz")))
 	f.Fuzz(func(t *testing.T, bin []byte) {
-		packed := packData(bin)
+		packed := wasmbin.Pack(bin)
 		if bytes.Equal(packed, bin) {
 			return
 		}
-		if dataCount(t, packed) >= dataCount(t, bin) {
+		if wasmbin.DataCount(packed) >= wasmbin.DataCount(bin) {
 			t.Fatalf("rewritten without fewer segments")
 		}
-		if !onlyMemorySections(bin) {
+		if !wasmbin.OnlyMemorySections(bin) {
 			return // wazero reads huge declared counts slowly: not what this fuzzes
 		}
 		m1, err1 := memoryAfterInit(t, bin)
@@ -225,25 +213,6 @@ func FuzzPackData(f *testing.F) {
 			t.Fatalf("original %s / packed %s", describe(m1, err1), describe(m2, err2))
 		}
 	})
-}
-
-// onlyMemorySections reports whether bin holds no sections but custom,
-// import, memory, export and data ones, none declaring more items than it
-// has bytes.
-func onlyMemorySections(bin []byte) bool {
-	r := reader{b: bin, off: 8}
-	for r.off < len(bin) && !r.bad {
-		switch id := r.byte(); id {
-		case 0, 2, 5, 7, 11, 12:
-			p := r.bytes(int(r.u32()))
-			if c := (&reader{b: p}); id != 0 && id != 12 && int(c.u32()) > len(p) {
-				return false // a count no section of this size can hold
-			}
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func describe(mem []byte, err error) string {
@@ -259,6 +228,6 @@ func BenchmarkPackData(b *testing.B) {
 	bin := guests["hello"]
 	b.SetBytes(int64(len(bin)))
 	for b.Loop() {
-		packData(bin)
+		wasmbin.Pack(bin)
 	}
 }

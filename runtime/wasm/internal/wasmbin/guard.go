@@ -1,20 +1,20 @@
-package wasm
+package wasmbin
 
 import (
 	"encoding/binary"
 	"fmt"
 )
 
-// Limits guard puts on a module before wazero reads it.
+// Limits Guard puts on a module before wazero reads it.
 const (
-	// maxLocals is the most locals one function may declare (V8's limit).
-	maxLocals = 50_000
-	// tableBudget is the most elements all of a module's tables may hold
+	// MaxLocals is the most locals one function may declare (V8's limit).
+	MaxLocals = 50_000
+	// TableBudget is the most elements all of a module's tables may hold
 	// together (8 bytes of host memory each, outside the memory limit).
-	tableBudget = 1 << 22
+	TableBudget = 1 << 22
 )
 
-// guard checks a module before wazero decodes it, for what wazero would
+// Guard checks a module before wazero decodes it, for what wazero would
 // turn into host memory before any limit applies, and returns the module
 // to compile: bin, or bin with its tables given a maximum.
 //
@@ -24,14 +24,14 @@ const (
 // and the Go runtime ends the whole process ("out of memory", which no
 // recover catches). And a table grows on the host, outside the memory
 // limit: table.grow by four billion elements does the same at run time.
-// So guard refuses (ErrInvalidModule) a module whose declared counts and
+// So Guard refuses (ErrInvalidModule) a module whose declared counts and
 // lengths do not fit in the bytes that follow them, a function with more
-// than maxLocals locals, a section or construct it does not know (which
+// than MaxLocals locals, a section or construct it does not know (which
 // wazero v1.12 would refuse as well), and tables whose minimums add up to
-// more than tableBudget elements; it gives every table a maximum such that
-// all of them together never hold more than tableBudget (table.grow past
+// more than TableBudget elements; it gives every table a maximum such that
+// all of them together never hold more than TableBudget (table.grow past
 // it fails, as the specification allows any grow to).
-func guard(bin []byte) ([]byte, error) {
+func Guard(bin []byte) ([]byte, error) {
 	g := reader{b: bin, off: 8}
 	tableStart, tableEnd := -1, -1
 	var tables []table
@@ -112,16 +112,16 @@ type table struct {
 }
 
 // capTables writes the table section of bin again with maximums that keep
-// the tables within tableBudget elements together.
+// the tables within TableBudget elements together.
 func capTables(bin []byte, start, end int, tables []table) ([]byte, error) {
 	var mins uint64
 	for _, t := range tables {
 		mins += uint64(t.min)
 	}
-	if mins > tableBudget {
-		return nil, fmt.Errorf("wasm: tables of %d elements at start, over the limit of %d: %w", mins, tableBudget, ErrInvalidModule)
+	if mins > TableBudget {
+		return nil, fmt.Errorf("wasm: tables of %d elements at start, over the limit of %d: %w", mins, TableBudget, ErrInvalidModule)
 	}
-	spare := (tableBudget - mins) / uint64(len(tables))
+	spare := (TableBudget - mins) / uint64(len(tables))
 	body := binary.AppendUvarint(nil, uint64(len(tables)))
 	for _, t := range tables {
 		limit := uint64(t.min) + spare
@@ -140,7 +140,7 @@ func capTables(bin []byte, start, end int, tables []table) ([]byte, error) {
 	return append(out, bin[end:]...), nil
 }
 
-// guardReader reads one section for guard; the first problem sticks.
+// guardReader reads one section for Guard; the first problem sticks.
 type guardReader struct {
 	reader
 	section byte
@@ -302,8 +302,8 @@ func (r *guardReader) code() {
 		locals += uint64(b.u32())
 		b.valType()
 	})
-	if b.ok() && locals > maxLocals {
-		b.reject("a function declares %d locals, over the limit of %d", locals, maxLocals)
+	if b.ok() && locals > MaxLocals {
+		b.reject("a function declares %d locals, over the limit of %d", locals, MaxLocals)
 	}
 	if b.bad && b.err == nil {
 		b.reject("a function's locals run past its body")
