@@ -192,6 +192,13 @@ daemon() {
 	# the daemon and all it starts (containerd's shims) stay there.
 	(
 		echo $BASHPID >"$TRACK/daemons/cgroup.procs"
+		# No descriptor of the caller's but the log: a test that restarts
+		# a daemon must not leave it holding the test's pipes or locks.
+		local fd
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+		done
 		exec setsid nsenter --net="$ns" -- "$@" </dev/null >>"$ST/logs/$name.log" 2>&1
 	) &
 	echo $! >"$ST/pids/$name"
