@@ -7,7 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -32,14 +33,28 @@ func (e *Executor) warmCache(ctx context.Context) (*podCache, error) {
 	pc := e.pods
 	if pc == nil {
 		pc = &podCache{change: make(chan struct{})}
-		pc.inf = coreinformers.NewFilteredPodInformer(e.cs, e.namespace, 0,
-			cache.Indexers{indexTemplate: func(obj any) ([]string, error) {
+		// What client-go's informers/core/v1 pod informer lists and
+		// watches, through kapi.
+		sel := LabelManaged + "=" + managedBy + "," + LabelTemplate
+		pods := e.api.Pods(e.namespace)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.LabelSelector = sel
+				return pods.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.LabelSelector = sel
+				return pods.Watch(ctx, o)
+			},
+		}
+		pc.inf = cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
+			Indexers: cache.Indexers{indexTemplate: func(obj any) ([]string, error) {
 				if p, ok := obj.(*corev1.Pod); ok {
 					return []string{p.Labels[LabelTemplate]}, nil
 				}
 				return nil, nil
 			}},
-			func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=" + managedBy + "," + LabelTemplate })
+		})
 		_, _ = pc.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { pc.changed(); e.warmChanged(obj) },
 			UpdateFunc: func(_, obj any) { pc.changed(); e.warmChanged(obj) },

@@ -65,7 +65,7 @@ func (e *Executor) ownedBy(p *corev1.Pod) (o owner, ok bool) {
 func (e *Executor) GC(ctx context.Context) ([]string, error) {
 	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	list, err := e.cs.CoreV1().Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: LabelManaged + "=" + managedBy})
+	list, err := e.api.Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: LabelManaged + "=" + managedBy})
 	if err != nil {
 		return nil, classify(e.server, "list pods", err)
 	}

@@ -56,11 +56,11 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/kube/internal/kapi"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -91,7 +91,7 @@ const (
 // for concurrent use; Close it when done.
 type Executor struct {
 	cfg       *rest.Config
-	cs        kubernetes.Interface
+	api       *kapi.Client
 	server    string
 	context   string
 	namespace string
@@ -168,23 +168,18 @@ func WithRate(qps float32, burst int) Option {
 	return func(e *Executor) error { e.qps, e.burst = qps, burst; return nil }
 }
 
-// withConfigWrap makes the clientset from wrapped (a loaded config with a
+// withConfigWrap makes the API client from wrapped (a loaded config with a
 // counting transport, for the benchmarks) and the streams from plain (the
 // WebSocket executor needs its own transport unwrapped).
 func withConfigWrap(wrapped, plain *rest.Config) Option {
 	return func(e *Executor) error {
-		cs, err := kubernetes.NewForConfig(wrapped)
+		c, err := kapi.New(wrapped)
 		if err != nil {
 			return err
 		}
-		e.cs, e.cfg = cs, plain
+		e.api, e.cfg = c, plain
 		return nil
 	}
-}
-
-// withClient replaces the clientset, for unit tests of error paths.
-func withClient(cs kubernetes.Interface, cfg *rest.Config) Option {
-	return func(e *Executor) error { e.cs, e.cfg = cs, cfg; return nil }
 }
 
 // New loads the kubeconfig as kubectl does, connects, and checks that the
@@ -196,7 +191,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	if e.cs == nil {
+	if e.api == nil {
 		cc := e.clientConfig()
 		cfg, err := cc.ClientConfig()
 		if err != nil {
@@ -214,11 +209,11 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		}
 		cfg.QPS, cfg.Burst = e.qps, e.burst
 		cfg.UserAgent = "ccrun"
-		cs, err := kubernetes.NewForConfig(cfg)
+		c, err := kapi.New(cfg)
 		if err != nil {
 			return nil, newError(ErrInvalidArgument, err, "kube: client for %s", cfg.Host)
 		}
-		e.cfg, e.cs = cfg, cs
+		e.cfg, e.api = cfg, c
 	}
 	if e.nsName == "" {
 		e.nsName = "default"
@@ -227,7 +222,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 	e.server = e.cfg.Host
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if _, err := e.cs.CoreV1().Namespaces().Get(pctx, e.namespace, metav1.GetOptions{}); err != nil {
+	if _, err := e.api.Namespaces().Get(pctx, e.namespace, metav1.GetOptions{}); err != nil {
 		if apierrors.IsForbidden(err) {
 			// May not read namespaces: the pods' permissions are what count.
 		} else if apierrors.IsNotFound(err) {
@@ -307,9 +302,9 @@ func (e *Executor) ensure(ctx context.Context) error {
 		BinaryData: files,
 		Immutable:  ptr(true),
 	}
-	_, err := e.cs.CoreV1().ConfigMaps(e.namespace).Create(rctx, cm, metav1.CreateOptions{})
+	_, err := e.api.ConfigMaps(e.namespace).Create(rctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		got, gerr := e.cs.CoreV1().ConfigMaps(e.namespace).Get(rctx, name, metav1.GetOptions{})
+		got, gerr := e.api.ConfigMaps(e.namespace).Get(rctx, name, metav1.GetOptions{})
 		if gerr != nil {
 			return classify(e.server, "get configmap "+name, gerr)
 		}
@@ -328,7 +323,7 @@ func (e *Executor) ensure(ctx context.Context) error {
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		},
 	}
-	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.namespace).Create(rctx, np, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := e.api.NetworkPolicies(e.namespace).Create(rctx, np, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return classify(e.server, "create networkpolicy "+denyAllPolicy, err)
 	}
 	e.setup = true
@@ -355,7 +350,7 @@ func (c cleanup) release(ctx context.Context) {
 func (e *Executor) deletePod(ctx context.Context, name string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
-	_ = e.cs.CoreV1().Pods(e.namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	_ = e.api.Pods(e.namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 }
 
 // Run runs s in a pod to its end and deletes the pod. The Result's Reason
@@ -416,7 +411,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	// The create runs on a context the caller cannot cancel: a pod the
 	// API server made after the caller gave up would be left until GC.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
-	created, err := e.cs.CoreV1().Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{})
+	created, err := e.api.Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{})
 	cancel()
 	if err != nil {
 		return nil, e.createError(s, err)
@@ -624,12 +619,12 @@ func (e *Executor) Info(ctx context.Context) (Cluster, error) {
 	c := Cluster{Server: e.server, Context: e.context, Namespace: e.namespace}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	v, err := e.cs.Discovery().ServerVersion()
+	v, err := e.api.ServerVersion(rctx)
 	if err != nil {
 		return c, classify(e.server, "version", err)
 	}
 	c.Version = v.GitVersion
-	nodes, err := e.cs.CoreV1().Nodes().List(rctx, metav1.ListOptions{})
+	nodes, err := e.api.Nodes().List(rctx, metav1.ListOptions{})
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			return c, nil

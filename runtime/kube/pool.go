@@ -153,7 +153,7 @@ func (e *Executor) poolPods(ctx context.Context, wp *warmPool, state string) ([]
 	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	sel := LabelManaged + "=" + managedBy + "," + LabelTemplate + "=" + wp.t.key + "," + LabelPool + "=" + state
-	list, err := e.cs.CoreV1().Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: sel})
+	list, err := e.api.Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, classify(e.server, "list warm pods", err)
 	}
@@ -202,7 +202,7 @@ func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, 
 			},
 		}})
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
-		got, err := e.cs.CoreV1().Pods(e.namespace).Patch(pctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		got, err := e.api.Pods(e.namespace).Patch(pctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		cancel()
 		switch {
 		case err == nil:
@@ -312,7 +312,7 @@ func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error)
 	e.made.Store(name, true)
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	if _, err := e.cs.CoreV1().Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := e.api.Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{}); err != nil {
 		e.made.Delete(name)
 		return "", classify(e.server, "create warm pod", err)
 	}
@@ -324,7 +324,7 @@ func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error)
 func (e *Executor) DrainPool(ctx context.Context) (int, error) {
 	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	list, err := e.cs.CoreV1().Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: LabelManaged + "=" + managedBy + "," + LabelTemplate})
+	list, err := e.api.Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: LabelManaged + "=" + managedBy + "," + LabelTemplate})
 	if err != nil {
 		return 0, classify(e.server, "list warm pods", err)
 	}

@@ -23,7 +23,7 @@ func (e *Executor) Resolve(ctx context.Context, ref string, _ PullPolicy) (strin
 	want := normalize(ref)
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	nodes, err := e.cs.CoreV1().Nodes().List(rctx, metav1.ListOptions{})
+	nodes, err := e.api.Nodes().List(rctx, metav1.ListOptions{})
 	if err != nil {
 		return "", classify(e.server, "list nodes to resolve "+ref, err)
 	}

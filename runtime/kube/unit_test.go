@@ -4,7 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +18,10 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestHelpers runs the gate and the holder on this host: the gate waits
@@ -250,20 +250,38 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestCreateRefused is the one test with a fake clientset: the API server
-// refusing the pod (admission, RBAC) is an error of its class, and no
-// pod is left to delete.
+// TestCreateRefused: the API server refusing the pod (admission, RBAC) is
+// an error of its class, and no pod is left to delete (a fake API server
+// that answers New and the namespace's setup, then refuses the pod).
 func TestCreateRefused(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
 	for _, tc := range []struct {
-		err  error
+		err  *apierrors.StatusError
 		want error
 	}{
-		{apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("pod security")), ErrPermissionDenied},
+		{apierrors.NewForbidden(gr, "", errors.New("pod security")), ErrPermissionDenied},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "", nil), ErrInvalidArgument},
 	} {
-		cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-		cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, k8sruntime.Object, error) { return true, nil, tc.err })
-		e, err := New(context.Background(), withClient(cs, &rest.Config{Host: "https://fake"}), WithNamespace("default"))
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
+			switch r.Method + " " + r.URL.Path {
+			case "GET /api/v1/namespaces/default":
+				reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+			case "POST /api/v1/namespaces/default/configmaps":
+				reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
+			case "POST /apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
+				reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
+			case "POST /api/v1/namespaces/default/pods":
+				st := tc.err.ErrStatus
+				st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+				reply(int(st.Code), &st)
+			default:
+				t.Errorf("unexpected request %s %s", r.Method, r.URL)
+				reply(http.StatusNotFound, apierrors.NewNotFound(gr, "").ErrStatus)
+			}
+		}))
+		e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,22 +289,33 @@ func TestCreateRefused(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%v: got %v", tc.err, err)
 		}
+		e.Close()
+		srv.Close()
 	}
+}
+
+// kubeconfigFor writes a kubeconfig of one context, the API server at
+// server, and returns its path.
+func kubeconfigFor(t *testing.T, server string) string {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+server+`"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kc
 }
 
 // TestUnreachable: an API server that does not answer is ErrUnavailable
 // from New, with its address, within the ping's bound (a real client on a
 // loopback port nobody listens on).
 func TestUnreachable(t *testing.T) {
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600)
-	_, err := New(context.Background(), WithKubeconfig(kc))
+	_, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, "https://127.0.0.1:1")))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("got %v, want ErrUnavailable naming the server", err)
 	}

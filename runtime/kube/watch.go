@@ -57,7 +57,7 @@ func (w *podWatch) notify(f func()) {
 
 func (w *podWatch) loop(ctx context.Context, rv string) {
 	defer close(w.done)
-	pods := w.e.cs.CoreV1().Pods(w.e.namespace)
+	pods := w.e.api.Pods(w.e.namespace)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		wi, err := pods.Watch(ctx, metav1.ListOptions{
