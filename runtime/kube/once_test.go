@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOnceCode: onceCode is what testdata/once.s assembles to (where the
@@ -106,13 +107,21 @@ func TestOnce(t *testing.T) {
 			if err := handshake(c, tc.argv, nonce, om, em); err != nil {
 				t.Fatal(err)
 			}
-			go func() { _ = sendStdin(c.in, tc.stdin) }()
+			stop := make(chan struct{})
+			go func() { _ = sendStdin(c.in, tc.stdin, stop) }()
+			// once stays until released, with both trailers written
+			select {
+			case <-c.done:
+				t.Fatalf("once ended before its release (exit %d); stdout %.40q stderr %q", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+			release(c.in, c.done, nonce, om, em, stop)
 			<-c.done
 			om.flush()
 			em.flush()
 			ws, ok := em.trailer()
-			if !ok {
-				t.Fatalf("no trailer; stderr %q", stderr.String())
+			if _, whole := om.trailer(); !ok || !whole {
+				t.Fatalf("trailers on stderr %v, on stdout %v; stderr %q", ok, whole, stderr.String())
 			}
 			code, sig := waitStatus(ws)
 			if code != tc.code || sig != tc.signal {
@@ -184,5 +193,30 @@ func TestMarks(t *testing.T) {
 	m.flush()
 	if _, ok := m.trailer(); ok || out.String() != "no trailer, ends like 0123456789" {
 		t.Errorf("without a trailer: %v, passed %q", ok, out.String())
+	}
+}
+
+// TestOnceReleaseAmongLookalikes: the done token is found behind frames
+// the program left unread that hold near-tokens (0xff and all of the
+// nonce but its last byte, and 0xff twice), and once ends at it, not
+// at its 10 s bound.
+func TestOnceReleaseAmongLookalikes(t *testing.T) {
+	c, cmd := localConn(t, nil)
+	nonce := []byte(randHex(nonceSize / 2))
+	var stdout, stderr bytes.Buffer
+	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
+	c.stdout.set(om)
+	c.stderr.set(em)
+	if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nonce, om, em); err != nil {
+		t.Fatal(err)
+	}
+	near := append(append([]byte{0xff, 0xff}, nonce[:nonceSize-1]...), 0xff)
+	stop := make(chan struct{})
+	begin := time.Now()
+	go func() { _ = sendStdin(c.in, bytes.NewReader(bytes.Repeat(near, 4000)), stop) }()
+	release(c.in, c.done, nonce, om, em, stop)
+	<-c.done
+	if code := cmd.ProcessState.ExitCode(); code != 4 || time.Since(begin) > 9*time.Second { // not its 10 s bound
+		t.Errorf("once exited %d after %s; want 4, at its release", code, time.Since(begin))
 	}
 }

@@ -561,7 +561,9 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 			ended <- err
 			return
 		}
-		go func() { _ = sendStdin(c.in, s.Streams.Stdin) }()
+		stop := make(chan struct{})
+		go func() { _ = sendStdin(c.in, s.Streams.Stdin, stop) }()
+		go release(c.in, c.done, nonce, stdout, stderr, stop)
 		<-c.done
 		ended <- nil
 	}()
@@ -579,7 +581,12 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	}
 	stdout.flush()
 	stderr.flush()
+	// A trailer on each stream: all the program wrote has come (once
+	// writes them after it, and ends only when released).
 	ws, trailer := stderr.trailer()
+	if _, whole := stdout.trailer(); !whole {
+		trailer = false
+	}
 	if trailer {
 		code, sig := waitStatus(ws)
 		res.ExitCode = code
@@ -599,11 +606,20 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	gcancel()
 	switch {
 	case err == nil:
-		if t := terminated(final, containerRun); trailer && t.Reason != "OOMKilled" {
+		t := terminated(final, containerRun)
+		switch {
+		case t.Reason == "OOMKilled":
+			r, err := e.finish(out, final, lim)
+			return r, true, err
+		case trailer:
 			return out.Fill(res), true, nil
 		}
-		r, err := e.finish(out, final, lim)
-		return r, true, err
+		// It ended, but its output stopped short of a trailer: what came
+		// is not all the program wrote, and is no result.
+		if streamErr == nil {
+			streamErr = c.err
+		}
+		return nil, true, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: its output stream ended before all the program wrote had come (the program exited %d; stream: %v)", e.namespace, name, t.ExitCode, streamErr)
 	case trailer:
 		return out.Fill(res), true, nil
 	case ctx.Err() != nil:

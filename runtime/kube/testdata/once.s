@@ -18,11 +18,16 @@
 #
 # It forks the program (stdin a pipe, stdout and stderr the container's,
 # the environment its own) and a copier (the frames into that pipe), waits
-# for the program, writes the nonce and the u32 wait status to stderr (the
-# trailer ccrun looks for), and exits as the program did (128+signal when
-# it was killed): its exit ends the container, and with it every process
-# the program left. A bad request exits 126; a program that cannot be
-# executed exits 127.
+# for the program, writes the nonce and the u32 wait status to stdout and
+# to stderr (the trailer ccrun looks for: in each stream after all the
+# program wrote to it), kills the copier, and reads stdin until the done
+# token comes, 0xff and the nonce: ccrun sends it once both trailers came
+# (10 s at most between reads, or the end of stdin, and it goes on without
+# it). Then it exits as the program did (128+signal when it was killed):
+# its exit ends the container, and with it every process the program left.
+# Only then: the runtime tears the streams down as the container ends, and
+# what was still on its way to ccrun would be lost. A bad request exits
+# 126; a program that cannot be executed exits 127.
 .intel_syntax noprefix
 .globl _start
 _start:
@@ -116,6 +121,7 @@ scandone:
 	test rax, rax
 	js fail
 	jz copier
+	mov r13, rax                    # r13 = the copier's pid (the request is no longer needed)
 	mov edi, [rsp]
 	mov eax, 3                      # SYS_close
 	syscall
@@ -130,11 +136,65 @@ scandone:
 	syscall
 	test rax, rax
 	js fail
-	mov edi, 2                      # the trailer: the nonce (still there), then the status
+	mov edi, 1                      # the trailer: the nonce (still there), then the status,
 	mov rsi, r12
 	mov edx, 20
 	mov eax, 1                      # SYS_write
 	syscall
+	mov edi, 2                      # on stdout and on stderr, after all the program wrote to them
+	mov rsi, r12
+	mov edx, 20
+	mov eax, 1
+	syscall
+	mov edi, r13d                   # the copier's frames are of no use now
+	mov esi, 9
+	mov eax, 62                     # SYS_kill, SIGKILL
+	syscall
+	mov rdi, r13
+	xor esi, esi
+	xor edx, edx
+	xor r10d, r10d
+	mov eax, 61                     # SYS_wait4
+	syscall
+	xor ebx, ebx                    # ebx = how much of the done token matched
+await:                                  # read stdin (what is left of the frames, then the token)
+	mov dword ptr [rsp], 0          # struct pollfd: fd 0,
+	mov dword ptr [rsp+4], 1        # POLLIN
+	mov rdi, rsp
+	mov esi, 1
+	mov edx, 10000                  # 10 s at most between reads
+	mov eax, 7                      # SYS_poll
+	syscall
+	test rax, rax
+	jle status                      # nothing came, or poll failed: exit anyway
+	xor edi, edi
+	lea rsi, [r12+64]
+	mov edx, 0x8000
+	xor eax, eax                    # SYS_read
+	syscall
+	test rax, rax
+	jle status                      # end of stdin, or an error
+	lea rsi, [r12+64]
+	lea rcx, [rsi+rax]
+match:                                  # the token: 0xff, then the nonce (hex: no 0xff in it,
+	cmp rsi, rcx                    # so a plain match cannot miss it)
+	jae await
+	lodsb
+	test ebx, ebx
+	jz first
+	cmp al, [r12+rbx-1]
+	jne first
+	inc ebx
+	cmp ebx, 17
+	jb match
+	jmp status
+first:
+	xor ebx, ebx
+	cmp al, 0xff
+	jne match
+	mov ebx, 1
+	jmp match
+status:
 	mov eax, [r12+16]
 	mov edi, eax
 	and edi, 0x7f                   # the signal that killed it
