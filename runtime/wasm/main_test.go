@@ -28,9 +28,6 @@ func TestMain(m *testing.M) {
 	if IsServer() {
 		os.Exit(ServeDefault())
 	}
-	if sock := os.Getenv(peerTestEnv); sock != "" {
-		os.Exit(peerMain(sock))
-	}
 	if c := os.Getenv(oneShotTestEnv); c != "" {
 		os.Exit(oneShotMain(c))
 	}

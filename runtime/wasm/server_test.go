@@ -20,13 +20,14 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/asm"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/remote"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmtest"
 )
 
 // testServer serves with the shared Executor on a socket of its own
-// (listenShort), after configure has set up the Server.
+// (wasmtest.Serve), after configure has set up the Server.
 func testServer(t *testing.T, configure ...func(*Server)) (string, *Server) {
 	t.Helper()
-	sock, l := listenShort(t)
 	srv, err := NewServer(shared, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -34,34 +35,7 @@ func testServer(t *testing.T, configure ...func(*Server)) (string, *Server) {
 	for _, f := range configure {
 		f(srv)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return sock, srv
-}
-
-// listenShort listens on wasm.sock in a new 0700 directory with a short
-// path (a socket path has at most 107 bytes), removed at the end of the
-// test.
-func listenShort(t testing.TB) (string, *net.UnixListener) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ccrun-sock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "wasm.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sock, l
+	return wasmtest.Serve(t, srv.Serve), srv
 }
 
 // stutter reads one byte, then nothing (0, nil), in turn.
@@ -87,41 +61,6 @@ func serverExecutor(t *testing.T, sock string) *Executor {
 	}
 	t.Cleanup(func() { e.Close(context.Background()) })
 	return e
-}
-
-func (s *Server) servedRuns() int64 { return s.served.Load() }
-
-func (s *Server) activeRuns() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active
-}
-
-// eventually waits (at most 30s) for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after 30s", what)
-		}
-	}
-}
-
-// rawRun sends req and the module mod to the server at sock, as a client
-// does, and returns the connection, for the test to go on by hand.
-func rawRun(t *testing.T, sock string, req serverRequest, mod []byte) (*net.UnixConn, *conn) {
-	t.Helper()
-	uc, err := dialServer(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { uc.Close() })
-	c := newConn(uc)
-	if err := c.writeJSON(frameRequest, req); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.write(frameModule, mod) // a server that refuses req may have closed already
-	return uc, c
 }
 
 // TestServerParity: a run through the server, by an Executor made
@@ -214,7 +153,7 @@ func TestServerParity(t *testing.T) {
 	t.Cleanup(func() {
 		// Every run above but the refused specs reached the server (the
 		// executor did not quietly fall back).
-		if srv.servedRuns() == 0 {
+		if remote.Served(srv) == 0 {
 			t.Error("the server ran nothing")
 		}
 	})
@@ -273,14 +212,15 @@ func TestServerLimits(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if n := srv.servedRuns(); n != int64(len(tests)) {
+		if n := remote.Served(srv); n != int64(len(tests)) {
 			t.Errorf("the server ran %d guests, want %d", n, len(tests))
 		}
 	})
 }
 
-// TestServerCancel: cancelling the client's context, or the client going
-// away, stops the run in the server.
+// TestServerCancel: cancelling the client's context stops the run in the
+// server (internal/remote's test of the same name has the client going
+// away, or not reading).
 func TestServerCancel(t *testing.T) {
 	t.Parallel()
 	t.Run("context", func(t *testing.T) {
@@ -304,28 +244,10 @@ func TestServerCancel(t *testing.T) {
 		if res.Reason != job.Cancelled || res.ExitCode != job.KilledExitCode || res.Detail != cause.Error() {
 			t.Errorf("got %s %d %q, want cancelled %d %q", res.Reason, res.ExitCode, res.Detail, job.KilledExitCode, cause)
 		}
-		if srv.servedRuns() != 2 {
-			t.Errorf("served %d runs, want 2", srv.servedRuns())
+		if remote.Served(srv) != 2 {
+			t.Errorf("served %d runs, want 2", remote.Served(srv))
 		}
-		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
-	})
-	t.Run("client not reading", func(t *testing.T) {
-		t.Parallel()
-		sock, srv := testServer(t)
-		rawRun(t, sock, serverRequest{Name: "probe", Args: []string{"flood"}, Timeout: int64(time.Second), Output: -1, Protocol: protocol}, guests["probe"])
-		eventually(t, "running", func() bool { return srv.servedRuns() == 1 })
-		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
-	})
-	t.Run("client gone", func(t *testing.T) {
-		t.Parallel()
-		sock, srv := testServer(t)
-		uc, c := rawRun(t, sock, serverRequest{Name: "probe", Args: []string{"forever"}, Timeout: int64(time.Minute), Protocol: protocol}, guests["probe"])
-		if kind, _, err := c.read(maxControl); err != nil || kind != frameAck {
-			t.Fatalf("first frame %q, %v; want the ack", kind, err)
-		}
-		eventually(t, "running", func() bool { return srv.activeRuns() == 1 })
-		uc.Close()
-		eventually(t, "stopped in the server", func() bool { return srv.activeRuns() == 0 })
+		wasmtest.Eventually(t, "stopped in the server", func() bool { return remote.Active(srv) == 0 })
 	})
 }
 
@@ -354,7 +276,7 @@ func TestServerConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := srv.servedRuns(); n != clients*runs {
+	if n := remote.Served(srv); n != clients*runs {
 		t.Errorf("served %d, want %d", n, clients*runs)
 	}
 }
@@ -382,8 +304,8 @@ func TestServerEscape(t *testing.T) {
 		}
 	}
 	s.unchanged(t)
-	if n != len(sample) || srv.servedRuns() != int64(n) {
-		t.Errorf("%d attacks of %d, %d through the server", n, len(sample), srv.servedRuns())
+	if n != len(sample) || remote.Served(srv) != int64(n) {
+		t.Errorf("%d attacks of %d, %d through the server", n, len(sample), remote.Served(srv))
 	}
 	// A mount of the compilation cache is refused before the server.
 	_, err := s.exec.Run(context.Background(), Spec{Module: guests["probe"], Args: []string{"ls", "/c"},
@@ -422,7 +344,7 @@ func TestServerFallback(t *testing.T) {
 	})
 	t.Run("stale socket", func(t *testing.T) {
 		t.Parallel()
-		sock, l := listenShort(t)
+		sock, l := wasmtest.ListenShort(t)
 		l.SetUnlinkOnClose(false)
 		l.Close()
 		if _, err := os.Lstat(sock); err != nil {
@@ -440,7 +362,7 @@ func TestServerFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 		hello(t, serverExecutor(t, sock))
-		if srv.servedRuns() != 0 {
+		if remote.Served(srv) != 0 {
 			t.Error("the server was used through an unsafe directory")
 		}
 		if _, err := Dial(sock); !errors.Is(err, ErrUnsafeSocket) {
@@ -455,7 +377,7 @@ func TestServerFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 		hello(t, serverExecutor(t, filepath.Join(link, "wasm.sock")))
-		if srv.servedRuns() != 0 {
+		if remote.Served(srv) != 0 {
 			t.Error("the server was used through a symlinked directory")
 		}
 	})
@@ -487,13 +409,13 @@ func TestServerStale(t *testing.T) {
 		}
 		first <- res
 	}()
-	eventually(t, "running in the server", func() bool { return srv.servedRuns() == 1 })
+	wasmtest.Eventually(t, "running in the server", func() bool { return remote.Served(srv) == 1 })
 	stale.Store(true)
 	res, err := e.Run(context.Background(), Spec{Module: guests["hello"]})
 	if err != nil || !res.OK() || string(res.Stdout) != "hello, world\n" {
 		t.Fatalf("a run after the server went stale: %v %+v", err, res)
 	}
-	if n := srv.servedRuns(); n != 1 {
+	if n := remote.Served(srv); n != 1 {
 		t.Errorf("the stale server took %d runs, want only the first", n)
 	}
 	if _, err := pw.Write([]byte("still here")); err != nil {
@@ -503,173 +425,14 @@ func TestServerStale(t *testing.T) {
 	if res := <-first; res == nil || !res.OK() || string(res.Stdout) != "still here" {
 		t.Errorf("the run going on: %+v", res)
 	}
-	eventually(t, "stopped", func() bool { _, err := Dial(sock); return err != nil })
-}
-
-// TestServerProtocol: a request of another protocol version is closed
-// before the acknowledgement, so that its client runs the guest itself.
-func TestServerProtocol(t *testing.T) {
-	t.Parallel()
-	sock, srv := testServer(t)
-	_, c := rawRun(t, sock, serverRequest{Name: "hello", Mounts: []job.Mount{}, Protocol: protocol + 1}, guests["hello"])
-	if kind, _, err := c.read(maxControl); err == nil {
-		t.Fatalf("got a %q frame, want the connection closed", kind)
-	}
-	if srv.servedRuns() != 0 {
-		t.Error("the run was served")
-	}
-	// The same request of this version runs.
-	res, err := serverExecutor(t, sock).Run(context.Background(), Spec{Module: guests["hello"]})
-	if err != nil || !res.OK() || srv.servedRuns() != 1 {
-		t.Errorf("run: %v %+v, served %d", err, res, srv.servedRuns())
-	}
-}
-
-// TestReplaced: the staleness ServeDefault uses notices a new file at the
-// executable's path, a change to it, or its removal.
-func TestReplaced(t *testing.T) {
-	if stale := exeReplaced(); stale == nil || stale() {
-		t.Fatal("this test binary: no check, or stale at once")
-	}
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "ccrun")
-	write := func(path, text string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct {
-		name   string
-		change func()
-	}{
-		{"new file renamed over it", func() {
-			write(exe+".new", "v2")
-			if err := os.Rename(exe+".new", exe); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"written in place", func() { write(exe, "v1 and more") }},
-		{"touched", func() {
-			if err := os.Chtimes(exe, time.Now(), time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"removed", func() { os.Remove(exe) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			write(exe, "v1")
-			stale := replaced(exe)
-			if stale == nil || stale() {
-				t.Fatal("no check, or stale at once")
-			}
-			tc.change()
-			if !stale() {
-				t.Error("not noticed")
-			}
-		})
-	}
-	if replaced(filepath.Join(dir, "none")) != nil {
-		t.Error("a check for a file that is not there")
-	}
-}
-
-const peerTestEnv = "CCRUN_WASM_TEST_PEER"
-
-// peerMain is the test binary run as another user: it tries the server at
-// sock, raw and as a client, and prints what happened.
-func peerMain(sock string) int {
-	if _, err := dialServer(sock); err == nil {
-		fmt.Println("CLIENT-ACCEPTED")
-	}
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		fmt.Println("DIAL-REFUSED", err)
-		return 0
-	}
-	cc := newConn(c.(*net.UnixConn))
-	_ = cc.writeJSON(frameRequest, serverRequest{Name: "x", Protocol: protocol})
-	_ = cc.write(frameModule, []byte("\x00asm\x01\x00\x00\x00"))
-	if kind, _, err := cc.read(maxControl); err == nil {
-		fmt.Printf("SERVED %q\n", kind)
-		return 0
-	}
-	fmt.Println("REFUSED")
-	return 0
-}
-
-// TestServerOtherUser: a process of another uid cannot have the server run
-// anything: not through a socket it may connect to (SO_PEERCRED), nor
-// through one in the user's 0700 directory. Needs root (to switch uid).
-func TestServerOtherUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run a process as another uid")
-	}
-	t.Parallel()
-	// The test binary, where uid 65534 may run it.
-	bin, err := os.MkdirTemp("", "ccrun-peer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(bin) })
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := filepath.Join(bin, "peer")
-	if err := os.WriteFile(peer, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := func(t *testing.T, sock string) string {
-		cmd := exec.Command(peer)
-		cmd.Env = []string{peerTestEnv + "=" + sock}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("peer: %v\n%s", err, out)
-		}
-		return string(out)
-	}
-	t.Run("open socket, PEERCRED", func(t *testing.T) {
-		sock, srv := testServer(t)
-		if err := os.Chmod(filepath.Dir(sock), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(sock, 0o666); err != nil {
-			t.Fatal(err)
-		}
-		out := run(t, sock)
-		if !strings.Contains(out, "REFUSED") || strings.Contains(out, "SERVED") || strings.Contains(out, "CLIENT-ACCEPTED") {
-			t.Errorf("another uid: %s", out)
-		}
-		if srv.servedRuns() != 0 {
-			t.Error("the server ran a guest for another uid")
-		}
-	})
-	t.Run("private directory", func(t *testing.T) {
-		sock, srv := testServer(t)
-		out := run(t, sock)
-		if !strings.Contains(out, "DIAL-REFUSED") {
-			t.Errorf("another uid: %s", out)
-		}
-		if srv.servedRuns() != 0 {
-			t.Error("the server ran a guest for another uid")
-		}
-	})
+	wasmtest.Eventually(t, "stopped", func() bool { _, err := Dial(sock); return err != nil })
 }
 
 // TestServerProcess: the real thing. An Executor made WithServer with the
 // test binary as the server starts it detached; the server runs guests,
 // keeps a second server off, exits on SIGTERM and after its idle time.
 func TestServerProcess(t *testing.T) {
-	t.Setenv(serverIdleEnv, "2s")
+	t.Setenv(remote.ServerIdleEnv, "2s")
 	dir, err := os.MkdirTemp("", "ccrun-sock-")
 	if err != nil {
 		t.Fatal(err)
@@ -699,7 +462,7 @@ func TestServerProcess(t *testing.T) {
 	}
 	start()
 	var client *Client
-	eventually(t, "serving", func() bool { client, err = Dial(sock); return err == nil })
+	wasmtest.Eventually(t, "serving", func() bool { client, err = Dial(sock); return err == nil })
 	fi, err := os.Stat(filepath.Dir(sock))
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("socket dir: %v %v, want 0700", fi.Mode(), err)
@@ -727,18 +490,18 @@ func TestServerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := func() bool { _, err := os.Lstat(sock); return errors.Is(err, os.ErrNotExist) }
-	eventually(t, "gone after SIGTERM", gone)
+	wasmtest.Eventually(t, "gone after SIGTERM", gone)
 	// Started again, it leaves after 2s idle.
 	start()
-	eventually(t, "serving again", func() bool { _, err := Dial(sock); return err == nil })
-	eventually(t, "gone after its idle time", gone)
+	wasmtest.Eventually(t, "serving again", func() bool { _, err := Dial(sock); return err == nil })
+	wasmtest.Eventually(t, "gone after its idle time", gone)
 }
 
 // BenchmarkServerHello: one run of the Go hello module through a warm
 // server (socket, framing, a fresh instance), next to BenchmarkHello's in
 // process figure.
 func BenchmarkServerHello(b *testing.B) {
-	sock, l := listenShort(b)
+	sock, l := wasmtest.ListenShort(b)
 	srv, err := NewServer(shared, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -811,8 +574,8 @@ func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 // guest itself). Each retired server's process ends, and the next run
 // starts a new one.
 func TestServerBounds(t *testing.T) {
-	t.Setenv(serverIdleEnv, "1m")
-	t.Setenv(serverRunsEnv, "3")
+	t.Setenv(remote.ServerIdleEnv, "1m")
+	t.Setenv(remote.ServerRunsEnv, "3")
 	dir, err := os.MkdirTemp("", "ccrun-sock-")
 	if err != nil {
 		t.Fatal(err)
@@ -852,7 +615,7 @@ func TestServerBounds(t *testing.T) {
 	}
 	gone := func(pid int) {
 		t.Helper()
-		eventually(t, fmt.Sprintf("server %d gone", pid), func() bool { return !alive(pid) })
+		wasmtest.Eventually(t, fmt.Sprintf("server %d gone", pid), func() bool { return !alive(pid) })
 	}
 	client := func() *Client {
 		t.Helper()
@@ -963,7 +726,7 @@ func TestServerHung(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	eventually(t, "listening", func() bool { _, err := os.Stat(sock); return err == nil })
+	wasmtest.Eventually(t, "listening", func() bool { _, err := os.Stat(sock); return err == nil })
 	e := serverExecutor(t, sock)
 	res, err := e.Run(context.Background(), probe("exit", "5"))
 	if err != nil || res.ExitCode != 5 {
@@ -1002,7 +765,7 @@ func TestRemoveStaleSockets(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- ListenAndServe(ctx, live, "", 0) }()
 	t.Cleanup(func() { cancel(); <-served })
-	eventually(t, "serving", func() bool { _, err := Dial(live); return err == nil })
+	wasmtest.Eventually(t, "serving", func() bool { _, err := Dial(live); return err == nil })
 	removed, err := RemoveStaleSockets()
 	if err != nil || len(removed) != 1 || removed[0] != dead {
 		t.Errorf("removed %q (%v), want only %q", removed, err, dead)

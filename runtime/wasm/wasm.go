@@ -14,13 +14,11 @@
 package wasm
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,7 +27,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	esys "github.com/tetratelabs/wazero/experimental/sys"
@@ -37,6 +34,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/remote"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/rootfs"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
@@ -52,18 +50,18 @@ var (
 	ErrInvalidModule = wasmbin.ErrInvalidModule
 	// ErrMissingStart: the module exports no `_start` function, so it is
 	// not a WASI command.
-	ErrMissingStart = errdefs.ErrInvalidArgument.WithMessage("wasm module has no _start function")
+	ErrMissingStart = remote.ErrMissingStart
 	// ErrInvalidSpec: the Spec itself is wrong (a bad mount, env entry or
 	// argument).
-	ErrInvalidSpec = errdefs.ErrInvalidArgument.WithMessage("invalid wasm run")
+	ErrInvalidSpec = remote.ErrInvalidSpec
 	// ErrClosed: the Executor was closed.
-	ErrClosed = errdefs.ErrUnavailable.WithMessage("wasm executor closed")
+	ErrClosed = remote.ErrClosed
 )
 
 // TrapExit is the exit code reported for a guest that trapped (hit
 // `unreachable`, accessed memory out of bounds, divided by zero...): the
 // code of an aborted process (128+SIGABRT), as wasmtime reports it.
-const TrapExit = 134
+const TrapExit = remote.TrapExit
 
 // defaultMinCompile is the least time a compilation is given: a run whose
 // module takes longer to compile (which only a module built to do so does)
@@ -337,7 +335,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		if closed {
 			return nil, fmt.Errorf("wasm: run: %w", ErrClosed)
 		}
-		return e.runWorker(ctx, s, bin, name, lim)
+		return remote.RunWorker(ctx, e.worker, e.cacheDir, remoteSpec(s, bin, name, lim))
 	}
 	c := known
 	if c == nil {
@@ -404,7 +402,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		if e.oneShot != nil {
 			u = enterUnchecked(func() { sup.Stop(job.Memory, hostMemoryDetail) })
 			cfg = cfg.WithStdout(pointWriter{u, out.Stdout}).WithStderr(pointWriter{u, out.Stderr}).
-				WithStdin(pointReader{u, stdin(runCtx, s.Streams.Stdin)})
+				WithStdin(pointReader{u, remote.Stdin(runCtx, s.Streams.Stdin)})
 			if !s.Deterministic {
 				cfg = cfg.WithNanosleep(func(ns int64) { u.point(); nanosleep(runCtx, ns) })
 			}
@@ -571,7 +569,7 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
 			WithNanosleep(func(ns int64) { nanosleep(runCtx, ns) })
 	}
-	cfg = cfg.WithStdin(stdin(runCtx, s.Streams.Stdin))
+	cfg = cfg.WithStdin(remote.Stdin(runCtx, s.Streams.Stdin))
 
 	var roots []*os.Root
 	closeAll := func() {
@@ -669,51 +667,6 @@ func (e *Executor) checkMountHost(host string) error {
 func within(p, dir string) bool {
 	r, err := filepath.Rel(dir, p)
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
-}
-
-// stdin returns what the guest reads as stdin: nothing when r is nil, r
-// itself when reading it cannot block, and otherwise a reader whose Read
-// gives up when the run is stopped, so that a guest blocked on stdin does
-// not outlive its timeout.
-func stdin(ctx context.Context, r io.Reader) io.Reader {
-	switch r.(type) {
-	case nil:
-		return bytes.NewReader(nil)
-	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
-		return r
-	}
-	return &stoppable{ctx: ctx, r: r}
-}
-
-type stoppable struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-type readResult struct {
-	b   []byte
-	err error
-}
-
-// Read reads into a buffer of its own in another goroutine: when the run
-// is stopped it returns at once, and the read left behind writes into
-// nothing the guest owns.
-func (s *stoppable) Read(p []byte) (int, error) {
-	if err := s.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("stdin: run stopped: %w", err)
-	}
-	ch := make(chan readResult, 1)
-	buf := make([]byte, len(p))
-	go func() {
-		n, err := s.r.Read(buf)
-		ch <- readResult{buf[:n], err}
-	}()
-	select {
-	case res := <-ch:
-		return copy(p, res.b), res.err
-	case <-s.ctx.Done():
-		return 0, fmt.Errorf("stdin: run stopped: %w", s.ctx.Err())
-	}
 }
 
 // allocator backs each run's linear memory with a Go slice that never

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package wasm
+package remote
 
 import (
 	"fmt"

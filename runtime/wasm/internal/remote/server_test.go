@@ -1,0 +1,262 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmtest"
+)
+
+// The tests of the protocol, and of whom a Server serves. The runs
+// themselves, through a Server with runtime/wasm's Executor, are
+// runtime/wasm's tests (server_test.go there).
+
+// stub is the Runner of these tests: it runs no module, but ends as
+// runtime/wasm's Executor ends the probe guest with the same argument.
+// "flood" writes to stdout until its timeout, "forever" runs until its run
+// is stopped, anything else exits 0 at once.
+func stub(ctx context.Context, s Spec) (*job.Result, error) {
+	arg := ""
+	if len(s.Args) > 0 {
+		arg = s.Args[0]
+	}
+	switch arg {
+	case "flood":
+		tctx, cancel := context.WithTimeout(ctx, s.Limits.Timeout)
+		defer cancel()
+		line := bytes.Repeat([]byte("y"), 4095)
+		for tctx.Err() == nil {
+			_, _ = s.Streams.Stdout.Write(append(line, '\n'))
+		}
+		return job.Stopped(job.Timeout, s.Limits, "", true), nil
+	case "forever":
+		<-ctx.Done()
+		return job.Stopped(job.Cancelled, s.Limits, context.Cause(ctx).Error(), true), nil
+	}
+	return &job.Result{Reason: job.Exit}, nil
+}
+
+// testServer serves with stub on a socket of its own.
+func testServer(t *testing.T) (string, *Server) {
+	t.Helper()
+	srv := NewServer(stub, 0, false)
+	return wasmtest.Serve(t, srv.Serve), srv
+}
+
+// rawRun sends req and the module mod to the server at sock, as a client
+// does, and returns the connection, for the test to go on by hand.
+func rawRun(t *testing.T, sock string, req serverRequest, mod []byte) (*net.UnixConn, *conn) {
+	t.Helper()
+	uc, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { uc.Close() })
+	c := newConn(uc)
+	if err := c.writeJSON(frameRequest, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.write(frameModule, mod) // a server that refuses req may have closed already
+	return uc, c
+}
+
+// module is what these tests send as the module: stub runs none.
+var module = []byte("\x00asm\x01\x00\x00\x00")
+
+// TestServerCancel: the client going away, or not reading, stops the run
+// in the server (runtime/wasm's test of the same name cancels a run
+// through its context).
+func TestServerCancel(t *testing.T) {
+	t.Parallel()
+	t.Run("client not reading", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		rawRun(t, sock, serverRequest{Name: "probe", Args: []string{"flood"}, Timeout: int64(time.Second), Output: -1, Protocol: protocol}, module)
+		wasmtest.Eventually(t, "running", func() bool { return Served(srv) == 1 })
+		wasmtest.Eventually(t, "stopped in the server", func() bool { return Active(srv) == 0 })
+	})
+	t.Run("client gone", func(t *testing.T) {
+		t.Parallel()
+		sock, srv := testServer(t)
+		uc, c := rawRun(t, sock, serverRequest{Name: "probe", Args: []string{"forever"}, Timeout: int64(time.Minute), Protocol: protocol}, module)
+		if kind, _, err := c.read(maxControl); err != nil || kind != frameAck {
+			t.Fatalf("first frame %q, %v; want the ack", kind, err)
+		}
+		wasmtest.Eventually(t, "running", func() bool { return Active(srv) == 1 })
+		uc.Close()
+		wasmtest.Eventually(t, "stopped in the server", func() bool { return Active(srv) == 0 })
+	})
+}
+
+// TestServerProtocol: a request of another protocol version is closed
+// before the acknowledgement, so that its client runs the guest itself.
+func TestServerProtocol(t *testing.T) {
+	t.Parallel()
+	sock, srv := testServer(t)
+	_, c := rawRun(t, sock, serverRequest{Name: "hello", Mounts: []job.Mount{}, Protocol: protocol + 1}, module)
+	if kind, _, err := c.read(maxControl); err == nil {
+		t.Fatalf("got a %q frame, want the connection closed", kind)
+	}
+	if Served(srv) != 0 {
+		t.Error("the run was served")
+	}
+	// The same request of this version runs.
+	uc, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, began, err := RunOn(context.Background(), uc, Spec{Module: module, Name: "hello", Limits: job.Limits{}.WithDefaults()}, time.Now())
+	if err != nil || !began || !res.OK() || Served(srv) != 1 {
+		t.Errorf("run: %v %v %+v, served %d", err, began, res, Served(srv))
+	}
+}
+
+// TestReplaced: the staleness ServeDefault uses notices a new file at the
+// executable's path, a change to it, or its removal.
+func TestReplaced(t *testing.T) {
+	if stale := exeReplaced(); stale == nil || stale() {
+		t.Fatal("this test binary: no check, or stale at once")
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "ccrun")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func()
+	}{
+		{"new file renamed over it", func() {
+			write(exe+".new", "v2")
+			if err := os.Rename(exe+".new", exe); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"written in place", func() { write(exe, "v1 and more") }},
+		{"touched", func() {
+			if err := os.Chtimes(exe, time.Now(), time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"removed", func() { os.Remove(exe) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			write(exe, "v1")
+			stale := replaced(exe)
+			if stale == nil || stale() {
+				t.Fatal("no check, or stale at once")
+			}
+			tc.change()
+			if !stale() {
+				t.Error("not noticed")
+			}
+		})
+	}
+	if replaced(filepath.Join(dir, "none")) != nil {
+		t.Error("a check for a file that is not there")
+	}
+}
+
+const peerTestEnv = "CCRUN_WASM_TEST_PEER"
+
+// peerMain is the test binary run as another user: it tries the server at
+// sock, raw and as a client, and prints what happened.
+func peerMain(sock string) int {
+	if _, err := Dial(sock); err == nil {
+		fmt.Println("CLIENT-ACCEPTED")
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		fmt.Println("DIAL-REFUSED", err)
+		return 0
+	}
+	cc := newConn(c.(*net.UnixConn))
+	_ = cc.writeJSON(frameRequest, serverRequest{Name: "x", Protocol: protocol})
+	_ = cc.write(frameModule, []byte("\x00asm\x01\x00\x00\x00"))
+	if kind, _, err := cc.read(maxControl); err == nil {
+		fmt.Printf("SERVED %q\n", kind)
+		return 0
+	}
+	fmt.Println("REFUSED")
+	return 0
+}
+
+// TestServerOtherUser: a process of another uid cannot have the server run
+// anything: not through a socket it may connect to (SO_PEERCRED), nor
+// through one in the user's 0700 directory. Needs root (to switch uid).
+func TestServerOtherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another uid")
+	}
+	t.Parallel()
+	// The test binary, where uid 65534 may run it.
+	bin, err := os.MkdirTemp("", "ccrun-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := filepath.Join(bin, "peer")
+	if err := os.WriteFile(peer, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, sock string) string {
+		cmd := exec.Command(peer)
+		cmd.Env = []string{peerTestEnv + "=" + sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("peer: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	t.Run("open socket, PEERCRED", func(t *testing.T) {
+		sock, srv := testServer(t)
+		if err := os.Chmod(filepath.Dir(sock), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(sock, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, sock)
+		if !strings.Contains(out, "REFUSED") || strings.Contains(out, "SERVED") || strings.Contains(out, "CLIENT-ACCEPTED") {
+			t.Errorf("another uid: %s", out)
+		}
+		if Served(srv) != 0 {
+			t.Error("the server ran a guest for another uid")
+		}
+	})
+	t.Run("private directory", func(t *testing.T) {
+		sock, srv := testServer(t)
+		out := run(t, sock)
+		if !strings.Contains(out, "DIAL-REFUSED") {
+			t.Errorf("another uid: %s", out)
+		}
+		if Served(srv) != 0 {
+			t.Error("the server ran a guest for another uid")
+		}
+	})
+}
