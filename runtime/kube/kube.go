@@ -42,7 +42,6 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -395,7 +394,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	name := "ccrun-" + labels[LabelCall]
 	pod := s.pod(lim, podOptions{
 		name: name, labels: labels, helpers: helpersName(),
-		program: append([]string{gatePath}, s.Cmd...), env: true, stdin: true,
+		program: []string{oncePath}, env: true, stdin: true, stdinKept: true,
 		copyside: in != nil, mountMax: e.mountMax,
 	})
 	pod.Annotations = map[string]string{AnnotationExpires: expiry(lim)}
@@ -466,15 +465,29 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	overflow := make(chan struct{})
 	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
 	out.Start = begin
-	// The gate's byte first, then the call's stdin (none: at once EOF).
-	stdin := io.Reader(bytes.NewReader([]byte{0}))
-	if s.Streams.Stdin != nil {
-		stdin = io.MultiReader(stdin, s.Streams.Stdin)
-	}
+	// The program runs under once, as in a warm pod (see once.go): asked
+	// for by a request, its end told by a trailer on each stream, the
+	// container kept until ccrun has all of its output.
 	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer acancel()
+	c := e.connect(actx, name)
+	defer c.in.CloseWithError(io.EOF)
+	nonce := []byte(randHex(nonceSize / 2))
+	stdout, stderr := newMarks(out.Stdout, nonce), newMarks(out.Stderr, nonce)
+	c.stdout.set(stdout)
+	c.stderr.set(stderr)
 	attached := make(chan error, 1)
-	go func() { attached <- e.attach(actx, name, containerRun, stdin, out.Stdout, out.Stderr) }()
+	go func() {
+		if err := handshake(c, s.Cmd, nonce, stdout, stderr); err != nil {
+			attached <- err
+			return
+		}
+		stop := make(chan struct{})
+		go func() { _ = sendStdin(c.in, s.Streams.Stdin, stop) }()
+		go release(c.in, c.done, nonce, stdout, stderr, stop)
+		<-c.done
+		attached <- nil
+	}()
 
 	res := &job.Result{Reason: job.Exit}
 	streamErr := e.await(ctx, res, lim, attached, deadline, overflow)
@@ -482,6 +495,17 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		e.halt(ctx, name, acancel, attached)
 		return out.Fill(res), nil
 	}
+	var ns notStarted
+	if errors.As(streamErr, &ns) {
+		return nil, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: %v", e.namespace, name, streamErr)
+	}
+	if streamErr == nil {
+		streamErr = c.err
+	}
+	stdout.flush()
+	stderr.flush()
+	_, whole := stdout.trailer()
+	_, trailer := stderr.trailer()
 	// The stream ended: the program exited, or the pod, its node or the
 	// API server went away. The status tells which, within lostGrace.
 	gctx, gcancel := context.WithTimeout(wctx, lostGrace)
@@ -493,6 +517,11 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 			return out.Fill(res), nil
 		}
 		return nil, e.lost(name, w.last(), streamErr, err)
+	}
+	if t := terminated(final, containerRun); t.Reason != "OOMKilled" && !(whole && trailer) {
+		// It ended, but its output stopped short of a trailer: what came
+		// is not all the program wrote, and is no result.
+		return nil, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: its output stream ended before all the program wrote had come (the program exited %d; stream: %v)", e.namespace, name, t.ExitCode, streamErr)
 	}
 	if in != nil {
 		if err := e.copyOut(wctx, name, in); err != nil {

@@ -220,3 +220,29 @@ func TestOnceReleaseAmongLookalikes(t *testing.T) {
 		t.Errorf("once exited %d after %s; want 4, at its release", code, time.Since(begin))
 	}
 }
+
+// TestOnceAckAgain: an ack the session was not yet receiving is not the
+// end of the call: once acks again until the go byte comes (a cold pod's
+// sessions open just before the request is sent).
+func TestOnceAckAgain(t *testing.T) {
+	c, cmd := localConn(t, nil)
+	nonce := []byte(randHex(nonceSize / 2))
+	var stdout, stderr bytes.Buffer
+	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
+	c.stderr.set(em) // stdout's first acks go nowhere
+	go func() {
+		time.Sleep(250 * time.Millisecond)
+		c.stdout.set(om)
+	}()
+	if err := handshake(c, []string{"/bin/echo", "hi"}, nonce, om, em); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	go func() { _ = sendStdin(c.in, nil, stop) }()
+	release(c.in, c.done, nonce, om, em, stop)
+	<-c.done
+	om.flush()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != "hi\n" {
+		t.Errorf("exit %d, stdout %q; want 0, %q", code, stdout.String(), "hi\n")
+	}
+}

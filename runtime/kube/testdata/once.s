@@ -11,10 +11,11 @@
 #   frames of stdin        u32 len, len bytes; len 0 ends the call's stdin
 #
 # Once it has the request it writes an ack, the nonce and 0xffffffff, on
-# stdout and on stderr: ccrun sends the go byte only when both came back,
-# so that the session that sent the request is known to receive all the
-# program writes (the runtime may add an attach session's output after it
-# passes on its input).
+# stdout and on stderr, again every 100 ms until the go byte comes (30 s at
+# most): ccrun sends the go byte only when an ack came back on each, so
+# that its sessions are known to receive all the program writes (the
+# runtime may add an attach session's output after it passes on its
+# input, and an ack before that is lost).
 #
 # It forks the program (stdin a pipe, stdout and stderr the container's,
 # the environment its own) and a copier (the frames into that pipe), waits
@@ -90,6 +91,8 @@ scandone:
 	mov rax, [r13+8]
 	mov [r12+8], rax
 	mov dword ptr [r12+16], -1
+	mov r15d, 300                   # acks at most (30 s)
+ack:
 	mov edi, 1                      # on stdout
 	mov rsi, r12
 	mov edx, 20
@@ -100,7 +103,21 @@ scandone:
 	mov edx, 20
 	mov eax, 1
 	syscall
-	lea rsi, [rsp+8]                # then wait for the go byte
+	mov dword ptr [rsp], 0          # then wait for the go byte: struct pollfd, fd 0,
+	mov dword ptr [rsp+4], 1        # POLLIN
+	mov rdi, rsp
+	mov esi, 1
+	mov edx, 100                    # 100 ms, then ack again: a session that was not yet
+	mov eax, 7                      # receiving the output (SYS_poll) gets the next one
+	syscall
+	test rax, rax
+	js fail
+	jnz go
+	dec r15d
+	jnz ack
+	jmp fail
+go:
+	lea rsi, [rsp+8]
 	mov edx, 1
 	call readfull
 	test eax, eax
