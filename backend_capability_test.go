@@ -222,6 +222,10 @@ func TestBackendCapabilityNotHere(t *testing.T) {
 // is asked, and with nobody to ask it is denied.
 func TestBackendCapabilityFromRepository(t *testing.T) {
 	t.Parallel()
+	// The manifest is read before any Runtime here registers boxEnv.
+	if err := ceiling.Register(boxEnv, ceiling.AlwaysThisSession); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
 		t.Fatal(err)
