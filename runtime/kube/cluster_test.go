@@ -227,7 +227,7 @@ func TestHardened(t *testing.T) {
 		{"seccomp filter on", "grep '^Seccomp:' /proc/self/status", "Seccomp:\t2\n"},
 		{"root read-only", "touch /x 2>/dev/null && echo wrote || echo ro", "ro\n"},
 		{"bin read-only", "touch /bin/x 2>/dev/null && echo wrote || echo ro", "ro\n"},
-		{"helpers read-only", "touch /.ccrun/gate 2>/dev/null && echo wrote || echo ro", "ro\n"},
+		{"helpers read-only", "touch /.ccrun/once 2>/dev/null && echo wrote || echo ro", "ro\n"},
 		{"no service-account token", "ls /var/run/secrets/kubernetes.io/serviceaccount 2>/dev/null || echo none", "none\n"},
 		// The kubelet always adds KUBERNETES_SERVICE_*; enableServiceLinks
 		// false keeps out every other service's.

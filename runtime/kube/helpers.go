@@ -10,38 +10,15 @@ import (
 // The helper programs every ccrun pod gets, read-only, from a ConfigMap
 // (helpersVolume at helpersDir): no host path, no image of ccrun's, no
 // program of the call's image. Each is a static x86-64 ELF executable of a
-// few dozen bytes (once, the warm pod's, a few hundred), built here from
-// its machine code.
+// few dozen bytes (once, the run container's program, a few hundred),
+// built here from its machine code.
 const (
 	helpersDir = "/.ccrun"
-	// gatePath waits for one byte on stdin, then execs its arguments:
-	// the call's program starts only once ccrun is attached to it, so
-	// none of its output is missed. An exec that fails exits 127.
-	gatePath = helpersDir + "/gate"
 	// holdPath blocks in pause(2) for ever: the program of the copy
 	// container of a pod whose mounts are copied, into which tar is
-	// exec'd. (A warm pod runs once: once.go.)
+	// exec'd. (The run container's program is once: once.go.)
 	holdPath = helpersDir + "/hold"
 )
-
-// gateCode is the gate's machine code. At entry rsp points at argc, then
-// argv[0..argc-1], NULL, envp.
-var gateCode = []byte{
-	0x31, 0xff, // xor edi, edi            fd 0
-	0x48, 0x8d, 0x74, 0x24, 0xf8, // lea rsi, [rsp-8]  a byte below the stack (red zone)
-	0xba, 0x01, 0x00, 0x00, 0x00, // mov edx, 1
-	0x31, 0xc0, // xor eax, eax            SYS_read
-	0x0f, 0x05, // syscall
-	0x48, 0x8b, 0x7c, 0x24, 0x10, // mov rdi, [rsp+16]  argv[1]
-	0x48, 0x8d, 0x74, 0x24, 0x10, // lea rsi, [rsp+16]  &argv[1]
-	0x48, 0x8b, 0x04, 0x24, // mov rax, [rsp]          argc
-	0x48, 0x8d, 0x54, 0xc4, 0x10, // lea rdx, [rsp+rax*8+16]  envp
-	0xb8, 0x3b, 0x00, 0x00, 0x00, // mov eax, 59   SYS_execve
-	0x0f, 0x05, // syscall
-	0xbf, 0x7f, 0x00, 0x00, 0x00, // mov edi, 127
-	0xb8, 0x3c, 0x00, 0x00, 0x00, // mov eax, 60   SYS_exit
-	0x0f, 0x05, // syscall
-}
 
 // holdCode is the holder's: pause(2) in a loop.
 var holdCode = []byte{
@@ -56,7 +33,7 @@ func helpers() map[string][]byte {
 	if runtime.GOARCH != "amd64" {
 		return nil
 	}
-	return map[string][]byte{"gate": elf64(0x3e, gateCode), "hold": elf64(0x3e, holdCode), "once": elf64(0x3e, onceCode)}
+	return map[string][]byte{"hold": elf64(0x3e, holdCode), "once": elf64(0x3e, onceCode)}
 }
 
 // helpersName is the name of the ConfigMap holding the helpers: it names
@@ -64,7 +41,7 @@ func helpers() map[string][]byte {
 // refused, and a new ccrun never meets an old helper.
 func helpersName() string {
 	h := sha256.New()
-	for _, name := range []string{"gate", "hold", "once"} {
+	for _, name := range []string{"hold", "once"} {
 		h.Write([]byte(name))
 		h.Write(helpers()[name])
 	}

@@ -14,11 +14,10 @@
 // NetworkPolicy that denies it all ingress and egress; only a network plugin
 // that enforces policies enforces it.
 //
-// The pod's program is a gate of 174 bytes (a ConfigMap, read-only, 0555)
-// that waits for one byte on stdin, then execs the call's program: Run
-// attaches to the container and sends that byte first, so no output is
-// missed and stdout and stderr stay apart. The exit code and an OOM kill
-// come from the container's status. Past the timeout (124), the output cap,
+// The pod's program is once (once.go; a ConfigMap, read-only, 0555), which
+// starts the call's program when Run asks and ends only when Run has all of
+// its output, so none is missed and stdout and stderr stay apart. The exit
+// code comes from once's trailer, an OOM kill from the container's status. Past the timeout (124), the output cap,
 // or a cancelled context, the pod is deleted at once. A pod lost before it
 // finished (evicted, deleted from outside, its node gone, the API server
 // gone) is ErrUnavailable, within the call's timeout.
@@ -291,7 +290,7 @@ func (e *Executor) ensure(ctx context.Context) error {
 	}
 	files := helpers()
 	if files == nil {
-		return newError(ErrInvalidArgument, nil, "kube: no gate program for this architecture: only amd64 is built")
+		return newError(ErrInvalidArgument, nil, "kube: no once program for this architecture: only amd64 is built")
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -447,7 +446,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		return nil, err
 	}
 	if t := terminated(started, containerRun); t != nil {
-		// The gate itself could not start (StartError and friends).
+		// once itself could not start (StartError and friends).
 		return e.finish(job.NewCapture(lim.Output, s.Streams, nil), started, lim)
 	}
 	if in != nil {
@@ -472,27 +471,12 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	defer acancel()
 	c := e.connect(actx, name)
 	defer c.in.CloseWithError(io.EOF)
-	nonce := []byte(randHex(nonceSize / 2))
-	stdout, stderr := newMarks(out.Stdout, nonce), newMarks(out.Stderr, nonce)
-	c.stdout.set(stdout)
-	c.stderr.set(stderr)
-	attached := make(chan error, 1)
-	go func() {
-		if err := handshake(c, s.Cmd, nonce, stdout, stderr); err != nil {
-			attached <- err
-			return
-		}
-		stop := make(chan struct{})
-		go func() { _ = sendStdin(c.in, s.Streams.Stdin, stop) }()
-		go release(c.in, c.done, nonce, stdout, stderr, stop)
-		<-c.done
-		attached <- nil
-	}()
+	oc := runOnce(c, s.Cmd, s.Streams.Stdin, out)
 
 	res := &job.Result{Reason: job.Exit}
-	streamErr := e.await(ctx, res, lim, attached, deadline, overflow)
+	streamErr := e.await(ctx, res, lim, oc.ended, deadline, overflow)
 	if res.Reason != job.Exit {
-		e.halt(ctx, name, acancel, attached)
+		e.halt(ctx, name, acancel, oc.ended)
 		return out.Fill(res), nil
 	}
 	var ns notStarted
@@ -502,10 +486,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	if streamErr == nil {
 		streamErr = c.err
 	}
-	stdout.flush()
-	stderr.flush()
-	_, whole := stdout.trailer()
-	_, trailer := stderr.trailer()
+	_, whole := oc.result()
 	// The stream ended: the program exited, or the pod, its node or the
 	// API server went away. The status tells which, within lostGrace.
 	gctx, gcancel := context.WithTimeout(wctx, lostGrace)
@@ -518,10 +499,8 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		}
 		return nil, e.lost(name, w.last(), streamErr, err)
 	}
-	if t := terminated(final, containerRun); t.Reason != "OOMKilled" && !(whole && trailer) {
-		// It ended, but its output stopped short of a trailer: what came
-		// is not all the program wrote, and is no result.
-		return nil, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: its output stream ended before all the program wrote had come (the program exited %d; stream: %v)", e.namespace, name, t.ExitCode, streamErr)
+	if t := terminated(final, containerRun); t.Reason != "OOMKilled" && !whole {
+		return nil, e.cutShort(name, t, streamErr)
 	}
 	if in != nil {
 		if err := e.copyOut(wctx, name, in); err != nil {
@@ -618,18 +597,18 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// stopped records on res that ccrun killed the program, and why.
+// stopped records on res that ccrun killed the program, and why, in the
+// words of job.Stopped.
 func stopped(res *job.Result, why job.Reason, lim job.Limits) {
-	res.Reason, res.ExitCode = why, job.KilledExitCode
-	switch why {
-	case job.Timeout:
-		res.ExitCode = job.TimeoutExit
-		res.Detail = fmt.Sprintf("killed after the %s timeout (pod deleted)", lim.Timeout)
-	case job.Cancelled:
-		res.Detail = "killed: the caller cancelled the run (pod deleted)"
-	case job.OutputCap:
-		res.Detail = fmt.Sprintf("killed: output went past %d bytes (pod deleted)", lim.Output)
-	}
+	r := job.Stopped(why, lim, "", true)
+	res.Reason, res.ExitCode, res.Detail = r.Reason, r.ExitCode, r.Detail+" (pod deleted)"
+}
+
+// cutShort is the error of a call whose container ended (t) but whose
+// output stopped short of once's trailer: what came is not all the
+// program wrote, and is no result.
+func (e *Executor) cutShort(name string, t *corev1.ContainerStateTerminated, streamErr error) error {
+	return newError(ErrUnavailable, streamErr, "kube: pod %s/%s: its output stream ended before all the program wrote had come (the program exited %d; stream: %v)", e.namespace, name, t.ExitCode, streamErr)
 }
 
 // Cluster is what Info reports about the cluster an Executor uses.

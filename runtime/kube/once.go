@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
+
+	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// once is the program of a warm pod: it serves exactly one call, read from
+// once is the program of every pod (cold or warm): it serves exactly one call, read from
 // the container's stdin, which stays open across attach sessions (see
 // testdata/once.s, its source, for the protocol). It forks the call's
 // program and a copier of its stdin, waits, writes the nonce of the
@@ -81,6 +83,50 @@ func sendStdin(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 		return err
 	}
 	return rerr
+}
+
+// onceCall is one call served by once over a pod's sessions.
+type onceCall struct {
+	stdout, stderr *marks
+	// ended gets the handshake's error (notStarted), or nil once the
+	// sessions ended.
+	ended chan error
+}
+
+// runOnce starts argv with stdin (nil: none) under once over c, its
+// output to out: the handshake, then the frames of stdin and the release
+// beside it. It returns at once; ended says when the call is over.
+func runOnce(c *warmConn, argv []string, stdin io.Reader, out *job.Capture) *onceCall {
+	nonce := []byte(randHex(nonceSize / 2))
+	oc := &onceCall{stdout: newMarks(out.Stdout, nonce), stderr: newMarks(out.Stderr, nonce), ended: make(chan error, 1)}
+	c.stdout.set(oc.stdout)
+	c.stderr.set(oc.stderr)
+	go func() {
+		if err := handshake(c, argv, nonce, oc.stdout, oc.stderr); err != nil {
+			oc.ended <- err
+			return
+		}
+		stop := make(chan struct{})
+		go func() { _ = sendStdin(c.in, stdin, stop) }()
+		go release(c.in, c.done, nonce, oc.stdout, oc.stderr, stop)
+		<-c.done
+		oc.ended <- nil
+	}()
+	return oc
+}
+
+// result passes on what the marks held back and returns the program's
+// wait status, with whole true only when both streams came with their
+// trailer: all the program wrote has come (once writes each after it,
+// and ends only when released).
+func (oc *onceCall) result() (ws uint32, whole bool) {
+	oc.stdout.flush()
+	oc.stderr.flush()
+	ws, whole = oc.stderr.trailer()
+	if _, out := oc.stdout.trailer(); !out {
+		whole = false
+	}
+	return ws, whole
 }
 
 // release waits for the trailer on both of once's streams, then stops

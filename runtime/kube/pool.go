@@ -549,25 +549,10 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	defer scancel()
 	c := e.takeConn(sctx, name)
 	defer c.in.CloseWithError(io.EOF) // only now: a session whose stdin ends stops receiving output
-	nonce := []byte(randHex(nonceSize / 2))
-	stdout, stderr := newMarks(out.Stdout, nonce), newMarks(out.Stderr, nonce)
-	c.stdout.set(stdout)
-	c.stderr.set(stderr)
+	oc := runOnce(c, s.Cmd, s.Streams.Stdin, out)
 
 	res := &job.Result{Reason: job.Exit}
-	ended := make(chan error, 1)
-	go func() {
-		if err := handshake(c, s.Cmd, nonce, stdout, stderr); err != nil {
-			ended <- err
-			return
-		}
-		stop := make(chan struct{})
-		go func() { _ = sendStdin(c.in, s.Streams.Stdin, stop) }()
-		go release(c.in, c.done, nonce, stdout, stderr, stop)
-		<-c.done
-		ended <- nil
-	}()
-	streamErr := e.await(ctx, res, lim, ended, deadline, overflow)
+	streamErr := e.await(ctx, res, lim, oc.ended, deadline, overflow)
 	var ns notStarted
 	if errors.As(streamErr, &ns) && res.Reason == job.Exit {
 		// The program never started (the go byte was not sent): the pod
@@ -576,17 +561,10 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		return nil, false, nil
 	}
 	if res.Reason != job.Exit {
-		e.halt(ctx, name, scancel, ended)
+		e.halt(ctx, name, scancel, oc.ended)
 		return out.Fill(res), true, nil
 	}
-	stdout.flush()
-	stderr.flush()
-	// A trailer on each stream: all the program wrote has come (once
-	// writes them after it, and ends only when released).
-	ws, trailer := stderr.trailer()
-	if _, whole := stdout.trailer(); !whole {
-		trailer = false
-	}
+	ws, trailer := oc.result()
 	if trailer {
 		code, sig := waitStatus(ws)
 		res.ExitCode = code
@@ -614,12 +592,10 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		case trailer:
 			return out.Fill(res), true, nil
 		}
-		// It ended, but its output stopped short of a trailer: what came
-		// is not all the program wrote, and is no result.
 		if streamErr == nil {
 			streamErr = c.err
 		}
-		return nil, true, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: its output stream ended before all the program wrote had come (the program exited %d; stream: %v)", e.namespace, name, t.ExitCode, streamErr)
+		return nil, true, e.cutShort(name, t, streamErr)
 	case trailer:
 		return out.Fill(res), true, nil
 	case ctx.Err() != nil:
@@ -635,13 +611,13 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 // sigKill is SIGKILL's number.
 const sigKill = 9
 
-// notStarted is the error of a warm call whose program never started:
+// notStarted is the error of a call whose program never started:
 // once did not ack its request (the session failed, or did not come up
 // within requestTimeout).
 type notStarted struct{ err error }
 
 func (n notStarted) Error() string {
-	return "kube: warm pod: the program did not start: " + n.err.Error()
+	return "kube: the program did not start: " + n.err.Error()
 }
 func (n notStarted) Unwrap() error { return n.err }
 

@@ -56,7 +56,7 @@ type Spec struct {
 	// pass the digest-pinned reference Resolve returns. Required.
 	Image string
 	// Cmd is the program and its arguments. Required, and Cmd[0] must be an
-	// absolute path: the pod's gate execs it without a PATH search.
+	// absolute path: the pod's once execs it without a PATH search.
 	Cmd []string
 	// Env is the environment, as NAME=value, added to the image's own. It
 	// is in the pod's spec: whoever may read pods in the namespace sees it.
@@ -282,7 +282,7 @@ type podOptions struct {
 	helpers   string   // the helpers ConfigMap
 	program   []string // the run container's command
 	env       bool     // put s.Env in the pod (cold only)
-	stdin     bool     // the run container's stdin is open (the gate or once reads it)
+	stdin     bool     // the run container's stdin is open (once reads it)
 	stdinKept bool     // and stays open across attach sessions (once: its claimant may not be the first to attach)
 	copyside  bool     // add the copy container (mounts)
 	mountMax  int64    // size limit of each mount's emptyDir

@@ -24,9 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TestHelpers runs the gate and the holder on this host: the gate waits
-// for its byte, then execs its arguments with the environment; a program
-// it cannot exec is exit 127; the holder blocks until killed.
+// TestHelpers runs the holder on this host: it blocks until killed (once
+// has tests of its own, once_test.go).
 func TestHelpers(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("helpers are built for amd64 only")
@@ -37,62 +36,6 @@ func TestHelpers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gate := filepath.Join(dir, "gate")
-	tests := []struct {
-		name   string
-		argv   []string
-		stdin  string
-		env    []string
-		code   int
-		stdout string
-	}{
-		{"execs with stdin after the byte", []string{"/bin/cat"}, "Xhello\n", nil, 0, "hello\n"},
-		{"environment kept", []string{"/usr/bin/env"}, "X", []string{"A=b"}, 0, "A=b\n"},
-		{"exit code kept", []string{"/bin/sh", "-c", "exit 3"}, "X", nil, 3, ""},
-		{"not found is 127", []string{"/nonexistent"}, "X", nil, 127, ""},
-		{"no byte: runs at EOF", []string{"/bin/true"}, "", nil, 0, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(gate, tc.argv...)
-			cmd.Stdin, cmd.Env = strings.NewReader(tc.stdin), tc.env
-			out, err := cmd.Output()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != tc.code || string(out) != tc.stdout {
-				t.Errorf("exit %d, stdout %q; want %d, %q", code, out, tc.code, tc.stdout)
-			}
-		})
-	}
-	t.Run("gate waits for its byte", func(t *testing.T) {
-		r, w, _ := os.Pipe()
-		defer w.Close()
-		out, err := os.Create(filepath.Join(t.TempDir(), "out"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		cmd := exec.Command(gate, "/bin/echo", "ran")
-		cmd.Stdin, cmd.Stdout = r, out // files: the child writes, not a goroutine of ours
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		time.Sleep(100 * time.Millisecond)
-		if b, _ := os.ReadFile(out.Name()); len(b) != 0 {
-			t.Fatalf("ran before its byte: %q", b)
-		}
-		w.Write([]byte{0})
-		err = cmd.Wait()
-		if b, _ := os.ReadFile(out.Name()); err != nil || string(b) != "ran\n" {
-			t.Errorf("%v %q", err, b)
-		}
-	})
 	t.Run("holder blocks", func(t *testing.T) {
 		cmd := exec.Command(filepath.Join(dir, "hold"))
 		if err := cmd.Start(); err != nil {
@@ -157,7 +100,7 @@ func TestPodHardened(t *testing.T) {
 	s := Spec{Image: "img@sha256:ab", Cmd: []string{"/bin/x"}, Limits: job.Limits{Timeout: 30 * time.Second, Memory: 64 << 20, CPUs: 0.5},
 		Mounts: []job.Mount{{Host: "/h", Guest: "/ro"}, {Host: "/h2", Guest: "/rw", Writable: true}}}
 	lim := s.Limits.WithDefaults()
-	p := s.pod(lim, podOptions{name: "n", helpers: "h", program: []string{gatePath, "/bin/x"}, stdin: true, copyside: true, mountMax: 1 << 20})
+	p := s.pod(lim, podOptions{name: "n", helpers: "h", program: []string{oncePath}, stdin: true, stdinKept: true, copyside: true, mountMax: 1 << 20})
 	sp := p.Spec
 	if sp.HostNetwork || sp.HostPID || sp.HostIPC || *sp.AutomountServiceAccountToken || *sp.EnableServiceLinks {
 		t.Error("host namespace, token or service links")

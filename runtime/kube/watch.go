@@ -176,7 +176,7 @@ func imageOf(p *corev1.Pod, container string) string {
 	return ""
 }
 
-// runStarted: the run container runs (its gate waits) or already ended.
+// runStarted: the run container runs (once waits for its request) or already ended.
 func runStarted(p *corev1.Pod) (bool, error) {
 	if err := failed(p); err != nil {
 		return false, err

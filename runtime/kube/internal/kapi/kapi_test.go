@@ -154,7 +154,7 @@ func calls() []call {
 		ObjectMeta: metav1.ObjectMeta{Name: "ccrun-1", Labels: map[string]string{"app.kubernetes.io/managed-by": "ccrun"}, Annotations: map[string]string{"ccrun.dev/expires": "2030-01-01T00:00:00Z"}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "run", Image: "busybox@sha256:ab", Command: []string{"/.ccrun/gate", "/bin/true"}, Stdin: true, StdinOnce: true,
+			Containers: []corev1.Container{{Name: "run", Image: "busybox@sha256:ab", Command: []string{"/.ccrun/once"}, Stdin: true,
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: k8sresource.MustParse("64Mi"), corev1.ResourceCPU: k8sresource.MustParse("500m")}}}},
 		},
 	}
