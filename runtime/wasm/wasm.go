@@ -71,8 +71,12 @@ const defaultMinCompile = time.Minute
 // Executor runs modules. Build one with New; it is safe for concurrent use
 // and should be closed with Close.
 type Executor struct {
+	// rt and cache are made by the first compilation (wazero), under
+	// rtMu; rtErr is why they could not be.
+	rtMu      sync.Mutex
 	rt        wazero.Runtime
 	cache     wazero.CompilationCache
+	rtErr     error
 	cacheDir  string // "" when there is no disk cache; symlinks resolved
 	memory    int64
 	interrupt bool
@@ -162,9 +166,11 @@ func WithInterrupt(on bool) Option {
 	}
 }
 
-// New returns an Executor. The context is used to create the wazero
-// runtime only.
-func New(ctx context.Context, opts ...Option) (*Executor, error) {
+// New returns an Executor. It makes no wazero runtime: the first run
+// compiled in this process does (with its own context), so that an
+// Executor whose runs go to the warm server or a worker costs nothing to
+// make. The context is kept for compatibility and not used.
+func New(_ context.Context, opts ...Option) (*Executor, error) {
 	c := config{memory: job.DefaultMemory, interrupt: true, keep: DefaultKeep}
 	if d, err := os.UserCacheDir(); err == nil {
 		c.cacheDir = filepath.Join(d, "ccrun", "wasm")
@@ -184,25 +190,51 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 			return nil, fmt.Errorf("wasm cache dir: %w", err)
 		}
 		e.cacheDir = real
+	}
+	return e, nil
+}
+
+// wazero returns the executor's wazero runtime, made on the first run
+// that needs one (a compilation here): a process whose runs all go to the
+// warm server or a worker never pays for it (1.5 ms, most of it the WASI
+// host module). The context is used to create it only.
+func (e *Executor) wazero(ctx context.Context) (wazero.Runtime, error) {
+	e.rtMu.Lock()
+	defer e.rtMu.Unlock()
+	if e.rt != nil || e.rtErr != nil {
+		return e.rt, e.rtErr
+	}
+	cache := wazero.NewCompilationCache()
+	if e.cacheDir != "" {
 		// Code compiled with interrupt checks and code compiled without
 		// are kept apart: wazero's cache key does not tell them apart, so
 		// one directory would hand a run that must be stoppable code that
 		// cannot be stopped (or a worker the slow code).
-		if e.cache, err = wazero.NewCompilationCacheWithDir(filepath.Join(real, cacheSubdir(c.interrupt))); err != nil {
-			return nil, fmt.Errorf("wasm cache dir: %w", err)
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(filepath.Join(e.cacheDir, cacheSubdir(e.interrupt))); err != nil {
+			e.rtErr = fmt.Errorf("wasm cache dir: %w", err)
+			return nil, e.rtErr
 		}
-	} else {
-		e.cache = wazero.NewCompilationCache()
 	}
 	rc := wazero.NewRuntimeConfigCompiler().
-		WithCloseOnContextDone(c.interrupt).
-		WithCompilationCache(e.cache)
-	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := rootfs.Instantiate(ctx, e.rt); err != nil {
-		_ = e.rt.Close(ctx)
-		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
+		WithCloseOnContextDone(e.interrupt).
+		WithCompilationCache(cache)
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := rootfs.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		_ = cache.Close(ctx)
+		e.rtErr = fmt.Errorf("wasm: instantiate wasi: %w", err)
+		return nil, e.rtErr
 	}
-	return e, nil
+	e.rt, e.cache = rt, cache
+	return rt, nil
+}
+
+// runtimeMade is the wazero runtime when one was made, else nil.
+func (e *Executor) runtimeMade() wazero.Runtime {
+	e.rtMu.Lock()
+	defer e.rtMu.Unlock()
+	return e.rt
 }
 
 // Close releases the runtime and every compiled module. Runs still going
@@ -229,6 +261,12 @@ func (e *Executor) Close(ctx context.Context) error {
 }
 
 func (e *Executor) closeRuntime(ctx context.Context) error {
+	e.rtMu.Lock()
+	defer e.rtMu.Unlock()
+	if e.rt == nil {
+		e.rtErr = fmt.Errorf("wasm: run: %w", ErrClosed) // none is made after Close
+		return nil
+	}
 	err := e.rt.Close(ctx)
 	return errors.Join(err, e.cache.Close(ctx))
 }
@@ -413,7 +451,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		return nil
 	}
 	sup.Wait = func() (job.Status, error) {
-		err := instantiate(instCtx, e.rt, mod, cfg)
+		err := instantiate(instCtx, e.runtimeMade(), mod, cfg)
 		if u != nil {
 			u.leave(false)
 		}
@@ -521,7 +559,11 @@ func (e *Executor) compileNow(ctx context.Context, bin []byte) (wazero.CompiledM
 	if err != nil {
 		return nil, err
 	}
-	mod, err := e.rt.CompileModule(ctx, wasmbin.Pack(guarded))
+	rt, err := e.wazero(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := rt.CompileModule(ctx, wasmbin.Pack(guarded))
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "EOF") || strings.Contains(msg, "unexpected end") {

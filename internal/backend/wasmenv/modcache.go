@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"os"
 	"sync"
-
-	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // moduleCache keeps the bytes and sha256 of recently run module files, so
@@ -18,20 +16,21 @@ type moduleCache struct {
 	mu      sync.Mutex
 	entries map[fileID]*cachedModule
 	order   []fileID
-	checked map[[sha256.Size]byte]bool // modules wasm.CheckModule accepted
+	checked map[[sha256.Size]byte]bool // modules the guard accepted
 }
 
-// check runs wasm.CheckModule on a module once per runtime: a warm
-// runtime (ccrun mcp, an embedding agent) does not guard the same bytes
-// on every call. Refusals are not kept (cheap to find again).
-func (c *moduleCache) check(mod []byte, sum [sha256.Size]byte) error {
+// check runs guard (the executor's Check, which keeps its verdicts on
+// disk for new processes) on a module once per runtime: a warm runtime
+// (ccrun mcp, an embedding agent) does not guard the same bytes on every
+// call. Refusals are not kept (cheap to find again).
+func (c *moduleCache) check(mod []byte, sum [sha256.Size]byte, guard func([]byte, [sha256.Size]byte) error) error {
 	c.mu.Lock()
 	ok := c.checked[sum]
 	c.mu.Unlock()
 	if ok {
 		return nil
 	}
-	if err := wasm.CheckModule(mod); err != nil {
+	if err := guard(mod, sum); err != nil {
 		return err
 	}
 	c.mu.Lock()

@@ -18,9 +18,11 @@ import (
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
-// Backend prepares and runs @wasm calls. Its wazero runtime starts on the
-// first run, not before: a call refused at the gate never starts it. It
-// is safe for concurrent use.
+// Backend prepares and runs @wasm calls. Its executor is made by the first
+// Prepare (its guard's verdicts are the executor's), and makes its wazero
+// runtime on the first run compiled in this process: a call refused at
+// the gate never starts one, nor does a run the warm server runs. It is
+// safe for concurrent use.
 type Backend struct {
 	opts    []wasm.Option
 	modules moduleCache
@@ -45,7 +47,11 @@ func (b *Backend) EnforcesLimits() bool { return true }
 
 // Prepare reads the module and checks it before anyone is asked: a grant
 // for a module that cannot run would be a grant for nothing.
-func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.Prepared, error) {
+func (b *Backend) Prepare(ctx context.Context, inv *backend.Invocation) (*backend.Prepared, error) {
+	e, err := b.executor(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if c := inv.Capability; c != nil {
 		m := &c.Manifest
 		mod, err := c.ReadModule()
@@ -53,7 +59,7 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 			return nil, err
 		}
 		sum := sha256.Sum256(mod)
-		if err := b.modules.check(mod, sum); err != nil {
+		if err := b.modules.check(mod, sum, e.Check); err != nil {
 			return nil, fmt.Errorf("capability %s: module %s: %w", m.Name, m.Entry.Module, err)
 		}
 		inv.Plan = &plan{mod: mod, sum: sum, name: m.Entry.Module}
@@ -71,7 +77,7 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 		return nil, fmt.Errorf("call: module: %w", err)
 	}
 	rel := backend.Rel(inv.ProjectDir, path)
-	if err := b.modules.check(mod, sum); err != nil {
+	if err := b.modules.check(mod, sum, e.Check); err != nil {
 		return nil, fmt.Errorf("call: module %s: %w", rel, err)
 	}
 	inv.Plan = &plan{mod: mod, sum: sum, name: filepath.Base(path)}
