@@ -60,6 +60,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	shared "github.com/ccrun/ccrun/internal/container"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
@@ -248,17 +249,6 @@ func (e *Executor) labels() map[string]string {
 	}
 }
 
-// cleanup is a stack of undo steps, released last first.
-type cleanup []func(context.Context)
-
-func (c *cleanup) push(f func(context.Context)) { *c = append(*c, f) }
-
-func (c cleanup) release(ctx context.Context) {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i](ctx)
-	}
-}
-
 // Run runs s to its end and has its container removed. The Result's Reason
 // says how it ended: Exit (with the program's ExitCode), Timeout (124),
 // OutputCap, Memory, or Cancelled when ctx was cancelled while the program
@@ -296,7 +286,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	begin := time.Now()
 
 	pulled := false
-	if s.pull() == PullAlways {
+	if s.Pull.OrDefault() == PullAlways {
 		if err := e.pull(ctx, s.Image); err != nil {
 			return nil, err
 		}
@@ -308,15 +298,15 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 		}
 	}
 
-	var undo cleanup
+	var undo shared.Cleanup
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		undo.release(cctx)
+		undo.Release(cctx)
 	}()
 	// Attach and wait live as long as the run, whatever the caller does.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
-	undo.push(func(context.Context) { rcancel() })
+	undo.Push(func(context.Context) { rcancel() })
 
 	id, err := e.container(ctx, s, lim, pulled, prot.binds)
 	if err != nil {
@@ -329,7 +319,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	// removed before Run returns, and one that never ran is removed here.
 	auto := len(prot.binds) == 0
 	var ended atomic.Bool // the container ran and exited (by itself or killed)
-	undo.push(func(cctx context.Context) {
+	undo.Push(func(cctx context.Context) {
 		if auto && ended.Load() {
 			return
 		}
@@ -348,7 +338,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	if err != nil {
 		return nil, classify(e.host, "attach to container", err)
 	}
-	undo.push(func(context.Context) { hj.Close() })
+	undo.Push(func(context.Context) { hj.Close() })
 
 	waitC, waitErrC := e.eng.ContainerWait(rctx, id, container.WaitConditionNextExit)
 	var oom <-chan struct{}
@@ -546,14 +536,14 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled
 	hc.Mounts = append(hc.Mounts, binds...)
 	hc.AutoRemove = len(binds) == 0 // see run
 	id, err = e.create(kctx, cfg, hc, "")
-	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.pull() == PullMissing {
+	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.Pull.OrDefault() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {
 			return "", err
 		}
 		id, err = e.create(kctx, cfg, hc, "")
 	}
 	if err != nil && errors.Is(err, ErrNotFound) {
-		return "", notLocal(s.Image, s.pull(), err)
+		return "", notLocal(s.Image, s.Pull.OrDefault(), err)
 	}
 	return id, err
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	shared "github.com/ccrun/ccrun/internal/container"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 )
@@ -26,36 +27,10 @@ var (
 	ErrInvalidArgument = errdefs.ErrInvalidArgument
 )
 
-// classError is an error of one class with a message a person can act on
-// and, when there is one, the engine's own error as its cause.
-type classError struct {
-	class error
-	msg   string
-	cause error
-	hint  string // what to do, after the engine's words: the last a person reads
-}
-
-func (e *classError) Error() string {
-	switch {
-	case e.cause == nil && e.hint == "":
-		return e.msg
-	case e.hint == "":
-		return e.msg + ": " + e.cause.Error()
-	case e.cause == nil:
-		return e.msg + ": " + e.hint
-	}
-	return e.msg + " (" + e.cause.Error() + "): " + e.hint
-}
-
-func (e *classError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.class}
-	}
-	return []error{e.class, e.cause}
-}
-
+// newError is an error of class with a message a person can act on and,
+// when there is one, the engine's own error as its cause.
 func newError(class error, cause error, format string, args ...any) error {
-	return &classError{class: class, msg: fmt.Sprintf(format, args...), cause: cause}
+	return shared.NewError(class, cause, format, args...)
 }
 
 // TestImageRepo is the repository of ccrun's own test images, built from
@@ -65,7 +40,7 @@ const TestImageRepo = "ccrun-test"
 // imageNotFound is the ErrNotFound error for the image ref names: what
 // happened (msg), the engine's error, and the command that gets the image.
 func imageNotFound(ref, msg string, cause error, pulled bool) error {
-	return &classError{class: ErrNotFound, msg: msg, cause: cause, hint: imageAdvice(ref, pulled)}
+	return &shared.Error{Class: ErrNotFound, Msg: msg, Cause: cause, Hint: imageAdvice(ref, pulled)}
 }
 
 // imageAdvice names the command that gets the image ref names: `make

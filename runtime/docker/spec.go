@@ -7,19 +7,21 @@ import (
 	"path/filepath"
 	"strings"
 
+	shared "github.com/ccrun/ccrun/internal/container"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 )
 
-// PullPolicy says when Run pulls the image from its registry.
-type PullPolicy string
+// PullPolicy says when Run pulls the image from its registry: the pull
+// policy of both engines of @docker. The zero value means PullMissing.
+type PullPolicy = shared.PullPolicy
 
-// The pull policies. The zero value means PullMissing.
+// The pull policies.
 const (
-	PullMissing PullPolicy = "missing" // pull only when the image is not local (default)
-	PullNever   PullPolicy = "never"   // never pull: a missing image is ErrNotFound
-	PullAlways  PullPolicy = "always"  // pull before every run; a failed pull fails the run
+	PullMissing = shared.PullMissing // pull only when the image is not local (default)
+	PullNever   = shared.PullNever   // never pull: a missing image is ErrNotFound
+	PullAlways  = shared.PullAlways  // pull before every run; a failed pull fails the run
 )
 
 // Defaults of the hardened container.
@@ -33,42 +35,16 @@ const (
 	TmpSize = "64m"
 )
 
-// Spec is one program to run in a container. Its zero fields mean the
-// hardened defaults; a field that loosens them is listed by Loosens.
-type Spec struct {
-	// Image is the image reference, e.g. "ccrun-test:busybox". Required.
-	Image string
-	// Cmd is the program and its arguments. Empty: the image's default.
-	Cmd []string
-	// Env is the environment, as NAME=value, added to the image's own.
-	// Nothing from the host leaks in.
-	Env []string
-	// Mounts are host directories bound into the container, read-only
-	// unless Writable. Host paths must be absolute and exist.
-	Mounts []job.Mount
-	// Dir is the working directory inside the container. Empty: the
-	// image's.
-	Dir string
-	// Streams are the program's stdin, stdout and stderr. A nil Stdin is
-	// an empty input (stdin is not even opened).
-	Streams job.Streams
-	// Limits bound the run; zero fields take the job defaults.
-	Limits job.Limits
-	// Network is the network mode: "" or "none" (default: loopback only);
-	// "bridge" (outbound access) or "host" (the host's network) loosen it.
-	Network string
-	// Pull is the pull policy; default PullMissing.
-	Pull PullPolicy
-	// Pool opts into the warm pool: the program is exec'd into a container
-	// started in advance for the same shape (image, limits, mounts,
-	// network, user, working directory), used once, then removed; a fresh
-	// one is started for the next run. With none waiting, the run is cold.
-	// Default false. See the package documentation for what it costs.
-	Pool bool
-	// User is the user (and group) the program runs as, "uid[:gid]" or a
-	// name the image knows. Default DefaultUser (65534:65534).
-	User string
-}
+// Spec is one program to run in a container: the fields that both
+// engines of @docker take (see each field), as the Docker Engine reads
+// them. Image is a reference or an image ID; an empty Cmd runs the
+// image's default; Mounts are bound into the container; Network may also
+// be "host"; Pool claims a container started in advance for the same
+// shape (image, limits, mounts, network, user, working directory), see
+// the package documentation for what it costs; User may be a name the
+// image knows (default DefaultUser). Its zero fields mean the hardened
+// defaults; a field that loosens them is listed by Loosens.
+type Spec shared.Spec
 
 // Loosens lists, for a person approving the run, every way s differs from
 // the hardened defaults in what the program may reach. Nil: it loosens
@@ -129,22 +105,13 @@ func (s Spec) network() string {
 	return s.Network
 }
 
-func (s Spec) pull() PullPolicy {
-	if s.Pull == "" {
-		return PullMissing
-	}
-	return s.Pull
-}
-
 // validate checks what the engine would refuse, or accept wrongly, before
 // asking it: every problem is ErrInvalidArgument with the field named.
 func (s Spec) validate() error {
 	if s.Image == "" {
 		return newError(ErrInvalidArgument, nil, "docker: spec: no image")
 	}
-	switch s.pull() {
-	case PullMissing, PullNever, PullAlways:
-	default:
+	if !s.Pull.Known() {
 		return newError(ErrInvalidArgument, nil, "docker: spec: pull policy %q: want never, missing or always", s.Pull)
 	}
 	switch s.network() {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/ccrun/ccrun/internal/container"
 	"github.com/containerd/errdefs"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -29,30 +30,10 @@ var (
 	ErrInvalidArgument = errdefs.ErrInvalidArgument
 )
 
-// classError is an error of one class with a message a person can act on
-// and, when there is one, the cause underneath.
-type classError struct {
-	class error
-	msg   string
-	cause error
-}
-
-func (e *classError) Error() string {
-	if e.cause == nil {
-		return e.msg
-	}
-	return e.msg + ": " + e.cause.Error()
-}
-
-func (e *classError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.class}
-	}
-	return []error{e.class, e.cause}
-}
-
+// newError is an error of class with a message a person can act on and,
+// when there is one, the cause underneath.
 func newError(class, cause error, format string, args ...any) error {
-	return &classError{class: class, msg: fmt.Sprintf(format, args...), cause: cause}
+	return container.NewError(class, cause, format, args...)
 }
 
 // unavailable is the error for an API server that does not answer.

@@ -53,6 +53,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/container"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube/internal/kapi"
 	corev1 "k8s.io/api/core/v1"
@@ -332,17 +333,6 @@ func (e *Executor) ensure(ctx context.Context) error {
 // of the pods labelled ccrun.dev/network=none.
 const denyAllPolicy = "ccrun-deny-all"
 
-// cleanup is a stack of undo steps, released last first.
-type cleanup []func(context.Context)
-
-func (c *cleanup) push(f func(context.Context)) { *c = append(*c, f) }
-
-func (c cleanup) release(ctx context.Context) {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i](ctx)
-	}
-}
-
 // deletePod deletes a pod at once (grace 0), on a context the caller's
 // cancellation cannot cut short. Gone already is fine.
 func (e *Executor) deletePod(ctx context.Context, name string) {
@@ -383,11 +373,11 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 }
 
 func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin time.Time, in *mountSet) (*job.Result, error) {
-	var undo cleanup
+	var undo container.Cleanup
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
-		undo.release(cctx)
+		undo.Release(cctx)
 	}()
 	labels := e.labels(s.Network)
 	name := "ccrun-" + labels[LabelCall]
@@ -414,7 +404,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	if err != nil {
 		return nil, e.createError(s, err)
 	}
-	undo.push(func(c context.Context) { e.deletePod(c, name) })
+	undo.Push(func(c context.Context) { e.deletePod(c, name) })
 
 	// wctx ends at the caller's cancellation or the timeout.
 	wctx, wcancel := context.WithCancel(ctx)

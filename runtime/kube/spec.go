@@ -10,22 +10,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/container"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// PullPolicy says when the node pulls the image. The zero value means
-// PullMissing.
-type PullPolicy string
+// PullPolicy says when the node pulls the image: the pull policy of both
+// engines of @docker. The zero value means PullMissing.
+type PullPolicy = container.PullPolicy
 
-// The pull policies, as runtime/docker names them; each maps to the pod's
-// imagePullPolicy.
+// The pull policies, each as the pod's imagePullPolicy.
 const (
-	PullMissing PullPolicy = "missing" // IfNotPresent (default)
-	PullNever   PullPolicy = "never"   // Never: the image must be on the node already
-	PullAlways  PullPolicy = "always"  // Always
+	PullMissing = container.PullMissing // IfNotPresent (default)
+	PullNever   = container.PullNever   // Never: the image must be on the node already
+	PullAlways  = container.PullAlways  // Always
 )
 
 // Defaults of the hardened pod.
@@ -49,47 +49,15 @@ const (
 	startMargin = 60 * time.Second
 )
 
-// Spec is one program to run in a pod. It mirrors runtime/docker's Spec;
-// its zero fields mean the hardened defaults.
-type Spec struct {
-	// Image is the image reference. The grant is bound to what it names:
-	// pass the digest-pinned reference Resolve returns. Required.
-	Image string
-	// Cmd is the program and its arguments. Required, and Cmd[0] must be an
-	// absolute path: the pod's once execs it without a PATH search.
-	Cmd []string
-	// Env is the environment, as NAME=value, added to the image's own. It
-	// is in the pod's spec: whoever may read pods in the namespace sees it.
-	Env []string
-	// Mounts are host directories copied into the pod before the program
-	// starts and, when Writable, copied back after it ends (see the package
-	// documentation). The image must have a tar program (tar or
-	// /bin/busybox tar) for a call with mounts.
-	Mounts []job.Mount
-	// Dir is the working directory inside the container. Empty: the
-	// image's.
-	Dir string
-	// Streams are the program's stdin, stdout and stderr. A nil Stdin is an
-	// empty input.
-	Streams job.Streams
-	// Limits bound the run; zero fields take the job defaults. Pids is not
-	// set per pod by the API: the node's podPidsLimit applies.
-	Limits job.Limits
-	// Network is "" or "none" (default: a NetworkPolicy denies all ingress
-	// and egress, where the cluster's network plugin enforces policies) or
-	// "bridge" (the pod network, no policy). "host" is refused: no host
-	// namespaces.
-	Network string
-	// Pull is the pull policy; default PullMissing.
-	Pull PullPolicy
-	// Pool opts into the warm pool (Executor.WithPool): the program is
-	// exec'd into a pod of the same template started in advance. A call
-	// with mounts or an environment runs cold.
-	Pool bool
-	// User is "uid[:gid]", numeric (a name cannot be resolved before the
-	// pod exists). Default 65534:65534.
-	User string
-}
+// Spec is one program to run in a pod: the fields both engines of
+// @docker take (see each field; a runtime/docker Spec converts to this
+// one), as Kubernetes reads them. Cmd is required, Cmd[0] an absolute path;
+// Mounts are copied (see the package documentation); Network is none or
+// bridge; Pool claims a warm pod of the same template (Executor.WithPool),
+// and a call with mounts or an environment runs cold; User is numeric
+// (default 65534:65534). Its zero fields mean the hardened defaults; a
+// field that loosens them is listed by Loosens.
+type Spec container.Spec
 
 // Loosens lists, for the person approving the run, every way s differs
 // from the hardened defaults in what the program may reach.
@@ -139,13 +107,6 @@ func (s Spec) user() (uid, gid int64, err error) {
 	return uid, gid, nil
 }
 
-func (s Spec) pull() PullPolicy {
-	if s.Pull == "" {
-		return PullMissing
-	}
-	return s.Pull
-}
-
 // validate checks what the cluster would refuse, or accept wrongly, before
 // any API call: every problem is ErrInvalidArgument with the field named.
 func (s Spec) validate() error {
@@ -169,9 +130,7 @@ func (s Spec) validate() error {
 	if n := requestSize(s.Cmd); n > onceMax {
 		return bad("the command is %d bytes: at most %d", n, onceMax)
 	}
-	switch s.pull() {
-	case PullMissing, PullNever, PullAlways:
-	default:
+	if !s.Pull.Known() {
 		return bad("pull policy %q: want never, missing or always", s.Pull)
 	}
 	switch s.Network {
@@ -320,7 +279,7 @@ func (s Spec) pod(lim job.Limits, o podOptions) *corev1.Pod {
 		}
 	}
 	pull := corev1.PullIfNotPresent
-	switch s.pull() {
+	switch s.Pull.OrDefault() {
 	case PullNever:
 		pull = corev1.PullNever
 	case PullAlways:

@@ -6,10 +6,17 @@ import (
 	"strings"
 
 	"github.com/ccrun/ccrun/internal/backend"
+	"github.com/ccrun/ccrun/internal/container"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube"
 )
+
+// spec is the program of inv in image, for either engine.
+func spec(inv *backend.Invocation, image string, pull container.PullPolicy, pool bool) container.Spec {
+	return container.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
+		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: pool, Pull: pull}
+}
 
 // Docker starts the local Docker Engine's client with opts.
 func Docker(ctx context.Context, opts ...docker.Option) (Engine, error) {
@@ -23,8 +30,7 @@ func Docker(ctx context.Context, opts ...docker.Option) (Engine, error) {
 type dockerEngine struct{ e *docker.Executor }
 
 func (d dockerEngine) Run(ctx context.Context, inv *backend.Invocation, image, pull string, pool bool) (*job.Result, error) {
-	return d.e.Run(ctx, docker.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
-		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: pool, Pull: docker.PullPolicy(pull)})
+	return d.e.Run(ctx, docker.Spec(spec(inv, image, docker.PullPolicy(pull), pool)))
 }
 
 func (d dockerEngine) Resolve(ctx context.Context, ref, pull string) (string, error) {
@@ -54,8 +60,7 @@ func (k kubeEngine) Run(ctx context.Context, inv *backend.Invocation, image, pul
 		// may pull it when it does not have it.
 		p = kube.PullMissing
 	}
-	return k.e.Run(ctx, kube.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
-		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: pool, Pull: p})
+	return k.e.Run(ctx, kube.Spec(spec(inv, image, p, pool)))
 }
 
 func (k kubeEngine) Resolve(ctx context.Context, ref, pull string) (string, error) {
