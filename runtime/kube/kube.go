@@ -17,10 +17,12 @@
 // The pod's program is once (once.go; a ConfigMap, read-only, 0555), which
 // starts the call's program when Run asks and ends only when Run has all of
 // its output, so none is missed and stdout and stderr stay apart. The exit
-// code comes from once's trailer, an OOM kill from the container's status. Past the timeout (124), the output cap,
-// or a cancelled context, the pod is deleted at once. A pod lost before it
-// finished (evicted, deleted from outside, its node gone, the API server
-// gone) is ErrUnavailable, within the call's timeout.
+// code comes from once's trailer, an OOM kill from the container's status.
+// The run's lifecycle is job.Supervisor's, as every executor's: past the
+// timeout (124; for a cold call it counts from before the pod is created),
+// the output cap, or a cancelled context, the pod is deleted at once. A
+// pod lost before it finished (evicted, deleted from outside, its node
+// gone, the API server gone) is ErrUnavailable, within the call's timeout.
 //
 // Mounts are copied: into an emptyDir before the program starts, through
 // tar over exec in a second container of the same image, and, for a
@@ -83,7 +85,7 @@ const (
 	requestTimeout = 30 * time.Second // one create, get, patch or delete
 	pingTimeout    = 10 * time.Second // New's first call
 	lostGrace      = 10 * time.Second // after the stream ends, for the status to say the container ended
-	drainTimeout   = 5 * time.Second  // the stream closing after the pod is deleted
+	drainTimeout   = 5 * time.Second  // the stream ending after the pod is deleted (KillGrace)
 )
 
 // Executor runs Specs as pods in one namespace of one cluster. It is safe
@@ -388,122 +390,158 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	})
 	pod.Annotations = map[string]string{AnnotationExpires: expiry(lim)}
 
-	// The timeout counts from here: a pod that cannot start within it is
-	// an unavailable cluster, not a program that ran too long.
-	var deadline <-chan struct{} // closed at the timeout: read by more than one select
-	if lim.Timeout > 0 {
-		tctx, tcancel := context.WithTimeout(context.Background(), lim.Timeout)
-		defer tcancel()
-		deadline = tctx.Done()
-	}
-	// The create runs on a context the caller cannot cancel: a pod the
-	// API server made after the caller gave up would be left until GC.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
-	created, err := e.api.Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{})
-	cancel()
-	if err != nil {
-		return nil, e.createError(s, err)
-	}
-	undo.Push(func(c context.Context) { e.deletePod(c, name) })
-
-	// wctx ends at the caller's cancellation or the timeout.
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	go func() {
-		select {
-		case <-deadline:
-			wcancel()
-		case <-wctx.Done():
+	// The lifecycle is the Supervisor's. Its timeout counts from before
+	// the pod is created (not TimeoutAfterStart): a pod that cannot start
+	// within it is a timeout, as on the local engine, whose clock also
+	// counts the container's start.
+	sup := &job.Supervisor{Limits: lim, Streams: s.Streams, Begin: begin, KillGrace: drainTimeout}
+	out := job.NewCapture(lim.Output, s.Streams, func() { sup.Stop(job.OutputCap, "") })
+	sup.Capture = out
+	var (
+		w        *podWatch
+		runCtx   context.Context // Start's: done once the run is stopped
+		created  bool            // the pod exists
+		started  bool            // Start returned: the program runs, or once could not start
+		startErr error           // Start's error, which is the run's even when a stop came meanwhile
+		early    *corev1.Pod     // the pod, when once ended before its request (it could not start)
+		c        *warmConn
+		oc       *onceCall
+	)
+	defer func() {
+		if w != nil {
+			w.stop()
 		}
 	}()
-	w := e.watchPod(wctx, name, created.ResourceVersion)
-	defer w.stop()
-	started, err := w.until(wctx, runStarted)
-	if err != nil {
-		if ctx.Err() != nil {
-			out := job.NewCapture(lim.Output, s.Streams, nil)
-			out.Start = begin
-			return out.Result(job.Cancelled, job.KilledExitCode, "killed: the caller cancelled the run before it started (pod deleted)"), nil
-		}
-		if wctx.Err() != nil && errors.Is(err, context.Canceled) {
-			// The timeout ran out before the program started (the API
-			// server answered all along): a timeout, as on the local
-			// engine, whose clock also counts the container's start.
-			out := job.NewCapture(lim.Output, s.Streams, nil)
-			out.Start = begin
-			return out.Result(job.Timeout, job.TimeoutExit, fmt.Sprintf("killed after the %s timeout, before the program started (%s; pod deleted)", lim.Timeout, pendingReason(w.last()))), nil
-		}
-		return nil, err
-	}
-	if t := terminated(started, containerRun); t != nil {
-		// once itself could not start (StartError and friends).
-		return e.finish(job.NewCapture(lim.Output, s.Streams, nil), started, lim)
-	}
-	if in != nil {
-		if _, err := w.until(wctx, containerRunning(containerCopy)); err != nil {
-			return nil, e.lostOrCancelled(ctx, wctx, err, name, lim)
-		}
-		if err := e.copyIn(wctx, name, in); err != nil {
-			if ctx.Err() != nil || wctx.Err() != nil {
-				return nil, e.lostOrCancelled(ctx, wctx, err, name, lim)
-			}
-			return nil, err
-		}
-	}
-
-	overflow := make(chan struct{})
-	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
-	out.Start = begin
-	// The program runs under once, as in a warm pod (see once.go): asked
-	// for by a request, its end told by a trailer on each stream, the
-	// container kept until ccrun has all of its output.
+	// The sessions live as long as the run, whatever the caller does; the
+	// kill ends them.
 	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer acancel()
-	c := e.connect(actx, name)
-	defer c.in.CloseWithError(io.EOF)
-	oc := runOnce(c, s.Cmd, s.Streams.Stdin, out)
-
-	res := &job.Result{Reason: job.Exit}
-	streamErr := e.await(ctx, res, lim, oc.ended, deadline, overflow)
-	if res.Reason != job.Exit {
-		e.halt(ctx, name, acancel, oc.ended)
-		return out.Fill(res), nil
-	}
-	var ns notStarted
-	if errors.As(streamErr, &ns) {
-		return nil, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: %v", e.namespace, name, streamErr)
-	}
-	if streamErr == nil {
-		streamErr = c.err
-	}
-	_, whole := oc.result()
-	// The stream ended: the program exited, or the pod, its node or the
-	// API server went away. The status tells which, within lostGrace.
-	gctx, gcancel := context.WithTimeout(wctx, lostGrace)
-	final, err := w.until(gctx, containerEnded(containerRun))
-	gcancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			stopped(res, job.Cancelled, lim)
-			return out.Fill(res), nil
+	defer func() {
+		if c != nil {
+			c.in.CloseWithError(io.EOF)
 		}
-		return nil, e.lost(name, w.last(), streamErr, err)
+	}()
+
+	sup.Start = func(sctx context.Context, out *job.Capture) error {
+		runCtx = sctx
+		// The create runs on a context the caller cannot cancel: a pod the
+		// API server made after the caller gave up would be left until GC.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+		got, err := e.api.Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{})
+		cancel()
+		if err != nil {
+			startErr = e.createError(s, err)
+			return startErr
+		}
+		created = true
+		undo.Push(func(c context.Context) { e.deletePod(c, name) })
+		w = e.watchPod(context.WithoutCancel(ctx), name, got.ResourceVersion)
+		p, err := w.until(sctx, runStarted)
+		if err != nil {
+			// Stopped before the program started: the stop's Result (see
+			// below), unless the watch failed meanwhile (the API server
+			// gone: ErrUnavailable) or the pod cannot run.
+			if why := sup.StopReason(); why != job.Cancelled && (why != job.Timeout || !errors.Is(err, context.Canceled)) {
+				startErr = err
+			}
+			return err
+		}
+		if terminated(p, containerRun) != nil {
+			early, started = p, true // once itself could not start (StartError and friends)
+			return nil
+		}
+		if in != nil {
+			if _, err := w.until(sctx, containerRunning(containerCopy)); err != nil {
+				startErr = e.lostOrCancelled(ctx, sctx, err, name, lim)
+				return startErr
+			}
+			if err := e.copyIn(sctx, name, in); err != nil {
+				if ctx.Err() != nil || sctx.Err() != nil {
+					err = e.lostOrCancelled(ctx, sctx, err, name, lim)
+				}
+				startErr = err
+				return err
+			}
+		}
+		// The program runs under once, as in a warm pod (see once.go):
+		// asked for by a request, its end told by a trailer on each
+		// stream, the container kept until ccrun has all of its output.
+		c = e.connect(actx, name)
+		oc = runOnce(c, s.Cmd, s.Streams.Stdin, out)
+		started = true
+		return nil
 	}
-	if t := terminated(final, containerRun); t.Reason != "OOMKilled" && !whole {
-		return nil, e.cutShort(name, t, streamErr)
+	sup.Wait = func() (job.Status, error) {
+		if early != nil {
+			return e.status(out, early, lim)
+		}
+		streamErr := <-oc.ended
+		if sup.StopReason() != "" {
+			return job.Status{}, nil // killed: the stop is the Result
+		}
+		var ns notStarted
+		if errors.As(streamErr, &ns) {
+			return job.Status{}, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: %v", e.namespace, name, streamErr)
+		}
+		if streamErr == nil {
+			streamErr = c.err
+		}
+		_, whole := oc.result()
+		// The stream ended: the program exited, or the pod, its node or
+		// the API server went away. The status tells which, within
+		// lostGrace.
+		gctx, gcancel := context.WithTimeout(runCtx, lostGrace)
+		final, err := w.until(gctx, containerEnded(containerRun))
+		gcancel()
+		if err != nil {
+			return job.Status{}, e.lost(name, w.last(), streamErr, err)
+		}
+		if t := terminated(final, containerRun); t.Reason != "OOMKilled" && !whole {
+			return job.Status{}, e.cutShort(name, t, streamErr)
+		}
+		return e.status(out, final, lim)
 	}
-	if in != nil {
-		if err := e.copyOut(wctx, name, in); err != nil {
+	sup.Kill = func(job.Reason) {
+		e.deletePod(ctx, name)
+		acancel()
+	}
+	clock := time.Now()
+	res, err := sup.Run(ctx)
+	switch {
+	case startErr != nil:
+		return nil, startErr
+	case err != nil:
+		return nil, err
+	case sup.StopReason() == "":
+	case started:
+		return deleted(res), nil
+	case created && res.Reason == job.Cancelled:
+		res.Detail = "killed: the caller cancelled the run before it started (pod deleted)"
+		return res, nil
+	case created && res.Reason == job.Timeout:
+		res.Detail = fmt.Sprintf("killed after the %s timeout, before the program started (%s; pod deleted)", lim.Timeout, pendingReason(w.last()))
+		return res, nil
+	default:
+		return res, nil
+	}
+	if in != nil && early == nil {
+		// A writable mount comes back once the program exited, within
+		// what is left of the timeout.
+		cctx := ctx
+		if lim.Timeout > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithDeadline(ctx, clock.Add(lim.Timeout))
+			defer cancel()
+		}
+		if err := e.copyOut(cctx, name, in); err != nil {
 			return nil, err
 		}
-	}
-	res2, err := e.finish(out, final, lim)
-	if res2 != nil && in != nil {
+		out.Fill(res)
 		if note := in.note(); note != "" {
-			res2.Detail = joinDetail(res2.Detail, note)
+			res.Detail = joinDetail(res.Detail, note)
 		}
 	}
-	return res2, err
+	return res, nil
 }
 
 // expiry is the pod's expiry annotation: when it is past its deadline at
@@ -553,25 +591,26 @@ func (e *Executor) lost(name string, last *corev1.Pod, streamErr, err error) err
 	return newError(ErrUnavailable, cause, "kube: pod %s/%s%s was lost before its program ended: %s", e.namespace, name, node, why)
 }
 
-// finish builds the result from the run container's final status.
-func (e *Executor) finish(out *job.Capture, p *corev1.Pod, lim job.Limits) (*job.Result, error) {
+// status is how the run container ended, from its final status p.
+func (e *Executor) status(out *job.Capture, p *corev1.Pod, lim job.Limits) (job.Status, error) {
 	t := terminated(p, containerRun)
 	if t == nil {
-		return nil, newError(ErrUnavailable, nil, "kube: pod %s/%s: no final status of its program", e.namespace, p.Name)
+		return job.Status{}, newError(ErrUnavailable, nil, "kube: pod %s/%s: no final status of its program", e.namespace, p.Name)
 	}
-	res := &job.Result{Reason: job.Exit, ExitCode: int(t.ExitCode)}
+	st := job.Status{Code: int(t.ExitCode)}
 	switch t.Reason {
 	case "OOMKilled":
-		res.Reason = job.Memory
-		res.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
+		st.Reason = job.Memory
+		st.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
 	case "StartError", "ContainerCannotRun":
 		// As docker-init reports a program it cannot start.
-		res.ExitCode = 127
+		st.Code = 127
 		fmt.Fprintf(out.Stderr, "ccrun: cannot start the program: %s\n", t.Message)
 	case "DeadlineExceeded":
-		stopped(res, job.Timeout, lim)
+		r := deleted(job.Stopped(job.Timeout, lim, "", true))
+		st = job.Status{Code: r.ExitCode, Reason: r.Reason, Detail: r.Detail}
 	}
-	return out.Fill(res), nil
+	return st, nil
 }
 
 func joinDetail(a, b string) string {
@@ -587,11 +626,11 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// stopped records on res that ccrun killed the program, and why, in the
-// words of job.Stopped.
-func stopped(res *job.Result, why job.Reason, lim job.Limits) {
-	r := job.Stopped(why, lim, "", true)
-	res.Reason, res.ExitCode, res.Detail = r.Reason, r.ExitCode, r.Detail+" (pod deleted)"
+// deleted words the Result of a run that ccrun stopped: its pod was
+// deleted.
+func deleted(res *job.Result) *job.Result {
+	res.Detail += " (pod deleted)"
+	return res
 }
 
 // cutShort is the error of a call whose container ended (t) but whose

@@ -2,12 +2,14 @@ package kube
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -54,10 +56,20 @@ func localConn(t *testing.T, env []string) (*warmConn, *exec.Cmd) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(path)
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, &c.stdout, &c.stderr
-	if err := cmd.Start(); err != nil {
+	var cmd *exec.Cmd
+	for try := 1; ; try++ {
+		cmd = exec.Command(path)
+		cmd.Env = env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r, &c.stdout, &c.stderr
+		err = cmd.Start()
+		// ETXTBSY: a process another test forked meanwhile holds the
+		// file open for writing until it execs (golang.org/issue/22315).
+		if !errors.Is(err, syscall.ETXTBSY) || try == 100 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	r.Close()

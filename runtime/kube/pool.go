@@ -536,76 +536,96 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		go func() { defer e.bgWork.Done(); e.deletePod(e.bg, name) }()
 	}()
 
-	overflow := make(chan struct{})
-	out := job.NewCapture(lim.Output, s.Streams, func() { close(overflow) })
-	out.Start = begin
-	var deadline <-chan struct{}
-	if lim.Timeout > 0 {
-		tctx, tcancel := context.WithTimeout(context.Background(), lim.Timeout)
-		defer tcancel()
-		deadline = tctx.Done()
-	}
+	// The lifecycle is the Supervisor's; the timeout counts from the
+	// claim.
+	sup := &job.Supervisor{Limits: lim, Streams: s.Streams, Begin: begin, KillGrace: drainTimeout}
+	out := job.NewCapture(lim.Output, s.Streams, func() { sup.Stop(job.OutputCap, "") })
+	sup.Capture = out
+	var (
+		runCtx context.Context // Start's: done once the run is stopped
+		c      *warmConn
+		oc     *onceCall
+	)
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
-	c := e.takeConn(sctx, name)
-	defer c.in.CloseWithError(io.EOF) // only now: a session whose stdin ends stops receiving output
-	oc := runOnce(c, s.Cmd, s.Streams.Stdin, out)
-
-	res := &job.Result{Reason: job.Exit}
-	streamErr := e.await(ctx, res, lim, oc.ended, deadline, overflow)
-	var ns notStarted
-	if errors.As(streamErr, &ns) && res.Reason == job.Exit {
-		// The program never started (the go byte was not sent): the pod
-		// is deleted unused, and the call runs cold.
-		e.pooledRuns.Add(-1)
-		return nil, false, nil
-	}
-	if res.Reason != job.Exit {
-		e.halt(ctx, name, scancel, oc.ended)
-		return out.Fill(res), true, nil
-	}
-	ws, trailer := oc.result()
-	if trailer {
-		code, sig := waitStatus(ws)
-		res.ExitCode = code
-		if sig != sigKill {
-			return out.Fill(res), true, nil
+	defer func() {
+		if c != nil {
+			c.in.CloseWithError(io.EOF) // only now: a session whose stdin ends stops receiving output
 		}
-		// Killed by SIGKILL: once exits 137 too, and the container's
-		// status says whether the kernel killed it for memory.
-		res.Detail = "killed by SIGKILL"
+	}()
+	sup.Start = func(rctx context.Context, out *job.Capture) error {
+		runCtx = rctx
+		c = e.takeConn(sctx, name)
+		oc = runOnce(c, s.Cmd, s.Streams.Stdin, out)
+		return nil
 	}
-	pc, err := e.warmCache(ctx)
-	if err != nil {
-		return nil, true, err
-	}
-	gctx, gcancel := context.WithTimeout(ctx, lostGrace)
-	final, err := e.until(gctx, pc, name, containerEnded(containerRun))
-	gcancel()
-	switch {
-	case err == nil:
-		t := terminated(final, containerRun)
+	sup.Wait = func() (job.Status, error) {
+		streamErr := <-oc.ended
+		if sup.StopReason() != "" {
+			return job.Status{}, nil // killed: the stop is the Result
+		}
+		var ns notStarted
+		if errors.As(streamErr, &ns) {
+			return job.Status{}, streamErr // the caller runs it cold
+		}
+		ws, trailer := oc.result()
+		var st job.Status
+		if trailer {
+			code, sig := waitStatus(ws)
+			st.Code = code
+			if sig != sigKill {
+				return st, nil
+			}
+			// Killed by SIGKILL: once exits 137 too, and the container's
+			// status says whether the kernel killed it for memory.
+			st.Detail = "killed by SIGKILL"
+		}
+		pc, err := e.warmCache(runCtx)
+		if err != nil {
+			return job.Status{}, err
+		}
+		gctx, gcancel := context.WithTimeout(runCtx, lostGrace)
+		final, err := e.until(gctx, pc, name, containerEnded(containerRun))
+		gcancel()
 		switch {
-		case t.Reason == "OOMKilled":
-			r, err := e.finish(out, final, lim)
-			return r, true, err
+		case err == nil:
+			t := terminated(final, containerRun)
+			switch {
+			case t.Reason == "OOMKilled":
+				return e.status(out, final, lim)
+			case trailer:
+				return st, nil
+			}
+			if streamErr == nil {
+				streamErr = c.err
+			}
+			return job.Status{}, e.cutShort(name, t, streamErr)
 		case trailer:
-			return out.Fill(res), true, nil
+			return st, nil
 		}
 		if streamErr == nil {
 			streamErr = c.err
 		}
-		return nil, true, e.cutShort(name, t, streamErr)
-	case trailer:
-		return out.Fill(res), true, nil
-	case ctx.Err() != nil:
-		stopped(res, job.Cancelled, lim)
-		return out.Fill(res), true, nil
+		return job.Status{}, e.lost(name, final, streamErr, err)
 	}
-	if streamErr == nil {
-		streamErr = c.err
+	sup.Kill = func(job.Reason) {
+		e.deletePod(ctx, name)
+		scancel()
 	}
-	return nil, true, e.lost(name, final, streamErr, err)
+	res, err := sup.Run(ctx)
+	var ns notStarted
+	switch {
+	case errors.As(err, &ns):
+		// The program never started (the go byte was not sent): the pod
+		// is deleted unused, and the call runs cold.
+		e.pooledRuns.Add(-1)
+		return nil, false, nil
+	case err != nil:
+		return nil, true, err
+	case sup.StopReason() != "":
+		return deleted(res), true, nil
+	}
+	return res, true, nil
 }
 
 // sigKill is SIGKILL's number.
@@ -645,31 +665,3 @@ func handshake(c *warmConn, argv []string, nonce []byte, stdout, stderr *marks) 
 }
 
 var errNoAck = errors.New("no ack from the pod's program within " + requestTimeout.String())
-
-// await waits for a run's stream to end (done), or for ccrun to stop it:
-// at the deadline, the caller's cancellation, or the output cap, recorded
-// on res. It returns the stream's error.
-func (e *Executor) await(ctx context.Context, res *job.Result, lim job.Limits, done <-chan error, deadline, overflow <-chan struct{}) error {
-	select {
-	case err := <-done:
-		return err
-	case <-deadline:
-		stopped(res, job.Timeout, lim)
-	case <-ctx.Done():
-		stopped(res, job.Cancelled, lim)
-	case <-overflow:
-		stopped(res, job.OutputCap, lim)
-	}
-	return nil
-}
-
-// halt deletes the pod of a run ccrun stopped at once, ends its stream
-// and waits (drainTimeout at most) for the stream to end.
-func (e *Executor) halt(ctx context.Context, name string, cancel context.CancelFunc, done <-chan error) {
-	e.deletePod(ctx, name)
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(drainTimeout):
-	}
-}

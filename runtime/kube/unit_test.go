@@ -382,3 +382,75 @@ func TestArchiveNoFollow(t *testing.T) {
 		t.Errorf("past the limit: %v", err)
 	}
 }
+
+// TestStopBeforeStart: a call stopped before its program started (the
+// caller's cancel, the timeout, which counts from before the pod is
+// created) is the stop's Result, which says so, and its pod is deleted (a
+// fake API server that creates the pod and never says it runs).
+func TestStopBeforeStart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+		reason  job.Reason
+		code    int
+		detail  string
+	}{
+		{"cancel", time.Hour, true, job.Cancelled, job.KilledExitCode, "killed: the caller cancelled the run before it started (pod deleted)"},
+		{"timeout", 50 * time.Millisecond, false, job.Timeout, job.TimeoutExit, "killed after the 50ms timeout, before the program started (no status from the API server; pod deleted)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			created := make(chan string, 1)
+			deleted := make(chan string, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
+				switch path := r.URL.Path; {
+				case r.Method == "GET" && path == "/api/v1/namespaces/default":
+					reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+				case r.Method == "POST" && path == "/api/v1/namespaces/default/configmaps":
+					reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
+				case r.Method == "POST" && path == "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
+					reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
+				case r.Method == "POST" && path == "/api/v1/namespaces/default/pods":
+					reply(http.StatusCreated, &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}})
+					created <- "p"
+				case r.Method == "GET" && path == "/api/v1/namespaces/default/pods":
+					<-r.Context().Done() // a watch that says nothing
+				case r.Method == "DELETE" && strings.HasPrefix(path, "/api/v1/namespaces/default/pods/"):
+					deleted <- strings.TrimPrefix(path, "/api/v1/namespaces/default/pods/")
+					reply(http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+				default:
+					t.Errorf("unexpected request %s %s", r.Method, r.URL)
+					reply(http.StatusNotFound, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "").ErrStatus)
+				}
+			}))
+			defer srv.Close()
+			e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				go func() { <-created; cancel() }()
+			}
+			res, err := e.Run(ctx, Spec{Image: "i", Cmd: []string{"/bin/true"}, Limits: job.Limits{Timeout: tc.timeout}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason != tc.reason || res.ExitCode != tc.code || res.Detail != tc.detail {
+				t.Errorf("got %s %d %q, want %s %d %q", res.Reason, res.ExitCode, res.Detail, tc.reason, tc.code, tc.detail)
+			}
+			select {
+			case name := <-deleted:
+				if name == "" {
+					t.Error("deleted no pod by name")
+				}
+			default:
+				t.Error("the pod was not deleted")
+			}
+		})
+	}
+}

@@ -148,7 +148,7 @@ func terminated(p *corev1.Pod, container string) *corev1.ContainerStateTerminate
 func failed(p *corev1.Pod) error {
 	if p.Status.Phase == corev1.PodFailed {
 		if p.Status.Reason == "DeadlineExceeded" {
-			return nil // reported as a timeout by finish
+			return nil // reported as a timeout by status
 		}
 		return newError(ErrUnavailable, nil, "kube: pod %s/%s failed: %s %s", p.Namespace, p.Name, p.Status.Reason, p.Status.Message)
 	}
