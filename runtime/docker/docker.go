@@ -229,12 +229,7 @@ func (e *Executor) Host() string { return e.host }
 // next refill of its pool, by GC or by DrainPool. Run must not be called
 // after.
 func (e *Executor) Close() error {
-	done := make(chan struct{})
-	go func() { e.bgWork.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(closeWait):
-	}
+	shared.WaitAtMost(&e.bgWork, closeWait)
 	e.stop()
 	return e.eng.Close()
 }

@@ -257,12 +257,7 @@ func (e *Executor) Namespace() string { return e.namespace }
 // used pods) at most 3 s, then cancels what is left; warm pods stay for the
 // next process (DrainPool removes them). Run must not be called after.
 func (e *Executor) Close() error {
-	done := make(chan struct{})
-	go func() { e.bgWork.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Second):
-	}
+	container.WaitAtMost(&e.bgWork, 3*time.Second)
 	e.stop()
 	return nil
 }
