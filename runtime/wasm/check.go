@@ -71,6 +71,8 @@ const verdictAge = 7 * 24 * time.Hour
 // verdictDir is the directory of this executable's verdicts, made when
 // missing (0700, this user's, not a link), or "" when there is none to
 // use: no disk cache, no executable to tell, a directory of another user.
+// It is looked at on every Check, not once: a directory that became
+// writable by others since is not trusted (two system calls).
 func (e *Executor) verdictDir() string {
 	if e.cacheDir == "" {
 		return ""

@@ -204,7 +204,7 @@ func (e *Executor) wazero(ctx context.Context) (wazero.Runtime, error) {
 	if e.rt != nil || e.rtErr != nil {
 		return e.rt, e.rtErr
 	}
-	cache := wazero.NewCompilationCache()
+	var cache wazero.CompilationCache
 	if e.cacheDir != "" {
 		// Code compiled with interrupt checks and code compiled without
 		// are kept apart: wazero's cache key does not tell them apart, so
@@ -215,6 +215,8 @@ func (e *Executor) wazero(ctx context.Context) (wazero.Runtime, error) {
 			e.rtErr = fmt.Errorf("wasm cache dir: %w", err)
 			return nil, e.rtErr
 		}
+	} else {
+		cache = wazero.NewCompilationCache()
 	}
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(e.interrupt).
