@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/once"
 )
 
 // The helper programs every ccrun pod gets, read-only, from a ConfigMap
@@ -18,8 +19,11 @@ const (
 	// holdPath is container.Holder, which blocks in pause(2) for ever:
 	// the program of the copy container of a pod whose mounts are copied,
 	// into which tar is exec'd. (The run container's program is once:
-	// once.go.)
+	// internal/once.)
 	holdPath = helpersDir + "/hold"
+	// oncePath is internal/once's program: the program of every pod's run
+	// container (cold or warm), which serves exactly one call.
+	oncePath = helpersDir + "/once"
 )
 
 // helpers returns the helper files by name, or nil where there are none
@@ -28,7 +32,7 @@ func helpers() map[string][]byte {
 	if runtime.GOARCH != "amd64" {
 		return nil
 	}
-	return map[string][]byte{"hold": container.Holder(), "once": container.ELF64(container.EMX8664, onceCode)}
+	return map[string][]byte{"hold": container.Holder(), "once": once.ELF()}
 }
 
 // helpersName is the name of the ConfigMap holding the helpers: it names

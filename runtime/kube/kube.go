@@ -14,7 +14,7 @@
 // NetworkPolicy that denies it all ingress and egress; only a network plugin
 // that enforces policies enforces it.
 //
-// The pod's program is once (once.go; a ConfigMap, read-only, 0555), which
+// The pod's program is once (internal/once; a ConfigMap, read-only, 0555), which
 // starts the call's program when Run asks and ends only when Run has all of
 // its output, so none is missed and stdout and stderr stay apart. The exit
 // code comes from once's trailer, an OOM kill from the container's status.
@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube/internal/kapi"
 	corev1 "k8s.io/api/core/v1"
@@ -400,7 +401,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		startErr error           // Start's error, which is the run's even when a stop came meanwhile
 		early    *corev1.Pod     // the pod, when once ended before its request (it could not start)
 		c        *warmConn
-		oc       *onceCall
+		oc       *once.Call
 	)
 	defer func() {
 		if w != nil {
@@ -458,11 +459,11 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 				return err
 			}
 		}
-		// The program runs under once, as in a warm pod (see once.go):
+		// The program runs under once, as in a warm pod (see internal/once):
 		// asked for by a request, its end told by a trailer on each
 		// stream, the container kept until ccrun has all of its output.
 		c = e.connect(actx, name)
-		oc = runOnce(c, s.Cmd, s.Streams.Stdin, out)
+		oc = once.Start(c, s.Cmd, s.Streams.Stdin, out.Stdout, out.Stderr, requestTimeout)
 		started = true
 		return nil
 	}
@@ -470,18 +471,18 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		if early != nil {
 			return e.status(out, early, lim)
 		}
-		streamErr := <-oc.ended
+		streamErr := <-oc.Ended()
 		if sup.StopReason() != "" {
 			return job.Status{}, nil // killed: the stop is the Result
 		}
-		var ns notStarted
+		var ns once.NotStarted
 		if errors.As(streamErr, &ns) {
 			return job.Status{}, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: %v", e.namespace, name, streamErr)
 		}
 		if streamErr == nil {
 			streamErr = c.err
 		}
-		_, whole := oc.result()
+		_, whole := oc.Result()
 		// The stream ended: the program exited, or the pod, its node or
 		// the API server went away. The status tells which, within
 		// lostGrace.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -334,38 +335,23 @@ func (e *Executor) DrainPool(ctx context.Context) (int, error) {
 	return len(list.Items), nil
 }
 
-// warmConn is an attach session to a warm pod's once: its stdin a pipe,
-// its output to the sinks a claimant sets.
+// warmConn is an attach session to a warm pod's once (a once.Conn): its
+// stdin a pipe, its output to the sinks a claimant sets.
 type warmConn struct {
 	name      string
 	in        *io.PipeWriter
-	stdout    sink
-	stderr    sink
+	stdout    once.Sink
+	stderr    once.Sink
 	connected chan struct{} // closed when the session reads its stdin: it is up
 	done      chan struct{} // closed when it ended; err says why
 	err       error
 }
 
-// sink is a writer that can be pointed elsewhere; nil: discard.
-type sink struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *sink) set(w io.Writer) {
-	s.mu.Lock()
-	s.w = w
-	s.mu.Unlock()
-}
-
-func (s *sink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.w == nil {
-		return len(p), nil
-	}
-	return s.w.Write(p)
-}
+func (c *warmConn) Write(p []byte) (int, error) { return c.in.Write(p) }
+func (c *warmConn) Abort(err error)             { c.in.CloseWithError(err) }
+func (c *warmConn) SetOutput(w, e io.Writer)    { c.stdout.Set(w); c.stderr.Set(e) }
+func (c *warmConn) Done() <-chan struct{}       { return c.done }
+func (c *warmConn) Err() error                  { return c.err }
 
 // connect opens the attach sessions to the warm pod name, for as long as
 // ctx lasts or the pod runs: one for stdin and stderr, one for stdout.
@@ -544,7 +530,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	var (
 		runCtx context.Context // Start's: done once the run is stopped
 		c      *warmConn
-		oc     *onceCall
+		oc     *once.Call
 	)
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
@@ -556,22 +542,22 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	sup.Start = func(rctx context.Context, out *job.Capture) error {
 		runCtx = rctx
 		c = e.takeConn(sctx, name)
-		oc = runOnce(c, s.Cmd, s.Streams.Stdin, out)
+		oc = once.Start(c, s.Cmd, s.Streams.Stdin, out.Stdout, out.Stderr, requestTimeout)
 		return nil
 	}
 	sup.Wait = func() (job.Status, error) {
-		streamErr := <-oc.ended
+		streamErr := <-oc.Ended()
 		if sup.StopReason() != "" {
 			return job.Status{}, nil // killed: the stop is the Result
 		}
-		var ns notStarted
+		var ns once.NotStarted
 		if errors.As(streamErr, &ns) {
 			return job.Status{}, streamErr // the caller runs it cold
 		}
-		ws, trailer := oc.result()
+		ws, trailer := oc.Result()
 		var st job.Status
 		if trailer {
-			code, sig := waitStatus(ws)
+			code, sig := once.WaitStatus(ws)
 			st.Code = code
 			if sig != sigKill {
 				return st, nil
@@ -613,7 +599,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		scancel()
 	}
 	res, err := sup.Run(ctx)
-	var ns notStarted
+	var ns once.NotStarted
 	switch {
 	case errors.As(err, &ns):
 		// The program never started (the go byte was not sent): the pod
@@ -630,38 +616,3 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 
 // sigKill is SIGKILL's number.
 const sigKill = 9
-
-// notStarted is the error of a call whose program never started:
-// once did not ack its request (the session failed, or did not come up
-// within requestTimeout).
-type notStarted struct{ err error }
-
-func (n notStarted) Error() string {
-	return "kube: the program did not start: " + n.err.Error()
-}
-func (n notStarted) Unwrap() error { return n.err }
-
-// handshake sends once its request, waits for its ack on both streams
-// (requestTimeout at most), then sends the go byte: from there on the
-// program runs and its output reaches this session.
-func handshake(c *warmConn, argv []string, nonce []byte, stdout, stderr *marks) error {
-	t := time.AfterFunc(requestTimeout, func() { c.in.CloseWithError(errNoAck) })
-	defer t.Stop()
-	if _, err := c.in.Write(onceRequest(nonce, argv)); err != nil {
-		return notStarted{err}
-	}
-	for _, m := range []*marks{stdout, stderr} {
-		select {
-		case <-m.acked:
-		case <-c.done:
-			return notStarted{c.err}
-		}
-	}
-	if !t.Stop() {
-		return notStarted{errNoAck}
-	}
-	_, err := c.in.Write([]byte{'g'})
-	return err
-}
-
-var errNoAck = errors.New("no ack from the pod's program within " + requestTimeout.String())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -127,8 +128,8 @@ func (s Spec) validate() error {
 			return bad("argument %d holds a NUL byte, which no program can receive", i)
 		}
 	}
-	if n := requestSize(s.Cmd); n > onceMax {
-		return bad("the command is %d bytes: at most %d", n, onceMax)
+	if n := once.RequestSize(s.Cmd); n > once.Max {
+		return bad("the command is %d bytes: at most %d", n, once.Max)
 	}
 	if !s.Pull.Known() {
 		return bad("pull policy %q: want never, missing or always", s.Pull)

@@ -26,7 +26,7 @@ import (
 )
 
 // TestHelpers: the helpers ConfigMap holds the holder of
-// internal/container (run there) and once (run by once_test.go), each a
+// internal/container (run there) and once (run by internal/once), each a
 // static executable of one segment.
 func TestHelpers(t *testing.T) {
 	if runtime.GOARCH != "amd64" {

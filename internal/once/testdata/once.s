@@ -1,6 +1,7 @@
-# once: the program of a warm pod (runtime/kube, helpers.go onceCode).
+# once: the program of a pod of runtime/kube and of a pooled container of
+# runtime/docker (internal/once, code.go).
 # Assemble with: as -o once.o once.s && objcopy -O binary -j .text once.o once.bin
-# TestOnceCode checks that onceCode is what this file assembles to.
+# TestCode checks that code is what this file assembles to.
 #
 # It serves exactly one call, read from stdin (the container's, kept open
 # across attach sessions):

@@ -1,4 +1,4 @@
-package kube
+package once
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"time"
 )
 
-// TestOnceCode: onceCode is what testdata/once.s assembles to (where the
-// GNU assembler is installed).
-func TestOnceCode(t *testing.T) {
+// TestCode: code is what testdata/once.s assembles to (where the GNU
+// assembler is installed).
+func TestCode(t *testing.T) {
 	as, err1 := exec.LookPath("as")
 	objcopy, err2 := exec.LookPath("objcopy")
 	if err1 != nil || err2 != nil {
@@ -34,24 +34,38 @@ func TestOnceCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(onceCode, want) {
-		t.Errorf("onceCode (%d bytes) is not what testdata/once.s assembles to (%d bytes): regenerate it", len(onceCode), len(want))
+	if !bytes.Equal(code, want) {
+		t.Errorf("code (%d bytes) is not what testdata/once.s assembles to (%d bytes): regenerate it", len(code), len(want))
 	}
 }
 
-// localConn runs once on this host as a warm pod's session would see it:
-// a warmConn whose stdin is once's, whose end is once's exit.
-func localConn(t *testing.T, env []string) (*warmConn, *exec.Cmd) {
+// pipeConn is a Conn to a once run on this host: its stdin a pipe, its
+// end once's exit.
+type pipeConn struct {
+	in             *io.PipeWriter
+	stdout, stderr Sink
+	done           chan struct{}
+	err            error
+}
+
+func (c *pipeConn) Write(p []byte) (int, error) { return c.in.Write(p) }
+func (c *pipeConn) Abort(err error)             { c.in.CloseWithError(err) }
+func (c *pipeConn) SetOutput(w, e io.Writer)    { c.stdout.Set(w); c.stderr.Set(e) }
+func (c *pipeConn) Done() <-chan struct{}       { return c.done }
+func (c *pipeConn) Err() error                  { return c.err }
+
+// localConn runs once on this host as an engine's sessions would see it.
+func localConn(t *testing.T, env []string) (*pipeConn, *exec.Cmd) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" {
 		t.Skip("once is built for linux/amd64 only")
 	}
 	path := filepath.Join(t.TempDir(), "once")
-	if err := os.WriteFile(path, helpers()["once"], 0o555); err != nil {
+	if err := os.WriteFile(path, ELF(), 0o555); err != nil {
 		t.Fatal(err)
 	}
 	pr, pw := io.Pipe()
-	c := &warmConn{name: "local", in: pw, connected: make(chan struct{}), done: make(chan struct{})}
+	c := &pipeConn{in: pw, done: make(chan struct{})}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +97,12 @@ func localConn(t *testing.T, env []string) (*warmConn, *exec.Cmd) {
 	return c, cmd
 }
 
-// TestOnce runs the warm pod's program on this host through the same
-// handshake, frames and marks as a warm call: exit codes, stdin (more than
+// TestOnce runs once on this host through the same handshake, frames and
+// marks as an engine's call: exit codes, stdin (more than
 // one frame), stdout and stderr apart, signals, a program not found, the
 // environment its own.
 func TestOnce(t *testing.T) {
-	big := strings.Repeat("0123456789abcdef", 5*onceChunk/16+3)
+	big := strings.Repeat("0123456789abcdef", 5*chunk/16+3)
 	tests := []struct {
 		name           string
 		argv           []string
@@ -112,22 +126,22 @@ func TestOnce(t *testing.T) {
 			t.Parallel()
 			c, cmd := localConn(t, []string{"A=b"})
 			var stdout, stderr bytes.Buffer
-			nonce := []byte(randHex(nonceSize / 2))
+			nonce := []byte(newNonce())
 			om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-			c.stdout.set(om)
-			c.stderr.set(em)
-			if err := handshake(c, tc.argv, nonce, om, em); err != nil {
+			c.stdout.Set(om)
+			c.stderr.Set(em)
+			if err := handshake(c, tc.argv, nonce, om, em, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			stop := make(chan struct{})
-			go func() { _ = sendStdin(c.in, tc.stdin, stop) }()
+			go func() { _ = sendStdin(c, tc.stdin, stop) }()
 			// once stays until released, with both trailers written
 			select {
 			case <-c.done:
 				t.Fatalf("once ended before its release (exit %d); stdout %.40q stderr %q", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
 			case <-time.After(50 * time.Millisecond):
 			}
-			release(c.in, c.done, nonce, om, em, stop)
+			release(c, c.done, nonce, om, em, stop)
 			<-c.done
 			om.flush()
 			em.flush()
@@ -135,7 +149,7 @@ func TestOnce(t *testing.T) {
 			if _, whole := om.trailer(); !ok || !whole {
 				t.Fatalf("trailers on stderr %v, on stdout %v; stderr %q", ok, whole, stderr.String())
 			}
-			code, sig := waitStatus(ws)
+			code, sig := WaitStatus(ws)
 			if code != tc.code || sig != tc.signal {
 				t.Errorf("exit %d signal %d; want %d, %d", code, sig, tc.code, tc.signal)
 			}
@@ -187,7 +201,7 @@ func TestMarks(t *testing.T) {
 		}
 		m.flush()
 		ws, ok := m.trailer()
-		if code, _ := waitStatus(ws); !ok || code != 3 {
+		if code, _ := WaitStatus(ws); !ok || code != 3 {
 			t.Errorf("writes of %d: trailer %v, exit %d; want exit 3", size, ok, code)
 		}
 		select {
@@ -214,19 +228,19 @@ func TestMarks(t *testing.T) {
 // at its 10 s bound.
 func TestOnceReleaseAmongLookalikes(t *testing.T) {
 	c, cmd := localConn(t, nil)
-	nonce := []byte(randHex(nonceSize / 2))
+	nonce := []byte(newNonce())
 	var stdout, stderr bytes.Buffer
 	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-	c.stdout.set(om)
-	c.stderr.set(em)
-	if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nonce, om, em); err != nil {
+	c.stdout.Set(om)
+	c.stderr.Set(em)
+	if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nonce, om, em, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	near := append(append([]byte{0xff, 0xff}, nonce[:nonceSize-1]...), 0xff)
 	stop := make(chan struct{})
 	begin := time.Now()
-	go func() { _ = sendStdin(c.in, bytes.NewReader(bytes.Repeat(near, 4000)), stop) }()
-	release(c.in, c.done, nonce, om, em, stop)
+	go func() { _ = sendStdin(c, bytes.NewReader(bytes.Repeat(near, 4000)), stop) }()
+	release(c, c.done, nonce, om, em, stop)
 	<-c.done
 	if code := cmd.ProcessState.ExitCode(); code != 4 || time.Since(begin) > 9*time.Second { // not its 10 s bound
 		t.Errorf("once exited %d after %s; want 4, at its release", code, time.Since(begin))
@@ -238,23 +252,50 @@ func TestOnceReleaseAmongLookalikes(t *testing.T) {
 // sessions open just before the request is sent).
 func TestOnceAckAgain(t *testing.T) {
 	c, cmd := localConn(t, nil)
-	nonce := []byte(randHex(nonceSize / 2))
+	nonce := []byte(newNonce())
 	var stdout, stderr bytes.Buffer
 	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-	c.stderr.set(em) // stdout's first acks go nowhere
+	c.stderr.Set(em) // stdout's first acks go nowhere
 	go func() {
 		time.Sleep(250 * time.Millisecond)
-		c.stdout.set(om)
+		c.stdout.Set(om)
 	}()
-	if err := handshake(c, []string{"/bin/echo", "hi"}, nonce, om, em); err != nil {
+	if err := handshake(c, []string{"/bin/echo", "hi"}, nonce, om, em, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
-	go func() { _ = sendStdin(c.in, nil, stop) }()
-	release(c.in, c.done, nonce, om, em, stop)
+	go func() { _ = sendStdin(c, nil, stop) }()
+	release(c, c.done, nonce, om, em, stop)
 	<-c.done
 	om.flush()
 	if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != "hi\n" {
 		t.Errorf("exit %d, stdout %q; want 0, %q", code, stdout.String(), "hi\n")
+	}
+}
+
+// TestStart: a call through the package's entry point, as an engine makes
+// it: stdin in, both streams apart and without once's marks, the exit
+// status from the trailer; and a once that never acks is NotStarted.
+func TestStart(t *testing.T) {
+	c, _ := localConn(t, nil)
+	var stdout, stderr bytes.Buffer
+	call := Start(c, []string{"/bin/sh", "-c", "cat; echo err >&2; exit 3"}, strings.NewReader("in\n"), &stdout, &stderr, time.Minute)
+	if err := <-call.Ended(); err != nil {
+		t.Fatal(err)
+	}
+	ws, whole := call.Result()
+	if code, _ := WaitStatus(ws); code != 3 || !whole || stdout.String() != "in\n" || stderr.String() != "err\n" {
+		t.Errorf("exit %d, whole %v, stdout %q, stderr %q; want 3, true, %q, %q", code, whole, stdout.String(), stderr.String(), "in\n", "err\n")
+	}
+
+	// Not once: a program that reads the request and says nothing.
+	pr, pw := io.Pipe()
+	mute := &pipeConn{in: pw, done: make(chan struct{})}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	call = Start(mute, []string{"/bin/true"}, nil, io.Discard, io.Discard, 100*time.Millisecond)
+	go func() { <-time.After(200 * time.Millisecond); mute.err = io.ErrClosedPipe; close(mute.done) }()
+	var ns NotStarted
+	if err := <-call.Ended(); !errors.As(err, &ns) {
+		t.Errorf("a program that never acks: %v, want NotStarted", err)
 	}
 }
