@@ -18,8 +18,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -295,13 +297,37 @@ func partial(b, mark []byte) int {
 	return 0
 }
 
-// WaitStatus decodes a wait(2) status: the exit code (128+signal for a
-// program killed by a signal) and the signal, 0 when it exited.
+// WaitStatus decodes the status of once's trailer, a wait(2) status: the
+// exit code (128+signal for a program killed by a signal; 127 for one
+// that could not be executed) and the signal, 0 when it exited.
 func WaitStatus(ws uint32) (code, signal int) {
+	if _, ok := ExecErrno(ws); ok {
+		return 127, 0
+	}
 	if sig := int(ws & 0x7f); sig != 0 {
 		return 128 + sig, sig
 	}
 	return int(ws>>8) & 0xff, 0
+}
+
+// ExecErrno returns why the program could not be executed (execve's
+// errno), and false when it was.
+func ExecErrno(ws uint32) (syscall.Errno, bool) {
+	if ws&0xff != 0x7f || ws == ackStatus {
+		return 0, false
+	}
+	return syscall.Errno(ws >> 8), true
+}
+
+// ExecMessage is what the caller of a program that could not be executed
+// gets on stderr, argv0 naming it ("ccrun: exec ARGV0: REASON"), or ""
+// when it was executed.
+func ExecMessage(argv0 string, ws uint32) string {
+	errno, ok := ExecErrno(ws)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("ccrun: exec %s: %v\n", argv0, errno)
 }
 
 // newNonce is a request's nonce: 16 random hex digits, which a program

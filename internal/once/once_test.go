@@ -108,6 +108,7 @@ func TestOnce(t *testing.T) {
 		argv           []string
 		stdin          io.Reader
 		code, signal   int
+		errno          syscall.Errno // why it could not be executed
 		stdout, stderr string
 	}{
 		{name: "exit 0", argv: []string{"/bin/true"}},
@@ -119,7 +120,9 @@ func TestOnce(t *testing.T) {
 		{name: "arguments kept", argv: []string{"/bin/echo", "a b", "", "c"}, stdout: "a b  c\n"},
 		{name: "environment its own", argv: []string{"/usr/bin/env"}, stdout: "A=b\n"},
 		{name: "killed", argv: []string{"/bin/sh", "-c", "kill -9 $$"}, code: 137, signal: 9},
-		{name: "not found", argv: []string{"/nonexistent"}, code: 127},
+		{name: "not found", argv: []string{"/nonexistent"}, code: 127, errno: syscall.ENOENT},
+		{name: "not executable", argv: []string{"/etc/passwd"}, code: 127, errno: syscall.EACCES},
+		{name: "exits 127 itself", argv: []string{"/bin/sh", "-c", "exit 127"}, code: 127},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,6 +155,12 @@ func TestOnce(t *testing.T) {
 			code, sig := WaitStatus(ws)
 			if code != tc.code || sig != tc.signal {
 				t.Errorf("exit %d signal %d; want %d, %d", code, sig, tc.code, tc.signal)
+			}
+			if errno, _ := ExecErrno(ws); errno != tc.errno {
+				t.Errorf("execve's errno %v, want %v", errno, tc.errno)
+			}
+			if msg := ExecMessage(tc.argv[0], ws); (tc.errno != 0) != strings.Contains(msg, tc.argv[0]) {
+				t.Errorf("ExecMessage %q", msg)
 			}
 			if got := cmd.ProcessState.ExitCode(); got != tc.code {
 				t.Errorf("once exited %d, want the program's %d", got, tc.code)

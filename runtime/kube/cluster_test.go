@@ -162,7 +162,7 @@ func TestRun(t *testing.T) {
 			s.Limits.Memory = 32 << 20
 			return s
 		}(), reason: job.Memory, code: job.KilledExitCode},
-		{name: "program not found", s: Spec{Image: "", Cmd: []string{"/nonexistent"}}, reason: job.Exit, code: 127},
+		{name: "program not found", s: Spec{Image: "", Cmd: []string{"/nonexistent"}}, reason: job.Exit, code: 127, stderr: "ccrun: exec /nonexistent: no such file or directory\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -482,7 +482,10 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		if streamErr == nil {
 			streamErr = c.err
 		}
-		_, whole := oc.Result()
+		ws, whole := oc.Result()
+		if msg := once.ExecMessage(s.Cmd[0], ws); whole && msg != "" {
+			fmt.Fprint(out.Stderr, msg) // the program could not be executed
+		}
 		// The stream ended: the program exited, or the pod, its node or
 		// the API server went away. The status tells which, within
 		// lostGrace.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strconv"
@@ -559,6 +560,9 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		if trailer {
 			code, sig := once.WaitStatus(ws)
 			st.Code = code
+			if msg := once.ExecMessage(s.Cmd[0], ws); msg != "" {
+				fmt.Fprint(out.Stderr, msg) // the program could not be executed
+			}
 			if sig != sigKill {
 				return st, nil
 			}

@@ -29,13 +29,17 @@
 # its exit ends the container, and with it every process the program left.
 # Only then: the runtime tears the streams down as the container ends, and
 # what was still on its way to ccrun would be lost. A bad request exits
-# 126; a program that cannot be executed exits 127.
+# 126. A program that cannot be executed exits 127, and its trailer's
+# status is then 0x7f | errno<<8 (the errno of execve, sent back on a
+# close-on-exec pipe): a wait status with 0x7f low, "stopped", is one
+# wait4 without WUNTRACED never gives.
 .intel_syntax noprefix
 .globl _start
 _start:
 	mov rax, [rsp]                  # argc
 	lea r14, [rsp+rax*8+16]         # r14 = envp
-	sub rsp, 16                     # [rsp]: n, then the pipe's two fds; [rsp+8]: a frame's length
+	sub rsp, 32                     # [rsp]: n, then the pipe's two fds; [rsp+8]: a frame's length;
+	                                # [rsp+16]: the errno pipe's two fds; [rsp+24]: execve's errno
 	mov rsi, rsp
 	mov edx, 4
 	call readfull
@@ -128,12 +132,21 @@ go:
 	syscall
 	test rax, rax
 	jnz fail
+	lea rdi, [rsp+16]
+	mov esi, 0x80000                # O_CLOEXEC: the errno pipe ends at the program's execve
+	mov eax, 293                    # SYS_pipe2
+	syscall
+	test rax, rax
+	jnz fail
 	mov eax, 57                     # SYS_fork: the program
 	syscall
 	test rax, rax
 	js fail
 	jz child
 	mov r15, rax                    # r15 = its pid
+	mov edi, [rsp+20]               # the errno pipe's write end is the program's alone
+	mov eax, 3                      # SYS_close
+	syscall
 	mov eax, 57                     # SYS_fork: the copier
 	syscall
 	test rax, rax
@@ -146,6 +159,12 @@ go:
 	mov edi, [rsp+4]
 	mov eax, 3
 	syscall
+	mov dword ptr [rsp+24], 0
+	mov edi, [rsp+16]               # execve's errno, or the end of the pipe: it ran
+	lea rsi, [rsp+24]
+	mov edx, 4
+	xor eax, eax                    # SYS_read
+	syscall
 	mov rdi, r15
 	lea rsi, [r12+16]               # the status, after the nonce
 	xor edx, edx
@@ -154,6 +173,13 @@ go:
 	syscall
 	test rax, rax
 	js fail
+	mov eax, [rsp+24]
+	test eax, eax
+	jz trailer
+	shl eax, 8                      # not executed: 0x7f | errno<<8
+	or eax, 0x7f
+	mov [r12+16], eax
+trailer:
 	mov edi, 1                      # the trailer: the nonce (still there), then the status,
 	mov rsi, r12
 	mov edx, 20
@@ -214,6 +240,9 @@ first:
 	jmp match
 status:
 	mov eax, [r12+16]
+	mov edi, 127
+	cmp al, 0x7f                    # not executed
+	je quit
 	mov edi, eax
 	and edi, 0x7f                   # the signal that killed it
 	jz exited
@@ -239,6 +268,13 @@ child:
 	mov rsi, rbp
 	mov rdx, r14
 	mov eax, 59                     # SYS_execve
+	syscall
+	neg eax                         # it failed: its errno to once
+	mov [rsp+24], eax
+	mov edi, [rsp+20]
+	lea rsi, [rsp+24]
+	mov edx, 4
+	mov eax, 1                      # SYS_write
 	syscall
 	mov edi, 127
 	mov eax, 231
