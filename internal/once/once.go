@@ -115,6 +115,7 @@ func (n NotStarted) Unwrap() error { return n.Err }
 type Call struct {
 	stdout, stderr *marks
 	ended          chan error
+	released       chan struct{}
 }
 
 // Start starts argv with stdin (nil: none) under once over c, its output
@@ -123,7 +124,7 @@ type Call struct {
 // once; Ended says when the call is over.
 func Start(c Conn, argv []string, stdin io.Reader, stdout, stderr io.Writer, ackTimeout time.Duration) *Call {
 	nonce := []byte(newNonce())
-	oc := &Call{stdout: newMarks(stdout, nonce), stderr: newMarks(stderr, nonce), ended: make(chan error, 1)}
+	oc := &Call{stdout: newMarks(stdout, nonce), stderr: newMarks(stderr, nonce), ended: make(chan error, 1), released: make(chan struct{})}
 	c.SetOutput(oc.stdout, oc.stderr)
 	go func() {
 		if err := handshake(c, argv, nonce, oc.stdout, oc.stderr, ackTimeout); err != nil {
@@ -132,7 +133,11 @@ func Start(c Conn, argv []string, stdin io.Reader, stdout, stderr io.Writer, ack
 		}
 		stop := make(chan struct{})
 		go func() { _ = sendStdin(c, stdin, stop) }()
-		go release(c, c.Done(), nonce, oc.stdout, oc.stderr, stop)
+		go func() {
+			if release(c, c.Done(), nonce, oc.stdout, oc.stderr, stop) {
+				close(oc.released)
+			}
+		}()
 		<-c.Done()
 		oc.ended <- nil
 	}()
@@ -142,6 +147,11 @@ func Start(c Conn, argv []string, stdin io.Reader, stdout, stderr io.Writer, ack
 // Ended gets the handshake's error (a NotStarted), or nil once the
 // sessions ended.
 func (oc *Call) Ended() <-chan error { return oc.ended }
+
+// Released is closed when both trailers came and once was sent its done
+// token: all the program wrote has come, and once ends by itself. An
+// engine that need not see the container end can take Result then.
+func (oc *Call) Released() <-chan struct{} { return oc.released }
 
 // Result passes on what the marks held back and returns the program's
 // wait status, with whole true only when both streams came with their
@@ -185,17 +195,19 @@ func handshake(c Conn, argv []string, nonce []byte, stdout, stderr *marks, timeo
 // sendStdin (closing stop) and sends once its done token, 0xff and the
 // nonce: the program's output has all come, and the container may end. A
 // token in the call's own stdin would need the nonce, which only ccrun
-// and once know. It returns early when the session ends first.
-func release(w io.Writer, done <-chan struct{}, nonce []byte, stdout, stderr *marks, stop chan<- struct{}) {
+// and once know. It returns early when the session ends first, and
+// reports whether the token was sent.
+func release(w io.Writer, done <-chan struct{}, nonce []byte, stdout, stderr *marks, stop chan<- struct{}) bool {
 	for _, m := range []*marks{stdout, stderr} {
 		select {
 		case <-m.ended:
 		case <-done:
-			return
+			return false
 		}
 	}
 	close(stop)
-	_, _ = w.Write(append([]byte{0xff}, nonce...))
+	_, err := w.Write(append([]byte{0xff}, nonce...))
+	return err == nil
 }
 
 // marks passes a stream of once's on to w without its marks: the nonce of

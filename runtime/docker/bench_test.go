@@ -258,11 +258,11 @@ func BenchmarkCLISideBySide(b *testing.B) {
 		steps = append(steps, ccrun("base-", base)...)
 	}
 	// The floor: an exec into a started container, hardened as a pooled one.
-	hold, err := pe.holderFile()
+	prog, err := pe.onceFile()
 	if err != nil {
-		b.Skip("no warm-pool holder here: ", err)
+		b.Skip("no warm-pool program here: ", err)
 	}
-	cfg, hc := poolConfig(Spec{Image: testImage}, job.Limits{}.WithDefaults(), hold, pe.labels())
+	cfg, hc := poolConfig(Spec{Image: testImage}, job.Limits{}.WithDefaults(), prog, pe.labels())
 	id, err := pe.create(context.Background(), cfg, hc, "")
 	if err != nil {
 		b.Fatal(err)

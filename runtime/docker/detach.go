@@ -147,7 +147,7 @@ func refillMain(in io.Reader) error {
 var errNotPooled = errors.New("docker: refill: not a hardened pooled container of its key")
 
 // checkRefill refuses a request that is not what runPooled asks for: a
-// container running the holder, as hardened as the cold path, whose key is
+// container running once, as hardened as the cold path, whose key is
 // the one it names. The refiller trusts its parent, but creates nothing
 // else if handed something else.
 func (e *Executor) checkRefill(ctx context.Context, r refillRequest) error {
@@ -155,7 +155,7 @@ func (e *Executor) checkRefill(ctx context.Context, r refillRequest) error {
 		return errNotPooled
 	}
 	c, h := r.Config, r.Host
-	if !slices.Equal(c.Entrypoint, []string{holdPath}) || len(c.Cmd) != 0 || len(c.Env) != 0 ||
+	if !slices.Equal(c.Entrypoint, []string{oncePath}) || len(c.Cmd) != 0 || len(c.Env) != 0 ||
 		h.Privileged || !h.ReadonlyRootfs || !slices.Equal(h.CapDrop, []string{"ALL"}) || len(h.CapAdd) != 0 ||
 		!slices.Contains(h.SecurityOpt, "no-new-privileges") || len(h.SecurityOpt) != 1 ||
 		h.Init == nil || !*h.Init || h.PidsLimit == nil || h.Memory <= 0 || h.MemorySwap != h.Memory ||

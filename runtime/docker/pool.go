@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -41,22 +42,25 @@ func isNotFound(err error) bool { return errdefs.IsNotFound(err) }
 
 // poolConfig is the configuration of an idle pooled container for s: the
 // cold path's configuration, with its hardening as it is, except that
-//   - the program is the holder (bound read-only at holdPath, run by
-//     docker-init), not the call's: the call's program is exec'd into the
-//     container when a run claims it;
-//   - it holds none of the call's environment (given at exec time), no
-//     stdin, and nobody attaches to it;
-//   - its pids limit counts the holder too, so the program has as many
-//     processes as on the cold path.
-func poolConfig(s Spec, lim job.Limits, hold string, labels map[string]string) (*container.Config, *container.HostConfig) {
+//   - the program is once (bound read-only at oncePath, run by
+//     docker-init), not the call's: once waits on the container's stdin,
+//     kept open for it, for the one call it serves (see callOnce), or a
+//     call's program is exec'd into the container beside it (see exec);
+//   - it holds none of the call's environment (given at exec time), and
+//     nobody attaches to it until a run claims it;
+//   - its pids limit counts once and its stdin copier too, so the program
+//     has as many processes as on the cold path.
+func poolConfig(s Spec, lim job.Limits, prog string, labels map[string]string) (*container.Config, *container.HostConfig) {
 	cfg, hc := s.config(lim, labels)
-	cfg.Entrypoint = []string{holdPath}
+	cfg.Entrypoint = []string{oncePath}
 	cfg.Cmd, cfg.Env = nil, nil
-	cfg.AttachStdin, cfg.OpenStdin, cfg.StdinOnce = false, false, false
-	cfg.AttachStdout, cfg.AttachStderr = false, false
-	pids := *hc.Resources.PidsLimit + 1
+	cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = false, false, false
+	// Stdin open, and closed when the claimer's attach session ends: a
+	// once whose claimer went away ends.
+	cfg.OpenStdin, cfg.StdinOnce = true, true
+	pids := *hc.Resources.PidsLimit + 2
 	hc.Resources.PidsLimit = &pids
-	hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: hold, Target: holdPath, ReadOnly: true})
+	hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: prog, Target: oncePath, ReadOnly: true})
 	return cfg, hc
 }
 
@@ -129,11 +133,11 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	if len(argv) == 0 {
 		return nil, false, nil // the cold path says "no command"
 	}
-	hold, err := e.holderFile()
+	prog, err := e.onceFile()
 	if err != nil {
 		return nil, false, nil // the pool is off here: cold
 	}
-	cfg, hc := poolConfig(s, lim, hold, nil)
+	cfg, hc := poolConfig(s, lim, prog, nil)
 	key, err := poolKey(img.ID, cfg, hc)
 	if err != nil {
 		return nil, false, nil
@@ -142,7 +146,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	labels[LabelPool] = key
 	// A configuration of its own for the refill: the client normalises
 	// what it is given.
-	rcfg, rhc := poolConfig(s, lim, hold, labels)
+	rcfg, rhc := poolConfig(s, lim, prog, labels)
 	id, ok := e.claim(kctx, key)
 	if !ok {
 		e.refill(key, rcfg, rhc, "")
@@ -152,7 +156,22 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		e.refill(key, rcfg, rhc, "") // while the program runs
 	}
 	e.pooledRuns.Add(1)
-	res, later, err := e.exec(ctx, id, s, lim, argv, begin)
+	var (
+		later bool
+		cold  bool // nothing ran: the call runs cold
+	)
+	if onceServes(s, argv) {
+		res, later, err = e.callOnce(ctx, id, s, lim, argv, begin)
+		var ns once.NotStarted
+		if errors.As(err, &ns) {
+			// Nothing ran: the container is removed unused, and the
+			// call runs cold.
+			e.pooledRuns.Add(-1)
+			res, later, err, cold = nil, true, nil, true
+		}
+	} else {
+		res, later, err = e.exec(ctx, id, s, lim, argv, begin)
+	}
 	switch {
 	case e.detach != nil && later:
 		e.refill(key, rcfg, rhc, id) // the refiller removes it, then its marker
@@ -165,9 +184,9 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 			e.unmark(id)
 		})
 	default:
-		e.unmark(id) // removed by exec
+		e.unmark(id) // removed by exec or callOnce
 	}
-	return res, true, err
+	return res, !cold, err
 }
 
 func (e *Executor) remove(ctx context.Context, id string) {
@@ -432,7 +451,7 @@ func parseOwner(b []byte) owner {
 func (e *Executor) inUse(c container.Summary) bool {
 	dir := e.poolDir
 	for _, m := range c.Mounts {
-		if m.Destination == holdPath {
+		if m.Destination == oncePath {
 			dir = filepath.Dir(m.Source)
 		}
 	}

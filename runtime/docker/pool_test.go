@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -40,8 +41,8 @@ func pooled(t *testing.T, e *Executor, key string) (idleIDs, busy []string) {
 	return idleIDs, busy
 }
 
-// keyOf is the pool key of s, and the holder's path.
-func keyOf(t *testing.T, e *Executor, s Spec) (key, hold string) {
+// keyOf is the pool key of s, and the path of once's file.
+func keyOf(t *testing.T, e *Executor, s Spec) (key, prog string) {
 	t.Helper()
 	if s.Image == "" {
 		s.Image = testImage
@@ -50,16 +51,16 @@ func keyOf(t *testing.T, e *Executor, s Spec) (key, hold string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hold, err = e.holderFile()
+	prog, err = e.onceFile()
 	if err != nil {
-		t.Skip("no warm-pool holder here: ", err)
+		t.Skip("no warm-pool program here: ", err)
 	}
-	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, nil)
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), prog, nil)
 	key, err = poolKey(img.ID, cfg, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return key, hold
+	return key, prog
 }
 
 // warm fills the pool of s and waits until an idle container waits in it.
@@ -68,11 +69,11 @@ func warm(t *testing.T, e *Executor, s Spec) string {
 	if s.Image == "" {
 		s.Image = testImage
 	}
-	key, hold := keyOf(t, e, s)
+	key, prog := keyOf(t, e, s)
 	e.bgWork.Wait() // a refill in flight would make a second idle container
 	labels := e.labels()
 	labels[LabelPool] = key
-	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, labels)
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), prog, labels)
 	e.fill(context.Background(), key, cfg, hc)
 	if idle, _ := pooled(t, e, key); len(idle) == 0 {
 		t.Fatal("the refill left no idle container")
@@ -94,26 +95,26 @@ func runWarm(t *testing.T, e *Executor, s Spec) *job.Result {
 	return res
 }
 
-// TestHolderFile: the holder (tested in internal/container) is written
-// once, mode 0555, and found again by its content.
-func TestHolderFile(t *testing.T) {
-	code := shared.Holder()
-	if code == nil {
-		t.Skip("no holder for this architecture: pooled runs run cold")
+// TestOnceFile: once (tested in internal/once) is written once, mode
+// 0555, and found again by its content.
+func TestOnceFile(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("no once for this architecture: pooled runs run cold")
 	}
+	code := once.ELF()
 	e := &Executor{poolDir: t.TempDir()}
-	path, err := e.holderFile()
+	path, err := e.onceFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := e.holderFile(); err != nil || again != path {
-		t.Fatalf("holderFile again = %q, %v; want %q", again, err, path)
+	if again, err := e.onceFile(); err != nil || again != path {
+		t.Fatalf("onceFile again = %q, %v; want %q", again, err, path)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o555 {
-		t.Fatalf("holder file %v, %v; want mode 0555", fi, err)
+		t.Fatalf("once's file %v, %v; want mode 0555", fi, err)
 	}
 	if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, code) {
-		t.Fatalf("holder file holds %d bytes, %v; want the holder's %d", len(b), err, len(code))
+		t.Fatalf("once's file holds %d bytes, %v; want once's %d", len(b), err, len(code))
 	}
 }
 
@@ -147,8 +148,8 @@ func TestPool(t *testing.T) {
 	if slices.ContainsFunc(ins.Config.Env, func(v string) bool { return strings.Contains(v, marker) }) {
 		t.Errorf("the idle container's environment holds the call's: %q", ins.Config.Env)
 	}
-	if got := append(append([]string(nil), ins.Config.Entrypoint...), ins.Config.Cmd...); !slices.Equal(got, []string{holdPath}) {
-		t.Errorf("the idle container runs %q, want only the holder", got)
+	if got := append(append([]string(nil), ins.Config.Entrypoint...), ins.Config.Cmd...); !slices.Equal(got, []string{oncePath}) {
+		t.Errorf("the idle container runs %q, want only once", got)
 	}
 
 	// A second Executor (another ccrun process, as far as the pool can
@@ -185,12 +186,24 @@ func TestPool(t *testing.T) {
 	}
 }
 
-// TestPoolRun: what the program sees and gives back through the exec.
+// TestPoolRun: what the program sees and gives back through once, or
+// through an exec (a call with environment, or a program without a path).
 func TestPoolRun(t *testing.T) {
 	e := executor(t)
 	t.Cleanup(func() { e.DrainPool(context.Background()) })
+	// byOnce runs s warm and fails unless once served it (viaOnce) or an
+	// exec did.
+	byOnce := func(t *testing.T, s Spec, viaOnce bool) *job.Result {
+		t.Helper()
+		before := e.onceRuns.Load()
+		res := runWarm(t, e, s)
+		if got := e.onceRuns.Load() != before; got != viaOnce {
+			t.Errorf("served by once: %v, want %v", got, viaOnce)
+		}
+		return res
+	}
 	t.Run("output, exit code, env, dir", func(t *testing.T) {
-		res := runWarm(t, e, Spec{Cmd: sh(`echo "$GREETING"; pwd; echo err >&2; exit 3`), Env: []string{"GREETING=hello"}, Dir: "/tmp"})
+		res := byOnce(t, Spec{Cmd: sh(`echo "$GREETING"; pwd; echo err >&2; exit 3`), Env: []string{"GREETING=hello"}, Dir: "/tmp"}, false)
 		if res.Reason != job.Exit || res.ExitCode != 3 {
 			t.Errorf("ended %s %d, want exit 3", res.Reason, res.ExitCode)
 		}
@@ -223,9 +236,46 @@ func TestPoolRun(t *testing.T) {
 	})
 	t.Run("program not found", func(t *testing.T) {
 		cold := run(t, e, Spec{Cmd: []string{"/nonexistent"}})
-		warm := runWarm(t, e, Spec{Cmd: []string{"/nonexistent"}})
-		if cold.ExitCode != 127 || warm.ExitCode != 127 || len(warm.Stdout) != 0 || len(warm.Stderr) == 0 {
+		warm := byOnce(t, Spec{Cmd: []string{"/nonexistent"}}, true)
+		if cold.ExitCode != 127 || warm.ExitCode != 127 || len(warm.Stdout) != 0 || !strings.Contains(string(warm.Stderr), "/nonexistent: no such file or directory") {
 			t.Errorf("cold exit %d, pooled exit %d (stdout %q, stderr %q); want 127 both, the reason on stderr", cold.ExitCode, warm.ExitCode, warm.Stdout, warm.Stderr)
+		}
+	})
+	t.Run("program not executable", func(t *testing.T) {
+		warm := byOnce(t, Spec{Cmd: []string{"/tmp"}}, true)
+		if warm.ExitCode != 127 || !strings.Contains(string(warm.Stderr), "/tmp: permission denied") {
+			t.Errorf("exit %d, stderr %q; want 127, the reason", warm.ExitCode, warm.Stderr)
+		}
+	})
+	t.Run("exit 127 of its own", func(t *testing.T) {
+		warm := byOnce(t, Spec{Cmd: sh("exit 127")}, true)
+		if warm.ExitCode != 127 || len(warm.Stderr) != 0 {
+			t.Errorf("exit %d, stderr %q; want 127 and nothing of ccrun's", warm.ExitCode, warm.Stderr)
+		}
+	})
+	t.Run("both streams whole at exit", func(t *testing.T) {
+		res := byOnce(t, Spec{Cmd: sh("head -c 2097152 /dev/zero | tr '\\0' x; head -c 65536 /dev/zero | tr '\\0' y >&2")}, true)
+		if len(res.Stdout) != 2<<20 || len(res.Stderr) != 64<<10 || strings.Trim(string(res.Stdout), "x") != "" || strings.Trim(string(res.Stderr), "y") != "" {
+			t.Errorf("stdout %d bytes, stderr %d bytes; want 2 MiB of x, 64 KiB of y", len(res.Stdout), len(res.Stderr))
+		}
+	})
+	t.Run("stdin unread", func(t *testing.T) {
+		res := byOnce(t, Spec{Cmd: []string{"/bin/busybox", "true"}, Streams: job.Streams{Stdin: strings.NewReader(strings.Repeat("x", 1<<20))}}, true)
+		if res.Reason != job.Exit || res.ExitCode != 0 {
+			t.Errorf("ended %s %d, want exit 0", res.Reason, res.ExitCode)
+		}
+	})
+	t.Run("a process left behind holds nothing", func(t *testing.T) {
+		begin := time.Now()
+		res := byOnce(t, Spec{Cmd: sh("(sleep 5; echo late) & echo now")}, true)
+		if string(res.Stdout) != "now\n" || time.Since(begin) > 4*time.Second {
+			t.Errorf("stdout %q after %s; want only the program's, at its exit", res.Stdout, time.Since(begin))
+		}
+	})
+	t.Run("a program without a path", func(t *testing.T) {
+		res := byOnce(t, Spec{Cmd: []string{"busybox", "echo", "found"}}, false)
+		if string(res.Stdout) != "found\n" {
+			t.Errorf("stdout %q, want found: the exec searches PATH", res.Stdout)
 		}
 	})
 	t.Run("single use", func(t *testing.T) {
@@ -268,11 +318,12 @@ func TestPoolHardened(t *testing.T) {
 	if string(warm.Stdout) != string(cold.Stdout) {
 		t.Errorf("pooled run sees:\n%s\ncold run sees:\n%s", warm.Stdout, cold.Stdout)
 	}
-	// The pids limit counts the holder too: one more than the cold one.
+	// The pids limit counts once and its stdin copier too: two more than
+	// the cold one.
 	pids := sh("cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null")
 	pc, pw := run(t, e, Spec{Cmd: pids, Limits: job.Limits{Pids: 40}}), runWarm(t, e, Spec{Cmd: pids, Limits: job.Limits{Pids: 40}})
-	if string(pc.Stdout) != "40\n" || string(pw.Stdout) != "41\n" {
-		t.Errorf("pids.max %q cold, %q pooled; want 40 and 41", pc.Stdout, pw.Stdout)
+	if string(pc.Stdout) != "40\n" || string(pw.Stdout) != "42\n" {
+		t.Errorf("pids.max %q cold, %q pooled; want 40 and 42", pc.Stdout, pw.Stdout)
 	}
 }
 
@@ -404,17 +455,17 @@ func TestPoolStale(t *testing.T) {
 	e := executor(t)
 	t.Cleanup(func() { e.DrainPool(context.Background()) })
 	s := Spec{Image: testImage, Cmd: sh("echo ok"), Pool: true}
-	key, hold := keyOf(t, e, s)
+	key, prog := keyOf(t, e, s)
 	gone := owner{pid: 1 << 30, start: "1"} // no such process
 	labels := e.labels()
 	labels[LabelPool], labels[LabelPID], labels[LabelStart] = key, "1073741824", "1"
 	ctx := context.Background()
-	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, labels)
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), prog, labels)
 	half, err := e.create(ctx, cfg, hc, "ccrun-pool-"+randHex(6))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, hc = poolConfig(s, s.Limits.WithDefaults(), hold, labels)
+	cfg, hc = poolConfig(s, s.Limits.WithDefaults(), prog, labels)
 	used, err := e.create(ctx, cfg, hc, claimedName(gone))
 	if err != nil {
 		t.Fatal(err)
@@ -494,7 +545,7 @@ func TestPoolDetached(t *testing.T) {
 func TestRefillRefuses(t *testing.T) {
 	e := executor(t)
 	s := Spec{Image: testImage, Pool: true}
-	key, hold := keyOf(t, e, s)
+	key, prog := keyOf(t, e, s)
 	for _, tc := range []struct {
 		name  string
 		tweak func(*container.Config, *container.HostConfig)
@@ -510,14 +561,14 @@ func TestRefillRefuses(t *testing.T) {
 		{"another key", func(_ *container.Config, h *container.HostConfig) { h.Memory, h.MemorySwap = 1<<30, 1<<30 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, nil)
+			cfg, hc := poolConfig(s, s.Limits.WithDefaults(), prog, nil)
 			tc.tweak(cfg, hc)
 			if err := e.checkRefill(context.Background(), refillRequest{Key: key, Config: cfg, Host: hc}); err == nil {
 				t.Error("accepted")
 			}
 		})
 	}
-	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, nil)
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), prog, nil)
 	b, _ := json.Marshal(refillRequest{Key: key, Config: cfg, Host: hc})
 	var r refillRequest
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -626,11 +677,11 @@ func TestPoolDrainInUse(t *testing.T) {
 // key and the container's id.
 func startIdle(t *testing.T, e *Executor, s Spec) (key, id string) {
 	t.Helper()
-	key, hold := keyOf(t, e, s)
+	key, prog := keyOf(t, e, s)
 	labels := e.labels()
 	labels[LabelPool] = key
 	ctx := context.Background()
-	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), hold, labels)
+	cfg, hc := poolConfig(s, s.Limits.WithDefaults(), prog, labels)
 	id, err := e.create(ctx, cfg, hc, "ccrun-pool-"+randHex(6))
 	if err != nil {
 		t.Fatal(err)
