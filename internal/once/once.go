@@ -27,7 +27,7 @@ import (
 
 // The sizes of once's protocol.
 const (
-	Max         = 1 << 20 // the largest request: the nonce and the argv strings
+	Max         = 1 << 20 // the largest request: the nonce, argc, and the strings of argv and env
 	nonceSize   = 16
 	trailerSize = nonceSize + 4 // the nonce, then a u32 wait status
 	ackStatus   = 0xffffffff    // the status of the ack, which no wait status is
@@ -48,21 +48,23 @@ type Conn interface {
 	Err() error
 }
 
-// request frames argv for once: its length, the nonce, the strings.
-func request(nonce []byte, argv []string) []byte {
-	n := RequestSize(argv)
+// request frames argv and env for once: its length, the nonce, argc, the
+// strings.
+func request(nonce []byte, argv, env []string) []byte {
+	n := RequestSize(argv, env)
 	b := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+n), uint32(n))
 	b = append(b, nonce...)
-	for _, a := range argv {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(argv)))
+	for _, a := range append(argv[:len(argv):len(argv)], env...) {
 		b = append(append(b, a...), 0)
 	}
 	return b
 }
 
-// RequestSize is the size of argv in once's request: at most Max.
-func RequestSize(argv []string) int {
-	n := nonceSize
-	for _, a := range argv {
+// RequestSize is the size of argv and env in once's request: at most Max.
+func RequestSize(argv, env []string) int {
+	n := nonceSize + 4
+	for _, a := range append(argv[:len(argv):len(argv)], env...) {
 		n += len(a) + 1
 	}
 	return n
@@ -119,15 +121,16 @@ type Call struct {
 }
 
 // Start starts argv with stdin (nil: none) under once over c, its output
-// to stdout and stderr: the handshake (at most ackTimeout for once's ack),
+// to stdout and stderr, env (NAME=value each) added to the container's
+// environment (replacing what it names): the handshake (at most ackTimeout for once's ack),
 // then the frames of stdin and the release beside them. It returns at
 // once; Ended says when the call is over.
-func Start(c Conn, argv []string, stdin io.Reader, stdout, stderr io.Writer, ackTimeout time.Duration) *Call {
+func Start(c Conn, argv, env []string, stdin io.Reader, stdout, stderr io.Writer, ackTimeout time.Duration) *Call {
 	nonce := []byte(newNonce())
 	oc := &Call{stdout: newMarks(stdout, nonce), stderr: newMarks(stderr, nonce), ended: make(chan error, 1), released: make(chan struct{})}
 	c.SetOutput(oc.stdout, oc.stderr)
 	go func() {
-		if err := handshake(c, argv, nonce, oc.stdout, oc.stderr, ackTimeout); err != nil {
+		if err := handshake(c, argv, env, nonce, oc.stdout, oc.stderr, ackTimeout); err != nil {
 			oc.ended <- err
 			return
 		}
@@ -170,11 +173,11 @@ func (oc *Call) Result() (ws uint32, whole bool) {
 // handshake sends once its request, waits for its ack on both streams
 // (timeout at most), then sends the go byte: from there on the program
 // runs and its output reaches c.
-func handshake(c Conn, argv []string, nonce []byte, stdout, stderr *marks, timeout time.Duration) error {
+func handshake(c Conn, argv, env []string, nonce []byte, stdout, stderr *marks, timeout time.Duration) error {
 	noAck := errors.New("no ack from the container's program within " + timeout.String())
 	t := time.AfterFunc(timeout, func() { c.Abort(noAck) })
 	defer t.Stop()
-	if _, err := c.Write(request(nonce, argv)); err != nil {
+	if _, err := c.Write(request(nonce, argv, env)); err != nil {
 		return NotStarted{err}
 	}
 	for _, m := range []*marks{stdout, stderr} {

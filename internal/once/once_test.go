@@ -103,9 +103,13 @@ func localConn(t *testing.T, env []string) (*pipeConn, *exec.Cmd) {
 // environment its own.
 func TestOnce(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 5*chunk/16+3)
+	noexec := t.TempDir() // holds prog, not executable
+	if err := os.WriteFile(filepath.Join(noexec, "prog"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name           string
-		argv           []string
+		argv, env      []string
 		stdin          io.Reader
 		code, signal   int
 		errno          syscall.Errno // why it could not be executed
@@ -119,6 +123,16 @@ func TestOnce(t *testing.T) {
 		{name: "stdin unread", argv: []string{"/bin/true"}, stdin: strings.NewReader(big)},
 		{name: "arguments kept", argv: []string{"/bin/echo", "a b", "", "c"}, stdout: "a b  c\n"},
 		{name: "environment its own", argv: []string{"/usr/bin/env"}, stdout: "A=b\n"},
+		{name: "environment added", argv: []string{"/usr/bin/env"}, env: []string{"C=d e", "E="}, stdout: "C=d e\nE=\nA=b\n"},
+		{name: "environment replaced", argv: []string{"/usr/bin/env"}, env: []string{"A=x"}, stdout: "A=x\n"},
+		{name: "a longer name is another", argv: []string{"/usr/bin/env"}, env: []string{"AB=c"}, stdout: "AB=c\nA=b\n"},
+		{name: "a shorter name is another", argv: []string{"/usr/bin/env"}, env: []string{"=x", "Ab=c"}, stdout: "=x\nAb=c\nA=b\n"},
+		{name: "found in the default PATH", argv: []string{"echo", "hi"}, stdout: "hi\n"},
+		{name: "found in its PATH", argv: []string{"true"}, env: []string{"PATH=/nonexistent::/etc/passwd:/bin"}},
+		{name: "not in PATH", argv: []string{"no-such-program"}, env: []string{"PATH=/bin:/usr/bin"}, code: 127, errno: syscall.ENOENT},
+		{name: "in PATH, not executable", argv: []string{"prog"}, env: []string{"PATH=/nonexistent:" + noexec + ":/bin"}, code: 127, errno: syscall.EACCES},
+		{name: "a PATH too long to try", argv: []string{"true"}, env: []string{"PATH=" + strings.Repeat("x", 40000) + ":/bin"}},
+		{name: "a name too long to try", argv: []string{strings.Repeat("y", 70000)}, env: []string{"PATH=/bin"}, code: 127, errno: syscall.ENOENT},
 		{name: "killed", argv: []string{"/bin/sh", "-c", "kill -9 $$"}, code: 137, signal: 9},
 		{name: "not found", argv: []string{"/nonexistent"}, code: 127, errno: syscall.ENOENT},
 		{name: "not executable", argv: []string{"/etc/passwd"}, code: 127, errno: syscall.EACCES},
@@ -133,7 +147,7 @@ func TestOnce(t *testing.T) {
 			om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
 			c.stdout.Set(om)
 			c.stderr.Set(em)
-			if err := handshake(c, tc.argv, nonce, om, em, time.Minute); err != nil {
+			if err := handshake(c, tc.argv, tc.env, nonce, om, em, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			stop := make(chan struct{})
@@ -176,10 +190,12 @@ func TestOnce(t *testing.T) {
 // nothing.
 func TestOnceBadRequest(t *testing.T) {
 	for name, req := range map[string][]byte{
-		"too short":  {3, 0, 0, 0, 'a', 'b', 'c'},
-		"too large":  {0, 0, 0x20, 0},
-		"no program": append([]byte{16, 0, 0, 0}, make([]byte, 16)...),
-		"cut short":  {40, 0, 0, 0, 'a'},
+		"too short":             {3, 0, 0, 0, 'a', 'b', 'c'},
+		"too large":             {0, 0, 0x20, 0},
+		"no program":            append([]byte{16, 0, 0, 0}, make([]byte, 16)...),
+		"cut short":             {40, 0, 0, 0, 'a'},
+		"argc 0":                append(append([]byte{22, 0, 0, 0}, make([]byte, 16)...), 0, 0, 0, 0, 'x', 0),
+		"argc past the strings": append(append([]byte{22, 0, 0, 0}, make([]byte, 16)...), 2, 0, 0, 0, 'x', 0),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, cmd := localConn(t, nil)
@@ -242,7 +258,7 @@ func TestOnceReleaseAmongLookalikes(t *testing.T) {
 	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
 	c.stdout.Set(om)
 	c.stderr.Set(em)
-	if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nonce, om, em, time.Minute); err != nil {
+	if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nil, nonce, om, em, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	near := append(append([]byte{0xff, 0xff}, nonce[:nonceSize-1]...), 0xff)
@@ -269,7 +285,7 @@ func TestOnceAckAgain(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 		c.stdout.Set(om)
 	}()
-	if err := handshake(c, []string{"/bin/echo", "hi"}, nonce, om, em, time.Minute); err != nil {
+	if err := handshake(c, []string{"/bin/echo", "hi"}, nil, nonce, om, em, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -288,7 +304,7 @@ func TestOnceAckAgain(t *testing.T) {
 func TestStart(t *testing.T) {
 	c, _ := localConn(t, nil)
 	var stdout, stderr bytes.Buffer
-	call := Start(c, []string{"/bin/sh", "-c", "cat; echo err >&2; exit 3"}, strings.NewReader("in\n"), &stdout, &stderr, time.Minute)
+	call := Start(c, []string{"/bin/sh", "-c", "cat; echo err >&2; exit 3"}, nil, strings.NewReader("in\n"), &stdout, &stderr, time.Minute)
 	if err := <-call.Ended(); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +317,7 @@ func TestStart(t *testing.T) {
 	pr, pw := io.Pipe()
 	mute := &pipeConn{in: pw, done: make(chan struct{})}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	call = Start(mute, []string{"/bin/true"}, nil, io.Discard, io.Discard, 100*time.Millisecond)
+	call = Start(mute, []string{"/bin/true"}, nil, nil, io.Discard, io.Discard, 100*time.Millisecond)
 	go func() { <-time.After(200 * time.Millisecond); mute.err = io.ErrClosedPipe; close(mute.done) }()
 	var ns NotStarted
 	if err := <-call.Ended(); !errors.As(err, &ns) {

@@ -24,17 +24,22 @@ const ackTimeout = 10 * time.Second
 
 // onceServes reports whether once, the pooled container's program, can
 // serve a call of s running argv, rather than an exec into the container:
-//   - the call adds no environment to the container's (once gives the
-//     program its own, which is the container's: an exec merges the
-//     call's into it, which once does not);
-//   - argv[0] is a path (once does not search PATH, as an exec does);
-//   - the request fits once's limit.
+// the request fits once's limit, and each environment entry is NAME=value
+// (an exec also takes a bare NAME, which unsets the variable; once does
+// not).
 func onceServes(s Spec, argv []string) bool {
-	return len(s.Env) == 0 && strings.Contains(argv[0], "/") && once.RequestSize(argv) <= once.Max
+	for _, kv := range s.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return false
+		}
+	}
+	return once.RequestSize(argv, s.Env) <= once.Max
 }
 
 // callOnce runs argv in the claimed, started container id through its
-// once: it attaches to the container's streams, sends the request (and
+// once, with the call's environment added to the container's (replacing
+// what it names, as an exec has it; argv[0] without a '/' is looked for in
+// that environment's PATH, as an exec does): it attaches to the container's streams, sends the request (and
 // stdin, in frames), and takes the exit status from once's trailer, which
 // comes on each stream after all the program wrote. There is no exec to
 // create, start and inspect, and no wait for the container's end: once
@@ -68,7 +73,7 @@ func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limi
 			return once.NotStarted{Err: classify(e.host, "attach to pooled container", err)}
 		}
 		c, stderr = newOnceConn(hj), out.Stderr
-		oc = once.Start(c, argv, s.Streams.Stdin, out.Stdout, out.Stderr, ackTimeout)
+		oc = once.Start(c, argv, s.Env, s.Streams.Stdin, out.Stdout, out.Stderr, ackTimeout)
 		e.onceRuns.Add(1)
 		return nil
 	}

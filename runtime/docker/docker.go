@@ -27,15 +27,15 @@
 // The warm pool (Spec.Pool, opt-in) keeps, for each container shape (image,
 // limits, mounts, network, user, working directory), a container created
 // and started in advance, as hardened as a cold one, in which once
-// (internal/once, a static program of about 1 KB, bound read-only; nothing
+// (internal/once, a static program of about 1.5 KB, bound read-only; nothing
 // of the image runs) waits on the container's stdin. A run claims it by a
 // claim marker (a file written under a lock file shared by the ccrun
 // processes of this host and user) and attaches to it: once runs the
-// program with the container's user, working directory and environment,
-// and sends its exit status after its output. A run that adds environment
-// variables, or names its program without a path, is exec'd into the
-// container instead. Either way the container is removed after: each
-// serves one run. A fresh one is created and started in the background —
+// program with the container's user and working directory, the call's
+// environment added to the container's, and sends its exit status after
+// its output. A run whose environment unsets a variable (a bare NAME) is
+// exec'd into the container instead. Either way the container is removed
+// after: each serves one run. A fresh one is created and started in the background —
 // in this process, which Close waits for at most 3 s, or in a process of
 // its own (WithDetachedRefill, RefillMain) — and outlives the process, so
 // the next ccrun process finds it. With no idle container, a pooled run

@@ -203,7 +203,7 @@ func TestPoolRun(t *testing.T) {
 		return res
 	}
 	t.Run("output, exit code, env, dir", func(t *testing.T) {
-		res := byOnce(t, Spec{Cmd: sh(`echo "$GREETING"; pwd; echo err >&2; exit 3`), Env: []string{"GREETING=hello"}, Dir: "/tmp"}, false)
+		res := byOnce(t, Spec{Cmd: sh(`echo "$GREETING"; pwd; echo err >&2; exit 3`), Env: []string{"GREETING=hello"}, Dir: "/tmp"}, true)
 		if res.Reason != job.Exit || res.ExitCode != 3 {
 			t.Errorf("ended %s %d, want exit 3", res.Reason, res.ExitCode)
 		}
@@ -273,9 +273,21 @@ func TestPoolRun(t *testing.T) {
 		}
 	})
 	t.Run("a program without a path", func(t *testing.T) {
-		res := byOnce(t, Spec{Cmd: []string{"busybox", "echo", "found"}}, false)
+		res := byOnce(t, Spec{Cmd: []string{"busybox", "echo", "found"}}, true)
 		if string(res.Stdout) != "found\n" {
-			t.Errorf("stdout %q, want found: the exec searches PATH", res.Stdout)
+			t.Errorf("stdout %q, want found: once searches PATH", res.Stdout)
+		}
+	})
+	t.Run("environment as an exec has it", func(t *testing.T) {
+		// The image's PATH replaced, HOSTNAME kept, one added; the same
+		// through once as through an exec (a bare name makes an exec).
+		s := Spec{Cmd: sh(`echo "$PATH"; echo "${HOSTNAME:+set}"; echo "$A"; echo "${B-unset}"`), Env: []string{"PATH=/x:/bin", "A=b c"}}
+		viaOnce := byOnce(t, s, true)
+		s.Env = append(s.Env, "B")
+		viaExec := byOnce(t, s, false)
+		want := "/x:/bin\nset\nb c\nunset\n"
+		if string(viaOnce.Stdout) != want || string(viaExec.Stdout) != want {
+			t.Errorf("through once %q, through an exec %q; want %q", viaOnce.Stdout, viaExec.Stdout, want)
 		}
 	})
 	t.Run("single use", func(t *testing.T) {

@@ -650,10 +650,21 @@ func TestRunWarm(t *testing.T) {
 			s.Limits.Memory = 32 << 20
 			return s
 		}(), reason: job.Memory, code: job.KilledExitCode},
+		// once adds the call's environment to the container's, replacing
+		// what it names (PATH here).
+		{name: "env", s: func() Spec {
+			s := spec("sh", "-c", `echo "$A"; echo "$PATH"`)
+			s.Env = []string{"A=b c", "PATH=/x:/bin"}
+			return s
+		}(), reason: job.Exit, stdout: "b c\n/x:/bin\n"},
+		{name: "program not found", s: Spec{Cmd: []string{"/nonexistent"}}, reason: job.Exit, code: 127, stderr: "ccrun: exec /nonexistent: no such file or directory\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			if tc.s.Image == "" {
+				tc.s.Image, tc.s.Pull = testRef, PullNever
+			}
 			defer cancel()
 			tc.s.Pool = true
 			if tc.s.Limits.Memory == 0 {

@@ -362,7 +362,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := e.ensure(ctx); err != nil {
 		return nil, err
 	}
-	if s.Pool && in == nil && len(s.Env) == 0 {
+	// A warm pod's once adds the call's environment to the container's,
+	// as the cold pod's spec does.
+	if s.Pool && in == nil && once.RequestSize(s.Cmd, s.Env) <= once.Max {
 		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
 			return res, err
 		}
@@ -463,7 +465,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		// asked for by a request, its end told by a trailer on each
 		// stream, the container kept until ccrun has all of its output.
 		c = e.connect(actx, name)
-		oc = once.Start(c, s.Cmd, s.Streams.Stdin, out.Stdout, out.Stderr, requestTimeout)
+		oc = once.Start(c, s.Cmd, nil, s.Streams.Stdin, out.Stdout, out.Stderr, requestTimeout)
 		started = true
 		return nil
 	}

@@ -543,7 +543,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	sup.Start = func(rctx context.Context, out *job.Capture) error {
 		runCtx = rctx
 		c = e.takeConn(sctx, name)
-		oc = once.Start(c, s.Cmd, s.Streams.Stdin, out.Stdout, out.Stderr, requestTimeout)
+		oc = once.Start(c, s.Cmd, s.Env, s.Streams.Stdin, out.Stdout, out.Stderr, requestTimeout)
 		return nil
 	}
 	sup.Wait = func() (job.Status, error) {

@@ -55,7 +55,7 @@ const (
 // one), as Kubernetes reads them. Cmd is required, Cmd[0] an absolute path;
 // Mounts are copied (see the package documentation); Network is none or
 // bridge; Pool claims a warm pod of the same template (Executor.WithPool),
-// and a call with mounts or an environment runs cold; User is numeric
+// and a call with mounts runs cold; User is numeric
 // (default 65534:65534). Its zero fields mean the hardened defaults; a
 // field that loosens them is listed by Loosens.
 type Spec container.Spec
@@ -128,7 +128,7 @@ func (s Spec) validate() error {
 			return bad("argument %d holds a NUL byte, which no program can receive", i)
 		}
 	}
-	if n := once.RequestSize(s.Cmd); n > once.Max {
+	if n := once.RequestSize(s.Cmd, nil); n > once.Max {
 		return bad("the command is %d bytes: at most %d", n, once.Max)
 	}
 	if !s.Pull.Known() {

@@ -6,8 +6,10 @@
 # It serves exactly one call, read from stdin (the container's, kept open
 # across attach sessions):
 #
-#   u32 n                  little endian, 17 <= n <= 1 MiB
-#   n bytes                a 16-byte nonce, then argv as NUL-terminated strings
+#   u32 n                  little endian, 21 <= n <= 1 MiB
+#   n bytes                a 16-byte nonce, u32 argc >= 1, then argc strings
+#                          (argv) and the environment's (NAME=value), each
+#                          NUL-terminated
 #   one byte               go: sent once ccrun has read the ack
 #   frames of stdin        u32 len, len bytes; len 0 ends the call's stdin
 #
@@ -18,8 +20,12 @@
 # runtime may add an attach session's output after it passes on its
 # input, and an ack before that is lost).
 #
-# It forks the program (stdin a pipe, stdout and stderr the container's,
-# the environment its own) and a copier (the frames into that pipe), waits
+# It forks the program (stdin a pipe, stdout and stderr the container's;
+# its environment once's own with the request's strings added, each
+# replacing once's of the same name, as an exec into a container has it;
+# an argv[0] without a '/' looked for in that environment's PATH, or
+# docker's default PATH, as execvp does) and a copier (the frames into
+# that pipe), waits
 # for the program, writes the nonce and the u32 wait status to stdout and
 # to stderr (the trailer ccrun looks for: in each stream after all the
 # program wrote to it), kills the copier, and reads stdin until the done
@@ -46,14 +52,22 @@ _start:
 	test eax, eax
 	jnz fail
 	mov ebx, [rsp]                  # rbx = n
-	cmp rbx, 17
+	cmp rbx, 21
 	jb fail
 	cmp rbx, 0x100000
 	ja fail
-	# mmap(NULL, 9n+64K+64, RW, PRIVATE|ANONYMOUS): 64K of copy buffer (and
-	# the trailer), the request, its argv pointers.
+	xor ecx, ecx                    # rcx = how many strings its own environment has
+count:
+	cmp qword ptr [r14+rcx*8], 0
+	je counted
+	inc rcx
+	jmp count
+counted:
+	# mmap(NULL, 9n+8k+64K+80, RW, PRIVATE|ANONYMOUS): 64K of copy buffer
+	# (and the trailer, and a path being tried), the request, the pointers
+	# to its strings and to the k of once's environment.
 	lea rsi, [rbx+rbx*8]
-	add rsi, 0x10040
+	lea rsi, [rsi+rcx*8+0x10050]
 	xor edi, edi
 	mov edx, 3
 	mov r10d, 0x22
@@ -72,14 +86,29 @@ _start:
 	jnz fail
 	lea rbp, [r13+rbx+23]
 	and rbp, -8                     # rbp = argv, past the request and a zero pad
-	lea rsi, [r13+16]
+	mov r8d, [r13+16]               # r8 = argv strings still to come
+	test r8, r8
+	jz fail                         # no program
+	lea rsi, [r13+20]
 	lea rdx, [r13+rbx]
 	mov rdi, rbp
+	xor r9d, r9d                    # r9 = the environment's pointers, once argv is done
 scan:                                   # a pointer to each string
 	cmp rsi, rdx
 	jae scandone
+	test r8, r8
+	jnz ptr
+	test r9, r9
+	jnz ptr
+	mov qword ptr [rdi], 0          # argv ends; the environment begins
+	add rdi, 8
+	mov r9, rdi
+ptr:
 	mov [rdi], rsi
 	add rdi, 8
+	test r8, r8
+	jz str
+	dec r8
 str:
 	cmp rsi, rdx
 	jae scandone
@@ -88,9 +117,46 @@ str:
 	jnz str
 	jmp scan
 scandone:
+	test r8, r8
+	jnz fail                        # fewer strings than argc
+	test r9, r9
+	jnz merge
+	mov qword ptr [rdi], 0          # argv ends: the request has no environment
+	add rdi, 8
+	mov r9, rdi
+merge:                                  # then once's own environment, but the names
+	mov r15, rdi                    # the request gives: r15 = the end of its own
+	mov r10, r14
+own:
+	mov rax, [r10]
+	test rax, rax
+	jz merged
+	add r10, 8
+	mov r11, r9
+other:
+	cmp r11, r15
+	jae keep
+	mov rsi, [r11]                  # a string of the request's
+	mov rcx, rax
+	add r11, 8
+same:
+	mov dl, [rsi]
+	cmp dl, [rcx]
+	jne other
+	cmp dl, 0x3d                    # '=': the same name, the request's wins
+	je own
+	test dl, dl
+	jz other
+	inc rsi
+	inc rcx
+	jmp same
+keep:
+	mov [rdi], rax
+	add rdi, 8
+	jmp own
+merged:
 	mov qword ptr [rdi], 0
-	cmp rdi, rbp
-	je fail                         # no program
+	mov r14, r9                     # r14 = the program's environment
 	mov rax, [r13]                  # the ack: the nonce, then 0xffffffff,
 	mov [r12], rax
 	mov rax, [r13+8]
@@ -264,11 +330,99 @@ child:
 	mov edi, [rsp+4]
 	mov eax, 3
 	syscall
-	mov rdi, [rbp]
+	mov rdi, [rbp]                  # argv[0]: a path, or a name to look for in PATH
+	mov rsi, rdi
+slash:
+	lodsb
+	cmp al, 0x2f                    # '/'
+	je direct
+	test al, al
+	jnz slash
+	mov r10, r14                    # PATH, from the program's environment
+path:
+	mov r9, [r10]
+	test r9, r9
+	jz defpath
+	add r10, 8
+	cmp dword ptr [r9], 0x48544150  # "PATH"
+	jne path
+	cmp byte ptr [r9+4], 0x3d       # '='
+	jne path
+	add r9, 5                       # r9 = where the next directory begins
+	jmp search
+defpath:
+	lea r9, [rip+stdpath]
+search:
+	xor ebx, ebx                    # ebx = EACCES met
+dir:
+	mov rdi, r12                    # the path tried, in the copy buffer (unused in here)
+copy:
+	mov al, [r9]
+	test al, al
+	jz dirend
+	inc r9
+	cmp al, 0x3a                    # ':'
+	je dirend
+	mov [rdi], al
+	inc rdi
+	lea rdx, [r12+0x8000]
+	cmp rdi, rdx
+	jb copy
+skip:                                   # too long: the next directory
+	mov al, [r9]
+	test al, al
+	jz tried
+	inc r9
+	cmp al, 0x3a
+	jne skip
+	jmp dir
+dirend:
+	movzx r15d, al                  # r15 = 0 at PATH's end
+	cmp rdi, r12
+	je name                         # an empty directory is the working one
+	mov byte ptr [rdi], 0x2f
+	inc rdi
+name:
+	mov rdx, [rbp]
+namecopy:
+	mov al, [rdx]
+	mov [rdi], al
+	inc rdi
+	inc rdx
+	lea rcx, [r12+0xffff]
+	cmp rdi, rcx
+	jae next
+	test al, al
+	jnz namecopy
+	mov rdi, r12
 	mov rsi, rbp
 	mov rdx, r14
 	mov eax, 59                     # SYS_execve
 	syscall
+	cmp eax, -13                    # EACCES: go on, and say so if nothing else is found
+	jne notacces
+	mov ebx, 1
+	jmp next
+notacces:
+	cmp eax, -2                     # ENOENT
+	je next
+	cmp eax, -20                    # ENOTDIR
+	jne failed
+next:
+	test r15d, r15d
+	jnz dir
+tried:
+	mov eax, -2                     # ENOENT
+	test ebx, ebx
+	jz failed
+	mov eax, -13                    # EACCES
+	jmp failed
+direct:
+	mov rsi, rbp
+	mov rdx, r14
+	mov eax, 59                     # SYS_execve
+	syscall
+failed:
 	neg eax                         # it failed: its errno to once
 	mov [rsp+24], eax
 	mov edi, [rsp+20]
@@ -340,3 +494,5 @@ readfull:                               # read rdx bytes of fd 0 to rsi: eax 0, 
 rferr:
 	mov eax, 1
 	ret
+stdpath:                                # PATH when the environment has none (docker's)
+	.asciz "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
