@@ -93,15 +93,15 @@ func (r *Runtime) dockerEngine() (*kubeConfig, error) {
 	if r.kube != nil {
 		return r.kube, nil
 	}
-	loc := permission.DefaultLocations(r.dir)
-	for _, path := range []string{loc.Managed, loc.User} {
-		d, ok, err := readDockerSettings(path)
+	for _, f := range r.dockerSettings() {
+		d, ok, err := f.read()
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue
 		}
+		path := f.path
 		switch d.Engine {
 		case "", EngineDocker:
 			return &kubeConfig{engine: EngineDocker, from: path}, nil
@@ -112,6 +112,46 @@ func (r *Runtime) dockerEngine() (*kubeConfig, error) {
 		}
 	}
 	return &kubeConfig{engine: EngineDocker, from: "default"}, nil
+}
+
+// dockerFile is where the "docker" member is read from: a settings layer
+// the Runtime loaded (so that the file is read once), or a file.
+type dockerFile struct {
+	path  string
+	layer *permission.Settings // nil: read path
+}
+
+func (f dockerFile) read() (DockerSettings, bool, error) {
+	if f.layer == nil {
+		return readDockerSettings(f.path)
+	}
+	if f.layer.Docker == nil {
+		return DockerSettings{}, false, nil
+	}
+	var d DockerSettings
+	if err := json.Unmarshal(f.layer.Docker, &d); err != nil {
+		return DockerSettings{}, false, fmt.Errorf("%s: %v: %w", f.path, err, permission.ErrInvalidConfig)
+	}
+	return d, true, nil
+}
+
+// dockerSettings is where the engine may be chosen, in order: the managed
+// policy, then the user config: the layers loadFiles read when there are
+// (a file absent is no layer), else the files.
+func (r *Runtime) dockerSettings() []dockerFile {
+	loc := permission.DefaultLocations(r.dir)
+	if r.files == nil {
+		return []dockerFile{{path: loc.Managed}, {path: loc.User}}
+	}
+	var out []dockerFile
+	for _, origin := range []permission.Origin{permission.OriginManaged, permission.OriginUser} {
+		for _, s := range r.files {
+			if s.Origin == origin {
+				out = append(out, dockerFile{path: s.Name, layer: s})
+			}
+		}
+	}
+	return out
 }
 
 // readDockerSettings reads the "docker" member of a settings file; ok

@@ -71,6 +71,9 @@ type Settings struct {
 	Allowlist json.RawMessage
 	// Env is the raw "env" member; nil when absent.
 	Env json.RawMessage
+	// Docker is the raw "docker" member (checked: see checkDocker); nil
+	// when absent.
+	Docker json.RawMessage
 	// NoLoosening is set by "flags": "no-loosening": the command line may
 	// not loosen the gate (--approve, --mode above default, --allow,
 	// --session-allow, --trust-digest are refused), so that a harness can
@@ -147,6 +150,7 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			if err := checkDocker(raw, origin); err != nil {
 				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
 			}
+			s.Docker = raw
 		case "permissions":
 			if err := s.parsePermissions(data, m.Value, name); err != nil {
 				return nil, err
