@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ccrun/ccrun/internal/once"
@@ -21,6 +22,72 @@ import (
 // session is up in milliseconds, and a once that does not answer is not
 // one (the call then runs cold).
 const ackTimeout = 10 * time.Second
+
+// coldOnce returns the argv of a cold run of s and the path of once's
+// file when once is to run it (else prog is ""): the exit status comes
+// from its trailer, right after the program's output, not from the
+// engine's word of the container's exit (40–50 ms later here). Not when
+// the container binds a path writable or protected: there the run must
+// end with the container, so that nothing the program left behind writes
+// there after Run returns; nor where there is no once, or the image is
+// not local yet (the classic path pulls it and says what is wrong).
+func (e *Executor) coldOnce(ctx context.Context, s Spec, prot *protection) (argv []string, prog string) {
+	if e.poolDir == "" || len(prot.binds) != 0 {
+		return nil, ""
+	}
+	for _, m := range s.Mounts {
+		if m.Writable {
+			return nil, ""
+		}
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	img, err := e.inspect(ictx, s.Image)
+	if err != nil {
+		return nil, ""
+	}
+	argv = execArgv(img, s.Cmd)
+	if len(argv) == 0 || once.RequestSize(argv, nil) > once.Max {
+		return nil, ""
+	}
+	prog, err = e.onceFile()
+	if err != nil {
+		return nil, ""
+	}
+	return argv, prog
+}
+
+// runColdOnce runs argv in the created, not started, container id whose
+// program is once (coldOnce): callOnce starts it once attached. The
+// container has the call's environment in its configuration. auto: the
+// engine removes the container as it exits; ended is set when nothing is
+// left for Run's cleanup to remove.
+func (e *Executor) runColdOnce(ctx, rctx context.Context, id string, s Spec, lim job.Limits, argv []string, begin time.Time, auto bool, ended *atomic.Bool) (*job.Result, error) {
+	var oom <-chan struct{}
+	if auto {
+		oom = e.watchOOM(rctx, id) // the inspection may come after the removal
+	}
+	start := func(sctx context.Context) error {
+		if err := e.eng.ContainerStart(sctx, id, container.StartOptions{}); err != nil {
+			return classify(e.host, "start container", err)
+		}
+		return nil
+	}
+	res, later, err := e.callOnce(ctx, id, s, lim, argv, begin, start, oom)
+	var ns once.NotStarted
+	switch {
+	case errors.As(err, &ns):
+		return nil, newError(ErrUnavailable, err, "docker: container %.12s: %v", id, err)
+	case err != nil:
+		return nil, err
+	case res.Reason != job.Exit && auto:
+		ended.Store(true)
+		e.awaitRemoved(ctx, id) // killed: seen removed (by the engine) before Run returns
+	case later && auto:
+		ended.Store(true) // once ends, and the engine removes the container
+	}
+	return res, nil
+}
 
 // onceServes reports whether once, the pooled container's program, can
 // serve a call of s running argv, rather than an exec into the container:
@@ -36,25 +103,22 @@ func onceServes(s Spec, argv []string) bool {
 	return once.RequestSize(argv, s.Env) <= once.Max
 }
 
-// callOnce runs argv in the claimed, started container id through its
-// once, with the call's environment added to the container's (replacing
+// callOnce runs argv in container id through its once (a pooled
+// container claimed, started: start nil; or a cold one, not yet started:
+// start starts it once the session is attached), with the call's environment added to the container's (replacing
 // what it names, as an exec has it; argv[0] without a '/' is looked for in
 // that environment's PATH, as an exec does): it attaches to the container's streams, sends the request (and
 // stdin, in frames), and takes the exit status from once's trailer, which
 // comes on each stream after all the program wrote. There is no exec to
 // create, start and inspect, and no wait for the container's end: once
-// ends by itself once released, and the container with it (later true:
-// the caller removes it, off the run's path). When it killed the container
-// (a stop, or a check for an out-of-memory kill) it removes it before
-// returning. An error that is a once.NotStarted means nothing ran.
-func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limits, argv []string, begin time.Time) (res *job.Result, later bool, err error) {
-	defer func() {
-		if !later {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			defer cancel()
-			e.remove(cctx, id)
-		}
-	}()
+// ends by itself once released, and the container with it. later is true
+// then: the container may be removed off the run's path; false when it
+// was killed (a stop, or a check for an out-of-memory kill), and it should
+// be removed before Run returns. oom, when not nil, is the engine's word of
+// an out-of-memory kill in a container the engine removes as it exits
+// (see watchOOM), which cannot be inspected after. An error that is a
+// once.NotStarted means nothing ran.
+func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limits, argv []string, begin time.Time, start func(context.Context) error, oom <-chan struct{}) (res *job.Result, later bool, err error) {
 	// The session lives as long as the run, whatever the caller does.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rcancel()
@@ -70,9 +134,14 @@ func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limi
 	sup.Start = func(_ context.Context, out *job.Capture) error {
 		hj, err := e.eng.ContainerAttach(rctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 		if err != nil {
-			return once.NotStarted{Err: classify(e.host, "attach to pooled container", err)}
+			return once.NotStarted{Err: classify(e.host, "attach to container", err)}
 		}
 		c, stderr = newOnceConn(hj), out.Stderr
+		if start != nil {
+			if err := start(rctx); err != nil {
+				return err
+			}
+		}
 		oc = once.Start(c, argv, s.Env, s.Streams.Stdin, out.Stdout, out.Stderr, ackTimeout)
 		e.onceRuns.Add(1)
 		return nil
@@ -100,12 +169,12 @@ func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limi
 			// The streams ended without once's trailer: the container
 			// went away under the program, by the kernel's OOM killer
 			// (which may take once with it) or by somebody else.
-			checked = true
-			if e.oomKilled(ctx, id) {
+			checked = oom == nil // oomKilled stopped it
+			if e.outOfMemory(ctx, id, oom) {
 				return job.Status{Code: job.KilledExitCode, Reason: job.Memory,
 					Detail: fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)}, nil
 			}
-			return job.Status{}, newError(ErrUnavailable, c.Err(), "docker: pooled container %.12s ended before its program did: %v", id, cmp.Or(c.Err(), io.EOF))
+			return job.Status{}, newError(ErrUnavailable, c.Err(), "docker: container %.12s ended before its program did: %v", id, cmp.Or(c.Err(), io.EOF))
 		}
 		code, sig := once.WaitStatus(ws)
 		st := job.Status{Code: code}
@@ -118,8 +187,8 @@ func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limi
 			// Killed by SIGKILL: by the kernel, out of memory? The engine
 			// marks the container OOMKilled only once it stopped, so stop
 			// it first.
-			checked = true
-			if e.oomKilled(ctx, id) {
+			checked = oom == nil // oomKilled stopped it
+			if e.outOfMemory(ctx, id, oom) {
 				st.Reason = job.Memory
 				st.Detail = fmt.Sprintf("killed by the kernel: out of memory (limit %d bytes)", lim.Memory)
 			}
@@ -144,6 +213,17 @@ func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limi
 		return res, false, err
 	}
 	return res, !checked, nil
+}
+
+// outOfMemory reports whether the kernel killed a process of container id
+// for want of memory: by the engine's word oom when there is one (the
+// container is removed as it exits), else by stopping it and inspecting it
+// (see oomKilled).
+func (e *Executor) outOfMemory(ctx context.Context, id string, oom <-chan struct{}) bool {
+	if oom != nil {
+		return oomSeen(oom, job.KilledExitCode)
+	}
+	return e.oomKilled(ctx, id)
 }
 
 // onceConn is an attach session to a pooled container whose program is

@@ -308,7 +308,8 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	undo.Push(func(context.Context) { rcancel() })
 
-	id, err := e.container(ctx, s, lim, pulled, prot.binds)
+	argv, prog := e.coldOnce(ctx, s, prot)
+	id, err := e.container(ctx, s, lim, pulled, prot.binds, prog, argv)
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +329,9 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	})
 	if err := e.verifyProtected(ctx, id, prot.binds); err != nil {
 		return nil, err
+	}
+	if prog != "" {
+		return e.runColdOnce(ctx, rctx, id, s, lim, argv, begin, auto, &ended)
 	}
 	hj, err := e.eng.ContainerAttach(rctx, id, container.AttachOptions{
 		Stream: true,
@@ -400,18 +404,22 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	sup.Kill, sup.Drain = e.killer(ctx, id), drainer(copied)
 	res, err := sup.Run(ctx)
 	if err == nil && res.Reason != job.Exit && auto && ended.Load() {
-		// Killed: seen removed (by the engine) before Run returns; gone
-		// already is an error: fine.
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		removed, removedErr := e.eng.ContainerWait(kctx, id, container.WaitConditionRemoved)
-		select {
-		case <-removed:
-		case <-removedErr:
-		case <-kctx.Done():
-		}
-		cancel()
+		e.awaitRemoved(ctx, id) // killed: seen removed (by the engine) before Run returns
 	}
 	return res, err
+}
+
+// awaitRemoved waits, at most cleanupTimeout, until the engine removed
+// container id (gone already is an error: fine).
+func (e *Executor) awaitRemoved(ctx context.Context, id string) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	removed, removedErr := e.eng.ContainerWait(kctx, id, container.WaitConditionRemoved)
+	select {
+	case <-removed:
+	case <-removedErr:
+	case <-kctx.Done():
+	}
 }
 
 // killer is the Supervisor's Kill of a run in container id: SIGKILL to
@@ -523,16 +531,23 @@ func notLocal(ref string, policy PullPolicy, err error) error {
 }
 
 // container creates a container for s, not started, pulling the image
-// when the policy says so and it was not pulled yet.
+// when the policy says so and it was not pulled yet; its program once,
+// bound from prog, to run argv, when prog is not "" (see coldOnce).
 //
 // The create runs on a context the caller cannot cancel (the caller's
 // cancellation is seen just before the start): a create the engine
 // completed after the caller gave up would leave a container Run does not
 // know about, until GC.
-func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled bool, binds []mount.Mount) (id string, err error) {
+func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled bool, binds []mount.Mount, prog string, argv []string) (id string, err error) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	cfg, hc := s.config(lim, e.labels())
+	if prog != "" {
+		onceConfig(cfg, hc, prog)
+		// once's own arguments, which it does not read: what `docker ps`
+		// shows the container runs.
+		cfg.Cmd = argv
+	}
 	hc.Mounts = append(hc.Mounts, binds...)
 	hc.AutoRemove = len(binds) == 0 // see run
 	id, err = e.create(kctx, cfg, hc, "")

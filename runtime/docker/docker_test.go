@@ -435,3 +435,58 @@ func TestOOMAfterRemoval(t *testing.T) {
 		}
 	}
 }
+
+// TestColdOnce: a cold run is served by once (its exit status from the
+// trailer, right after its output) unless the container binds a path
+// writable: there the run ends with the container, so that a process the
+// program left behind cannot write there after Run returns.
+func TestColdOnce(t *testing.T) {
+	e := executor(t)
+	viaOnce := func(t *testing.T, s Spec, want bool) *job.Result {
+		t.Helper()
+		before := e.onceRuns.Load()
+		res := run(t, e, s)
+		if got := e.onceRuns.Load() != before; got != want {
+			t.Errorf("served by once: %v, want %v", got, want)
+		}
+		return res
+	}
+	t.Run("exit status", func(t *testing.T) {
+		res := viaOnce(t, Spec{Cmd: sh("echo out; exit 3")}, true)
+		if res.ExitCode != 3 || string(res.Stdout) != "out\n" {
+			t.Errorf("exit %d, stdout %q; want 3, out", res.ExitCode, res.Stdout)
+		}
+	})
+	t.Run("program not found", func(t *testing.T) {
+		res := viaOnce(t, Spec{Cmd: []string{"/nonexistent"}}, true)
+		if res.ExitCode != 127 || !strings.Contains(string(res.Stderr), "ccrun: exec /nonexistent: no such file or directory") {
+			t.Errorf("exit %d, stderr %q; want 127, the reason", res.ExitCode, res.Stderr)
+		}
+	})
+	t.Run("docker ps shows the program", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _, _ = e.Run(ctx, Spec{Image: testImage, Cmd: sh("sleep 60")}) }()
+		defer func() { cancel(); <-done }()
+		for deadline := time.Now().Add(30 * time.Second); len(running(t, e)) == 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no running container shows sleep 60")
+			}
+		}
+	})
+	t.Run("a writable mount ends with the container", func(t *testing.T) {
+		out := t.TempDir()
+		if err := os.Chmod(out, 0o777); err != nil { // the container writes as 65534
+			t.Fatal(err)
+		}
+		s := Spec{Cmd: sh("(sleep 1; echo late > /out/late) & echo now"), Mounts: []job.Mount{{Host: out, Guest: "/out", Writable: true}}}
+		res := viaOnce(t, s, false)
+		if string(res.Stdout) != "now\n" {
+			t.Errorf("stdout %q, want now", res.Stdout)
+		}
+		time.Sleep(2 * time.Second)
+		if _, err := os.Stat(filepath.Join(out, "late")); err == nil {
+			t.Error("a process the program left wrote to the mount after Run returned")
+		}
+	})
+}

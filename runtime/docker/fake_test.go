@@ -14,6 +14,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -33,6 +35,12 @@ func (f *fake) DaemonHost() string                 { return "unix:///fake.sock" 
 func (f *fake) Close() error                       { return nil }
 func (f *fake) ContainerCreate(context.Context, *container.Config, *container.HostConfig, string) (container.CreateResponse, error) {
 	return container.CreateResponse{}, f.create
+}
+
+// ImageInspect finds no image: a cold run takes the classic path, whose
+// create says what is wrong.
+func (f *fake) ImageInspect(context.Context, string, ...client.ImageInspectOption) (image.InspectResponse, error) {
+	return image.InspectResponse{}, errdefs.ErrNotFound
 }
 
 func TestNewClasses(t *testing.T) {

@@ -52,16 +52,23 @@ func isNotFound(err error) bool { return errdefs.IsNotFound(err) }
 //     has as many processes as on the cold path.
 func poolConfig(s Spec, lim job.Limits, prog string, labels map[string]string) (*container.Config, *container.HostConfig) {
 	cfg, hc := s.config(lim, labels)
-	cfg.Entrypoint = []string{oncePath}
-	cfg.Cmd, cfg.Env = nil, nil
+	onceConfig(cfg, hc, prog)
+	cfg.Env = nil
 	cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = false, false, false
-	// Stdin open, and closed when the claimer's attach session ends: a
-	// once whose claimer went away ends.
+	return cfg, hc
+}
+
+// onceConfig makes once, bound read-only from prog, the program of a
+// container configured by Spec.config: its stdin open, and closed when
+// the attach session that serves the call ends (a once whose caller went
+// away ends), its pids limit two higher, for once and its stdin copier.
+func onceConfig(cfg *container.Config, hc *container.HostConfig, prog string) {
+	cfg.Entrypoint = []string{oncePath}
+	cfg.Cmd = nil
 	cfg.OpenStdin, cfg.StdinOnce = true, true
 	pids := *hc.Resources.PidsLimit + 2
 	hc.Resources.PidsLimit = &pids
 	hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: prog, Target: oncePath, ReadOnly: true})
-	return cfg, hc
 }
 
 // poolKey is what an idle container must match to serve a run: the shape of
@@ -161,7 +168,10 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		cold  bool // nothing ran: the call runs cold
 	)
 	if onceServes(s, argv) {
-		res, later, err = e.callOnce(ctx, id, s, lim, argv, begin)
+		res, later, err = e.callOnce(ctx, id, s, lim, argv, begin, nil, nil)
+		if !later {
+			e.removeNow(ctx, id)
+		}
 		var ns once.NotStarted
 		if errors.As(err, &ns) {
 			// Nothing ran: the container is removed unused, and the
@@ -187,6 +197,14 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		e.unmark(id) // removed by exec or callOnce
 	}
 	return res, !cold, err
+}
+
+// removeNow removes container id before it returns, on a context the
+// caller's cancellation cannot cut short.
+func (e *Executor) removeNow(ctx context.Context, id string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	e.remove(cctx, id)
 }
 
 func (e *Executor) remove(ctx context.Context, id string) {
