@@ -444,12 +444,7 @@ func TestColdOnce(t *testing.T) {
 	e := executor(t)
 	viaOnce := func(t *testing.T, s Spec, want bool) *job.Result {
 		t.Helper()
-		before := e.onceRuns.Load()
-		res := run(t, e, s)
-		if got := e.onceRuns.Load() != before; got != want {
-			t.Errorf("served by once: %v, want %v", got, want)
-		}
-		return res
+		return servedByOnce(t, e, want, func() *job.Result { return run(t, e, s) })
 	}
 	t.Run("exit status", func(t *testing.T) {
 		res := viaOnce(t, Spec{Cmd: sh("echo out; exit 3")}, true)
@@ -489,4 +484,16 @@ func TestColdOnce(t *testing.T) {
 			t.Error("a process the program left wrote to the mount after Run returned")
 		}
 	})
+}
+
+// servedByOnce returns what f ran on e, and fails t unless once served it
+// (want) or not.
+func servedByOnce(t *testing.T, e *Executor, want bool, f func() *job.Result) *job.Result {
+	t.Helper()
+	before := e.onceRuns.Load()
+	res := f()
+	if got := e.onceRuns.Load() != before; got != want {
+		t.Errorf("served by once: %v, want %v", got, want)
+	}
+	return res
 }

@@ -195,12 +195,7 @@ func TestPoolRun(t *testing.T) {
 	// exec did.
 	byOnce := func(t *testing.T, s Spec, viaOnce bool) *job.Result {
 		t.Helper()
-		before := e.onceRuns.Load()
-		res := runWarm(t, e, s)
-		if got := e.onceRuns.Load() != before; got != viaOnce {
-			t.Errorf("served by once: %v, want %v", got, viaOnce)
-		}
-		return res
+		return servedByOnce(t, e, viaOnce, func() *job.Result { return runWarm(t, e, s) })
 	}
 	t.Run("output, exit code, env, dir", func(t *testing.T) {
 		res := byOnce(t, Spec{Cmd: sh(`echo "$GREETING"; pwd; echo err >&2; exit 3`), Env: []string{"GREETING=hello"}, Dir: "/tmp"}, true)

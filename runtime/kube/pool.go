@@ -547,7 +547,16 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		return nil
 	}
 	sup.Wait = func() (job.Status, error) {
-		streamErr := <-oc.Ended()
+		var streamErr error
+		select {
+		case streamErr = <-oc.Ended():
+		case <-oc.Released():
+			// Both trailers came: all the program wrote is here, and
+			// once ends by itself, the container with it (a warm pod
+			// has no mounts to copy back). What a process the program
+			// left writes after is not the program's.
+			c.SetOutput(nil, nil)
+		}
 		if sup.StopReason() != "" {
 			return job.Status{}, nil // killed: the stop is the Result
 		}
