@@ -473,7 +473,13 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		if early != nil {
 			return e.status(out, early, lim)
 		}
-		streamErr := <-oc.Ended()
+		var streamErr error
+		released := false
+		select {
+		case streamErr = <-oc.Ended():
+		case <-oc.Released():
+			released = true
+		}
 		if sup.StopReason() != "" {
 			return job.Status{}, nil // killed: the stop is the Result
 		}
@@ -481,12 +487,24 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 		if errors.As(streamErr, &ns) {
 			return job.Status{}, newError(ErrUnavailable, streamErr, "kube: pod %s/%s: %v", e.namespace, name, streamErr)
 		}
-		if streamErr == nil {
-			streamErr = c.err
-		}
 		ws, whole := oc.Result()
 		if msg := once.ExecMessage(s.Cmd[0], ws); whole && msg != "" {
 			fmt.Fprint(out.Stderr, msg) // the program could not be executed
+		}
+		if released {
+			// Both trailers came: all the program wrote is here. With no
+			// mounts to copy back, and no SIGKILL to ask the container's
+			// status about (the kernel's OOM killer?), the trailer's
+			// status is the call's: the kubelet reports the container's
+			// end up to a relist later.
+			if code, sig := once.WaitStatus(ws); in == nil && sig != sigKill {
+				c.SetOutput(nil, nil)
+				return job.Status{Code: code}, nil
+			}
+			streamErr = <-oc.Ended()
+		}
+		if streamErr == nil {
+			streamErr = c.err
 		}
 		// The stream ended: the program exited, or the pod, its node or
 		// the API server went away. The status tells which, within
