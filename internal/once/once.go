@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -51,7 +52,7 @@ type Conn interface {
 // request frames argv and env for once: its length, the nonce, argc, the
 // strings.
 func request(nonce []byte, argv, env []string) []byte {
-	n := RequestSize(argv, env)
+	n := requestSize(argv, env)
 	b := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+n), uint32(n))
 	b = append(b, nonce...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(argv)))
@@ -61,8 +62,29 @@ func request(nonce []byte, argv, env []string) []byte {
 	return b
 }
 
-// RequestSize is the size of argv and env in once's request: at most Max.
-func RequestSize(argv, env []string) int {
+// Check says why argv and env cannot be sent to once: a string holding a
+// NUL byte (once's strings end at one, so it would split the string, and
+// a piece of an argument could become an environment entry; no program
+// can receive one anyway), or a request larger than Max. nil: they can.
+func Check(argv, env []string) error {
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("argument %d holds a NUL byte, which no program can receive", i)
+		}
+	}
+	for _, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("environment entry %q holds a NUL byte, which no program can receive", kv)
+		}
+	}
+	if n := requestSize(argv, env); n > Max {
+		return fmt.Errorf("the command and its environment are %d bytes: at most %d", n, Max)
+	}
+	return nil
+}
+
+// requestSize is the size of argv and env in once's request (Check: at most Max).
+func requestSize(argv, env []string) int {
 	n := nonceSize + 4
 	for _, a := range append(argv[:len(argv):len(argv)], env...) {
 		n += len(a) + 1
@@ -105,9 +127,9 @@ func sendStdin(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 	return rerr
 }
 
-// NotStarted is the error of a call whose program never started: once
-// did not ack its request (the sessions failed, or did not come up in
-// time). Nothing of the call ran.
+// NotStarted is the error of a call whose program never started: a
+// request Check refuses, or once did not ack it (the sessions failed, or
+// did not come up in time). Nothing of the call ran.
 type NotStarted struct{ Err error }
 
 func (n NotStarted) Error() string { return "the program did not start: " + n.Err.Error() }
@@ -122,9 +144,9 @@ type Call struct {
 
 // Start starts argv with stdin (nil: none) under once over c, its output
 // to stdout and stderr, env (NAME=value each) added to the container's
-// environment (replacing what it names): the handshake (at most ackTimeout for once's ack),
-// then the frames of stdin and the release beside them. It returns at
-// once; Ended says when the call is over.
+// environment (replacing what it names): the handshake (at most
+// ackTimeout for once's ack), then the frames of stdin and the release
+// beside them. It returns at once; Ended says when the call is over.
 func Start(c Conn, argv, env []string, stdin io.Reader, stdout, stderr io.Writer, ackTimeout time.Duration) *Call {
 	nonce := []byte(newNonce())
 	oc := &Call{stdout: newMarks(stdout, nonce), stderr: newMarks(stderr, nonce), ended: make(chan error, 1), released: make(chan struct{})}
@@ -159,7 +181,7 @@ func (oc *Call) Released() <-chan struct{} { return oc.released }
 // Result passes on what the marks held back and returns the program's
 // wait status, with whole true only when both streams came with their
 // trailer: all the program wrote has come (once writes each after it,
-// and ends only when released). Call it after Ended.
+// and ends only when released). Call it after Ended or Released.
 func (oc *Call) Result() (ws uint32, whole bool) {
 	oc.stdout.flush()
 	oc.stderr.flush()
@@ -174,6 +196,9 @@ func (oc *Call) Result() (ws uint32, whole bool) {
 // (timeout at most), then sends the go byte: from there on the program
 // runs and its output reaches c.
 func handshake(c Conn, argv, env []string, nonce []byte, stdout, stderr *marks, timeout time.Duration) error {
+	if err := Check(argv, env); err != nil {
+		return NotStarted{err} // sent, it would not be what was asked for
+	}
 	noAck := errors.New("no ack from the container's program within " + timeout.String())
 	t := time.AfterFunc(timeout, func() { c.Abort(noAck) })
 	defer t.Stop()

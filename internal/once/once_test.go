@@ -324,3 +324,35 @@ func TestStart(t *testing.T) {
 		t.Errorf("a program that never acks: %v, want NotStarted", err)
 	}
 }
+
+// TestCheck: a NUL byte in an argument or an environment entry, or a
+// request past Max, is never sent (it would split a string of the
+// request: a piece of an argument could become an environment entry), and
+// Start refuses it as NotStarted, with nothing written.
+func TestCheck(t *testing.T) {
+	for name, tc := range map[string]struct{ argv, env []string }{
+		"NUL in an argument":     {argv: []string{"/bin/sh", "-c", "true\x00LD_PRELOAD=/tmp/x.so"}},
+		"NUL in the environment": {argv: []string{"/bin/true"}, env: []string{"A=b\x00LD_PRELOAD=/tmp/x.so"}},
+		"past Max":               {argv: []string{"/bin/echo", strings.Repeat("x", Max)}},
+	} {
+		if err := Check(tc.argv, tc.env); err == nil {
+			t.Errorf("%s: Check passed it", name)
+		}
+		pr, pw := io.Pipe()
+		c := &pipeConn{in: pw, done: make(chan struct{})}
+		wrote := make(chan int, 1)
+		go func() { b, _ := io.ReadAll(pr); wrote <- len(b) }()
+		call := Start(c, tc.argv, tc.env, nil, io.Discard, io.Discard, time.Minute)
+		var ns NotStarted
+		if err := <-call.Ended(); !errors.As(err, &ns) {
+			t.Errorf("%s: Start: %v, want NotStarted", name, err)
+		}
+		pw.Close()
+		if n := <-wrote; n != 0 {
+			t.Errorf("%s: %d bytes sent to once", name, n)
+		}
+	}
+	if err := Check([]string{"/bin/echo", "a b", ""}, []string{"A=b", "E="}); err != nil {
+		t.Errorf("a good request: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ccrun/ccrun/internal/once"
@@ -47,7 +48,7 @@ func (e *Executor) coldOnce(ctx context.Context, s Spec, prot *protection) (argv
 		return nil, ""
 	}
 	argv = execArgv(img, s.Cmd)
-	if len(argv) == 0 || once.RequestSize(argv, nil) > once.Max {
+	if len(argv) == 0 || once.Check(argv, nil) != nil {
 		return nil, ""
 	}
 	prog, err = e.onceFile()
@@ -91,25 +92,27 @@ func (e *Executor) runColdOnce(ctx, rctx context.Context, id string, s Spec, lim
 
 // onceServes reports whether once, the pooled container's program, can
 // serve a call of s running argv, rather than an exec into the container:
-// the request fits once's limit, and each environment entry is NAME=value
-// (an exec also takes a bare NAME, which unsets the variable; once does
-// not).
+// once can be sent argv and the environment (once.Check: the image's
+// entrypoint is not validated with the Spec), and each environment entry
+// is NAME=value (an exec also takes a bare NAME, which unsets the
+// variable; once does not).
 func onceServes(s Spec, argv []string) bool {
 	for _, kv := range s.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return false
 		}
 	}
-	return once.RequestSize(argv, s.Env) <= once.Max
+	return once.Check(argv, s.Env) == nil
 }
 
 // callOnce runs argv in container id through its once (a pooled
 // container claimed, started: start nil; or a cold one, not yet started:
-// start starts it once the session is attached), with the call's environment added to the container's (replacing
-// what it names, as an exec has it; argv[0] without a '/' is looked for in
-// that environment's PATH, as an exec does): it attaches to the container's streams, sends the request (and
-// stdin, in frames), and takes the exit status from once's trailer, which
-// comes on each stream after all the program wrote. There is no exec to
+// start starts it once the session is attached), with the call's
+// environment added to the container's (replacing what it names, as an
+// exec has it; argv[0] without a '/' is looked for in that environment's
+// PATH, as an exec does). It attaches to the container's streams, sends
+// the request (and stdin, in frames), and takes the exit status from
+// once's trailer, which comes on each stream after all the program wrote. There is no exec to
 // create, start and inspect, and no wait for the container's end: once
 // ends by itself once released, and the container with it. later is true
 // then: the container may be removed off the run's path; false when it
@@ -183,7 +186,7 @@ func (e *Executor) callOnce(ctx context.Context, id string, s Spec, lim job.Limi
 			// stderr.
 			fmt.Fprint(stderr, msg)
 		}
-		if sig == 9 {
+		if sig == int(syscall.SIGKILL) {
 			// Killed by SIGKILL: by the kernel, out of memory? The engine
 			// marks the container OOMKilled only once it stopped, so stop
 			// it first.
@@ -226,8 +229,8 @@ func (e *Executor) outOfMemory(ctx context.Context, id string, oom <-chan struct
 	return e.oomKilled(ctx, id)
 }
 
-// onceConn is an attach session to a pooled container whose program is
-// once: a once.Conn. What is written goes to once's stdin; the session's
+// onceConn is an attach session to a container whose program is once: a
+// once.Conn. What is written goes to once's stdin; the session's
 // output, demultiplexed, to the sinks a call sets.
 type onceConn struct {
 	hj             types.HijackedResponse

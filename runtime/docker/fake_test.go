@@ -101,6 +101,8 @@ func TestValidate(t *testing.T) {
 		{"mount over root", Spec{Image: "i", Mounts: []job.Mount{{Host: dir, Guest: "/"}}}},
 		{"unknown network", Spec{Image: "i", Network: "container:other"}},
 		{"unknown pull policy", Spec{Image: "i", Pull: "sometimes"}},
+		{"NUL in an argument", Spec{Image: "i", Cmd: []string{"/bin/sh", "-c", "true\x00LD_PRELOAD=/tmp/x.so"}}},
+		{"NUL in the environment", Spec{Image: "i", Env: []string{"A=b\x00LD_PRELOAD=/tmp/x.so"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

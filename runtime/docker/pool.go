@@ -169,15 +169,15 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 	)
 	if onceServes(s, argv) {
 		res, later, err = e.callOnce(ctx, id, s, lim, argv, begin, nil, nil)
-		if !later {
-			e.removeNow(ctx, id)
-		}
 		var ns once.NotStarted
-		if errors.As(err, &ns) {
-			// Nothing ran: the container is removed unused, and the
-			// call runs cold.
+		switch {
+		case errors.As(err, &ns):
+			// Nothing ran: the container is removed unused, off the
+			// path, and the call runs cold.
 			e.pooledRuns.Add(-1)
 			res, later, err, cold = nil, true, nil, true
+		case !later:
+			e.removeNow(ctx, id) // killed
 		}
 	} else {
 		res, later, err = e.exec(ctx, id, s, lim, argv, begin)

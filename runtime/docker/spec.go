@@ -132,6 +132,16 @@ func (s Spec) validate() error {
 	if s.Dir != "" && !path.IsAbs(s.Dir) {
 		return newError(ErrInvalidArgument, nil, "docker: spec: working directory %q is not absolute", s.Dir)
 	}
+	for i, a := range s.Cmd {
+		if strings.IndexByte(a, 0) >= 0 {
+			return newError(ErrInvalidArgument, nil, "docker: spec: argument %d holds a NUL byte, which no program can receive", i)
+		}
+	}
+	for _, kv := range s.Env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			return newError(ErrInvalidArgument, nil, "docker: spec: environment entry %q holds a NUL byte, which no program can receive", kv)
+		}
+	}
 	for _, m := range s.Mounts {
 		if !filepath.IsAbs(m.Host) {
 			return newError(ErrInvalidArgument, nil, "docker: mount %s: host path %q is not absolute", m, m.Host)

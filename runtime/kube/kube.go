@@ -364,7 +364,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	}
 	// A warm pod's once adds the call's environment to the container's,
 	// as the cold pod's spec does.
-	if s.Pool && in == nil && once.RequestSize(s.Cmd, s.Env) <= once.Max {
+	if s.Pool && in == nil && once.Check(s.Cmd, s.Env) == nil {
 		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
 			return res, err
 		}

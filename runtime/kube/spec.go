@@ -123,13 +123,8 @@ func (s Spec) validate() error {
 	if !path.IsAbs(s.Cmd[0]) {
 		return bad("program %q: name it by its absolute path in the image (e.g. /bin/busybox)", s.Cmd[0])
 	}
-	for i, a := range s.Cmd {
-		if strings.IndexByte(a, 0) >= 0 {
-			return bad("argument %d holds a NUL byte, which no program can receive", i)
-		}
-	}
-	if n := once.RequestSize(s.Cmd, nil); n > once.Max {
-		return bad("the command is %d bytes: at most %d", n, once.Max)
+	if err := once.Check(s.Cmd, s.Env); err != nil {
+		return bad("%v", err) // once carries them: warm, the environment too
 	}
 	if !s.Pull.Known() {
 		return bad("pull policy %q: want never, missing or always", s.Pull)

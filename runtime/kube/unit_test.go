@@ -69,6 +69,11 @@ func TestSpecRefused(t *testing.T) {
 		{"memory too small", func(s *Spec) { s.Limits.Memory = 1 << 20 }},
 		{"relative dir", func(s *Spec) { s.Dir = "work" }},
 		{"bad env", func(s *Spec) { s.Env = []string{"=x"} }},
+		// A NUL would split a string of once's request: a piece of an
+		// argument could become an environment entry.
+		{"NUL in an argument", func(s *Spec) { s.Cmd = []string{"/bin/sh", "-c", "true\x00LD_PRELOAD=/tmp/x.so"} }},
+		{"NUL in the environment", func(s *Spec) { s.Env = []string{"A=b\x00LD_PRELOAD=/tmp/x.so"} }},
+		{"command too large for once", func(s *Spec) { s.Cmd = []string{"/bin/echo", strings.Repeat("x", 1<<20)} }},
 		{"pull policy", func(s *Spec) { s.Pull = "sometimes" }},
 		{"mount over /tmp", func(s *Spec) { s.Mounts = []job.Mount{{Host: dir, Guest: "/tmp"}} }},
 		{"mount over the helpers", func(s *Spec) { s.Mounts = []job.Mount{{Host: dir, Guest: "/.ccrun/x"}} }},
