@@ -1,8 +1,10 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,7 +204,11 @@ func TestCancelRemoves(t *testing.T) {
 
 const childEnv = "CCRUN_DOCKER_TEST_CHILD"
 
-// TestGCChild is the ccrun that TestGCAfterKill kills: it starts a long run.
+// gcStarted is what the child's program prints once it runs.
+const gcStarted = "ccrun-gc-child-runs"
+
+// TestGCChild is the ccrun that TestGCAfterKill kills: it starts a long
+// run whose program says on the child's stdout that it runs.
 func TestGCChild(t *testing.T) {
 	if os.Getenv(childEnv) == "" {
 		t.Skip("the child of TestGCAfterKill")
@@ -211,7 +217,8 @@ func TestGCChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = e.Run(context.Background(), Spec{Image: testImage, Cmd: sh("sleep 300")})
+	_, _ = e.Run(context.Background(), Spec{Image: testImage, Cmd: sh("echo " + gcStarted + "; sleep 300"),
+		Streams: job.Streams{Stdout: os.Stdout}})
 }
 
 // TestGCAfterKill is not parallel: GC sweeps every container of the host,
@@ -220,21 +227,40 @@ func TestGCAfterKill(t *testing.T) {
 	e := executor(t)
 	child := exec.Command(os.Args[0], "-test.run=^TestGCChild$")
 	child.Env = append(os.Environ(), childEnv+"=1")
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer child.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	var left []container.Summary
-	for time.Now().Before(deadline) {
-		left = ours(t, e, child.Process.Pid)
-		if len(left) == 1 && left[0].State == "running" {
-			break
+	// Killed only once its program runs: killed before, while the
+	// container starts, the child would leave a container that ends by
+	// itself (its once has no request) and that the engine removes.
+	runs := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == gcStarted {
+				runs <- true
+				break
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		close(runs)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case ok := <-runs:
+		if !ok {
+			t.Fatal("the child ended before its program ran")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child's program did not start in 30 s")
 	}
+	left := ours(t, e, child.Process.Pid)
 	if len(left) != 1 || left[0].State != "running" {
-		t.Fatalf("the child's container did not start: %v", left)
+		t.Fatalf("the child's container is not running: %v", left)
 	}
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
