@@ -9,9 +9,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
-	"github.com/ccrun/ccrun/internal/backend/dockerenv"
 	"github.com/ccrun/ccrun/internal/backend/shellenv"
-	"github.com/ccrun/ccrun/internal/backend/wasmenv"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -108,31 +106,13 @@ func WithBackend(env ceiling.Environment, ceilingOf ceiling.Grant, mk func(conte
 // configuration as it then is (env.pass of a trusted project, the @docker
 // engine of the settings files).
 func (r *Runtime) builtinBackends() {
-	builtin := map[ceiling.Environment]func(context.Context) (Backend, error){
-		ceiling.Shell: func(context.Context) (Backend, error) { return shellenv.New(r.envPass...) },
-		ceiling.Wasm:  func(context.Context) (Backend, error) { return wasmenv.New(r.wasm...), nil },
-		ceiling.Docker: func(context.Context) (Backend, error) {
-			return dockerenv.New(r.dockerStart), nil
-		},
-	}
+	builtin := r.engineBackends() // @wasm and @docker (engines.go)
+	builtin[ceiling.Shell] = func(context.Context) (Backend, error) { return shellenv.New(r.envPass...) }
 	for env, mk := range builtin {
 		if _, ok := r.makers[env]; !ok {
 			r.makers[env] = mk
 		}
 	}
-}
-
-// dockerStart starts the @docker engine WithDockerEngine or the settings
-// files chose (kube.go).
-func (r *Runtime) dockerStart(ctx context.Context) (dockerenv.Engine, error) {
-	c, err := r.dockerEngine()
-	if err != nil {
-		return nil, fmt.Errorf("@docker: %w", err)
-	}
-	if c.engine == EngineKubernetes {
-		return dockerenv.Kubernetes(ctx, c.opts...)
-	}
-	return dockerenv.Docker(ctx, r.docker...)
 }
 
 // backend returns the backend of env, making it on first use.

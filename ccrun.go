@@ -28,10 +28,8 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
-	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
 // Executor runs an invocation its environment's backend prepared, in
@@ -59,9 +57,7 @@ type Runtime struct {
 	noAudit  bool
 	auditLog string
 	layers   []*permission.Settings
-	docker   []docker.Option
-	kube     *kubeConfig // the @docker engine (kube.go)
-	wasm     []wasm.Option
+	engines  engines    // the @docker and @wasm engines' configuration (engines.go)
 	parent   *Runtime   // a sub-agent's: backends are the parent's
 	libs     []*libTool // WithTool (libtools.go)
 
@@ -118,16 +114,6 @@ func WithPolicy(p *permission.Policy) Option {
 // fail with permission.ErrPermissionDenied.
 func WithSettings(layers ...*permission.Settings) Option {
 	return func(r *Runtime) error { r.layers = append(r.layers, layers...); return nil }
-}
-
-// WithDockerOptions passes options to the default @docker executor.
-func WithDockerOptions(opts ...docker.Option) Option {
-	return func(r *Runtime) error { r.docker = append(r.docker, opts...); return nil }
-}
-
-// WithWasmOptions passes options to the default @wasm executor.
-func WithWasmOptions(opts ...wasm.Option) Option {
-	return func(r *Runtime) error { r.wasm = append(r.wasm, opts...); return nil }
 }
 
 // WithExecutor runs env's calls with e, in place of the Run of env's

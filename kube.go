@@ -1,3 +1,5 @@
+//go:build !ccrunfront
+
 package ccrun
 
 import (
@@ -65,9 +67,9 @@ func WithDockerEngine(engine string, opts ...kube.Option) Option {
 	return func(r *Runtime) error {
 		switch engine {
 		case "", EngineDocker:
-			r.kube = &kubeConfig{engine: EngineDocker, from: "option"}
+			r.engines.kube = &kubeConfig{engine: EngineDocker, from: "option"}
 		case EngineKubernetes:
-			r.kube = &kubeConfig{engine: EngineKubernetes, opts: opts, from: "option"}
+			r.engines.kube = &kubeConfig{engine: EngineKubernetes, opts: opts, from: "option"}
 		default:
 			return fmt.Errorf("@docker engine %q: want docker or kubernetes: %w", engine, ErrInvalidCall)
 		}
@@ -90,8 +92,8 @@ func (r *Runtime) DockerEngine() (engine, from string, err error) {
 // A project file cannot choose it: where a tool runs is the person's, or
 // the administrator's, decision.
 func (r *Runtime) dockerEngine() (*kubeConfig, error) {
-	if r.kube != nil {
-		return r.kube, nil
+	if r.engines.kube != nil {
+		return r.engines.kube, nil
 	}
 	for _, f := range r.dockerSettings() {
 		d, ok, err := f.read()

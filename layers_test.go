@@ -109,3 +109,30 @@ func TestLayers(t *testing.T) {
 		t.Errorf("the root package imports no backend (%q): is the list of backends right?", root)
 	}
 }
+
+// TestFrontLinks: the front build of the CLI (the ccrunfront tag,
+// cmd/ccrun/front.go) links the gate and @shell, and none of the libraries
+// whose package init a process that only runs @shell would pay: no other
+// backend, no MCP server, no Docker, Kubernetes, wazero or MCP library.
+func TestFrontLinks(t *testing.T) {
+	t.Parallel()
+	heavy := []string{module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube",
+		module + "/internal/backend/wasmenv", module + "/internal/backend/dockerenv", module + "/mcpserver",
+		"github.com/docker/", "github.com/distribution/", "k8s.io/", "github.com/tetratelabs/wazero",
+		"github.com/modelcontextprotocol/", "go.opentelemetry.io/"}
+	deps := goList(t, `{{.ImportPath}}`, "-deps", "-tags=ccrunfront", "./cmd/ccrun")
+	if !slices.Contains(deps, module+"/runtime/shell") || !slices.Contains(deps, module+"/permission") {
+		t.Fatalf("the front does not link the gate and @shell: %v", deps)
+	}
+	for _, d := range deps {
+		for _, h := range heavy {
+			if d == h || strings.HasPrefix(d, strings.TrimSuffix(h, "/")+"/") {
+				t.Errorf("the front links %s", d)
+			}
+		}
+	}
+	// The rule has teeth: the whole CLI links them.
+	if whole := goList(t, `{{.ImportPath}}`, "-deps", "./cmd/ccrun"); !slices.Contains(whole, module+"/runtime/wasm") {
+		t.Errorf("the whole CLI does not link runtime/wasm: is the list right?")
+	}
+}

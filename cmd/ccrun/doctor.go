@@ -1,3 +1,5 @@
+//go:build !ccrunfront
+
 package main
 
 import (

@@ -169,6 +169,8 @@ The tool's exit code becomes ccrun's.`,
   ccrun exec --wasm hello.wasm --mount data:/data -- --verbose
   ccrun exec --docker ccrun-test:busybox -- /bin/busybox echo hi`,
 		RunE: func(c *cobra.Command, args []string) error {
+			sigs := notifyEarly(c.Context()) // in before the call runs
+			defer sigs.release()
 			call, err := f.call(c, args)
 			if err != nil {
 				return err
@@ -196,28 +198,9 @@ The tool's exit code becomes ccrun's.`,
 			if err != nil {
 				return err
 			}
-			var extra []ccrun.Option
-			if f.engine != "" {
-				extra = append(extra, ccrun.WithDockerEngine(f.engine))
-			}
-			if worker {
-				exe, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				extra = append(extra, ccrun.WithWasmWorker(exe))
-			} else if oneShotProcess {
-				// This process runs one call and exits: a @wasm guest runs
-				// here at full speed, and a limit that stops it returns at
-				// once (the guest goes with the process). Should reporting
-				// it then hang, the hook ends the process with its code.
-				extra = append(extra, ccrun.WithWasmOneShot(func(r *job.Result) {
-					os.Exit(exitCode(r, nil))
-				}))
-				// And the guest goes first to the project's warm server,
-				// which has the module compiled already (runtime(); off
-				// with CCRUN_WASM_SERVER=0).
-				a.wasmServer = os.Getenv(ccrun.WasmServerEnv) != "0"
+			extra, err := a.execEngines(f.engine, worker) // engines.go
+			if err != nil {
+				return err
 			}
 			// shown counts the notes of the decision an approver answered:
 			// they said why it was asked, a person saw them in the prompt,
@@ -260,10 +243,9 @@ The tool's exit code becomes ccrun's.`,
 			default:
 				return usagef("--events %q: want json", events)
 			}
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := sigs.wait()
 			if st != nil {
-				ctx = ccrun.WithCompileProgress(ctx, st.compile)
+				ctx = withCompileProgress(ctx, st)
 			}
 			out, err := rt.Exec(ctx, call)
 			if out != nil {
@@ -292,6 +274,38 @@ The tool's exit code becomes ccrun's.`,
 	_ = c.RegisterFlagCompletionFunc("events", completeWords("json"))
 	c.ValidArgsFunction = a.completeCapabilities
 	return c
+}
+
+// earlySignals is exec's handling of Ctrl-C and SIGTERM, which cancel the
+// call's context. os/signal starts threads of the Go runtime for it
+// (a few tenths of a ms in a new process here); notifyEarly starts it beside the
+// parsing and the gate's setup, and wait takes it before the call starts,
+// so that nothing runs, and nobody is prompted, without it.
+type earlySignals struct {
+	done chan struct{}
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+func notifyEarly(parent context.Context) *earlySignals {
+	s := &earlySignals{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.ctx, s.stop = signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	}()
+	return s
+}
+
+// wait returns the context the signals cancel, once they do.
+func (s *earlySignals) wait() context.Context {
+	<-s.done
+	return s.ctx
+}
+
+// release stops the handling.
+func (s *earlySignals) release() {
+	<-s.done
+	s.stop()
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and
@@ -367,15 +381,7 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 		a.session = sess
 		opts = append(opts, ccrun.WithSession(sess))
 	}
-	if isTerminal(a.io.err) {
-		opts = append(opts, ccrun.WithPullProgress(a.io.err))
-	}
-	if exe, err := os.Executable(); err == nil {
-		opts = append(opts, ccrun.WithDetachedRefill(exe))
-		if a.wasmServer {
-			opts = append(opts, ccrun.WithWasmServer(exe, dir))
-		}
-	}
+	opts = append(opts, a.runtimeEngines(dir)...) // engines.go
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {
 		if err = a.checkLock(rt, approver); err != nil {

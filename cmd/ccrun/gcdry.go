@@ -1,3 +1,5 @@
+//go:build !ccrunfront
+
 package main
 
 import (
@@ -9,6 +11,18 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/permission"
 )
+
+// gcReport is `ccrun gc --json`.
+type gcReport struct {
+	Processes  []string `json:"processes_ended"`    // orphaned helper processes ended, as "what pid"
+	Sessions   []string `json:"sessions_removed"`   // ids of expired sessions whose files were removed
+	Containers []string `json:"containers_removed"` // ids of the containers removed
+	Errors     []string `json:"errors"`             // what could not be cleaned, one message each
+	// DryRun is set by --dry-run: nothing was removed, and WouldRemove
+	// says what would have been.
+	DryRun      bool    `json:"dry_run"`
+	WouldRemove *gcPlan `json:"would_remove,omitempty"`
+}
 
 // gcPlan is what `ccrun gc --dry-run` found: what gc would remove now.
 type gcPlan struct {

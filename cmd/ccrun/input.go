@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/distribution/reference"
-
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -82,14 +80,4 @@ func absMount(m job.Mount) (job.Mount, error) {
 	h, err := absFromHere(m.Host)
 	m.Host = h
 	return m, err
-}
-
-// checkImage refuses an image reference the engine could not read, before
-// the engine is called: a name (with a registry, a tag or a digest) or an
-// image ID.
-func checkImage(ref string) error {
-	if _, err := reference.ParseAnyReference(ref); err != nil {
-		return usagef("--docker %q: not an image reference (want NAME[:TAG][@DIGEST], such as busybox:1.36, or an image ID): %v", ref, err)
-	}
-	return nil
 }

@@ -6,19 +6,17 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-
-	"github.com/ccrun/ccrun"
 )
-
-// dockerRefillCmd is the hidden first argument under which ccrun refills a
-// @docker warm pool in a process of its own, so that the run that used a
-// pooled container exits at once (ccrun.ServeHelper serves it).
-const dockerRefillCmd = ccrun.RefillArg
 
 // oneShotProcess says this process is ccrun's main, which exits once run
 // returns (not a test calling run): a @wasm guest may then run without
 // interrupt checks and be left to the process's exit (wasm.WithOneShot).
 var oneShotProcess bool
+
+// fullName is the file name of the whole ccrun, to which the front build
+// hands the commands it does not serve (front.go): `make build` puts it
+// beside the front, as bin/ccrun-full.
+const fullName = "ccrun-full"
 
 // stdio is where a run of the CLI reads and writes.
 type stdio struct {
@@ -27,9 +25,12 @@ type stdio struct {
 }
 
 func main() {
+	// The front build hands what it does not serve to the whole ccrun
+	// (front.go); the whole ccrun serves everything (engines.go).
+	handOff(os.Args[1:])
 	// a @wasm worker of `exec --wasm-worker`, the warm @wasm server
 	// (CCRUN_WASM_SERVER=1), the detached refill of a warm container pool
-	if code, ok := ccrun.ServeHelper(os.Args[1:]); ok {
+	if code, ok := serveHelper(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	oneShotProcess = true

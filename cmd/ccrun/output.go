@@ -72,18 +72,6 @@ type capabilitiesReport struct {
 	Errors       []string           `json:"errors"` // capabilities that do not load, one message each
 }
 
-// gcReport is `ccrun gc --json`.
-type gcReport struct {
-	Processes  []string `json:"processes_ended"`    // orphaned helper processes ended, as "what pid"
-	Sessions   []string `json:"sessions_removed"`   // ids of expired sessions whose files were removed
-	Containers []string `json:"containers_removed"` // ids of the containers removed
-	Errors     []string `json:"errors"`             // what could not be cleaned, one message each
-	// DryRun is set by --dry-run: nothing was removed, and WouldRemove
-	// says what would have been.
-	DryRun      bool    `json:"dry_run"`
-	WouldRemove *gcPlan `json:"would_remove,omitempty"`
-}
-
 // keyReport is `ccrun key --json`.
 type keyReport struct {
 	Command  string `json:"command"`

@@ -69,6 +69,15 @@ func isCobraUsage(err error) bool {
 }
 
 func (a *app) command() *cobra.Command {
+	root := a.rootCommand()
+	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
+		a.sessionCommand(), a.versionCommand(), a.keyCommand(), a.trustCommand())
+	root.AddCommand(a.engineCommands()...) // engines.go
+	return root
+}
+
+// rootCommand is the root command, its flags, and none of its commands.
+func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ccrun",
 		Short: "Run the tools an AI agent calls, each in its environment, behind one permission gate",
@@ -85,9 +94,6 @@ configuration; 124 timeout; 125 ccrun's own failure or the environment unavailab
 	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else git's top level, else the current one)")
 	root.PersistentFlags().StringVar(&a.trustDigest, "trust-digest", "", "trust the project's files when they loosen exactly this digest (ccrun trust --digest; default: $"+trustDigestEnv+")")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.gcCommand(), a.versionCommand(), a.demoCommand(), a.keyCommand(),
-		a.trustCommand(), a.doctorCommand(), a.mcpCommand())
 	return root
 }
 

@@ -1,0 +1,100 @@
+//go:build !ccrunfront
+
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/distribution/reference"
+	"github.com/spf13/cobra"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// This file and engines_front.go are what the two builds of the CLI do
+// differently. This one, the whole ccrun (`go install`, `make build`'s
+// bin/ccrun-full), links the @wasm and @docker engines, gc, doctor, demo
+// and mcp. The front (the ccrunfront tag, `make build`'s bin/ccrun) links
+// the gate and @shell alone and hands every other command to the whole
+// ccrun beside it (front.go).
+
+// dockerRefillCmd is the hidden first argument under which ccrun refills a
+// @docker warm pool in a process of its own, so that the run that used a
+// pooled container exits at once (ccrun.ServeHelper serves it).
+const dockerRefillCmd = ccrun.RefillArg
+
+// serveHelper serves a @wasm worker of `exec --wasm-worker`, the warm
+// @wasm server, and the detached refill of a warm container pool.
+func serveHelper(args []string) (code int, ok bool) { return ccrun.ServeHelper(args) }
+
+// engineCommands are the commands of the engines.
+func (a *app) engineCommands() []*cobra.Command {
+	return []*cobra.Command{a.gcCommand(), a.demoCommand(), a.doctorCommand(), a.mcpCommand()}
+}
+
+// execEngines returns exec's options of the @docker and @wasm engines:
+// --engine, --wasm-worker, and in ccrun's own main the one-shot @wasm
+// guest and the warm server.
+func (a *app) execEngines(engine string, worker bool) ([]ccrun.Option, error) {
+	var extra []ccrun.Option
+	if engine != "" {
+		extra = append(extra, ccrun.WithDockerEngine(engine))
+	}
+	if worker {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, ccrun.WithWasmWorker(exe))
+	} else if oneShotProcess {
+		// This process runs one call and exits: a @wasm guest runs
+		// here at full speed, and a limit that stops it returns at
+		// once (the guest goes with the process). Should reporting
+		// it then hang, the hook ends the process with its code.
+		extra = append(extra, ccrun.WithWasmOneShot(func(r *job.Result) {
+			os.Exit(exitCode(r, nil))
+		}))
+		// And the guest goes first to the project's warm server,
+		// which has the module compiled already (runtime(); off
+		// with CCRUN_WASM_SERVER=0).
+		a.wasmServer = os.Getenv(ccrun.WasmServerEnv) != "0"
+	}
+	return extra, nil
+}
+
+// runtimeEngines returns the engines' options of every Runtime of the
+// CLI: pull progress on a terminal, the detached refill of a warm
+// container pool, the warm @wasm server.
+func (a *app) runtimeEngines(dir string) []ccrun.Option {
+	var opts []ccrun.Option
+	if isTerminal(a.io.err) {
+		opts = append(opts, ccrun.WithPullProgress(a.io.err))
+	}
+	if exe, err := os.Executable(); err == nil {
+		opts = append(opts, ccrun.WithDetachedRefill(exe))
+		if a.wasmServer {
+			opts = append(opts, ccrun.WithWasmServer(exe, dir))
+		}
+	}
+	return opts
+}
+
+// withCompileProgress shows a @wasm module's compilation on st.
+func withCompileProgress(ctx context.Context, st *status) context.Context {
+	return ccrun.WithCompileProgress(ctx, st.compile)
+}
+
+// checkImage refuses an image reference the engine could not read, before
+// the engine is called: a name (with a registry, a tag or a digest) or an
+// image ID.
+func checkImage(ref string) error {
+	if _, err := reference.ParseAnyReference(ref); err != nil {
+		return usagef("--docker %q: not an image reference (want NAME[:TAG][@DIGEST], such as busybox:1.36, or an image ID): %v", ref, err)
+	}
+	return nil
+}
+
+// handOff does nothing in the whole ccrun: it serves every command itself.
+func handOff([]string) {}
