@@ -18,7 +18,7 @@ import (
 // bin/ccrun-full), links the @wasm and @docker engines, gc, doctor, demo
 // and mcp. The front (the ccrunfront tag, `make build`'s bin/ccrun) links
 // the gate and @shell alone and hands every other command to the whole
-// ccrun beside it (front.go).
+// ccrun beside it (front.go, internal/handoff).
 
 // dockerRefillCmd is the hidden first argument under which ccrun refills a
 // @docker warm pool in a process of its own, so that the run that used a
@@ -95,6 +95,3 @@ func checkImage(ref string) error {
 	}
 	return nil
 }
-
-// handOff does nothing in the whole ccrun: it serves every command itself.
-func handOff([]string) {}

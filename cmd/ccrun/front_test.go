@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
 )
 
 // The front build (front.go): `make build`'s bin/ccrun, which serves the
@@ -32,8 +35,12 @@ func builtPair(tb testing.TB) (front, full string) {
 			pairErr = err
 			return
 		}
-		pairFront, pairFull = filepath.Join(dir, "ccrun"), filepath.Join(dir, fullName)
-		for _, b := range [][]string{{"-tags", "ccrunfront", "-o", pairFront}, {"-o", pairFull}} {
+		pairFront, pairFull = filepath.Join(dir, "ccrun"), filepath.Join(dir, handoff.FullName)
+		frontArgs := []string{"-tags", "ccrunfront", "-o", pairFront}
+		if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+			frontArgs = append(frontArgs, "-ldflags=-E=main.frontEntry") // as make build does
+		}
+		for _, b := range [][]string{frontArgs, {"-o", pairFull}} {
 			cmd := exec.Command("go", append(append([]string{"build"}, b...), ".")...)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -205,7 +212,7 @@ func TestFrontMissingOrBad(t *testing.T) {
 			if err := os.WriteFile(bin, data, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.make(filepath.Join(dir, fullName)); err != nil {
+			if err := tc.make(filepath.Join(dir, handoff.FullName)); err != nil {
 				t.Fatal(err)
 			}
 			r := runBin(t, bin, dir, "", frontEnv(dir), "demo")
@@ -216,6 +223,39 @@ func TestFrontMissingOrBad(t *testing.T) {
 				t.Error("the file beside the front ran")
 			}
 		})
+	}
+}
+
+// TestFrontEntry: on linux/amd64 the front hands a command it does not
+// serve to the whole ccrun from its ELF entry, before its Go runtime
+// starts (entry_front_linux_amd64.s): one Go runtime starts, the whole
+// ccrun's. A command it may serve goes to the runtime, and one that only
+// package handoff tells apart (--shell with a flag it does not serve) is
+// handed over from there: two runtimes.
+func TestFrontEntry(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the front's own entry is linux/amd64's")
+	}
+	front, _ := builtPair(t)
+	for _, tc := range []struct {
+		args     []string
+		runtimes int
+	}{
+		{[]string{"frobnicate"}, 1},
+		{[]string{"allowlist", "list"}, 1},
+		{[]string{"exec", "--", "--shell", "x"}, 1},
+		{[]string{"exec", "--shell", "true"}, 1},
+		{[]string{"exec", "--shell=true"}, 1},
+		{[]string{"version"}, 1},
+		{[]string{"exec", "--shell", "true", "--wasm", "x.wasm"}, 2},
+		{[]string{"--project-dir", ".", "exec", "--shell", "true"}, 1},
+	} {
+		dir := t.TempDir()
+		env := append(frontEnv(dir), "GODEBUG=inittrace=1")
+		r := runBin(t, front, dir, "", env, tc.args...)
+		if n := strings.Count(r.stderr, "init runtime @"); n != tc.runtimes {
+			t.Errorf("%q: %d Go runtimes started, want %d", tc.args, n, tc.runtimes)
+		}
 	}
 }
 

@@ -13,11 +13,6 @@ import (
 // interrupt checks and be left to the process's exit (wasm.WithOneShot).
 var oneShotProcess bool
 
-// fullName is the file name of the whole ccrun, to which the front build
-// hands the commands it does not serve (front.go): `make build` puts it
-// beside the front, as bin/ccrun-full.
-const fullName = "ccrun-full"
-
 // stdio is where a run of the CLI reads and writes.
 type stdio struct {
 	in       io.Reader
@@ -25,9 +20,6 @@ type stdio struct {
 }
 
 func main() {
-	// The front build hands what it does not serve to the whole ccrun
-	// (front.go); the whole ccrun serves everything (engines.go).
-	handOff(os.Args[1:])
 	// a @wasm worker of `exec --wasm-worker`, the warm @wasm server
 	// (CCRUN_WASM_SERVER=1), the detached refill of a warm container pool
 	if code, ok := serveHelper(os.Args[1:]); ok {
