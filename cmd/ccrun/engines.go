@@ -29,9 +29,11 @@ const dockerRefillCmd = ccrun.RefillArg
 // @wasm server, and the detached refill of a warm container pool.
 func serveHelper(args []string) (code int, ok bool) { return ccrun.ServeHelper(args) }
 
-// engineCommands are the commands of the engines.
-func (a *app) engineCommands() []*cobra.Command {
-	return []*cobra.Command{a.gcCommand(), a.demoCommand(), a.doctorCommand(), a.mcpCommand()}
+// commands are ccrun's commands: the gate's, and those of the engines.
+func (a *app) commands() []*cobra.Command {
+	return []*cobra.Command{a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
+		a.sessionCommand(), a.versionCommand(), a.keyCommand(), a.trustCommand(),
+		a.gcCommand(), a.demoCommand(), a.doctorCommand(), a.mcpCommand()}
 }
 
 // execEngines returns exec's options of the @docker and @wasm engines:

@@ -169,8 +169,8 @@ The tool's exit code becomes ccrun's.`,
   ccrun exec --wasm hello.wasm --mount data:/data -- --verbose
   ccrun exec --docker ccrun-test:busybox -- /bin/busybox echo hi`,
 		RunE: func(c *cobra.Command, args []string) error {
-			sigs := notifyEarly(c.Context()) // in before the call runs
-			defer sigs.release()
+			sigs := notifySignals(c.Context()) // in before a prompt or the run
+			defer sigs.stop()
 			call, err := f.call(c, args)
 			if err != nil {
 				return err
@@ -243,7 +243,14 @@ The tool's exit code becomes ccrun's.`,
 			default:
 				return usagef("--events %q: want json", events)
 			}
-			ctx := sigs.wait()
+			// The call's context is the signals' from the start; their
+			// handler is in before anybody is prompted or anything runs.
+			defer rt.Subscribe(func(e ccrun.Event) {
+				if e.State == ccrun.AwaitingApproval || e.State == ccrun.Scheduled {
+					sigs.wait()
+				}
+			})()
+			ctx := sigs.ctx
 			if st != nil {
 				ctx = withCompileProgress(ctx, st)
 			}
@@ -276,36 +283,41 @@ The tool's exit code becomes ccrun's.`,
 	return c
 }
 
-// earlySignals is exec's handling of Ctrl-C and SIGTERM, which cancel the
-// call's context. os/signal starts threads of the Go runtime for it
-// (a few tenths of a ms in a new process here); notifyEarly starts it beside the
-// parsing and the gate's setup, and wait takes it before the call starts,
-// so that nothing runs, and nobody is prompted, without it.
-type earlySignals struct {
-	done chan struct{}
-	ctx  context.Context
-	stop context.CancelFunc
+// signals is exec's handling of Ctrl-C and SIGTERM: they cancel ctx, with
+// the cause signal.NotifyContext gives ("interrupt signal received").
+// os/signal starts threads of the Go runtime for it (a few tenths of a ms
+// in a new process here), so notifySignals installs it beside the gate's
+// work, and wait returns once it is in.
+type signals struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ch     chan os.Signal
+	in     chan struct{} // closed once the handler is in
 }
 
-func notifyEarly(parent context.Context) *earlySignals {
-	s := &earlySignals{done: make(chan struct{})}
+func notifySignals(parent context.Context) *signals {
+	s := &signals{ch: make(chan os.Signal, 1), in: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancelCause(parent)
 	go func() {
-		defer close(s.done)
-		s.ctx, s.stop = signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+		signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
+		close(s.in)
+		select {
+		case sig := <-s.ch:
+			s.cancel(errors.New(sig.String() + " signal received"))
+		case <-s.ctx.Done():
+		}
 	}()
 	return s
 }
 
-// wait returns the context the signals cancel, once they do.
-func (s *earlySignals) wait() context.Context {
-	<-s.done
-	return s.ctx
-}
+// wait returns once the handler is in.
+func (s *signals) wait() { <-s.in }
 
-// release stops the handling.
-func (s *earlySignals) release() {
-	<-s.done
-	s.stop()
+// stop ends the handling: the signals have their default action again.
+func (s *signals) stop() {
+	s.cancel(nil)
+	<-s.in
+	signal.Stop(s.ch)
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and

@@ -28,7 +28,11 @@ import (
 
 func serveHelper([]string) (int, bool) { return 0, false }
 
-func (a *app) engineCommands() []*cobra.Command { return nil }
+// commands are the ones the front serves (handoff.Serves): the others
+// never reach it.
+func (a *app) commands() []*cobra.Command {
+	return []*cobra.Command{a.execCommand(), a.checkCommand(), a.versionCommand(), a.keyCommand()}
+}
 
 func (a *app) execEngines(string, bool) ([]ccrun.Option, error) { return nil, nil }
 

@@ -70,9 +70,7 @@ func isCobraUsage(err error) bool {
 
 func (a *app) command() *cobra.Command {
 	root := a.rootCommand()
-	root.AddCommand(a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.versionCommand(), a.keyCommand(), a.trustCommand())
-	root.AddCommand(a.engineCommands()...) // engines.go
+	root.AddCommand(a.commands()...) // engines.go; the front's, front.go
 	return root
 }
 
