@@ -80,6 +80,12 @@ func (r *Runtime) prewarmConfinement(inv *Invocation) *shell.Confinement {
 	if _, err := shell.ConfineAvailable(); err != nil {
 		return nil
 	}
+	if !shell.MayOpen(inv.Command.File) {
+		// Builtins only, no redirection: no ruleset is ever built, and the
+		// table of dangerous paths is not read. Should the script start a
+		// program or open a file after all, the ruleset hides everything.
+		return shell.SealedConfinement()
+	}
 	home, _ := os.UserHomeDir()
 	c := shell.ReadOnlyConfinement(home, r.dir, inv.Dir)
 	c.Warm(inv.Command.File)

@@ -26,7 +26,8 @@ func ccrunBinary(b *testing.B) string {
 // machine's load hits them alike; each is reported as its median wall time
 // (…-ms). overhead-ms is the median of the front's exec − sh over the
 // iterations (issue 15's goal: at most 3 ms), whole-overhead-ms the same
-// for the whole ccrun.
+// for the whole ccrun. CCRUN_BENCH_BASE names another build of the front
+// (its ccrun-full beside it), run in turn with the others: base-overhead-ms.
 func BenchmarkShellTrue(b *testing.B) {
 	front, full := builtPair(b)
 	dir := b.TempDir()
@@ -39,6 +40,12 @@ func BenchmarkShellTrue(b *testing.B) {
 		{"ccrun-version", []string{front, "version"}},
 		{"whole-exec", []string{full, "exec", "--approve", "once", "--shell", "true"}},
 		{"whole-version", []string{full, "version"}},
+	}
+	if base := os.Getenv("CCRUN_BENCH_BASE"); base != "" { // another build, for a before/after
+		variants = append(variants, struct {
+			name string
+			argv []string
+		}{"base-exec", []string{base, "exec", "--approve", "once", "--shell", "true"}})
 	}
 	wall := make([][]time.Duration, len(variants))
 	for i := 0; i < b.N; i++ {
@@ -63,6 +70,9 @@ func BenchmarkShellTrue(b *testing.B) {
 	}
 	b.ReportMetric(over(0), "overhead-ms")
 	b.ReportMetric(over(3), "whole-overhead-ms")
+	if len(variants) > 5 {
+		b.ReportMetric(over(5), "base-overhead-ms")
+	}
 	for v := range variants {
 		b.ReportMetric(ms(median(wall[v])), variants[v].name+"-ms")
 	}

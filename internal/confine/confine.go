@@ -160,7 +160,7 @@ func ReadOnly(home string, dirs ...string) Policy {
 			bases = append(bases, globEscape(path.Clean(d)))
 		}
 	}
-	for _, r := range sensitive.Rows {
+	for _, r := range sensitive.Table() {
 		if r.Kind != sensitive.Leak {
 			continue
 		}

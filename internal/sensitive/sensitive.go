@@ -16,6 +16,7 @@ package sensitive
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // Kind says why a path is dangerous.
@@ -96,57 +97,93 @@ func rows(kind Kind, dir bool, what string, seqs ...string) []Row {
 	return out
 }
 
-// Rows is the table, first match wins (Leak rows come first, so that a
-// secret inside an implant directory, ~/.claude/.credentials.json, is a
-// leak for reads too). docs/policy.md lists it.
-var Rows = concat(
-	rows(Leak, true, "SSH keys", ".ssh"),
-	rows(Leak, false, "an AI agent's credentials", ".claude/.credentials.json", ".codex/auth.json",
-		".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".config/github-copilot/hosts.json",
-		".config/github-copilot/apps.json", ".aider.conf.yml"),
-	rows(Leak, true, "cloud credentials", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
-		".config/gh", ".terraform.d", ".oci", ".config/doctl", ".config/rclone", ".config/hub",
-		".config/glab-cli", ".config/op", ".fly", ".config/heroku"),
-	rows(Leak, true, "keys", ".gnupg", ".password-store", ".local/share/keyrings", ".pki"),
-	rows(Leak, false, "package registry credentials", ".npmrc", ".pypirc", ".cargo/credentials",
-		".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml", ".config/pip/pip.conf",
-		".m2/settings.xml", ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".composer/auth.json"),
-	rows(Leak, false, "stored passwords", ".netrc", "_netrc", ".pgpass", ".git-credentials",
-		".my.cnf", ".vault-token", ".config/git/credentials", ".s3cfg", ".boto", ".dockercfg",
-		".config/rclone/rclone.conf", ".wgetrc", ".curlrc"),
-	rows(Leak, false, "private keys", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
-		"*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx"),
-	rows(Leak, false, "environment secrets", ".env", ".env.*"),
-	rows(Leak, false, "shell and REPL histories", ".bash_history", ".zsh_history", ".zhistory",
-		".histfile", ".sh_history", ".python_history", ".node_repl_history", ".psql_history",
-		".mysql_history", ".sqlite_history", ".lesshst", ".irb_history", ".local/share/fish/fish_history",
-		".rediscli_history"),
-	rows(Leak, false, "the system's password hashes", "/etc/shadow", "/etc/shadow-", "/etc/gshadow",
-		"/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"),
-	rows(Leak, true, "the system's password hashes", "/etc/sudoers.d"),
-	rows(Leak, false, "the host's SSH keys", "/etc/ssh/ssh_host_*_key"),
-	rows(Leak, false, "another process's environment (its secrets)", "/proc/*/environ",
-		"/proc/*/task/*/environ"),
-	rows(Implant, false, "a shell startup file", ".bashrc", ".bash_profile", ".bash_login",
-		".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
-		".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc", ".tool-versions",
-		".mise.toml", "mise.toml"),
-	rows(Implant, true, "a shell startup file", ".config/fish", ".oh-my-zsh", ".config/environment.d",
-		".config/mise", ".config/direnv"),
-	rows(Implant, true, "git hooks", ".git/hooks", ".husky"),
-	rows(Implant, false, "a file git runs programs from", ".git/config", ".git/info/attributes",
-		".gitconfig", ".config/git/config", ".config/git/attributes", ".gitattributes", ".gitmodules",
-		".git/config.worktree", ".lfsconfig"),
-	rows(Implant, true, "a file git runs programs from", ".git/worktrees", ".git/modules"),
-	rows(Implant, true, "an editor's or agent's configuration", ".vscode", ".idea", ".claude",
-		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
-		".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents", ".zed", ".aider",
-		".config/opencode", ".opencode"),
-	rows(Implant, false, "an editor's or agent's configuration", ".mcp.json", ".claude.json",
-		".vimrc", ".exrc", ".cursorrules", ".nvim.lua", ".nvimrc", "opencode.json"),
-	rows(Implant, false, "ccrun's own configuration", "ccrun.json", "ccrun.local.json"),
-	rows(Implant, true, "ccrun's own configuration", ".ccrun", ".config/ccrun"),
-)
+// Table returns the table, first match wins (Leak rows come first, so
+// that a secret inside an implant directory, ~/.claude/.credentials.json,
+// is a leak for reads too). docs/policy.md lists it. It is built on first
+// use, not in the package's init: a ccrun process that never looks at a
+// path (ccrun version, a command of builtins) does not pay for it.
+func Table() []Row { return built().rows }
+
+type table struct {
+	rows []Row
+	// index files the rows that may match a path under a literal
+	// component: their first one, or, for a file row whose first
+	// component is a glob (/proc/*/environ, *.pem), their last one.
+	// lastGlobs are the file rows whose last component is a glob too
+	// (id_rsa*, *.pem): tried only when the path's last component matches
+	// it. globs are the rest, tried on every path.
+	index            map[string][]int
+	lastGlobs, globs []int
+}
+
+var built = sync.OnceValue(func() *table {
+	t := &table{rows: tableRows(), index: map[string][]int{}}
+	for i, r := range t.rows {
+		first, last := r.Seq[0], r.Seq[len(r.Seq)-1]
+		switch {
+		case !isGlob(first):
+			t.index[first] = append(t.index[first], i)
+		case !r.Dir && !isGlob(last):
+			t.index[last] = append(t.index[last], i)
+		case !r.Dir:
+			t.lastGlobs = append(t.lastGlobs, i)
+		default:
+			t.globs = append(t.globs, i)
+		}
+	}
+	return t
+})
+
+func tableRows() []Row {
+	return concat(
+		rows(Leak, true, "SSH keys", ".ssh"),
+		rows(Leak, false, "an AI agent's credentials", ".claude/.credentials.json", ".codex/auth.json",
+			".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".config/github-copilot/hosts.json",
+			".config/github-copilot/apps.json", ".aider.conf.yml"),
+		rows(Leak, true, "cloud credentials", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
+			".config/gh", ".terraform.d", ".oci", ".config/doctl", ".config/rclone", ".config/hub",
+			".config/glab-cli", ".config/op", ".fly", ".config/heroku"),
+		rows(Leak, true, "keys", ".gnupg", ".password-store", ".local/share/keyrings", ".pki"),
+		rows(Leak, false, "package registry credentials", ".npmrc", ".pypirc", ".cargo/credentials",
+			".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml", ".config/pip/pip.conf",
+			".m2/settings.xml", ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".composer/auth.json"),
+		rows(Leak, false, "stored passwords", ".netrc", "_netrc", ".pgpass", ".git-credentials",
+			".my.cnf", ".vault-token", ".config/git/credentials", ".s3cfg", ".boto", ".dockercfg",
+			".config/rclone/rclone.conf", ".wgetrc", ".curlrc"),
+		rows(Leak, false, "private keys", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
+			"*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx"),
+		rows(Leak, false, "environment secrets", ".env", ".env.*"),
+		rows(Leak, false, "shell and REPL histories", ".bash_history", ".zsh_history", ".zhistory",
+			".histfile", ".sh_history", ".python_history", ".node_repl_history", ".psql_history",
+			".mysql_history", ".sqlite_history", ".lesshst", ".irb_history", ".local/share/fish/fish_history",
+			".rediscli_history"),
+		rows(Leak, false, "the system's password hashes", "/etc/shadow", "/etc/shadow-", "/etc/gshadow",
+			"/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"),
+		rows(Leak, true, "the system's password hashes", "/etc/sudoers.d"),
+		rows(Leak, false, "the host's SSH keys", "/etc/ssh/ssh_host_*_key"),
+		rows(Leak, false, "another process's environment (its secrets)", "/proc/*/environ",
+			"/proc/*/task/*/environ"),
+		rows(Implant, false, "a shell startup file", ".bashrc", ".bash_profile", ".bash_login",
+			".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+			".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc", ".tool-versions",
+			".mise.toml", "mise.toml"),
+		rows(Implant, true, "a shell startup file", ".config/fish", ".oh-my-zsh", ".config/environment.d",
+			".config/mise", ".config/direnv"),
+		rows(Implant, true, "git hooks", ".git/hooks", ".husky"),
+		rows(Implant, false, "a file git runs programs from", ".git/config", ".git/info/attributes",
+			".gitconfig", ".config/git/config", ".config/git/attributes", ".gitattributes", ".gitmodules",
+			".git/config.worktree", ".lfsconfig"),
+		rows(Implant, true, "a file git runs programs from", ".git/worktrees", ".git/modules"),
+		rows(Implant, true, "an editor's or agent's configuration", ".vscode", ".idea", ".claude",
+			".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
+			".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents", ".zed", ".aider",
+			".config/opencode", ".opencode"),
+		rows(Implant, false, "an editor's or agent's configuration", ".mcp.json", ".claude.json",
+			".vimrc", ".exrc", ".cursorrules", ".nvim.lua", ".nvimrc", "opencode.json"),
+		rows(Implant, false, "ccrun's own configuration", "ccrun.json", "ccrun.local.json"),
+		rows(Implant, true, "ccrun's own configuration", ".ccrun", ".config/ccrun"),
+	)
+}
 
 func concat(lists ...[]Row) []Row {
 	var out []Row
@@ -209,31 +246,6 @@ func (r Row) MatchPattern(comps []string) bool {
 	return false
 }
 
-// index files the rows that may match a path under a literal component:
-// their first one, or, for a file row whose first component is a glob
-// (/proc/*/environ, *.pem), their last one. lastGlobs are the file rows
-// whose last component is a glob too (id_rsa*, *.pem): tried only when
-// the path's last component matches it. globs are the rest, tried on every
-// path.
-var index, lastGlobs, globs = func() (map[string][]int, []int, []int) {
-	idx := map[string][]int{}
-	var lg, gl []int
-	for i, r := range Rows {
-		first, last := r.Seq[0], r.Seq[len(r.Seq)-1]
-		switch {
-		case !isGlob(first):
-			idx[first] = append(idx[first], i)
-		case !r.Dir && !isGlob(last):
-			idx[last] = append(idx[last], i)
-		case !r.Dir:
-			lg = append(lg, i)
-		default:
-			gl = append(gl, i)
-		}
-	}
-	return idx, lg, gl
-}()
-
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[\\") }
 
 // nameAt is the compiled j-th component (compiled now for a Row made
@@ -245,33 +257,35 @@ func (r Row) nameAt(j int, pat string) name {
 	return compile(pat)
 }
 
-// First returns the index in Rows of the first row that covers the
+// First returns the index in Table() of the first row that covers the
 // absolute, clean, slash-separated path p — Implant rows only when write —
 // or -1.
 func First(p string, write bool) int {
+	t := built()
+	rs := t.rows
 	comps := strings.Split(strings.Trim(p, "/"), "/")
 	best := -1
 	try := func(i int) {
-		if (best >= 0 && i >= best) || (Rows[i].Kind == Implant && !write) {
+		if (best >= 0 && i >= best) || (rs[i].Kind == Implant && !write) {
 			return
 		}
-		if Rows[i].MatchComps(comps) {
+		if rs[i].MatchComps(comps) {
 			best = i
 		}
 	}
 	for _, c := range comps {
-		for _, i := range index[c] {
+		for _, i := range t.index[c] {
 			try(i)
 		}
 	}
 	last := comps[len(comps)-1]
-	for _, i := range lastGlobs {
-		r := &Rows[i]
+	for _, i := range t.lastGlobs {
+		r := &rs[i]
 		if r.names[len(r.names)-1].match(last) {
 			try(i)
 		}
 	}
-	for _, i := range globs {
+	for _, i := range t.globs {
 		try(i)
 	}
 	return best
@@ -281,7 +295,7 @@ func First(p string, write bool) int {
 // (Implant rows only when write).
 func Match(p string, write bool) (Row, bool) {
 	if i := First(p, write); i >= 0 {
-		return Rows[i], true
+		return Table()[i], true
 	}
 	return Row{}, false
 }
@@ -296,7 +310,7 @@ func Under(rel string) (Row, bool) {
 		return Row{}, false
 	}
 	comps := strings.Split(rel, "/")
-	for _, r := range Rows {
+	for _, r := range Table() {
 		if !r.Abs && r.MatchComps(comps) {
 			return r, true
 		}
@@ -317,7 +331,7 @@ func Contains(dir, home string) bool {
 	if home != "" && home != "/" && in(dir, path.Clean(home)) {
 		return true
 	}
-	for _, r := range Rows {
+	for _, r := range Table() {
 		if r.Abs && !strings.ContainsAny(r.Seq[0], "*?[") && in(dir, "/"+strings.Join(r.Seq, "/")) {
 			return true
 		}
@@ -332,7 +346,7 @@ func Contains(dir, home string) bool {
 // with globs (id_rsa*, *.pem, /proc/*/environ) cannot be anchored.
 func Anchored(home string) []string {
 	var out []string
-	for _, r := range Rows {
+	for _, r := range Table() {
 		lit := true
 		for _, c := range r.Seq {
 			if strings.ContainsAny(c, "*?[\\") {
@@ -365,7 +379,7 @@ func Above(rel string) bool {
 		return false
 	}
 	comps := strings.Split(rel, "/")
-	for _, r := range Rows {
+	for _, r := range Table() {
 		if r.Abs {
 			continue
 		}

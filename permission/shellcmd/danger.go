@@ -347,7 +347,7 @@ func (d *dangerScan) check(given string, write bool) {
 		if i < 0 {
 			continue
 		}
-		r := sensitive.Rows[i]
+		r := sensitive.Table()[i]
 		key := string(r.Kind) + "\x00" + physical
 		if d.seen[key] {
 			continue
@@ -396,7 +396,7 @@ func (d *dangerScan) glob(given, pattern string, write bool) {
 	}
 	if err != nil || n == 0 {
 		// nothing there (yet): compare the pattern's components with the rules' names
-		for _, r := range sensitive.Rows {
+		for _, r := range sensitive.Table() {
 			if (r.Kind == sensitive.Implant && !write) || !r.MatchPattern(pcomps[1:]) {
 				continue
 			}

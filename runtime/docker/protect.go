@@ -207,7 +207,7 @@ type placeholderPath struct {
 func placeholders(m job.Mount, src string) []placeholderPath {
 	var out []placeholderPath
 	seen := map[string]bool{}
-	for _, r := range sensitive.Rows {
+	for _, r := range sensitive.Table() {
 		if r.Abs || r.Kind != sensitive.Implant || strings.ContainsAny(strings.Join(r.Seq, "/"), "*?[\\") {
 			continue
 		}

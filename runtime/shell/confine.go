@@ -133,6 +133,21 @@ func samePolicy(a, b confine.Policy) bool {
 		slices.Equal(a.Write, b.Write) && a.HideProcesses == b.HideProcesses
 }
 
+// MayOpen reports whether script may start a program or open a file
+// (mayOpen): false only when every command is a builtin that does
+// neither, with no redirection.
+func MayOpen(script *syntax.File) bool { return mayOpen(script) }
+
+// SealedConfinement is the Confinement of a script that MayOpen says opens
+// nothing and starts nothing: its ruleset, built only should the script
+// start a program or open a file after all, hides everything (/ and every
+// process), so that such a program fails with EACCES rather than run with
+// less than ReadOnlyConfinement would give. Making it reads no table and
+// lists no directory.
+func SealedConfinement() *Confinement {
+	return &Confinement{Hide: []string{"/"}, HideProcesses: true}
+}
+
 // mayOpen reports whether script may start a program or open a file, the
 // two things a confined run needs its ruleset for: false only when every
 // command is a builtin that does neither, with no redirection. A wrong

@@ -382,3 +382,37 @@ func TestConfineWarm(t *testing.T) {
 		t.Error("the untaken warm ruleset was not closed at the end of the run")
 	}
 }
+
+// TestSealedConfinement: a script of builtins runs under it as it would
+// unconfined, and a program or a file opened under it anyway (MayOpen is
+// true for these) fails: nothing is granted.
+func TestSealedConfinement(t *testing.T) {
+	w := newConfineWorld(t)
+	e := newExecutor(t)
+	for _, tt := range []struct {
+		src  string
+		ok   bool
+		want string
+	}{
+		{"true", true, ""},
+		{"echo hi; x=1; test $x = 1 && printf '%s\n' ok", true, "hi\nok\n"},
+		{"cat README.md", false, ""},
+		{"echo x > /dev/null", false, ""},
+		{"read line < README.md; echo \"$line\"", false, ""},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			if MayOpen(parse(t, tt.src)) == tt.ok {
+				t.Fatalf("MayOpen(%q) = %v", tt.src, !tt.ok)
+			}
+			s := w.spec(t, tt.src)
+			s.Confine = SealedConfinement()
+			res, err := e.Run(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK() != tt.ok || string(res.Stdout) != tt.want {
+				t.Errorf("exit %d (%s), stdout %q, stderr %q; want ok %v, stdout %q", res.ExitCode, res.Detail, res.Stdout, res.Stderr, tt.ok, tt.want)
+			}
+		})
+	}
+}
