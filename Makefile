@@ -73,14 +73,18 @@ bench-gate: ## a decision for a simple and a compound command, parse included
 	@$(GO) test -run '^$$' -bench 'Decision|ParseCommand' -benchmem ./permission/ . | grep -E '^Benchmark'
 
 .PHONY: bench-shell
-bench-shell: ## `ccrun exec --shell true` and `ccrun version` (the front, and the whole ccrun) against `sh -c true`, as new processes, interleaved
+# BENCH_SHELL_BASE: another front (its ccrun-full beside it), run in turn
+# with $(BIN), for a before/after.
+bench-shell: build ## `ccrun exec --shell true` and `ccrun version` (the front, and the whole ccrun) against `sh -c true`, as new processes, interleaved
 	@l0=$$(cut -d' ' -f1-3 /proc/loadavg); \
+	CCRUN_BENCH_BIN=$(abspath $(BIN)) CCRUN_BENCH_BASE=$(if $(BENCH_SHELL_BASE),$(abspath $(BENCH_SHELL_BASE))) \
 	$(GO) test -run '^$$' -bench ShellTrue -benchtime $(BENCH_N)x ./cmd/ccrun/ | \
 	awk -v l0="$$l0" '/^BenchmarkShellTrue/ { for (i = 3; i < NF; i += 2) m[$$(i+1)] = $$i } END { if (!("sh-c-ms" in m)) { print "bench-shell: no figures"; exit 1 } \
 	     getline l1 < "/proc/loadavg"; split(l1, a, " "); s = m["sh-c-ms"]; \
 	     printf "ccrun exec --shell true: %6.2f ms  vs sh -c true %6.2f ms: +%.2f ms (median of the differences; goal <= +3 ms)\n", m["ccrun-exec-ms"], s, m["overhead-ms"]; \
 	     printf "ccrun version:           %6.2f ms\n", m["ccrun-version-ms"]; \
 	     printf "the whole ccrun (bin/ccrun-full, go install): exec %6.2f ms (+%.2f ms), version %6.2f ms\n", m["whole-exec-ms"], m["whole-overhead-ms"], m["whole-version-ms"]; \
+	     if ("base-exec-ms" in m) printf "the base (BENCH_SHELL_BASE): exec %6.2f ms (+%.2f ms)\n", m["base-exec-ms"], m["base-overhead-ms"]; \
 	     printf "load average: %s before, %s %s %s after\n", l0, a[1], a[2], a[3] }'
 
 -include mk/*.mk

@@ -36,6 +36,9 @@ func (a *app) commands() []*cobra.Command {
 		a.gcCommand(), a.demoCommand(), a.doctorCommand(), a.mcpCommand()}
 }
 
+// frontRoot does nothing in the whole ccrun (front.go).
+func frontRoot(*cobra.Command) {}
+
 // execEngines returns exec's options of the @docker and @wasm engines:
 // --engine, --wasm-worker, and in ccrun's own main the one-shot @wasm
 // guest and the warm server.

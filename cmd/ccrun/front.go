@@ -34,6 +34,11 @@ func (a *app) commands() []*cobra.Command {
 	return []*cobra.Command{a.execCommand(), a.checkCommand(), a.versionCommand(), a.keyCommand()}
 }
 
+// frontRoot: cobra's completion command is the whole ccrun's (completion
+// and __complete are handed over), so the front does not make it at every
+// run.
+func frontRoot(root *cobra.Command) { root.CompletionOptions.DisableDefaultCmd = true }
+
 func (a *app) execEngines(string, bool) ([]ccrun.Option, error) { return nil, nil }
 
 func (a *app) runtimeEngines(string) []ccrun.Option { return nil }

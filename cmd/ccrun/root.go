@@ -71,6 +71,7 @@ func isCobraUsage(err error) bool {
 func (a *app) command() *cobra.Command {
 	root := a.rootCommand()
 	root.AddCommand(a.commands()...) // engines.go; the front's, front.go
+	frontRoot(root)
 	return root
 }
 
