@@ -2,8 +2,8 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
