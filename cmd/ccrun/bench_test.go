@@ -11,15 +11,6 @@ import (
 	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
 )
 
-// ccrunBinary builds cmd/ccrun as `make build` does, once per test binary
-// (front_test.go), for the benchmarks that compare a real `ccrun` process
-// with its peers: the front, with the whole ccrun beside it.
-func ccrunBinary(b *testing.B) string {
-	b.Helper()
-	front, _ := builtPair(b)
-	return front
-}
-
 // benchPair is the front and the whole ccrun to measure: CCRUN_BENCH_BIN,
 // a front with its ccrun-full beside it (make bench-shell gives make
 // build's), else builtPair's. A before/after (CCRUN_BENCH_BASE) differs
@@ -107,7 +98,7 @@ func BenchmarkShellTrue(b *testing.B) {
 // the ruleset's cost per run (issue 10's goal: at most 1 ms); layer-cpu-ms
 // the same in CPU time, which the load disturbs less.
 func BenchmarkGitStatus(b *testing.B) {
-	bin := ccrunBinary(b)
+	bin, _ := benchPair(b)
 	dir := b.TempDir()
 	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "x"}} {
 		cmd := exec.Command("git", args...)

@@ -22,9 +22,9 @@ import (
 // (handoff.FullName), by execve: the same arguments, environment, streams
 // and process (package handoff, run from early's init).
 
-// What the whole ccrun has and the front does not: it never reaches these
-// (what needs them was handed over in early's init), and each refuses
-// rather than do less.
+// What the whole ccrun has and the front does not. The front never
+// reaches them (what needs them was handed over in early's init): the
+// engines' options are none, and the image check refuses.
 
 func serveHelper([]string) (int, bool) { return 0, false }
 

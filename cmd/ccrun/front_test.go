@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +256,63 @@ func TestFrontEntry(t *testing.T) {
 		r := runBin(t, front, dir, "", env, tc.args...)
 		if n := strings.Count(r.stderr, "init runtime @"); n != tc.runtimes {
 			t.Errorf("%q: %d Go runtimes started, want %d", tc.args, n, tc.runtimes)
+		}
+	}
+}
+
+// TestFrontServedFlags holds package handoff's list of what the front
+// serves to the CLI's own commands: each flag it names is the command's
+// (its own or the root's), and takes a value exactly when handoff says so.
+// A flag handoff reads wrongly would shift every argument after it.
+func TestFrontServedFlags(t *testing.T) {
+	if handoff.ExitInternal != exitInternal {
+		t.Errorf("handoff.ExitInternal = %d, want exitInternal %d", handoff.ExitInternal, exitInternal)
+	}
+	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	root := a.command()
+	for name, flags := range handoff.Served() {
+		c, _, err := root.Find([]string{name})
+		if err != nil || c.Name() != name {
+			t.Errorf("handoff serves %q, which the CLI does not have (%v)", name, err)
+			continue
+		}
+		c.InitDefaultHelpFlag()
+		for flag, takes := range flags {
+			f := c.Flags().Lookup(flag)
+			if f == nil {
+				f = c.InheritedFlags().Lookup(flag)
+			}
+			switch {
+			case f == nil:
+				t.Errorf("handoff serves %s --%s, which the command does not have", name, flag)
+			case takes != (f.NoOptDefVal == ""):
+				t.Errorf("handoff reads %s --%s as taking a value: %v; the CLI: %v", name, flag, takes, f.NoOptDefVal == "")
+			}
+		}
+	}
+}
+
+// TestFrontSymlinked: the front reached through a symbolic link hands over
+// to the ccrun-full beside the file the link names, not to one planted
+// beside the link.
+func TestFrontSymlinked(t *testing.T) {
+	front, _ := builtPair(t)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "ccrun")
+	if err := os.Symlink(front, link); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(dir, "planted")
+	if err := os.WriteFile(filepath.Join(dir, handoff.FullName), []byte("#!/bin/sh\ntouch "+planted+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"frobnicate"}, {"exec", "--shell", "true", "--wasm", "x.wasm"}} {
+		r := runBin(t, link, dir, "", frontEnv(dir), args...)
+		if r.code != exitUsage {
+			t.Errorf("%q through a link: %+v, want the whole ccrun's usage error (exit %d)", args, r, exitUsage)
+		}
+		if _, err := os.Stat(planted); err == nil {
+			t.Fatalf("%q: the ccrun-full beside the link ran", args)
 		}
 	}
 }

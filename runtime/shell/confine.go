@@ -77,7 +77,7 @@ func (c *Confinement) policy() confine.Policy {
 // Warm before giving c to a run, not during one; it does nothing on a nil
 // c or a second call.
 func (c *Confinement) Warm(script *syntax.File) {
-	if c == nil || c.warm != nil || !mayOpen(script) {
+	if c == nil || c.warm != nil || !MayOpen(script) {
 		return
 	}
 	w := &warmRuleset{policy: c.policy(), done: make(chan struct{})}
@@ -133,11 +133,6 @@ func samePolicy(a, b confine.Policy) bool {
 		slices.Equal(a.Write, b.Write) && a.HideProcesses == b.HideProcesses
 }
 
-// MayOpen reports whether script may start a program or open a file
-// (mayOpen): false only when every command is a builtin that does
-// neither, with no redirection.
-func MayOpen(script *syntax.File) bool { return mayOpen(script) }
-
 // SealedConfinement is the Confinement of a script that MayOpen says opens
 // nothing and starts nothing: its ruleset, built only should the script
 // start a program or open a file after all, hides everything (/ and every
@@ -148,12 +143,13 @@ func SealedConfinement() *Confinement {
 	return &Confinement{Hide: []string{"/"}, HideProcesses: true}
 }
 
-// mayOpen reports whether script may start a program or open a file, the
+// MayOpen reports whether script may start a program or open a file, the
 // two things a confined run needs its ruleset for: false only when every
 // command is a builtin that does neither, with no redirection. A wrong
-// true costs a ruleset built for nothing; a wrong false only the wait for
-// it when the run starts a program.
-func mayOpen(script *syntax.File) bool {
+// true costs a ruleset built for nothing; a wrong false, the wait for it
+// when the run starts a program, or, under SealedConfinement, a program
+// that fails.
+func MayOpen(script *syntax.File) bool {
 	if script == nil {
 		return false
 	}

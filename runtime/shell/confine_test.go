@@ -327,8 +327,8 @@ func TestConfineWarm(t *testing.T) {
 		"git status": true, "echo x > f": true, "$cmd": true, "eval true": true,
 		"echo $(ls)": true, "f() { :; }; f": true, "command -v git": true, ". ./x": true,
 	} {
-		if got := mayOpen(parse(t, src)); got != want {
-			t.Errorf("mayOpen(%q) = %v, want %v", src, got, want)
+		if got := MayOpen(parse(t, src)); got != want {
+			t.Errorf("MayOpen(%q) = %v, want %v", src, got, want)
 		}
 	}
 	c := ReadOnlyConfinement(w.home, w.project)

@@ -44,6 +44,29 @@ var gateFlags = map[string]bool{"mode": true, "allow": true, "ask": true, "deny"
 
 var rootFlags = map[string]bool{"project-dir": true, "trust-digest": true}
 
+// Served returns, for each command the front serves, its flags (true: the
+// flag takes a value), the gate's and the root's included: a copy, for
+// the test that holds it to the CLI's own flags.
+func Served() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for cmd, flags := range served {
+		m := map[string]bool{}
+		for f, v := range flags {
+			m[f] = v
+		}
+		for f := range rootFlags {
+			m[f] = true
+		}
+		if cmd == "exec" || cmd == "check" {
+			for f := range gateFlags {
+				m[f] = true
+			}
+		}
+		out[cmd] = m
+	}
+	return out
+}
+
 // Serves reports whether the front serves args (ccrun's, without the
 // program name): a served command, then only its served flags (long ones,
 // --name VALUE or --name=VALUE), --shell among them for exec and check.
