@@ -31,6 +31,7 @@ build: ## build bin/ccrun (the front: the gate and @shell) and bin/ccrun-full (t
 # 10 minutes.
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+	$(GO) test -tags ccrunfront -count=1 -run Front ./capabilities/ # the front build refuses what it cannot check
 
 .PHONY: check
 check: fmt-check vet cross lint tidy-check test ## gofmt, vet, darwin build, lint, go mod tidy, tests (TestLayers keeps the layers apart): what CI runs

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/prompt"
@@ -87,21 +85,18 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 	return &Call{Capability: name, Input: bytes.Clone(input)}, nil
 }
 
-// builtinSchemas are the compiled parameter schemas of the built-in tools.
-var builtinSchemas = sync.OnceValue(func() map[string]*jsonschema.Resolved {
-	out := map[string]*jsonschema.Resolved{}
+// builtinSchemas are the compiled parameter schemas of the built-in tools
+// (an error only in the front build, which compiles none).
+var builtinSchemas = sync.OnceValues(func() (map[string]inputSchema, error) {
+	out := map[string]inputSchema{}
 	for _, t := range builtins {
-		var s jsonschema.Schema
-		if err := json.Unmarshal(t.Parameters, &s); err != nil {
-			panic(fmt.Sprintf("built-in %s: %v", t.Name, err))
-		}
-		res, err := s.Resolve(nil)
+		res, err := compileInputSchema(t.Parameters, false)
 		if err != nil {
-			panic(fmt.Sprintf("built-in %s: %v", t.Name, err))
+			return nil, fmt.Errorf("built-in %s: %w", t.Name, err)
 		}
 		out[t.Name] = res
 	}
-	return out
+	return out, nil
 })
 
 func checkBuiltin(name string, input json.RawMessage) error {
@@ -109,7 +104,11 @@ func checkBuiltin(name string, input json.RawMessage) error {
 	if err := json.Unmarshal(input, &v); err != nil {
 		return fmt.Errorf("%s: arguments are not JSON: %v: %w", name, err, ErrInvalidCall)
 	}
-	if err := builtinSchemas()[name].Validate(v); err != nil {
+	schemas, err := builtinSchemas()
+	if err != nil {
+		return fmt.Errorf("%s: arguments: %w", name, err)
+	}
+	if err := schemas[name].Validate(v); err != nil {
 		return fmt.Errorf("%s: arguments: %v: %w", name, err, ErrInvalidCall)
 	}
 	return nil

@@ -113,13 +113,14 @@ func TestLayers(t *testing.T) {
 // TestFrontLinks: the front build of the CLI (the ccrunfront tag,
 // cmd/ccrun/front.go) links the gate and @shell, and none of the libraries
 // whose package init a process that only runs @shell would pay: no other
-// backend, no MCP server, no Docker, Kubernetes, wazero or MCP library.
+// backend, no MCP server, no Docker, Kubernetes, wazero, MCP or JSON Schema
+// library.
 func TestFrontLinks(t *testing.T) {
 	t.Parallel()
 	heavy := []string{module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube",
 		module + "/internal/backend/wasmenv", module + "/internal/backend/dockerenv", module + "/mcpserver",
 		"github.com/docker/", "github.com/distribution/", "k8s.io/", "github.com/tetratelabs/wazero",
-		"github.com/modelcontextprotocol/", "go.opentelemetry.io/"}
+		"github.com/modelcontextprotocol/", "go.opentelemetry.io/", "github.com/google/jsonschema-go/"}
 	deps := goList(t, `{{.ImportPath}}`, "-deps", "-tags=ccrunfront", "./cmd/ccrun")
 	if !slices.Contains(deps, module+"/runtime/shell") || !slices.Contains(deps, module+"/permission") {
 		t.Fatalf("the front does not link the gate and @shell: %v", deps)

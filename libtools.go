@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
@@ -68,10 +66,14 @@ type libCall struct {
 	input json.RawMessage
 }
 
+// inputSchema checks a tool's input against its compiled JSON Schema
+// (compileInputSchema: schema.go, and schema_front.go in the front build).
+type inputSchema interface{ Validate(instance any) error }
+
 // libTool is a registered Tool with its compiled schema.
 type libTool struct {
 	Tool
-	schema *jsonschema.Resolved
+	schema inputSchema
 }
 
 // WithTool gives the Runtime library tools (see Tool). Default: none. A
@@ -112,16 +114,9 @@ func compileTool(t Tool) (*libTool, error) {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
-		return nil, fmt.Errorf("tool %s: input schema: %v: %w", t.Name, err, ErrInvalidCall)
-	}
-	if s.Type != "object" {
-		return nil, fmt.Errorf("tool %s: input schema: want \"type\": \"object\": %w", t.Name, ErrInvalidCall)
-	}
-	res, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	res, err := compileInputSchema(t.InputSchema, true)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: input schema: %v: %w", t.Name, err, ErrInvalidCall)
+		return nil, fmt.Errorf("tool %s: input schema: %w: %w", t.Name, err, ErrInvalidCall)
 	}
 	if t.Class == "" {
 		t.Class = permission.ClassUnknown

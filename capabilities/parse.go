@@ -44,7 +44,11 @@ func parse(file string, data []byte) (*Manifest, *compiled, *document, error) {
 		return fail(fe)
 	}
 	var errs []*FieldError
-	if problems := manifestSchema().validate(doc.value); problems != nil {
+	ms, err := manifestSchema()
+	if err != nil {
+		return fail(&FieldError{File: file, Message: err.Error(), Err: err})
+	}
+	if problems := ms.validate(doc.value); problems != nil {
 		errs = schemaErrors(doc, problems, true)
 	}
 	for _, fe := range checkLimits(doc) {
@@ -323,15 +327,6 @@ func cleanCompileError(err error) error {
 		msg = msg[:2000] + "…"
 	}
 	return fmt.Errorf("%s", msg)
-}
-
-// objectSchema reports whether s only accepts objects.
-func objectSchema(s *compiled) bool {
-	t := s.root.Types
-	if s.root.Type != "" {
-		t = []string{s.root.Type}
-	}
-	return len(t) == 1 && t[0] == "object"
 }
 
 // inputLimit caps a call's input: 16 MiB.

@@ -25,13 +25,10 @@ const SchemaID = "https://github.com/ccrun/ccrun/capabilities/capability.schema.
 func Schema() []byte { return bytes.Clone(schemaJSON) }
 
 // manifestSchema compiles the embedded schema once; it is safe for
-// concurrent use afterwards.
-var manifestSchema = sync.OnceValue(func() *compiled {
-	c, err := compileSchema(schemaJSON, SchemaID)
-	if err != nil {
-		panic(fmt.Sprintf("capabilities: embedded schema: %v", err))
-	}
-	return c
+// concurrent use afterwards. Its error is the front build's (errFront):
+// the embedded schema compiles, as every test of a manifest shows.
+var manifestSchema = sync.OnceValues(func() (*compiled, error) {
+	return compileSchema(schemaJSON, SchemaID)
 })
 
 // schemaErrors turns the problems of doc into field errors, one per

@@ -1,3 +1,5 @@
+//go:build !ccrunfront
+
 package capabilities
 
 import (
@@ -264,29 +266,13 @@ func instance(v any, ptr string) (any, string, error) {
 	return v, "", nil
 }
 
-// problemKind classes a problem, for the messages of the manifest.
-type problemKind int
-
-const (
-	otherProblem problemKind = iota
-	typeProblem
-	enumProblem
-	patternProblem
-	minLengthProblem
-	requiredProblem      // props: the missing fields
-	additionalProblem    // props: the fields not allowed
-	falseProblem         // the schema is false: nothing is allowed here
-	propertyNamesProblem // prop: the name
-)
-
-// A problem is one reason a value does not match a schema.
-type problem struct {
-	ptr   string // JSON pointer of the value in the instance
-	kind  problemKind
-	msg   string
-	got   string   // patternProblem: the string
-	props []string // requiredProblem, additionalProblem
-	prop  string   // propertyNamesProblem
+// objectSchema reports whether s only accepts objects.
+func objectSchema(s *compiled) bool {
+	t := s.root.Types
+	if s.root.Type != "" {
+		t = []string{s.root.Type}
+	}
+	return len(t) == 1 && t[0] == "object"
 }
 
 // validate checks v (decoded with UseNumber) against c. It returns nil
