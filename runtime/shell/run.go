@@ -46,7 +46,8 @@ type run struct {
 	children    map[int]struct{} // direct children not yet reaped by os/exec
 	files       []*os.File       // pipes to close when Run returns
 	started     bool             // at least one program was started
-	marker      string           // MarkerVar=<id of the run>, in every program's environment
+	markerOnce  sync.Once
+	marker      string           // markerVar's
 	guard       *Guard           // Spec.Guard
 	refusal     string           // what the Guard refused first, for the Result
 	confine     *Confinement     // Spec.Confine; nil: programs start unconfined
@@ -57,16 +58,25 @@ type run struct {
 
 func newRun(e *Executor) *run {
 	ctx, cancel := context.WithCancel(context.Background())
-	var id [12]byte
-	rand.Read(id[:]) // never fails (crypto/rand)
 	return &run{
-		marker:   MarkerVar + "=" + hex.EncodeToString(id[:]),
 		e:        e,
 		ctx:      ctx,
 		cancel:   cancel,
 		groups:   make(map[int]struct{}),
 		children: make(map[int]struct{}),
 	}
+}
+
+// markerVar is MarkerVar=<id of the run>, in every program's environment:
+// made for the first program, so that a script of builtins draws no
+// random number (crypto/rand's first use costs a new process ~50 µs).
+func (r *run) markerVar() string {
+	r.markerOnce.Do(func() {
+		var id [12]byte
+		rand.Read(id[:]) // never fails (crypto/rand)
+		r.marker = MarkerVar + "=" + hex.EncodeToString(id[:])
+	})
+	return r.marker
 }
 
 // stop stops the run for why: the first reason wins (job.Supervisor). A
@@ -137,7 +147,7 @@ func (r *run) sweep() int {
 		children = append(children, c)
 	}
 	r.mu.Unlock()
-	return killTree(children, groups, r.marker)
+	return killTree(children, groups, r.markerVar())
 }
 
 // pruneGroups forgets the process groups that have no process left (a
@@ -172,7 +182,7 @@ func (r *run) exec(ctx context.Context, args []string) error {
 	newCmd := func() *exec.Cmd {
 		cmd := exec.CommandContext(ctx, path)
 		cmd.Args = args
-		cmd.Env = append(environ(hc.Env), r.marker)
+		cmd.Env = append(environ(hc.Env), r.markerVar())
 		cmd.Dir = hc.Dir
 		if f, ok := hc.Stdin.(*os.File); !ok || f != nil {
 			cmd.Stdin = hc.Stdin
