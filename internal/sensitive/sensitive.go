@@ -85,18 +85,6 @@ func (r Row) Pattern() string {
 	return s
 }
 
-func rows(kind Kind, dir bool, what string, seqs ...string) []Row {
-	out := make([]Row, len(seqs))
-	for i, s := range seqs {
-		abs := strings.HasPrefix(s, "/")
-		out[i] = Row{Seq: strings.Split(strings.TrimPrefix(s, "/"), "/"), Dir: dir, Abs: abs, Kind: kind, What: what}
-		for _, c := range out[i].Seq {
-			out[i].names = append(out[i].names, compile(c))
-		}
-	}
-	return out
-}
-
 // Table returns the table, first match wins (Leak rows come first, so
 // that a secret inside an implant directory, ~/.claude/.credentials.json,
 // is a leak for reads too). docs/policy.md lists it. It is built on first
@@ -116,9 +104,12 @@ type table struct {
 	lastGlobs, globs []int
 }
 
-var built = sync.OnceValue(func() *table {
-	t := &table{rows: tableRows(), index: map[string][]int{}}
-	for i, r := range t.rows {
+var built = sync.OnceValue(builtFn)
+
+func builtFn() *table {
+	rows := tableRows()
+	t := &table{rows: rows, index: make(map[string][]int, len(rows))}
+	for i, r := range rows {
 		first, last := r.Seq[0], r.Seq[len(r.Seq)-1]
 		switch {
 		case !isGlob(first):
@@ -132,65 +123,101 @@ var built = sync.OnceValue(func() *table {
 		}
 	}
 	return t
-})
-
-func tableRows() []Row {
-	return concat(
-		rows(Leak, true, "SSH keys", ".ssh"),
-		rows(Leak, false, "an AI agent's credentials", ".claude/.credentials.json", ".codex/auth.json",
-			".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".config/github-copilot/hosts.json",
-			".config/github-copilot/apps.json", ".aider.conf.yml"),
-		rows(Leak, true, "cloud credentials", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
-			".config/gh", ".terraform.d", ".oci", ".config/doctl", ".config/rclone", ".config/hub",
-			".config/glab-cli", ".config/op", ".fly", ".config/heroku"),
-		rows(Leak, true, "keys", ".gnupg", ".password-store", ".local/share/keyrings", ".pki"),
-		rows(Leak, false, "package registry credentials", ".npmrc", ".pypirc", ".cargo/credentials",
-			".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml", ".config/pip/pip.conf",
-			".m2/settings.xml", ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".composer/auth.json"),
-		rows(Leak, false, "stored passwords", ".netrc", "_netrc", ".pgpass", ".git-credentials",
-			".my.cnf", ".vault-token", ".config/git/credentials", ".s3cfg", ".boto", ".dockercfg",
-			".config/rclone/rclone.conf", ".wgetrc", ".curlrc"),
-		rows(Leak, false, "private keys", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
-			"*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx"),
-		rows(Leak, false, "environment secrets", ".env", ".env.*"),
-		rows(Leak, false, "shell and REPL histories", ".bash_history", ".zsh_history", ".zhistory",
-			".histfile", ".sh_history", ".python_history", ".node_repl_history", ".psql_history",
-			".mysql_history", ".sqlite_history", ".lesshst", ".irb_history", ".local/share/fish/fish_history",
-			".rediscli_history"),
-		rows(Leak, false, "the system's password hashes", "/etc/shadow", "/etc/shadow-", "/etc/gshadow",
-			"/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"),
-		rows(Leak, true, "the system's password hashes", "/etc/sudoers.d"),
-		rows(Leak, false, "the host's SSH keys", "/etc/ssh/ssh_host_*_key"),
-		rows(Leak, false, "another process's environment (its secrets)", "/proc/*/environ",
-			"/proc/*/task/*/environ"),
-		rows(Implant, false, "a shell startup file", ".bashrc", ".bash_profile", ".bash_login",
-			".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
-			".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc", ".tool-versions",
-			".mise.toml", "mise.toml"),
-		rows(Implant, true, "a shell startup file", ".config/fish", ".oh-my-zsh", ".config/environment.d",
-			".config/mise", ".config/direnv"),
-		rows(Implant, true, "git hooks", ".git/hooks", ".husky"),
-		rows(Implant, false, "a file git runs programs from", ".git/config", ".git/info/attributes",
-			".gitconfig", ".config/git/config", ".config/git/attributes", ".gitattributes", ".gitmodules",
-			".git/config.worktree", ".lfsconfig"),
-		rows(Implant, true, "a file git runs programs from", ".git/worktrees", ".git/modules"),
-		rows(Implant, true, "an editor's or agent's configuration", ".vscode", ".idea", ".claude",
-			".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
-			".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents", ".zed", ".aider",
-			".config/opencode", ".opencode"),
-		rows(Implant, false, "an editor's or agent's configuration", ".mcp.json", ".claude.json",
-			".vimrc", ".exrc", ".cursorrules", ".nvim.lua", ".nvimrc", "opencode.json"),
-		rows(Implant, false, "ccrun's own configuration", "ccrun.json", "ccrun.local.json"),
-		rows(Implant, true, "ccrun's own configuration", ".ccrun", ".config/ccrun"),
-	)
 }
 
-func concat(lists ...[]Row) []Row {
-	var out []Row
-	for _, l := range lists {
-		out = append(out, l...)
+// group is a run of rows of one kind and reason.
+type group struct {
+	kind  Kind
+	dir   bool
+	what  string
+	paths []string // "/"-separated; a leading "/" makes the row Abs
+}
+
+// groups are the table's rows, by kind and reason, in order (first match
+// wins): static data, so that building the table (tableRows) allocates
+// three slices and no string.
+var groups = []group{
+	{Leak, true, "SSH keys", []string{".ssh"}},
+	{Leak, false, "an AI agent's credentials", []string{".claude/.credentials.json",
+		".codex/auth.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json",
+		".config/github-copilot/hosts.json", ".config/github-copilot/apps.json", ".aider.conf.yml"}},
+	{Leak, true, "cloud credentials", []string{".aws", ".azure", ".config/gcloud", ".kube",
+		".docker", ".config/gh", ".terraform.d", ".oci", ".config/doctl", ".config/rclone",
+		".config/hub", ".config/glab-cli", ".config/op", ".fly", ".config/heroku"}},
+	{Leak, true, "keys", []string{".gnupg", ".password-store", ".local/share/keyrings", ".pki"}},
+	{Leak, false, "package registry credentials", []string{".npmrc", ".pypirc",
+		".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".yarnrc.yml",
+		".config/pip/pip.conf", ".m2/settings.xml", ".gradle/gradle.properties",
+		".nuget/NuGet/NuGet.Config", ".composer/auth.json"}},
+	{Leak, false, "stored passwords", []string{".netrc", "_netrc", ".pgpass", ".git-credentials",
+		".my.cnf", ".vault-token", ".config/git/credentials", ".s3cfg", ".boto", ".dockercfg",
+		".config/rclone/rclone.conf", ".wgetrc", ".curlrc"}},
+	{Leak, false, "private keys", []string{"id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+		"*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx"}},
+	{Leak, false, "environment secrets", []string{".env", ".env.*"}},
+	{Leak, false, "shell and REPL histories", []string{".bash_history", ".zsh_history", ".zhistory",
+		".histfile", ".sh_history", ".python_history", ".node_repl_history", ".psql_history",
+		".mysql_history", ".sqlite_history", ".lesshst", ".irb_history",
+		".local/share/fish/fish_history", ".rediscli_history"}},
+	{Leak, false, "the system's password hashes", []string{"/etc/shadow", "/etc/shadow-",
+		"/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"}},
+	{Leak, true, "the system's password hashes", []string{"/etc/sudoers.d"}},
+	{Leak, false, "the host's SSH keys", []string{"/etc/ssh/ssh_host_*_key"}},
+	{Leak, false, "another process's environment (its secrets)", []string{"/proc/*/environ",
+		"/proc/*/task/*/environ"}},
+	{Implant, false, "a shell startup file", []string{".bashrc", ".bash_profile", ".bash_login",
+		".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+		".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".inputrc", ".tool-versions",
+		".mise.toml", "mise.toml"}},
+	{Implant, true, "a shell startup file", []string{".config/fish", ".oh-my-zsh",
+		".config/environment.d", ".config/mise", ".config/direnv"}},
+	{Implant, true, "git hooks", []string{".git/hooks", ".husky"}},
+	{Implant, false, "a file git runs programs from", []string{".git/config",
+		".git/info/attributes", ".gitconfig", ".config/git/config", ".config/git/attributes",
+		".gitattributes", ".gitmodules", ".git/config.worktree", ".lfsconfig"}},
+	{Implant, true, "a file git runs programs from", []string{".git/worktrees", ".git/modules"}},
+	{Implant, true, "an editor's or agent's configuration", []string{".vscode", ".idea", ".claude",
+		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
+		".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents", ".zed", ".aider",
+		".config/opencode", ".opencode"}},
+	{Implant, false, "an editor's or agent's configuration", []string{".mcp.json", ".claude.json",
+		".vimrc", ".exrc", ".cursorrules", ".nvim.lua", ".nvimrc", "opencode.json"}},
+	{Implant, false, "ccrun's own configuration", []string{"ccrun.json", "ccrun.local.json"}},
+	{Implant, true, "ccrun's own configuration", []string{".ccrun", ".config/ccrun"}},
+}
+
+// tableRows makes the rows of groups: one slice of rows, one of their
+// components and one of the compiled components, sliced (a new process
+// builds the table for the first command it looks at).
+func tableRows() []Row {
+	nrows, ncomps := 0, 0
+	for _, g := range groups {
+		nrows += len(g.paths)
+		for _, p := range g.paths {
+			ncomps += strings.Count(strings.TrimPrefix(p, "/"), "/") + 1
+		}
 	}
-	return out
+	rows := make([]Row, 0, nrows)
+	comps := make([]string, 0, ncomps)
+	names := make([]name, 0, ncomps)
+	for _, g := range groups {
+		for _, p := range g.paths {
+			rest, abs := strings.CutPrefix(p, "/")
+			first := len(comps)
+			for {
+				c, after, more := strings.Cut(rest, "/")
+				comps = append(comps, c)
+				names = append(names, compile(c))
+				if !more {
+					break
+				}
+				rest = after
+			}
+			rows = append(rows, Row{Seq: comps[first:len(comps):len(comps)], Dir: g.dir, Abs: abs, Kind: g.kind,
+				What: g.what, names: names[first:len(names):len(names)]})
+		}
+	}
+	return rows
 }
 
 // MatchComps reports whether the row covers a path already cut into its
