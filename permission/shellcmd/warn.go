@@ -26,7 +26,7 @@ func Warnings(f *syntax.File, source string) []string {
 		}
 	}
 	if f == nil {
-		if sqlDrop().MatchString(source) {
+		if mayDrop(source) {
 			add("may drop database objects")
 		}
 		return out
@@ -58,13 +58,42 @@ func Warnings(f *syntax.File, source string) []string {
 				add("defines a function that calls itself (a fork bomb?)")
 			}
 		case *syntax.Word:
-			if w := WordOf(n); sqlDrop().MatchString(w.Val) {
+			if w := WordOf(n); mayDrop(w.Val) {
 				add("may drop database objects")
 			}
 		}
 		return true
 	})
 	return out
+}
+
+// mayDrop reports whether s holds SQL that drops (sqlDrop). Every match
+// holds one of the words dropWords in some case, and most shell words
+// hold none: for them the regexp is not compiled at all (~40 µs of a new
+// process). None of the words' letters has a case fold outside ASCII.
+func mayDrop(s string) bool {
+	for _, w := range dropWords {
+		if containsASCIIFold(s, w) {
+			return sqlDrop().MatchString(s)
+		}
+	}
+	return false
+}
+
+var dropWords = [...]string{"drop", "truncate", "delete"}
+
+// containsASCIIFold reports whether s holds sub (lowercase ASCII letters)
+// in any case.
+func containsASCIIFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for ; j < len(sub) && s[i+j]|0x20 == sub[j]; j++ {
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // sqlDrop is compiled on first use, to keep it out of every start of ccrun.
