@@ -16,7 +16,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -111,11 +110,7 @@ func (l *Log) Write(r Record) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
 	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", l.path, err)
-	}
-	line = append(line, '\n')
+	line := append(r.line(), '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
