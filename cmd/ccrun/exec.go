@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/shell"
 )
 
 // callFlags are the flags every environment shares, for exec and check.
@@ -169,11 +172,14 @@ The tool's exit code becomes ccrun's.`,
   ccrun exec --wasm hello.wasm --mount data:/data -- --verbose
   ccrun exec --docker ccrun-test:busybox -- /bin/busybox echo hi`,
 		RunE: func(c *cobra.Command, args []string) error {
-			sigs := notifySignals(c.Context()) // in before a prompt or the run
-			defer sigs.stop()
 			call, err := f.call(c, args)
 			if err != nil {
 				return err
+			}
+			sigs := newSignals(c.Context())
+			defer sigs.stop()
+			if mayStart(call) {
+				sigs.start() // beside the gate's work: in before the run
 			}
 			var approver permission.Approver
 			var term *prompt.Terminal
@@ -244,13 +250,15 @@ The tool's exit code becomes ccrun's.`,
 				return usagef("--events %q: want json", events)
 			}
 			// The call's context is the signals' from the start; their
-			// handler is in before anybody is prompted or anything runs.
+			// handler is in before a person is prompted, before a run that
+			// may start a program, and before each program of one that
+			// should not (shell.WithBeforeStart).
 			defer rt.Subscribe(func(e ccrun.Event) {
-				if e.State == ccrun.AwaitingApproval || e.State == ccrun.Scheduled {
-					sigs.wait()
+				if e.State == ccrun.AwaitingApproval && term != nil || e.State == ccrun.Scheduled && sigs.started() {
+					sigs.install()
 				}
 			})()
-			ctx := sigs.ctx
+			ctx := shell.WithBeforeStart(sigs.ctx, sigs.install)
 			if st != nil {
 				ctx = withCompileProgress(ctx, st)
 			}
@@ -284,40 +292,74 @@ The tool's exit code becomes ccrun's.`,
 }
 
 // signals is exec's handling of Ctrl-C and SIGTERM: they cancel ctx, with
-// the cause signal.NotifyContext gives ("interrupt signal received").
-// os/signal starts threads of the Go runtime for it (a few tenths of a ms
-// in a new process here), so notifySignals installs it beside the gate's
-// work, and wait returns once it is in.
+// the cause signal.NotifyContext gives ("interrupt signal received"), so
+// that the call is stopped whole (nothing it started outlives ccrun), said
+// and audited. os/signal starts two or three threads of the Go runtime for
+// it (a fifth of a new process's ~3 ms here, with their exit), so it goes
+// in only where a signal's default action would leave something behind:
+// before a prompt, and before a run that may start a program (mayStart),
+// beside the gate's work. A @shell script of builtins starts none: there
+// the handling goes in before a program it starts after all
+// (shell.WithBeforeStart), and a signal before that ends ccrun by its
+// default action, the script with it.
 type signals struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	ch     chan os.Signal
+	once   sync.Once
+	going  atomic.Bool   // start was called
 	in     chan struct{} // closed once the handler is in
 }
 
-func notifySignals(parent context.Context) *signals {
+func newSignals(parent context.Context) *signals {
 	s := &signals{ch: make(chan os.Signal, 1), in: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancelCause(parent)
-	go func() {
-		signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
-		close(s.in)
-		select {
-		case sig := <-s.ch:
-			s.cancel(errors.New(sig.String() + " signal received"))
-		case <-s.ctx.Done():
-		}
-	}()
 	return s
 }
 
-// wait returns once the handler is in.
-func (s *signals) wait() { <-s.in }
+// start installs the handler in the background.
+func (s *signals) start() {
+	s.once.Do(func() {
+		s.going.Store(true)
+		go func() {
+			signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
+			close(s.in)
+			select {
+			case sig := <-s.ch:
+				s.cancel(errors.New(sig.String() + " signal received"))
+			case <-s.ctx.Done():
+			}
+		}()
+	})
+}
+
+// started reports whether start was called.
+func (s *signals) started() bool { return s.going.Load() }
+
+// install installs the handler, and returns once it is in.
+func (s *signals) install() {
+	s.start()
+	<-s.in
+}
 
 // stop ends the handling: the signals have their default action again.
 func (s *signals) stop() {
 	s.cancel(nil)
-	<-s.in
-	signal.Stop(s.ch)
+	if s.started() {
+		<-s.in
+		signal.Stop(s.ch)
+	}
+}
+
+// mayStart reports whether call may start a program: anything but a
+// @shell script of builtins (shell.MayOpen, on the parse the gate keys and
+// the executor runs).
+func mayStart(call *ccrun.Call) bool {
+	if call.Command == "" {
+		return true
+	}
+	f := permission.ParseCommand(call.Command).File
+	return f == nil || shell.MayOpen(f)
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and

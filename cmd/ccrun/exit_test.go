@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -175,5 +176,59 @@ func TestInterruptExits130(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("ccrun interrupted: %v, want exit %d; stderr:\n%s", err, exitInterrupted, errb.String())
+	}
+}
+
+// TestInterruptBuiltins interrupts a ccrun running a @shell script of
+// builtins, which starts no program: exec installs no signal handling for
+// it (os/signal's threads are a fifth of a new process), so Ctrl-C ends
+// ccrun by the signal's default action, and the loop with it; a shell sees
+// 130 as for any program Ctrl-C ends. Once the script starts a program,
+// the handling is in first, and ccrun stops the program and exits 130.
+func TestInterruptBuiltins(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		script string
+		exit   int // 0: ended by SIGINT
+	}{
+		{"echo started; while :; do :; done", 0},
+		{"echo started; while :; do sleep 60; done", exitInterrupted},
+	} {
+		dir := t.TempDir()
+		cmd := exec.Command(exe, "--project-dir", dir, "exec", "--approve", "once", "--shell", tc.script)
+		cmd.Env = append(os.Environ(), asCCRun+"=1", "CCRUN_SESSION_DIR="+filepath.Join(dir, ".sessions"))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if line != "started\n" {
+			t.Fatalf("%q: read %q, %v; stderr:\n%s", tc.script, line, err, errb.String())
+		}
+		time.Sleep(50 * time.Millisecond) // into the loop (and the sleep)
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%q: ccrun interrupted: %v; stderr:\n%s", tc.script, err, errb.String())
+		}
+		ws := ee.Sys().(syscall.WaitStatus)
+		switch {
+		case tc.exit == 0 && !(ws.Signaled() && ws.Signal() == syscall.SIGINT):
+			t.Errorf("%q: %v, want ended by SIGINT; stderr:\n%s", tc.script, err, errb.String())
+		case tc.exit != 0 && ee.ExitCode() != tc.exit:
+			t.Errorf("%q: %v, want exit %d; stderr:\n%s", tc.script, err, tc.exit, errb.String())
+		}
 	}
 }

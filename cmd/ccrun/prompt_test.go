@@ -281,14 +281,25 @@ func TestPromptCtrlD(t *testing.T) {
 }
 
 // Ctrl-C at the prompt: the terminal sends SIGINT to ccrun, a process of
-// its own whose controlling terminal it is; a deny of its own.
+// its own whose controlling terminal it is; a deny of its own. A script of
+// builtins gets its signal handling before the prompt too (it gets none
+// when nobody is prompted: TestInterruptBuiltins).
 func TestPromptCtrlC(t *testing.T) {
+	for _, tc := range []struct{ script, key string }{
+		{"touch nope", "run_command:touch:nope"},
+		{"read nope", "run_command:read:nope"},
+	} {
+		t.Run(tc.script, func(t *testing.T) { promptCtrlC(t, tc.script, tc.key) })
+	}
+}
+
+func promptCtrlC(t *testing.T, script, key string) {
 	dir := t.TempDir()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "--project-dir", dir, "exec", "--shell", "touch nope")
+	cmd := exec.Command(exe, "--project-dir", dir, "exec", "--shell", script)
 	cmd.Env = append(os.Environ(), asCCRun+"=1", "CCRUN_SESSION=", "CCRUN_SESSION_DIR="+filepath.Join(dir, ".sessions"))
 	ptmx, err := pty.Start(cmd) // stdin, stdout, stderr: the terminal, in a session of its own
 	if err != nil {
@@ -310,7 +321,7 @@ func TestPromptCtrlC(t *testing.T) {
 	}
 	wantScreen(t, screen, []string{
 		"denied: interrupted (Ctrl-C)",
-		"ccrun: denied: run_command:touch:nope: interrupted at the prompt (Ctrl-C); nothing ran",
+		"ccrun: denied: " + key + ": interrupted at the prompt (Ctrl-C); nothing ran",
 	}, []string{"nobody answered", "context canceled"})
 	if _, err := os.Stat(filepath.Join(dir, "nope")); err == nil {
 		t.Error("a denied command ran")

@@ -49,6 +49,7 @@ type run struct {
 	markerOnce  sync.Once
 	marker      string           // markerVar's
 	guard       *Guard           // Spec.Guard
+	beforeStart func()           // WithBeforeStart's, or nil
 	refusal     string           // what the Guard refused first, for the Result
 	confine     *Confinement     // Spec.Confine; nil: programs start unconfined
 	confineOnce sync.Once        // builds confined, on the first start or open
@@ -193,6 +194,9 @@ func (r *run) exec(ctx context.Context, args []string) error {
 		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 		cmd.WaitDelay = r.e.waitDelay
 		return cmd
+	}
+	if r.beforeStart != nil {
+		r.beforeStart()
 	}
 	// Start and register under the lock, so that the sweep, which runs
 	// once closed is set, knows every direct child: it must never reap one

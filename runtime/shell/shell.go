@@ -273,6 +273,21 @@ func (s *Spec) validate() error {
 // error; Run returns an error only for an invalid Spec (ErrInvalidSpec) or
 // when the executor itself fails (ErrExecutor). When Run returns, every
 // process the run started is gone.
+// beforeStartKey is the context key of WithBeforeStart's function.
+type beforeStartKey struct{}
+
+// WithBeforeStart returns a copy of ctx under which Run calls f before it
+// starts each program of the script, and waits for it. What must be in
+// place before anything of a run can outlive the caller's process goes
+// there, rather than before every run: a script of builtins starts no
+// program, and a signal's default action ends it whole. cmd/ccrun installs
+// its Ctrl-C and SIGTERM handling so. f is called for every program, from
+// as many goroutines as run programs at once (a pipeline): make it safe
+// for that, and cheap once it has run.
+func WithBeforeStart(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, beforeStartKey{}, f)
+}
+
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
@@ -280,6 +295,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	lim := s.Limits.WithDefaults()
 	r := newRun(e)
 	r.guard = s.Guard
+	r.beforeStart, _ = ctx.Value(beforeStartKey{}).(func())
 	if s.Confine != nil {
 		r.confine = s.Confine
 		defer r.closeConfined() // after shutdown: no program of the run is left

@@ -779,3 +779,39 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestBeforeStart: WithBeforeStart's function runs, and is waited for,
+// before each program the script starts, including one a builtin or a
+// command substitution starts, and never for a script of builtins.
+func TestBeforeStart(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	for _, tc := range []struct {
+		src   string
+		calls int
+	}{
+		{"true; echo hi; x=1; : $x", 0},
+		{"touch a; touch b", 2},
+		{"echo $(touch a)", 1},
+		{"command touch a", 1},
+		{"exec touch a", 1},
+		{"f() { touch a; }; f; f", 2},
+	} {
+		dir := t.TempDir()
+		calls := 0
+		hook := func() {
+			calls++
+			// the program has not started: nothing it makes exists yet
+			if _, err := os.Stat(filepath.Join(dir, "b")); calls == 1 && err == nil {
+				t.Errorf("%q: the hook ran after a program", tc.src)
+			}
+		}
+		res, err := e.Run(WithBeforeStart(context.Background(), hook), Spec{Script: parse(t, tc.src), Dir: dir})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%q: %v, %+v", tc.src, err, res)
+		}
+		if calls != tc.calls {
+			t.Errorf("%q: the hook ran %d times, want %d", tc.src, calls, tc.calls)
+		}
+	}
+}
