@@ -178,7 +178,7 @@ The tool's exit code becomes ccrun's.`,
 			}
 			sigs := newSignals(c.Context())
 			defer sigs.stop()
-			if mayStart(call) {
+			if mayLeave(call) {
 				sigs.start() // beside the gate's work: in before the run
 			}
 			var approver permission.Approver
@@ -296,12 +296,13 @@ The tool's exit code becomes ccrun's.`,
 // that the call is stopped whole (nothing it started outlives ccrun), said
 // and audited. os/signal starts two or three threads of the Go runtime for
 // it (a fifth of a new process's ~3 ms here, with their exit), so it goes
-// in only where a signal's default action would leave something behind:
-// before a prompt, and before a run that may start a program (mayStart),
-// beside the gate's work. A @shell script of builtins starts none: there
-// the handling goes in before a program it starts after all
-// (shell.WithBeforeStart), and a signal before that ends ccrun by its
-// default action, the script with it.
+// in only where a signal's default action, which ends ccrun at once, would
+// leave something of the call behind: before a prompt, and before a run
+// that may leave something (mayLeave), beside the gate's work. Elsewhere
+// a signal ends ccrun by its default action and the call with it, and the
+// audit log has the call's decision but no execution line. A @shell script
+// of builtins that starts a program after all gets the handling first
+// (shell.WithBeforeStart).
 type signals struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -351,15 +352,23 @@ func (s *signals) stop() {
 	}
 }
 
-// mayStart reports whether call may start a program: anything but a
-// @shell script of builtins (shell.MayOpen, on the parse the gate keys and
-// the executor runs).
-func mayStart(call *ccrun.Call) bool {
-	if call.Command == "" {
-		return true
+// mayLeave reports whether a signal's default action could leave
+// something of call behind: a container, a program's process group. Not
+// a @wasm module's run: the warm server stops a run whose client went away
+// (and ends, when the guest cannot be stopped otherwise), a worker dies
+// with ccrun (Pdeathsig), and a guest in ccrun's own process with it. Not
+// a @shell script of builtins alone (shell.MayOpen false, on the parse the
+// gate keys and the executor runs), which starts no program. A capability
+// might: its environment is read later.
+func mayLeave(call *ccrun.Call) bool {
+	switch {
+	case call.Module != "":
+		return false
+	case call.Command != "":
+		f := permission.ParseCommand(call.Command).File
+		return f == nil || shell.MayOpen(f)
 	}
-	f := permission.ParseCommand(call.Command).File
-	return f == nil || shell.MayOpen(f)
+	return true
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and

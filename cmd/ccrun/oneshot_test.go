@@ -43,12 +43,19 @@ func TestOneShotThroughCLI(t *testing.T) {
 // binary on it in dir with env: its stderr and exit code.
 func loopGuest(t *testing.T, dir string, env []string) func(args ...string) (string, int) {
 	t.Helper()
+	_, run := loopGuestBin(t, dir, env)
+	return run
+}
+
+// loopGuestBin is loopGuest, with the ccrun it built.
+func loopGuestBin(t *testing.T, dir string, env []string) (string, func(args ...string) (string, int)) {
+	t.Helper()
 	bin := buildCcrun(t)
 	loop := buildGuest(t, "package main\n\nimport \"os\"\n\nfunc main() {\n\tif len(os.Args) > 1 {\n\t\tos.Exit(3)\n\t}\n\tn := 0\n\tfor {\n\t\tn++\n\t}\n}\n")
 	if err := os.WriteFile(filepath.Join(dir, "loop.wasm"), loop, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return func(args ...string) (string, int) {
+	return bin, func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append([]string{"--project-dir", dir, "exec", "--approve", "once", "--wasm", "loop.wasm"}, args...)...)
 		cmd.Dir, cmd.Env = dir, env
 		var errb bytes.Buffer
