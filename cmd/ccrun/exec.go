@@ -251,8 +251,8 @@ The tool's exit code becomes ccrun's.`,
 			}
 			// The call's context is the signals' from the start; their
 			// handler is in before a person is prompted, before a run that
-			// may start a program, and before each program of one that
-			// should not (shell.WithBeforeStart).
+			// may leave something behind (mayLeave), and before each
+			// program of a script of builtins (shell.WithBeforeStart).
 			defer rt.Subscribe(func(e ccrun.Event) {
 				if e.State == ccrun.AwaitingApproval && term != nil || e.State == ccrun.Scheduled && sigs.started() {
 					sigs.install()
@@ -346,6 +346,7 @@ func (s *signals) install() {
 // stop ends the handling: the signals have their default action again.
 func (s *signals) stop() {
 	s.cancel(nil)
+	s.once.Do(func() {}) // no start after this one
 	if s.started() {
 		<-s.in
 		signal.Stop(s.ch)
