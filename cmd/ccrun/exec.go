@@ -22,7 +22,6 @@ import (
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
-	"github.com/ccrun/ccrun/runtime/shell"
 )
 
 // callFlags are the flags every environment shares, for exec and check.
@@ -178,7 +177,7 @@ The tool's exit code becomes ccrun's.`,
 			}
 			sigs := newSignals(c.Context())
 			defer sigs.stop()
-			if mayLeave(call) {
+			if ccrun.MayOutlive(call) {
 				sigs.start() // beside the gate's work: in before the run
 			}
 			var approver permission.Approver
@@ -251,14 +250,14 @@ The tool's exit code becomes ccrun's.`,
 			}
 			// The call's context is the signals' from the start; their
 			// handler is in before a person is prompted, before a run that
-			// may leave something behind (mayLeave), and before each
-			// program of a script of builtins (shell.WithBeforeStart).
+			// may leave something behind (ccrun.MayOutlive), and before
+			// each program of a script of builtins (ccrun.WithBeforeStart).
 			defer rt.Subscribe(func(e ccrun.Event) {
 				if e.State == ccrun.AwaitingApproval && term != nil || e.State == ccrun.Scheduled && sigs.started() {
 					sigs.install()
 				}
 			})()
-			ctx := shell.WithBeforeStart(sigs.ctx, sigs.install)
+			ctx := ccrun.WithBeforeStart(sigs.ctx, sigs.install)
 			if st != nil {
 				ctx = withCompileProgress(ctx, st)
 			}
@@ -298,11 +297,11 @@ The tool's exit code becomes ccrun's.`,
 // it (a fifth of a new process's ~3 ms here, with their exit), so it goes
 // in only where a signal's default action, which ends ccrun at once, would
 // leave something of the call behind: before a prompt, and before a run
-// that may leave something (mayLeave), beside the gate's work. Elsewhere
+// that may leave something (ccrun.MayOutlive), beside the gate's work. Elsewhere
 // a signal ends ccrun by its default action and the call with it, and the
 // audit log has the call's decision but no execution line. A @shell script
 // of builtins that starts a program after all gets the handling first
-// (shell.WithBeforeStart).
+// (ccrun.WithBeforeStart).
 type signals struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -351,25 +350,6 @@ func (s *signals) stop() {
 		<-s.in
 		signal.Stop(s.ch)
 	}
-}
-
-// mayLeave reports whether a signal's default action could leave
-// something of call behind: a container, a program's process group. Not
-// a @wasm module's run: the warm server stops a run whose client went away
-// (and ends, when the guest cannot be stopped otherwise), a worker dies
-// with ccrun (Pdeathsig), and a guest in ccrun's own process with it. Not
-// a @shell script of builtins alone (shell.MayOpen false, on the parse the
-// gate keys and the executor runs), which starts no program. A capability
-// might: its environment is read later.
-func mayLeave(call *ccrun.Call) bool {
-	switch {
-	case call.Module != "":
-		return false
-	case call.Command != "":
-		f := permission.ParseCommand(call.Command).File
-		return f == nil || shell.MayOpen(f)
-	}
-	return true
 }
 
 // explain turns a deny into the one line a person needs: the key, why, and
