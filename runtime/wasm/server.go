@@ -76,8 +76,8 @@ func ProjectSocket(dir string) string { return remote.ProjectSocket(dir) }
 // NewServer it retires; RetireOnAbnormal, whether it retires after a run
 // that did not end in a clean exit of the guest (a trap, a limit, a cancel
 // or an error). A retired Server closes its listener, calls Retired (when
-// set), lets the run going on end, and Serve returns nil. Set them before
-// Serve.
+// set), lets the run going on end, and Serve returns nil; a run that
+// retires it does so before its reply goes out. Set them before Serve.
 type Server = remote.Server
 
 // NewServer returns a Server that runs guests with e, in process, and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -599,10 +600,13 @@ func TestServerBounds(t *testing.T) {
 		e.Close(context.Background())
 	})
 	// start runs exit42 through e, which starts a server when none
-	// answers, and returns the server's pid.
+	// answers, and returns the server's pid. A server slower to start
+	// than the second e waits for it leaves the run to e's process: start
+	// tries again, and e may start another, which finds the lock held and
+	// exits.
 	start := func() int {
 		t.Helper()
-		for {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 			res, err := e.Run(context.Background(), Spec{Module: exit42})
 			if err != nil || res.ExitCode != 42 {
 				t.Fatalf("run: %v %+v", err, res)
@@ -611,6 +615,28 @@ func TestServerBounds(t *testing.T) {
 			if _, err := Dial(sock); err == nil {
 				return serverPID(t, sock)
 			}
+		}
+		t.Fatal("no server after 30s")
+		return 0
+	}
+	// retired checks that the socket of server pid is gone once a client
+	// has the reply of the run that retired it: the next client starts a
+	// new server rather than reach the old one, which would turn it away.
+	// The socket may already be another server's: one that start started
+	// again while the first was slow to come up and that found the lock
+	// held then, but took it once the first released it (it names itself
+	// in the lock file before it listens).
+	retired := func(pid int, what string) {
+		t.Helper()
+		_, err := os.Lstat(sock)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			t.Errorf("%s: the socket: %v", what, err)
+		case serverPID(t, sock) == pid:
+			t.Errorf("%s: the socket of server %d is there when the client has the reply of its last run", what, pid)
+		default:
+			t.Logf("%s: server %d serves already (it was started again while %d was slow to start)", what, serverPID(t, sock), pid)
 		}
 	}
 	gone := func(pid int) {
@@ -625,6 +651,20 @@ func TestServerBounds(t *testing.T) {
 		}
 		return c
 	}
+
+	// The servers' disk cache first gets the probe guest, compiled as
+	// they run it (without interrupt checks): a cold compilation, slow
+	// under the race detector, may take a server longer than the client
+	// waits for the reply of a run of 1 s (its backstop, 5 s past the
+	// run's timeout), and the client would then end that run itself.
+	pid := start()
+	warm := probe("exit", "0")
+	warm.Limits.Timeout = 2 * time.Minute
+	if res, err := client().Run(context.Background(), warm); err != nil || !res.OK() {
+		t.Fatalf("warming the cache: %v %+v", err, res)
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	gone(pid)
 
 	t.Run("limits", func(t *testing.T) {
 		for _, tc := range append(limitCases(), limitCase{"trap", Spec{Module: trap}, job.Exit, TrapExit}) {
@@ -641,23 +681,32 @@ func TestServerBounds(t *testing.T) {
 			if res.Reason != tc.reason || res.ExitCode != tc.code {
 				t.Errorf("%s: got %s %d (%s), want %s %d", tc.name, res.Reason, res.ExitCode, res.Detail, tc.reason, tc.code)
 			}
+			if strings.Contains(res.Detail, "did not answer") {
+				t.Errorf("%s: stopped by the client (%s), not by the server", tc.name, res.Detail)
+			}
 			if len(res.Stdout) > 64<<10 {
 				t.Errorf("%s: kept %d bytes of stdout, over the cap", tc.name, len(res.Stdout))
 			}
+			retired(pid, tc.name)
 			gone(pid) // retired on the abnormal end
 		}
 	})
 	t.Run("runs", func(t *testing.T) {
-		pid := start() // run 1
-		c := client()
-		for range 2 { // runs 2 and 3
-			if res, err := c.Run(context.Background(), probe("exit", "0")); err != nil || !res.OK() {
-				t.Fatalf("run: %v %+v", err, res)
+		// Each run comes as soon as the reply of the one before is out:
+		// the server takes it (it counted the run before it replied).
+		for range 3 {
+			pid := start() // run 1
+			c := client()
+			for i := range 2 { // runs 2 and 3
+				if res, err := c.Run(context.Background(), probe("exit", "0")); err != nil || !res.OK() {
+					t.Fatalf("run %d: %v %+v", i+2, err, res)
+				}
 			}
-		}
-		gone(pid)
-		if _, err := c.Run(context.Background(), probe("exit", "0")); !errors.Is(err, ErrServerGone) {
-			t.Errorf("a run after the last: %v, want ErrServerGone", err)
+			retired(pid, "the last run")
+			gone(pid)
+			if _, err := c.Run(context.Background(), probe("exit", "0")); !errors.Is(err, ErrServerGone) {
+				t.Errorf("a run after the last: %v, want ErrServerGone", err)
+			}
 		}
 	})
 	t.Run("busy", func(t *testing.T) {
@@ -672,7 +721,11 @@ func TestServerBounds(t *testing.T) {
 			_, err := c.Run(context.Background(), s)
 			first <- err
 		}()
-		<-in.read // the guest runs, and reads its stdin
+		select {
+		case <-in.read: // the guest runs, and reads its stdin
+		case err := <-first:
+			t.Fatalf("the first run ended before reading its stdin: %v", err)
+		}
 		// The second run while the first goes on: not taken.
 		_, err := c.Run(context.Background(), probe("exit", "0"))
 		if !errors.Is(err, ErrServerGone) {

@@ -60,7 +60,10 @@ import (
 //	                 (4-byte count), then 'R' the reply (JSON), last
 //
 // A client that sees the connection end before 'A' knows the guest did not
-// run, and may run it elsewhere. Stdin is pulled: the server asks for at most the bytes the guest reads,
+// run, and may run it elsewhere. A server counts a run, and retires when
+// the run calls for it, before it sends 'R': a client that has the reply
+// finds the server free for its next run, or its socket gone.
+// Stdin is pulled: the server asks for at most the bytes the guest reads,
 // so its reading of the connection never waits for the guest, and a
 // cancel, or the client going away, stops the run at once.
 
@@ -256,7 +259,8 @@ type Server struct {
 	// more runs after one that did not end in a clean exit of the guest:
 	// a trap, a limit, a cancel or an error. A retired Server closes its
 	// listener, calls Retired (when set), lets the run going on end, and
-	// Serve returns nil. Set them before Serve.
+	// Serve returns nil; a run that retires it does so before its reply
+	// goes out. Set them before Serve.
 	MaxRuns          int
 	MaxAge           time.Duration
 	RetireOnAbnormal bool
@@ -384,24 +388,19 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 		go func() {
 			defer wg.Done()
 			var once sync.Once
-			// finish counts the run once its reply is out (the client may
-			// take a while to close: the next run need not wait for it).
-			finish := func(ran bool, res *job.Result, err error) {
+			// done ends the connection's count once its reply is out (the
+			// client may take a while to close: idleness need not wait
+			// for it). The run itself was counted before the reply (ended).
+			done := func() {
 				once.Do(func() {
 					s.mu.Lock()
 					defer s.mu.Unlock()
 					s.active--
 					s.last = time.Now()
-					if ran {
-						s.running--
-						s.runs++
-						if (s.MaxRuns > 0 && s.runs >= s.MaxRuns) || (s.RetireOnAbnormal && abnormal(res, err)) {
-							s.retire()
-						}
-					}
 				})
 			}
-			finish(s.handle(ctx, newConn(c), finish))
+			s.handle(ctx, newConn(c), done)
+			done()
 			_ = c.Close()
 		}()
 	}
@@ -435,10 +434,30 @@ func (s *Server) watchIdle(ctx context.Context, stop func()) {
 	}
 }
 
-// handle runs the one guest of a connection; ran says it ran (and res
-// and err are what Run returned). It calls finish with the same once the
-// reply is written.
-func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Result, error)) (ran bool, res *job.Result, err error) {
+// ended counts a run that Run has returned from (res and err are what it
+// returned), and retires the Server when it was the last one it takes or
+// did not end cleanly. handle calls it before the run's reply goes out:
+// a client has its reply only once the Server is free for the next run
+// or, retired, has closed (and unlinked) its socket and released its lock
+// (Retired). So a client that connects again as soon as it has a reply
+// (the next `ccrun exec`) is never turned away, before the
+// acknowledgement, by a run that has ended (a serial Server's one run at
+// a time) nor by a retirement that has not happened yet: it is served, or
+// finds no socket and starts a new server.
+func (s *Server) ended(res *job.Result, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	s.runs++
+	s.last = time.Now()
+	if (s.MaxRuns > 0 && s.runs >= s.MaxRuns) || (s.RetireOnAbnormal && abnormal(res, err)) {
+		s.retire()
+	}
+}
+
+// handle runs the one guest of a connection. It counts the run (ended)
+// before the reply is written, and calls done once the reply is out.
+func (s *Server) handle(ctx context.Context, c *conn, done func()) {
 	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second)) // the request comes at once
 	kind, b, err := c.read(maxControl)
 	if err != nil || kind != frameRequest {
@@ -447,7 +466,7 @@ func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Res
 	var req serverRequest
 	if jerr := json.Unmarshal(b, &req); jerr != nil {
 		_ = c.writeJSON(frameReply, replyErr(fmt.Errorf("wasm server: request: %v: %w", jerr, ErrInvalidSpec)))
-		return false, nil, nil
+		return
 	}
 	if req.Protocol != protocol {
 		return // another version of ccrun: it runs the guest itself
@@ -510,7 +529,7 @@ func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Res
 	s.mu.Lock()
 	if s.retiring || (s.serial && s.running > 0) {
 		s.mu.Unlock()
-		return false, nil, nil
+		return
 	}
 	s.running++
 	s.mu.Unlock()
@@ -518,7 +537,7 @@ func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Res
 		s.mu.Lock()
 		s.running--
 		s.mu.Unlock()
-		return false, nil, nil
+		return
 	}
 	s.served.Add(1)
 	// A client that stops reading must not hold a guest in a write past
@@ -536,8 +555,7 @@ func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Res
 	if req.Timeout > 0 {
 		_ = c.c.SetWriteDeadline(time.Now().Add(time.Duration(req.Timeout) + time.Second))
 	}
-	ran = true
-	res, err = s.run(runCtx, spec)
+	res, err := s.run(runCtx, spec)
 	wmu.Lock()
 	finished = true
 	wmu.Unlock()
@@ -550,19 +568,19 @@ func (s *Server) handle(ctx context.Context, c *conn, finish func(bool, *job.Res
 	} else {
 		reply = workerReply{Result: res}
 	}
+	s.ended(res, err) // before the reply: see ended
 	werr := c.writeJSON(frameReply, reply)
-	finish(ran, res, err)
+	done()
 	if werr != nil {
 		_ = c.c.Close() // the client does not read: done with it
 		<-readerDone
-		return ran, res, err
+		return
 	}
 	_ = c.c.CloseWrite()
 	// Wait for the client to close (it has what it needs), but not for
 	// ever.
 	_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	<-readerDone
-	return ran, res, err
 }
 
 // frameWriter sends what the guest writes to the client. A failed send
@@ -659,17 +677,11 @@ func ListenAndServe(ctx context.Context, path string, cacheDir string, cfg Serve
 	if err := checkSocketDir(dir); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("wasm server: lock: %w", err)
+	lock, err := takeLock(path + ".lock")
+	if err != nil || lock == nil {
+		return err // nil: another server has it
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil // another server has it
-		}
-		return fmt.Errorf("wasm server: lock: %w", err)
-	}
 	_ = lock.Truncate(0)
 	_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // who serves, for a person
 	// A socket left there is a stale one, of a server that died: this
@@ -696,6 +708,62 @@ func ListenAndServe(ctx context.Context, path string, cacheDir string, cfg Serve
 	// this one ends its last run.
 	s.Retired = func() { _ = lock.Close() }
 	return s.Serve(ctx, l)
+}
+
+// takeLock opens the lock file at path (created 0600 when missing) and
+// returns it locked (flock, exclusive), or nil when another process holds
+// it. A lock file is removed only by RemoveStaleSockets, which holds it
+// then: a file this process opened before that removal and locked after
+// it is no longer the one at path, and a second server, opening path
+// anew, would lock another file and serve at the same socket (each
+// removing the other's). So the file locked must still be the one at
+// path; when it is not, path is opened again.
+func takeLock(path string) (*os.File, error) {
+	for range 8 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("wasm server: lock: %w", err)
+		}
+		held, err := lockHeld(f, path)
+		if held {
+			return f, nil
+		}
+		_ = f.Close()
+		if !errors.Is(err, errReplaced) {
+			return nil, err // nil: another server has it
+		}
+	}
+	return nil, fmt.Errorf("wasm server: lock: %s keeps being replaced", path)
+}
+
+// errReplaced: the lock file locked is no longer the one at its path.
+var errReplaced = errors.New("lock file replaced")
+
+// lockHeld locks f, the lock file opened at path, without waiting: true
+// when this process now holds it and it is still the file at path; false
+// and nil when another process holds it; errReplaced when path now names
+// another file, or none (f is then locked, and closing it unlocks it).
+func lockHeld(f *os.File, path string) (bool, error) {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return false, nil
+		}
+		return false, fmt.Errorf("wasm server: lock: %w", err)
+	}
+	if !isAt(f, path) {
+		return false, errReplaced
+	}
+	return true, nil
+}
+
+// isAt says whether f is the file at path (not following a symbolic link).
+func isAt(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Lstat(path)
+	return err == nil && os.SameFile(fi, now)
 }
 
 // exeReplaced returns a func that reports whether this process's
@@ -789,7 +857,11 @@ func RemoveStaleSockets() ([]string, error) {
 		if err != nil {
 			continue // gone meanwhile, or not a plain file: not ours to judge
 		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		// Held, and still the file at path: no server holds it, and none
+		// can take it (or listen at its socket) while this process does.
+		// One another process removed meanwhile is not judged: a new
+		// server may hold the file at path now.
+		if held, _ := lockHeld(f, path); held {
 			sock := strings.TrimSuffix(path, ".lock")
 			if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)

@@ -3,12 +3,16 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +28,7 @@ import (
 // stub is the Runner of these tests: it runs no module, but ends as
 // runtime/wasm's Executor ends the probe guest with the same argument.
 // "flood" writes to stdout until its timeout, "forever" runs until its run
-// is stopped, anything else exits 0 at once.
+// is stopped, "trap" traps, anything else exits 0 at once.
 func stub(ctx context.Context, s Spec) (*job.Result, error) {
 	arg := ""
 	if len(s.Args) > 0 {
@@ -42,6 +46,8 @@ func stub(ctx context.Context, s Spec) (*job.Result, error) {
 	case "forever":
 		<-ctx.Done()
 		return job.Stopped(job.Cancelled, s.Limits, context.Cause(ctx).Error(), true), nil
+	case "trap":
+		return &job.Result{Reason: job.Exit, ExitCode: TrapExit, Detail: "trap: unreachable in function explode"}, nil
 	}
 	return &job.Result{Reason: job.Exit}, nil
 }
@@ -259,4 +265,217 @@ func TestServerOtherUser(t *testing.T) {
 			t.Error("the server ran a guest for another uid")
 		}
 	})
+}
+
+// TestServerRetiresBeforeReply: a run that retires a serial Server (its
+// last run, or a trap) has been counted and has retired the Server before
+// its reply goes out, so that a client that has the reply and connects
+// again (the next `ccrun exec`, at once) finds no socket, and starts a new
+// server, rather than this one, which would close its connection before
+// the acknowledgement (ErrServerGone for a Client; the guest run in the
+// client's process for an Executor). Retired waits for the client to have
+// the reply: had the reply gone out before the Server retired, the client
+// has it then.
+func TestServerRetiresBeforeReply(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		runs int
+		arg  string
+	}{
+		{"last run", 1, "exit"},
+		{"trap", 0, "trap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(stub, 0, true)
+			srv.MaxRuns = tc.runs
+			replied := make(chan struct{})
+			early := make(chan bool, 1)
+			srv.Retired = func() { // called with srv.mu held
+				if srv.running != 0 || srv.runs != 1 {
+					t.Errorf("retired with %d runs going on and %d counted, want 0 and 1", srv.running, srv.runs)
+				}
+				select {
+				case <-replied:
+					early <- true
+				case <-time.After(300 * time.Millisecond):
+					early <- false
+				}
+			}
+			sock := wasmtest.Serve(t, srv.Serve)
+			uc, err := Dial(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, began, err := RunOn(context.Background(), uc, Spec{Module: module, Name: "probe", Args: []string{tc.arg}, Limits: job.Limits{}.WithDefaults()}, time.Now())
+			close(replied)
+			if err != nil || !began || res == nil {
+				t.Fatalf("run: %v %v %+v", err, began, res)
+			}
+			if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the socket when the client has the reply: %v, want it gone", err)
+			}
+			if uc, err := Dial(sock); err == nil {
+				uc.Close()
+				t.Error("a client that has the reply reaches the retired server")
+			}
+			if <-early {
+				t.Error("the reply went out before the server retired")
+			}
+		})
+	}
+}
+
+// TestServerBackToBack: a serial Server takes a run that comes as soon as
+// the reply of the one before it is out: that run was counted before its
+// reply went out. (TestServerRetiresBeforeReply holds the order; this is
+// what a client sees of it.)
+func TestServerBackToBack(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(stub, 0, true)
+	sock := wasmtest.Serve(t, srv.Serve)
+	for i := range 200 {
+		uc, err := Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, began, err := RunOn(context.Background(), uc, Spec{Module: module, Name: "probe", Limits: job.Limits{}.WithDefaults()}, time.Now())
+		if err != nil || !began || !res.OK() {
+			t.Fatalf("run %d: %v, began %v, %+v: want it taken", i, err, began, res)
+		}
+	}
+}
+
+// TestLockReplaced: a lock file that RemoveStaleSockets (`ccrun gc`)
+// removed after a starting server opened it, and before that server
+// locked it, is not the lock any more: that server, locking it, must not
+// take itself for the owner (a second server, opening the path anew,
+// locks another file; both would serve at the socket, each removing the
+// other's). It opens the path again. Not parallel: it sets
+// XDG_RUNTIME_DIR.
+func TestLockReplaced(t *testing.T) {
+	run, err := os.MkdirTemp("", "ccrun-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	sock := ProjectSocket("/project")
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := sock + ".lock"
+	// A starting server opens the lock file...
+	opened, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	// ... `ccrun gc` locks it (nobody holds it), removes it, and lets go...
+	if removed, err := RemoveStaleSockets(); err != nil || len(removed) != 1 {
+		t.Fatalf("gc: %q, %v", removed, err)
+	}
+	// ... and another server starts: it holds the lock at the path.
+	other, err := takeLock(path)
+	if err != nil || other == nil {
+		t.Fatalf("another server: %v %v, want the lock", other, err)
+	}
+	defer other.Close()
+	// The first one locks the file it opened: not the lock.
+	if held, err := lockHeld(opened, path); held || !errors.Is(err, errReplaced) {
+		t.Errorf("the removed lock file: held %v (%v), want errReplaced", held, err)
+	}
+	// Opening again, it finds the lock held.
+	if f, err := takeLock(path); f != nil || err != nil {
+		t.Errorf("a second owner: %v %v, want none", f, err)
+	}
+	// gc leaves the held lock and its socket alone, and so does a gc
+	// that opened the lock file before it was replaced.
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := RemoveStaleSockets(); err != nil || len(removed) != 0 {
+		t.Errorf("gc with the lock held: removed %q, %v", removed, err)
+	}
+	if held, err := lockHeld(opened, path); held || !errors.Is(err, errReplaced) {
+		t.Errorf("the removed lock file, again: held %v (%v), want errReplaced", held, err)
+	}
+	for _, p := range []string{sock, path} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v, want it there", p, err)
+		}
+	}
+}
+
+// TestConcurrentStarters: servers started at once at the same socket (by
+// clients that all found none), while `ccrun gc` runs, again and again:
+// never two of them serve at a time, and the socket of the one that does
+// answers, whatever gc does meanwhile. Not parallel: it sets
+// XDG_RUNTIME_DIR.
+func TestConcurrentStarters(t *testing.T) {
+	run, err := os.MkdirTemp("", "ccrun-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	sock := ProjectSocket("/project")
+	var owners, most atomic.Int32
+	local := func(context.Context, string, func(*job.Result)) (Runner, func(), error) {
+		n := owners.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		return stub, func() { owners.Add(-1) }, nil
+	}
+	for round := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for range 6 { // starters: each tries again while it is not the server
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if err := ListenAndServe(ctx, sock, "", ServeConfig{}, local); err != nil && ctx.Err() == nil {
+						errs <- err
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+		for range 2 { // gc
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					_, _ = RemoveStaleSockets()
+				}
+			})
+		}
+		for deadline := time.Now().Add(30 * time.Second); owners.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		for i := range 20 {
+			if n := owners.Load(); n != 1 {
+				t.Errorf("round %d: %d servers", round, n)
+				break
+			}
+			uc, err := Dial(sock)
+			if err != nil {
+				t.Errorf("round %d, dial %d: %v", round, i, err)
+				break
+			}
+			uc.Close()
+		}
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: %v", round, err)
+		}
+		if m := most.Load(); m > 1 {
+			t.Errorf("round %d: %d servers at once", round, m)
+		}
+		if t.Failed() {
+			return
+		}
+	}
 }
