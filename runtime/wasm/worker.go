@@ -63,13 +63,18 @@ func ServeWorker() int {
 // runRemote is Run for a guest that came from a parent process or a
 // client: the module's bytes, the limits the sender resolved.
 func (e *Executor) runRemote(ctx context.Context, s remote.Spec) (*job.Result, error) {
-	return e.Run(ctx, Spec{Module: s.Module, Name: s.Name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
+	return e.Run(ctx, Spec{Module: s.Module, Sum: s.Sum, Name: s.Name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
 		Streams: s.Streams, Limits: s.Limits, Deterministic: s.Deterministic})
 }
 
 // remoteSpec is s as it goes to a worker or a server: bin its module, name
-// its argv[0], lim its limits resolved.
+// its argv[0], lim its limits resolved. The module's sum goes with it when
+// s gave both (a server that keeps the module is not sent it again).
 func remoteSpec(s Spec, bin []byte, name string, lim job.Limits) remote.Spec {
-	return remote.Spec{Module: bin, Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
+	r := remote.Spec{Module: bin, Name: name, Args: s.Args, Env: s.Env, Mounts: s.Mounts,
 		Streams: s.Streams, Limits: lim, Deterministic: s.Deterministic}
+	if s.Module != nil { // bin is s.Module, and Sum its sum (Spec.Sum)
+		r.Sum = s.Sum
+	}
+	return r
 }

@@ -2,7 +2,9 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,6 +125,9 @@ func RunOn(ctx context.Context, uc *net.UnixConn, s Spec, start time.Time) (*job
 	if req.Mounts == nil {
 		req.Mounts = []job.Mount{}
 	}
+	if s.Sum != ([sha256.Size]byte{}) {
+		req.Sum = hex.EncodeToString(s.Sum[:]) // the module goes only if the server asks
+	}
 	// The server reads the request and the module, and acknowledges, at
 	// once: one that does not within ackTimeout is hung (awaitAck).
 	ackBy := time.Now().Add(ackTimeout)
@@ -131,9 +136,11 @@ func RunOn(ctx context.Context, uc *net.UnixConn, s Spec, start time.Time) (*job
 		hungPeer(uc, err)
 		return nil, false, nil
 	}
-	if err := c.write(frameModule, s.Module); err != nil {
-		hungPeer(uc, err)
-		return nil, false, nil
+	if req.Sum == "" {
+		if err := c.write(frameModule, s.Module); err != nil {
+			hungPeer(uc, err)
+			return nil, false, nil
+		}
 	}
 	// The server enforces the limits (the output cap too: the Capture
 	// here only keeps what it sends); the Supervisor's timeout is a
@@ -191,6 +198,11 @@ func RunOn(ctx context.Context, uc *net.UnixConn, s Spec, start time.Time) (*job
 				return
 			}
 			switch kind {
+			case frameSend: // the server does not have the module
+				if err := c.write(frameModule, s.Module); err != nil {
+					done <- end{err: err}
+					return
+				}
 			case frameAck:
 				if began != nil {
 					close(began)

@@ -11,6 +11,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,11 @@ import (
 // limits as the sender resolved them, and whether the run is
 // deterministic (as runtime/wasm.Spec).
 type Spec struct {
-	Module        []byte
+	Module []byte
+	// Sum is sha256.Sum256(Module) when the caller has it (zero when not):
+	// a warm server that keeps the module by it is not sent the bytes
+	// again. A server's own Runner is given the sum the server computed.
+	Sum           [sha256.Size]byte
 	Name          string
 	Args          []string
 	Env           []string

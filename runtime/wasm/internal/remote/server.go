@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,8 +45,9 @@ import (
 // exits after DefaultIdle without a run.
 //
 // The server only runs what a client sends: the module's bytes (never a
-// path), its arguments, environment, mounts (absolute host paths) and
-// limits. The gate stays in the client. The server accepts connections
+// path), or the name of bytes it was sent before (their SHA-256, which
+// the server computed), its arguments, environment, mounts (absolute host
+// paths) and limits. The gate stays in the client. The server accepts connections
 // from its own uid only (SO_PEERCRED), on a socket in a directory only the
 // user can enter; a client checks the server's uid the same way.
 //
@@ -58,6 +60,13 @@ import (
 //	                 'I' stdin bytes, 'Z' end of stdin, 'X' cancel (the cause)
 //	server → client: 'A' the run starts, '1' stdout bytes, '2' stderr bytes, 'W' want stdin
 //	                 (4-byte count), then 'R' the reply (JSON), last
+//
+// A request that names the module's SHA-256 (sum) is sent without the
+// module: the server that keeps a module of that sum (it computed the sum
+// of the bytes it was sent, and keeps the last few) runs it; otherwise it
+// asks for it with 'S', and the client sends 'M'. A module sent under a
+// sum that is not its own is refused: what runs is what the client's gate
+// was shown.
 //
 // A client that sees the connection end before 'A' knows the guest did not
 // run, and may run it elsewhere. A server counts a run, and retires when
@@ -107,6 +116,7 @@ const (
 	frameWant    = 'W'
 	frameReply   = 'R'
 	frameAck     = 'A' // the server starts the run: before it, a client may fall back
+	frameSend    = 'S' // the server has no module of the request's sum: send it
 
 	maxFrame    = 1 << 30 // a module is one frame
 	maxControl  = 1 << 20 // a request or reply
@@ -231,12 +241,15 @@ type serverRequest struct {
 	Deterministic bool        `json:"deterministic"`
 	Stdin         bool        `json:"stdin"` // the client has a stdin to send
 	Protocol      int         `json:"protocol"`
+	// Sum is the module's SHA-256, hex: the module follows only when the
+	// server asks for it (frameSend). Empty: the module follows at once.
+	Sum string `json:"sum,omitempty"`
 }
 
 // protocol is the version of the frames and the request: a server closes,
 // before acknowledging, a request of another version, and the client runs
 // the guest in its own process.
-const protocol = 1
+const protocol = 2
 
 // Server runs guests for clients of its own uid (runtime/wasm.Server).
 // Build one with NewServer; Serve may be called once. It is safe for
@@ -272,8 +285,9 @@ type Server struct {
 	born   time.Time
 
 	mu       sync.Mutex
-	active   int // connections
-	running  int // runs acknowledged and not yet replied to
+	mods     []keptModule // the modules last sent under a sum, newest last
+	active   int          // connections
+	running  int          // runs acknowledged and not yet replied to
 	last     time.Time
 	runs     int
 	retiring bool
@@ -434,6 +448,44 @@ func (s *Server) watchIdle(ctx context.Context, stop func()) {
 	}
 }
 
+// keptModules is how many modules a Server keeps by their sum.
+const keptModules = 4
+
+// keptModule is a module a client sent under its sum, which the Server
+// computed.
+type keptModule struct {
+	sum [sha256.Size]byte
+	bin []byte
+}
+
+// kept returns the module kept under sum (hex) and its sum, or nil.
+func (s *Server) kept(sum string) ([]byte, [sha256.Size]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.mods {
+		if hex.EncodeToString(m.sum[:]) == sum {
+			return m.bin, m.sum
+		}
+	}
+	return nil, [sha256.Size]byte{}
+}
+
+// keep keeps bin under sum, its SHA-256, dropping the oldest beyond
+// keptModules.
+func (s *Server) keep(sum [sha256.Size]byte, bin []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.mods {
+		if m.sum == sum {
+			return
+		}
+	}
+	s.mods = append(s.mods, keptModule{sum, bin})
+	if len(s.mods) > keptModules {
+		s.mods = slices.Delete(s.mods, 0, 1)
+	}
+}
+
 // ended counts a run that Run has returned from (res and err are what it
 // returned), and retires the Server when it was the last one it takes or
 // did not end cleanly. handle calls it before the run's reply goes out:
@@ -471,9 +523,23 @@ func (s *Server) handle(ctx context.Context, c *conn, done func()) {
 	if req.Protocol != protocol {
 		return // another version of ccrun: it runs the guest itself
 	}
-	kind, mod, err := c.read(maxFrame)
-	if err != nil || kind != frameModule {
-		return
+	mod, sum := s.kept(req.Sum)
+	if mod == nil {
+		if req.Sum != "" && c.write(frameSend, nil) != nil {
+			return
+		}
+		kind, mod, err = c.read(maxFrame)
+		if err != nil || kind != frameModule {
+			return
+		}
+		if req.Sum != "" {
+			sum = sha256.Sum256(mod)
+			if hex.EncodeToString(sum[:]) != req.Sum {
+				_ = c.writeJSON(frameReply, replyErr(fmt.Errorf("wasm server: the module sent is not the one of sha256 %.64s: %w", req.Sum, ErrInvalidSpec)))
+				return
+			}
+			s.keep(sum, mod)
+		}
 	}
 	_ = c.c.SetReadDeadline(time.Time{})
 
@@ -512,7 +578,7 @@ func (s *Server) handle(ctx context.Context, c *conn, done func()) {
 		}
 	}()
 	spec := Spec{
-		Module: mod, Name: req.Name, Args: req.Args, Env: req.Env, Mounts: req.Mounts,
+		Module: mod, Sum: sum, Name: req.Name, Args: req.Args, Env: req.Env, Mounts: req.Mounts,
 		Streams: job.Streams{
 			Stdout: frameWriter{c, frameStdout},
 			Stderr: frameWriter{c, frameStderr},

@@ -3,6 +3,8 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -478,4 +480,94 @@ func TestConcurrentStarters(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestServerKeepsModule: a request that names its module's SHA-256 is sent
+// without the module when the server keeps one of that sum, which it
+// computed itself; the first time, the server asks for it. The runner gets
+// the module and the sum. A module sent under a sum not its own is
+// refused, and nothing runs; so is any request with a sum the server does
+// not keep, until the module comes.
+func TestServerKeepsModule(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []Spec
+	srv := NewServer(func(ctx context.Context, s Spec) (*job.Result, error) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+		return &job.Result{Reason: job.Exit}, nil
+	}, 0, false)
+	sock := wasmtest.Serve(t, srv.Serve)
+	sum := sha256.Sum256(module)
+	run := func(s Spec) {
+		t.Helper()
+		uc, err := Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, began, err := RunOn(context.Background(), uc, s, time.Now())
+		if err != nil || !began || !res.OK() {
+			t.Fatalf("run: %v %v %+v", err, began, res)
+		}
+	}
+	// Asked for the module, then not: what the runner gets is the same.
+	for range 2 {
+		run(Spec{Module: module, Sum: sum, Name: "hello", Limits: job.Limits{}.WithDefaults()})
+	}
+	mu.Lock()
+	if len(got) != 2 || !bytes.Equal(got[0].Module, module) || !bytes.Equal(got[1].Module, module) || got[0].Sum != sum || got[1].Sum != sum {
+		t.Errorf("the runner got %d runs: %+v", len(got), got)
+	}
+	mu.Unlock()
+	// By hand: the second request gets the ack at once, no ask.
+	uc, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConn(uc)
+	req := serverRequest{Name: "hello", Mounts: []job.Mount{}, Protocol: protocol, Sum: hex.EncodeToString(sum[:])}
+	if err := c.writeJSON(frameRequest, req); err != nil {
+		t.Fatal(err)
+	}
+	if kind, _, err := c.read(maxControl); err != nil || kind != frameAck {
+		t.Fatalf("kept module: frame %q, %v; want the ack", kind, err)
+	}
+	uc.Close()
+	// A module under a sum not its own: asked for, refused with a reply.
+	other := sha256.Sum256([]byte("another module"))
+	uc, err = Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = newConn(uc)
+	req.Sum = hex.EncodeToString(other[:])
+	if err := c.writeJSON(frameRequest, req); err != nil {
+		t.Fatal(err)
+	}
+	if kind, _, err := c.read(maxControl); err != nil || kind != frameSend {
+		t.Fatalf("unknown sum: frame %q, %v; want the ask", kind, err)
+	}
+	if err := c.write(frameModule, module); err != nil {
+		t.Fatal(err)
+	}
+	kind, b, err := c.read(maxControl)
+	if err != nil || kind != frameReply || !bytes.Contains(b, []byte("not the one of sha256")) {
+		t.Fatalf("module under another sum: frame %q %s, %v; want the refusal", kind, b, err)
+	}
+	uc.Close()
+	// The client's side: a Spec whose sum lies is refused with an error
+	// of its class, and runs nowhere.
+	uc, err = Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := RunOn(context.Background(), uc, Spec{Module: []byte("\x00asm\x01\x00\x00\x00\x00"), Sum: other, Name: "hello", Limits: job.Limits{}.WithDefaults()}, time.Now()); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("a lying sum: %v, want ErrInvalidSpec", err)
+	}
+	mu.Lock()
+	if len(got) != 3 {
+		t.Errorf("%d runs, want 3: a refused module ran", len(got))
+	}
+	mu.Unlock()
 }
