@@ -128,8 +128,10 @@ func RunOn(ctx context.Context, uc *net.UnixConn, s Spec, start time.Time) (*job
 	if s.Sum != ([sha256.Size]byte{}) {
 		req.Sum = hex.EncodeToString(s.Sum[:]) // the module goes only if the server asks
 	}
-	// The server reads the request and the module, and acknowledges, at
-	// once: one that does not within ackTimeout is hung (awaitAck).
+	// The server reads the request and the module (asked for, when the
+	// request names it by its sum and the server does not keep it), and
+	// acknowledges, at once: one that does not within ackTimeout is hung
+	// (awaitAck).
 	ackBy := time.Now().Add(ackTimeout)
 	_ = uc.SetWriteDeadline(ackBy)
 	if err := c.writeJSON(frameRequest, req); err != nil {
