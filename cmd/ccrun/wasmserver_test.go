@@ -22,36 +22,8 @@ func TestWasmServerDefaultThroughCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ccrun and a guest")
 	}
-	dir := t.TempDir()
-	run, err := os.MkdirTemp("", "ccrun-run-") // short: a socket path has at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	if err := os.Chmod(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"),
-		"XDG_RUNTIME_DIR="+run, "CCRUN_WASM_SERVER=")
-	ccrun := loopGuest(t, dir, env)
-	// server returns the pid of the server listening for dir, 0 if none.
-	server := func() int {
-		locks, _ := filepath.Glob(filepath.Join(run, "ccrun", "wasm-*.sock.lock"))
-		for _, l := range locks {
-			b, _ := os.ReadFile(l)
-			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && syscall.Kill(pid, 0) == nil {
-				if _, err := os.Stat(strings.TrimSuffix(l, ".lock")); err == nil {
-					return pid
-				}
-			}
-		}
-		return 0
-	}
-	t.Cleanup(func() {
-		if pid := server(); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-		}
-	})
+	w := newWarmCLI(t)
+	run, ccrun, server := w.run, w.ccrun, w.server
 	if stderr, code := ccrun("--", "x"); code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
 	}
@@ -90,6 +62,52 @@ func TestWasmServerDefaultThroughCLI(t *testing.T) {
 	}
 }
 
+// warmCLI is a real ccrun (bin; ccrun runs loopGuest's guest with it) for
+// a project dir, with its own runtime directory run (the warm server's
+// socket), cache and sessions (env); server returns the pid of the server
+// listening for dir, 0 if none, and is asked to end with the test.
+type warmCLI struct {
+	dir, run, bin string
+	env           []string
+	ccrun         func(args ...string) (string, int)
+	server        func() int
+}
+
+func newWarmCLI(t *testing.T) *warmCLI {
+	t.Helper()
+	w := &warmCLI{dir: t.TempDir()}
+	run, err := os.MkdirTemp("", "ccrun-run-") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	if err := os.Chmod(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w.run = run
+	w.env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"),
+		"XDG_RUNTIME_DIR="+run, "CCRUN_WASM_SERVER=")
+	w.bin, w.ccrun = loopGuestBin(t, w.dir, w.env)
+	w.server = func() int {
+		locks, _ := filepath.Glob(filepath.Join(run, "ccrun", "wasm-*.sock.lock"))
+		for _, l := range locks {
+			b, _ := os.ReadFile(l)
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && syscall.Kill(pid, 0) == nil {
+				if _, err := os.Stat(strings.TrimSuffix(l, ".lock")); err == nil {
+					return pid
+				}
+			}
+		}
+		return 0
+	}
+	t.Cleanup(func() {
+		if pid := w.server(); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	return w
+}
+
 // procState is the state letter of process pid (R, S, Z, ...), "" if gone.
 func procState(pid int) string {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
@@ -113,33 +131,8 @@ func TestWasmInterruptedServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ccrun and a guest")
 	}
-	dir := t.TempDir()
-	run, err := os.MkdirTemp("", "ccrun-run-") // short: a socket path has at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	if err := os.Chmod(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"),
-		"XDG_RUNTIME_DIR="+run, "CCRUN_WASM_SERVER=")
-	bin, ccrun := loopGuestBin(t, dir, env)
-	server := func() int {
-		locks, _ := filepath.Glob(filepath.Join(run, "ccrun", "wasm-*.sock.lock"))
-		for _, l := range locks {
-			b, _ := os.ReadFile(l)
-			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && syscall.Kill(pid, 0) == nil {
-				return pid
-			}
-		}
-		return 0
-	}
-	t.Cleanup(func() {
-		if pid := server(); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-		}
-	})
+	w := newWarmCLI(t)
+	dir, env, bin, ccrun, server := w.dir, w.env, w.bin, w.ccrun, w.server
 	if stderr, code := ccrun("--", "x"); code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
 	}
@@ -166,7 +159,7 @@ func TestWasmInterruptedServer(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
 		t.Fatalf("ccrun interrupted: %v, want ended by SIGINT; stderr:\n%s", err, errb.String())

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -20,6 +21,13 @@ func TestLine(t *testing.T) {
 		recs = append(recs, Record{Time: times[i%len(times)], Kind: s, Call: s, Tool: s, Key: s, Environment: s, Decision: s,
 			Layer: s, Reason: s, Grant: s, Diagnostics: []string{s, s + "x"}, Display: s, Args: []string{s}, Env: []string{"A=" + s},
 			Dir: s, Stdin: s, Outcome: s, EndReason: s, ExitCode: &code, DurationMS: &dur, Error: s})
+	}
+	// Every field set: a field added to Record and not to line fails below.
+	full := reflect.ValueOf(recs[1])
+	for i := range full.NumField() {
+		if full.Field(i).IsZero() {
+			t.Fatalf("the full record leaves %s unset", full.Type().Field(i).Name)
+		}
 	}
 	recs = append(recs, Record{}, Record{Kind: "decision", ExitCode: &neg}, Record{Diagnostics: []string{}, Args: []string{""}})
 	for _, r := range recs {

@@ -798,12 +798,7 @@ func TestServerHung(t *testing.T) {
 // TestRemoveStaleSockets: what a killed server left (its socket and lock
 // file, no process holding the lock) is removed; a live server's is not.
 func TestRemoveStaleSockets(t *testing.T) {
-	run, err := os.MkdirTemp("", "ccrun-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	t.Setenv("XDG_RUNTIME_DIR", run)
+	wasmtest.RuntimeDir(t)
 	dead := ProjectSocket("/dead")
 	if err := os.MkdirAll(filepath.Dir(dead), 0o700); err != nil {
 		t.Fatal(err)

@@ -458,16 +458,16 @@ type keptModule struct {
 	bin []byte
 }
 
-// kept returns the module kept under sum (hex) and its sum, or nil.
-func (s *Server) kept(sum string) ([]byte, [sha256.Size]byte) {
+// kept returns the module kept under sum, or nil.
+func (s *Server) kept(sum [sha256.Size]byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range s.mods {
-		if hex.EncodeToString(m.sum[:]) == sum {
-			return m.bin, m.sum
+		if m.sum == sum {
+			return m.bin
 		}
 	}
-	return nil, [sha256.Size]byte{}
+	return nil
 }
 
 // keep keeps bin under sum, its SHA-256, dropping the oldest beyond
@@ -523,7 +523,20 @@ func (s *Server) handle(ctx context.Context, c *conn, done func()) {
 	if req.Protocol != protocol {
 		return // another version of ccrun: it runs the guest itself
 	}
-	mod, sum := s.kept(req.Sum)
+	// The sum the request names, if any; a malformed one names no module
+	// kept, and no module sent is of it.
+	var named, sum [sha256.Size]byte
+	valid := len(req.Sum) == hex.EncodedLen(sha256.Size)
+	if valid {
+		_, err := hex.Decode(named[:], []byte(req.Sum))
+		valid = err == nil
+	}
+	var mod []byte
+	if valid {
+		if mod = s.kept(named); mod != nil {
+			sum = named
+		}
+	}
 	if mod == nil {
 		if req.Sum != "" && c.write(frameSend, nil) != nil {
 			return
@@ -534,7 +547,7 @@ func (s *Server) handle(ctx context.Context, c *conn, done func()) {
 		}
 		if req.Sum != "" {
 			sum = sha256.Sum256(mod)
-			if hex.EncodeToString(sum[:]) != req.Sum {
+			if !valid || sum != named {
 				_ = c.writeJSON(frameReply, replyErr(fmt.Errorf("wasm server: the module sent is not the one of sha256 %.64s: %w", req.Sum, ErrInvalidSpec)))
 				return
 			}

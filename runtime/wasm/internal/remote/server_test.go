@@ -357,12 +357,7 @@ func TestServerBackToBack(t *testing.T) {
 // other's). It opens the path again. Not parallel: it sets
 // XDG_RUNTIME_DIR.
 func TestLockReplaced(t *testing.T) {
-	run, err := os.MkdirTemp("", "ccrun-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	t.Setenv("XDG_RUNTIME_DIR", run)
+	wasmtest.RuntimeDir(t)
 	sock := ProjectSocket("/project")
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		t.Fatal(err)
@@ -416,12 +411,7 @@ func TestLockReplaced(t *testing.T) {
 // answers, whatever gc does meanwhile. Not parallel: it sets
 // XDG_RUNTIME_DIR.
 func TestConcurrentStarters(t *testing.T) {
-	run, err := os.MkdirTemp("", "ccrun-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	t.Setenv("XDG_RUNTIME_DIR", run)
+	wasmtest.RuntimeDir(t)
 	sock := ProjectSocket("/project")
 	var owners, most atomic.Int32
 	local := func(context.Context, string, func(*job.Result)) (Runner, func(), error) {
@@ -556,6 +546,28 @@ func TestServerKeepsModule(t *testing.T) {
 		t.Fatalf("module under another sum: frame %q %s, %v; want the refusal", kind, b, err)
 	}
 	uc.Close()
+	// A sum that is not one (not hex, too short): asked for, refused.
+	for _, bad := range []string{"zz" + hex.EncodeToString(sum[1:]), hex.EncodeToString(sum[:16])} {
+		uc, err = Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = newConn(uc)
+		req.Sum = bad
+		if err := c.writeJSON(frameRequest, req); err != nil {
+			t.Fatal(err)
+		}
+		if kind, _, err := c.read(maxControl); err != nil || kind != frameSend {
+			t.Fatalf("sum %q: frame %q, %v; want the ask", bad, kind, err)
+		}
+		if err := c.write(frameModule, module); err != nil {
+			t.Fatal(err)
+		}
+		if kind, b, err := c.read(maxControl); err != nil || kind != frameReply || !bytes.Contains(b, []byte("not the one of sha256")) {
+			t.Fatalf("sum %q: frame %q %s, %v; want the refusal", bad, kind, b, err)
+		}
+		uc.Close()
+	}
 	// The client's side: a Spec whose sum lies is refused with an error
 	// of its class, and runs nowhere.
 	uc, err = Dial(sock)

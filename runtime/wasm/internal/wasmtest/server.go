@@ -29,6 +29,20 @@ func ListenShort(t testing.TB) (string, *net.UnixListener) {
 	return sock, l
 }
 
+// RuntimeDir sets XDG_RUNTIME_DIR, for the test, to a new directory with
+// a short path (the sockets under it have at most 107 bytes), removed at
+// the end of the test. The test cannot be parallel (t.Setenv).
+func RuntimeDir(t *testing.T) string {
+	t.Helper()
+	run, err := os.MkdirTemp("", "ccrun-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	return run
+}
+
 // Serve runs serve (a warm server's Serve) on a socket of ListenShort's
 // until the end of the test, which fails if serve does, and returns the
 // socket.
