@@ -19,11 +19,27 @@ help: ## list the targets
 # FRONT_LDFLAGS: on linux/amd64 the front's ELF entry is its own
 # (cmd/ccrun/entry_front_linux_amd64.s), which hands a command it surely
 # does not serve to bin/ccrun-full before the Go runtime starts.
-FRONT_LDFLAGS = $(if $(filter linux/amd64,$(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)),-ldflags=-E=main.frontEntry)
+
+# VERSION is stamped into both binaries (ccrun version): git describe of
+# the work tree, or "devel" outside one.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+VERSION_LDFLAGS = -X main.version=$(VERSION)
+FRONT_LDFLAGS = -ldflags='$(VERSION_LDFLAGS)$(if $(filter linux/amd64,$(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)), -E=main.frontEntry)'
 
 build: ## build bin/ccrun (the front: the gate and @shell) and bin/ccrun-full (the rest), static
 	CGO_ENABLED=0 $(GO) build -tags ccrunfront $(FRONT_LDFLAGS) -o $(BIN) ./cmd/ccrun
-	CGO_ENABLED=0 $(GO) build -o $(BIN)-full ./cmd/ccrun
+	CGO_ENABLED=0 $(GO) build -ldflags='$(VERSION_LDFLAGS)' -o $(BIN)-full ./cmd/ccrun
+
+# PREFIX: where `make install` puts the two binaries (PREFIX/bin), side by
+# side as the front needs them. Default ~/.local (no root needed; put
+# ~/.local/bin on PATH).
+PREFIX ?= $(HOME)/.local
+
+.PHONY: install
+install: build ## install bin/ccrun and bin/ccrun-full into $(PREFIX)/bin (default ~/.local/bin)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(BIN)-full $(DESTDIR)$(PREFIX)/bin/
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on PATH: add it, e.g. export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
 .PHONY: test
 # -timeout: the @wasm and @docker sandbox tables run hundreds of guests and

@@ -130,7 +130,10 @@ func WithExecutor(env ceiling.Environment, e Executor) Option {
 }
 
 // WithAuditLog sets the audit log's path; "" turns the log off. Default:
-// <project>/.ccrun/audit.jsonl.
+// <project>/.ccrun/audit.jsonl for a project given by WithProjectDir or
+// found (a directory holding ccrun.json or .git); when none is found, the
+// one in $XDG_STATE_HOME/ccrun/ (~/.local/state/ccrun/ when unset): a run
+// outside any project writes into no directory it was not given.
 func WithAuditLog(path string) Option {
 	return func(r *Runtime) error {
 		r.auditLog, r.noAudit = path, path == ""
@@ -161,7 +164,8 @@ func New(opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	if r.dir == "" {
+	givenDir := r.dir != ""
+	if !givenDir {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, err
@@ -191,7 +195,7 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	if !r.noAudit {
 		if r.auditLog == "" {
-			r.auditLog = filepath.Join(r.dir, ".ccrun", "audit.jsonl")
+			r.auditLog = defaultAuditLog(r.dir, givenDir)
 		}
 		r.audit = audit.Open(r.auditLog)
 	}

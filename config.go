@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 )
@@ -240,4 +241,31 @@ func FindProject(start string) (string, error) {
 		return "", err
 	}
 	return root, nil
+}
+
+// defaultAuditLog is the audit log of a Runtime whose project is dir: its
+// .ccrun/audit.jsonl when dir was given or is a project (it holds
+// ccrun.json or .git), else the one in the user's state directory; "" when
+// there is none.
+func defaultAuditLog(dir string, given bool) string {
+	if given || isProject(dir) {
+		return filepath.Join(dir, dotccrun.Name, "audit.jsonl")
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "ccrun", "audit.jsonl")
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "ccrun", "audit.jsonl")
+	}
+	return ""
+}
+
+// isProject reports whether dir holds ccrun.json or .git.
+func isProject(dir string) bool {
+	for _, name := range []string{"ccrun.json", ".git"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/dotccrun"
 )
 
 // The scaffold's .ccrun/.gitignore keeps ccrun's own files out of the
@@ -19,7 +20,7 @@ func TestScaffoldGitignore(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, ".ccrun", ".gitignore"))
-	if err != nil || string(got) != GitignoreAdvice {
+	if err != nil || string(got) != dotccrun.Gitignore {
 		t.Fatalf(".ccrun/.gitignore: %q, %v", got, err)
 	}
 	if git, err := exec.LookPath("git"); err == nil {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/dotccrun"
 )
 
 // ScaffoldImage is the image a @docker scaffold names: the test image the
@@ -28,7 +29,7 @@ const ScaffoldImage = "ccrun-test:busybox"
 //     image ScaffoldImage.
 //
 // When projectDir/.ccrun/ has no .gitignore, it writes one
-// (GitignoreAdvice): ccrun's own files there (the audit log and its
+// (internal/dotccrun's): ccrun's own files there (the audit log and its
 // rotation) stay out of the repository, the capabilities go in.
 //
 // It refuses to touch an existing directory (class fs.ErrExist), and an
@@ -50,6 +51,9 @@ func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err
 			name, env, ErrInvalidArgument)
 	}
 	base := filepath.Join(projectDir, filepath.FromSlash(Dir))
+	if err := dotccrun.Mkdir(filepath.Dir(base), 0o755); err != nil {
+		return "", fmt.Errorf("capability %s: %w", name, err)
+	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", fmt.Errorf("capability %s: %w", name, err)
 	}
@@ -103,24 +107,11 @@ func Scaffold(projectDir, name string, env ceiling.Environment) (dir string, err
 		return "", fmt.Errorf("capability %s: the scaffold does not load (a bug in ccrun): %w", name, err)
 	}
 	ignore := filepath.Join(filepath.Dir(base), ".gitignore")
-	if err := writeNew(ignore, []byte(GitignoreAdvice), 0o644); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ELOOP) {
+	if err := writeNew(ignore, []byte(dotccrun.Gitignore), 0o644); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ELOOP) {
 		return "", fmt.Errorf("capability %s: %w", name, err)
 	}
 	return dir, nil
 }
-
-// GitignoreAdvice is the .gitignore Scaffold writes into a project's
-// .ccrun/ when it has none: everything ccrun writes there stays out of the
-// repository (a committed audit log, or a committed link in its place, is
-// a hostile repository's tool), the capabilities are committed. The
-// project root's own .gitignore should name ccrun.local.json and
-// .ccrun.json.lock.
-const GitignoreAdvice = `# Written by ccrun: its own files (audit.jsonl, audit.jsonl.1, …) stay out
-# of the repository; capabilities are committed.
-/*
-!/.gitignore
-!/capabilities/
-`
 
 // writeNew creates path, failing if it exists (a symbolic link included),
 // with mode (umask aside).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +46,10 @@ func (a *app) demoCommand() *cobra.Command {
 					p.Request.Tool, p.Request.Environment, p.Decision.Key, permission.AlwaysThisProject)
 				return permission.AlwaysThisProject, nil
 			})
-			rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(ask))
+			// The demo's trust records stay in its own directory: a record
+			// for a project the demo then deletes would outlive it.
+			rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(ask),
+				ccrun.WithTrustDir(filepath.Join(dir, ".ccrun", "trust")))
 			if err != nil {
 				return err
 			}

@@ -410,7 +410,15 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]ccrun.Option{ccrun.WithProjectDir(dir)}, a.trustOptions()...)
+	// A project found rather than given is found again by New, which then
+	// knows that a directory holding neither ccrun.json nor .git is no
+	// project: its audit log goes to the state directory, not into the
+	// current directory.
+	var opts []ccrun.Option
+	if a.projectDir != "" {
+		opts = append(opts, ccrun.WithProjectDir(dir))
+	}
+	opts = append(opts, a.trustOptions()...)
 	if approver != nil {
 		opts = append(opts, ccrun.WithApprover(approver))
 	}

@@ -188,17 +188,26 @@ func (a *app) versionCommand() *cobra.Command {
 	return c
 }
 
+// version is the version `make build` stamps (-ldflags -X
+// main.version=…, from git describe): a build from a work tree, whose
+// module version is "(devel)", and which carries no VCS stamp when built
+// outside a repository, still says what it is.
+var version string
+
 // buildVersion reads the version from the binary's build information: the
-// module version of a `go install …@version` binary, the VCS revision of a
-// build from a work tree.
+// module version of a `go install …@version` binary, else the version make
+// stamped, with the VCS revision of a build from a work tree.
 func buildVersion() versionReport {
 	r := versionReport{Version: "(devel)"}
+	if version != "" {
+		r.Version = version
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return r
 	}
 	r.Go = bi.GoVersion
-	if v := bi.Main.Version; v != "" {
+	if v := bi.Main.Version; v != "" && (v != "(devel)" || version == "") {
 		r.Version = v
 	}
 	for _, s := range bi.Settings {

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/ccrun/ccrun/internal/dotccrun"
 )
 
 // Record is one line of the audit log. Fields that do not apply are left out.
@@ -132,6 +134,13 @@ func (l *Log) Write(r Record) error {
 // open opens the directory and the file, refusing links and other users'.
 func (l *Log) open() error {
 	dir, base := filepath.Dir(l.path), filepath.Base(l.path)
+	if filepath.Base(dir) == dotccrun.Name {
+		// a project's .ccrun: ignored by git from its first byte
+		// (a link in its place is refused below, as any other directory's)
+		if err := dotccrun.Mkdir(dir, 0o700); err != nil && !errors.Is(err, dotccrun.ErrUnsafe) {
+			return fmt.Errorf("audit: %w", err)
+		}
+	}
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -248,18 +248,22 @@ func syntaxError(file string, data []byte, err error) error {
 // synced and before it is renamed over its target (tests simulate a crash).
 var testHookBeforeRename func(tmp string)
 
-// writeFileAtomic replaces path with data: a temp file in the same
-// directory, fsync, chmod perm, rename over path, fsync of the directory.
-// A crash at any point leaves either the old or the new file, and at worst
-// a stray temp file named .BASE.tmp-*. When like is not nil, the new file
-// is given like's owner and group if the process may (root, or a group it
-// is in); failing that, it keeps the process's.
-func writeFileAtomic(path string, data []byte, perm os.FileMode, like os.FileInfo) (err error) {
+// writeFileAtomic replaces path with data: a temp file in tmpDir (path's
+// own directory when ""; it must be on the same file system), fsync, chmod
+// perm, rename over path, fsync of the directory. A crash at any point
+// leaves either the old or the new file, and at worst a stray temp file
+// named .BASE.tmp-* in tmpDir. When like is not nil, the new file is given
+// like's owner and group if the process may (root, or a group it is in);
+// failing that, it keeps the process's.
+func writeFileAtomic(path, tmpDir string, data []byte, perm os.FileMode, like os.FileInfo) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if tmpDir == "" {
+		tmpDir = dir
+	}
+	f, err := os.CreateTemp(tmpDir, "."+base+".tmp-*")
 	if err != nil {
 		return err
 	}

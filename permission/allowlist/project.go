@@ -18,6 +18,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/keys"
 )
@@ -61,13 +62,13 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 //
 // # Writing
 //
-// Add and Remove take an exclusive lock (flock(2) on the sibling file
-// .ccrun.json.lock, created on first use and never removed), re-read the
-// file as it is now, apply the change, write the result to a temp file in
-// the same directory, fsync it and rename it over ccrun.json. So concurrent
-// writers in any number of processes lose nothing, and a crash leaves the
-// old file (at worst with a stray .ccrun.json.tmp-* file beside it, which
-// is ignored). A malformed file is never written over. Every other
+// Add and Remove take an exclusive lock (flock(2) on .ccrun/ccrun.json.lock
+// in the file's directory, created on first use and never removed; the
+// .ccrun directory is made ignored by git, see internal/dotccrun), re-read
+// the file as it is now, apply the change, write the result to a temp file
+// in .ccrun/, fsync it and rename it over ccrun.json. So concurrent writers
+// in any number of processes lose nothing, and a crash leaves the old file
+// (at worst with a stray .ccrun/.ccrun.json.tmp-* file, which is ignored). A malformed file is never written over. Every other
 // top-level member of ccrun.json is kept byte for byte and in its order;
 // existing allowlist entries keep their order and text, new ones are
 // appended. The file is written with two-space indentation, keeps its
@@ -286,8 +287,14 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 
+	// The lock and the temporary file live in the project's .ccrun/,
+	// ignored by git, not beside the file at the project's root.
 	dir, base := filepath.Split(p.path)
-	lockPath := filepath.Join(dir, "."+base+".lock")
+	house := filepath.Join(dir, dotccrun.Name)
+	if err := dotccrun.Mkdir(house, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", p.path, err)
+	}
+	lockPath := filepath.Join(house, base+".lock")
 	lk := flock.New(lockPath,
 		flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC),
 		flock.SetPermissions(0o644))
@@ -319,7 +326,7 @@ func (p *ProjectAllowlist) update(change func(*projectDoc) bool) error {
 			return fmt.Errorf("write %s: the file is read-only (mode %04o): %w", p.path, perm, fs.ErrPermission)
 		}
 		data := doc.encode()
-		if err := writeFileAtomic(p.path, data, perm, owner); err != nil {
+		if err := writeFileAtomic(p.path, house, data, perm, owner); err != nil {
 			return fmt.Errorf("write %s: %w", p.path, err)
 		}
 		doc.data = data

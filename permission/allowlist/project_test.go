@@ -397,7 +397,7 @@ func TestProjectMalformed(t *testing.T) {
 			if got := string(alReadFile(t, path)); got != tt.text {
 				t.Errorf("file changed by a failed write:\n%s", got)
 			}
-			if names, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ccrun.json.tmp-*")); len(names) != 0 {
+			if names, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ccrun", ".ccrun.json.tmp-*")); len(names) != 0 {
 				t.Errorf("temp files left behind: %v", names)
 			}
 		})
@@ -570,7 +570,7 @@ func TestProjectCrashMidWrite(t *testing.T) {
 	if got := string(alReadFile(t, path)); got != alProjectTemplate {
 		t.Fatalf("file changed by a crashed writer:\n%s", got)
 	}
-	stray, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ccrun.json.tmp-*"))
+	stray, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".ccrun", ".ccrun.json.tmp-*"))
 	if len(stray) != 1 || !bytes.Contains(alReadFile(t, stray[0]), []byte("never-written")) {
 		t.Fatalf("want the crashed writer's temp file, got %v", stray)
 	}
@@ -593,7 +593,10 @@ func TestProjectHostileLockFile(t *testing.T) {
 	t.Parallel()
 	path := alWriteProject(t, alProjectTemplate)
 	victim := filepath.Join(t.TempDir(), "victim")
-	if err := os.Symlink(victim, filepath.Join(filepath.Dir(path), ".ccrun.json.lock")); err != nil {
+	if err := os.Mkdir(filepath.Join(filepath.Dir(path), ".ccrun"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(filepath.Dir(path), ".ccrun", "ccrun.json.lock")); err != nil {
 		t.Fatal(err)
 	}
 	p, err := LoadProject(path)

@@ -571,7 +571,7 @@ func (s *SessionAllowlist) write(f sessionFile) error {
 	if err != nil {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
-	if err := writeFileAtomic(s.path, append(data, '\n'), 0o600, nil); err != nil {
+	if err := writeFileAtomic(s.path, "", append(data, '\n'), 0o600, nil); err != nil {
 		return fmt.Errorf("write session %s: %w", s.id, err)
 	}
 	return nil
