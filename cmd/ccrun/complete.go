@@ -26,7 +26,7 @@ func completeWords(words ...string) func(*cobra.Command, []string, string) ([]st
 // capabilities, with its description (a capability name comes first, and
 // once only).
 func (a *app) completeCapabilities(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 || c.ArgsLenAtDash() >= 0 {
+	if len(args) > 0 || a.dashTyped() {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	dir, err := a.project()
@@ -77,4 +77,20 @@ func completeCallFlags(c *cobra.Command) {
 	_ = c.RegisterFlagCompletionFunc("wasm", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"wasm"}, cobra.ShellCompDirectiveFilterFileExt
 	})
+}
+
+// dashTyped reports whether the command line being completed holds a "--"
+// before the word to complete: what follows it is the capability's own
+// arguments. (Cobra's completion parses the words with a "--" appended, so
+// ArgsLenAtDash cannot tell a typed one from its own.)
+func (a *app) dashTyped() bool {
+	if len(a.args) < 2 || (a.args[0] != cobra.ShellCompRequestCmd && a.args[0] != cobra.ShellCompNoDescRequestCmd) {
+		return false
+	}
+	for _, w := range a.args[1 : len(a.args)-1] {
+		if w == "--" {
+			return true
+		}
+	}
+	return false
 }

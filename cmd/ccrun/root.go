@@ -17,6 +17,7 @@ import (
 // the tool it ran, if any.
 type app struct {
 	io         stdio
+	args       []string // as given to run: completion reads what was typed
 	projectDir string
 	result     *job.Result
 	session    *permission.SessionAllowlist // the running session, once runtime has opened it
@@ -35,7 +36,7 @@ type app struct {
 // run is main without os.Exit, for tests: it parses args, runs the command
 // and returns the exit code.
 func run(args []string, io stdio) int {
-	a := &app{io: io}
+	a := &app{io: io, args: args}
 	root := a.command()
 	root.SetArgs(args)
 	root.SetIn(io.in)
