@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/suggest"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -271,11 +272,32 @@ func Find(projectDir, name string) (*Capability, error) {
 	if !ValidName(name) {
 		return nil, fmt.Errorf("capability %s: not a capability name (want lowercase letters, digits and dashes): %w", show(name), ErrNotFound)
 	}
-	c, err := Load(filepath.Join(projectDir, filepath.FromSlash(Dir), name))
+	base := filepath.Join(projectDir, filepath.FromSlash(Dir))
+	c, err := Load(filepath.Join(base, name))
 	if err != nil && errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("capability %s: not in %s: %w", name, filepath.Join(projectDir, filepath.FromSlash(Dir)), ErrNotFound)
+		return nil, fmt.Errorf("capability %s: not in %s%s: %w", name, base, didYouMean(base, name), ErrNotFound)
 	}
 	return c, err
+}
+
+// didYouMean names the capabilities in base whose names are close to
+// name, as " (did you mean fmt?)", or "" when none is.
+func didYouMean(base, name string) string {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && ValidName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	near := suggest.Closest(name, names)
+	if len(near) == 0 {
+		return ""
+	}
+	return " (did you mean " + strings.Join(near, ", ") + "?)"
 }
 
 // ValidateInput checks a call's input against the capability's parameters

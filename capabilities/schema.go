@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/suggest"
 )
 
 //go:embed capability.schema.json
@@ -63,7 +64,7 @@ func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldErro
 			for _, f := range p.props {
 				msg := "unknown field " + strconv.QuoteToASCII(f)
 				if manifest {
-					if s := suggest(ptr, f); s != "" {
+					if s := nearestField(ptr, f); s != "" {
 						msg += fmt.Sprintf(" (did you mean %q?)", s)
 					}
 				}
@@ -203,40 +204,16 @@ var knownFields = map[string][]string{
 	"/mounts": {"host", "guest", "rw", "implants"},
 }
 
-// suggest returns the known field closest to name in the object at ptr,
-// or "" when none is close.
-func suggest(ptr, name string) string {
+// nearestField returns the known field closest to name in the object at
+// ptr, or "" when none is close.
+func nearestField(ptr, name string) string {
 	if strings.HasPrefix(ptr, "/mounts/") {
 		ptr = "/mounts"
 	}
-	best, bestD := "", 3
-	for _, f := range knownFields[ptr] {
-		if d := distance(strings.ToLower(name), f); d < bestD {
-			best, bestD = f, d
-		}
+	if near := suggest.Closest(name, knownFields[ptr]); len(near) > 0 {
+		return near[0]
 	}
-	return best
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 func topString(v any, field string) (string, bool) {

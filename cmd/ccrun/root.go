@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/suggest"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -93,7 +95,7 @@ configuration; 124 timeout; 125 ccrun's own failure or the environment unavailab
 	}
 	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else git's top level, else the current one)")
 	root.PersistentFlags().StringVar(&a.trustDigest, "trust-digest", "", "trust the project's files when they loosen exactly this digest (ccrun trust --digest; default: $"+trustDigestEnv+")")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagSuggestion(c, err)} })
 	return root
 }
 
@@ -135,4 +137,28 @@ func sessionDir() string {
 		return d
 	}
 	return permission.DefaultSessionDir()
+}
+
+// flagSuggestion adds to an unknown flag's error the flags of c it was
+// probably meant to be, as cobra does for an unknown command.
+func flagSuggestion(c *cobra.Command, err error) error {
+	word, ok := strings.CutPrefix(err.Error(), "unknown flag: ")
+	if !ok {
+		return err
+	}
+	word, _, _ = strings.Cut(strings.TrimPrefix(word, "--"), "=")
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	near := suggest.Closest(word, names)
+	for i, n := range near {
+		near[i] = "--" + n
+	}
+	if line := suggest.Line(near); line != "" {
+		return fmt.Errorf("%w%s", err, line)
+	}
+	return err
 }
