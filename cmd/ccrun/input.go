@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -48,13 +49,22 @@ func readInput(arg string, stdin io.Reader) (json.RawMessage, error) {
 	if len(data) > maxInput {
 		return nil, usagef("--input: more than %d bytes (64 MiB), the most a call's input may be", maxInput)
 	}
-	var obj map[string]any
+	var v any
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		if err == nil {
-			err = fmt.Errorf("got null")
+	if err := dec.Decode(&v); err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			return nil, usagef("--input: not JSON at %s: %v", jsonpos.Position(data, int(se.Offset)-1), se)
+		case errors.Is(err, io.EOF):
+			return nil, usagef("--input: want a JSON object such as {\"x\": 1}, got nothing")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, usagef("--input: the JSON ends too early (at %s): want a whole object such as {\"x\": 1}", jsonpos.Position(data, len(data)))
 		}
 		return nil, usagef("--input: want a JSON object: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, usagef("--input: want a JSON object such as {\"x\": 1} (the capability's parameters by name), got %s", jsonKind(v))
 	}
 	if dec.More() {
 		return nil, usagef("--input: want one JSON object, got more after it")
@@ -80,4 +90,21 @@ func absMount(m job.Mount) (job.Mount, error) {
 	h, err := absFromHere(m.Host)
 	m.Host = h
 	return m, err
+}
+
+// jsonKind names the kind of a decoded JSON value, for an error.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "an object"
 }
