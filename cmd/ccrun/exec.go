@@ -282,7 +282,7 @@ The tool's exit code becomes ccrun's.`,
 	}
 	f.register(c, true)
 	c.Flags().StringVar(&approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell)")
-	c.Flags().BoolVar(&worker, "wasm-worker", false, "run a @wasm guest in a separate process that is killed at the limits, at ~90 ms more per run (by default it runs in ccrun's own process, at the same full speed, which ccrun's exit ends at a limit)")
+	c.Flags().BoolVar(&worker, "wasm-worker", false, "run a @wasm guest in a worker process of its own, killed at the limits, at ~90 ms more per run (by default it runs in the project's warm server, ccrun-full wasm-server SOCKET, or in ccrun's own process where there is none)")
 	c.Flags().StringVar(&events, "events", "", "print each state transition as a JSON line on stderr: json")
 	_ = c.RegisterFlagCompletionFunc("approve", completeWords("once", "session", "project"))
 	_ = c.RegisterFlagCompletionFunc("events", completeWords("json"))

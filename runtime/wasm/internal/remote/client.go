@@ -48,13 +48,14 @@ func Dial(socket string) (*net.UnixConn, error) {
 // StartServer starts exe as the server at socket, with the disk cache in
 // cacheDir, detached (a session of its own, stdio on /dev/null, working
 // directory /), with nothing of this process's environment but the idle
-// time and the number of runs when set.
+// time and the number of runs when set. Its arguments, which it does not
+// read (ServerEnv marks it), name it for ps: "wasm-server SOCKET".
 func StartServer(exe, socket, cacheDir string) error {
 	dir := filepath.Dir(socket)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	cmd := exec.Command(exe)
+	cmd := exec.Command(exe, "wasm-server", socket)
 	cmd.Env = []string{ServerEnv + "=1", serverSocketEnv + "=" + socket, serverCacheEnv + "=" + cacheDir}
 	for _, k := range []string{ServerIdleEnv, ServerRunsEnv} {
 		if v, ok := os.LookupEnv(k); ok {
