@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/ccrun/ccrun/internal/confine"
 )
 
 // oneShotProcess says this process is ccrun's main, which exits once run
@@ -26,6 +28,11 @@ func main() {
 		os.Exit(code)
 	}
 	oneShotProcess = true
+	// No process of the user may read or patch ccrun's memory (the
+	// environment it holds back, ccrun mcp's key and token) by ptrace,
+	// /proc/PID/mem or pidfd_getfd. Not its helpers above: ccrun gc reads
+	// their /proc/PID/environ to know them, and they hold no secret.
+	_ = confine.NonDumpable()
 	if len(os.Args) < 2 || os.Args[1] != "mcp" {
 		// A process that lives for one call: reading a 2 MB module
 		// and the gate's work would start a collection (a few ms of

@@ -20,7 +20,9 @@
 // and unix sockets, so no connect to the Docker Engine's or an agent's
 // socket; socketpair stays), io_uring, chmod, chown, utimes and xattr
 // changes (touch of an existing file), keyrings, bpf, perf, module
-// loading, reboot, clocks, hostnames, and the TIOCSTI and TIOCLINUX ioctls.
+// loading, reboot, clocks, hostnames, the TIOCSTI and TIOCLINUX ioctls, and
+// every way into another process: ptrace, process_vm_readv/writev,
+// pidfd_getfd, process_madvise, kcmp.
 // A misjudged "read-only" command fails with EACCES (or EPERM) instead of
 // writing or leaking.
 //
@@ -46,24 +48,42 @@
 //   - Files already open when the program starts (its stdio, pipes) are
 //     not checked by Landlock; a terminal given as stdin can still be
 //     read and, apart from TIOCSTI, driven by ioctl.
-//   - Where seccomp is not installed (other architectures), UDP and unix
-//     sockets stay open; Available and Ruleset.Seccomp say so.
+//   - Only amd64 and arm64 have the helper and the seccomp filter; on
+//     another architecture nothing is confined (Prepare: ErrUnavailable).
 //
 // # How it applies to one program only
 //
 // Landlock and seccomp restrict a thread, and every process forked from
-// it inherits the restriction. A Ruleset owns one goroutine locked to its
-// OS thread that sets PR_SET_NO_NEW_PRIVS, installs the seccomp filter and
-// calls landlock_restrict_self on that thread only, then starts every
-// program given to Start (os/exec forks from the calling thread). It never
-// unlocks the thread: when Close ends it, the Go runtime ends the thread,
-// so the restriction never reaches another goroutine; new OS threads are
-// never made from a locked thread (the runtime's template thread makes
-// them). The thread lives until Close, which matters: PR_SET_PDEATHSIG
-// fires when the thread that started a program exits.
+// it inherits the restriction; Landlock lets a task trace, and read the
+// memory of, tasks of its own domain. So no thread of ccrun is ever in a
+// confined program's domain: Start starts ccrun-confine (helper/helper.c,
+// a freestanding C program of a few KiB, embedded and run from a sealed
+// memfd) unconfined in the new process, and that process sets
+// PR_SET_NO_NEW_PRIVS, calls landlock_restrict_self with the ruleset,
+// installs the seccomp filter and becomes the program by execve: fork,
+// restrict, exec. The domain it makes holds the program and what the
+// program starts, nothing else, and the seccomp filter refuses ptrace,
+// process_vm_readv/writev, pidfd_getfd, process_madvise and kcmp on top.
+// A program that cannot be executed (ENOENT, EACCES, ENOEXEC) fails Start
+// as os/exec would say it: the helper reports its execve's errno on a
+// status pipe that a successful execve closes.
 //
-// Rulesets are safe for concurrent use; Start calls are served one at a
-// time.
+// Open, for the files a shell interpreter in ccrun opens for a confined
+// script, runs on one goroutine locked to an OS thread that restricted
+// itself with the same ruleset (a domain of its own: a program in its
+// sibling domain cannot trace it). That thread starts no program. It never
+// unlocks: when Close ends it, the Go runtime ends the thread, so the
+// restriction never reaches another goroutine; new OS threads are never
+// made from a locked thread (the runtime's template thread makes them).
+//
+// ccrun's CLI also makes itself non-dumpable (NonDumpable), so that no
+// program of the user, confined or not, reads its memory.
+//
+// Helpers exist for amd64 and arm64, where the seccomp filter exists too
+// (make confine-helper rebuilds them; TestHelperBuiltFromSource compares):
+// on another architecture Prepare reports ErrUnavailable.
+//
+// Rulesets are safe for concurrent use.
 package confine
 
 import (

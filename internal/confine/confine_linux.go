@@ -91,23 +91,37 @@ var theFilter = sync.OnceValue(buildFilter)
 // on this architecture (amd64, arm64).
 func Seccomp() bool { return hasSeccomp }
 
-// Ruleset is a prepared Policy and the confined thread that starts
-// programs under it. Make one with Prepare, share it among the programs of
-// a run, and Close it once every program it started has exited. It is
-// safe for concurrent use.
+// Ruleset is a prepared Policy. Make one with Prepare, share it among the
+// programs of a run, and Close it once every program it started has
+// exited. It is safe for concurrent use.
+//
+// Start starts each program through the helper (helper_linux.go), which
+// confines itself in the new process and becomes the program: the
+// program's Landlock domain is its own, made by that process, and holds
+// nothing of ccrun. Open opens files on a thread of ccrun confined by the
+// same ruleset in a domain of its own, made on first use; that thread
+// starts no program, so no program shares its domain (a program can trace
+// only tasks of its own domain or of domains nested in it).
 type Ruleset struct {
-	abi   int
-	rules int
-	reqs  chan func() // run on the confined thread
+	abi         int
+	rules       int
+	ruleset     *os.File // the Landlock ruleset, handed to every helper
+	withSeccomp bool
 
 	mu     sync.RWMutex
 	closed bool
-	exited chan struct{} // closed when the confined goroutine has returned
+
+	opener     sync.Once
+	openerErr  error
+	reqs       chan func()   // run on the confined opening thread
+	exited     chan struct{} // closed when the opening goroutine has returned
+	openerMade bool
 }
 
-// Prepare builds the ruleset of p and the thread that will start programs
-// under it. It fails with ErrUnavailable when Available does, and with
-// ErrInvalidPolicy for a relative path or a hidden "/". Prepare restricts nothing but that one thread.
+// Prepare builds the ruleset of p. It fails with ErrUnavailable when
+// Available does, or when this architecture has no helper, and with
+// ErrInvalidPolicy for a relative path or a hidden "/". Prepare restricts
+// nothing in this process.
 func Prepare(p Policy) (*Ruleset, error) {
 	return prepare(p, hasSeccomp)
 }
@@ -119,13 +133,9 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if err != nil {
 		return nil, err
 	}
-	// os/exec checks once, process-wide, whether pidfds work, by signalling
-	// this process: do it here, unconfined, rather than on the confined
-	// thread, whose signals to ccrun are scoped away.
-	if pr, err := os.FindProcess(os.Getpid()); err == nil {
-		pr.Release()
+	if _, err := helperFiles(); err != nil {
+		return nil, err
 	}
-
 	b, err := cached(p, abi)
 	if err != nil {
 		return nil, err
@@ -134,24 +144,38 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("confine: dup ruleset: %w: %w", ErrUnavailable, err)
 	}
-	defer unix.Close(fd)
-	var filter []unix.SockFilter
-	if withSeccomp {
-		filter = theFilter()
-	}
-	rs := &Ruleset{abi: abi, rules: int(b.rules.Load()), reqs: make(chan func()), exited: make(chan struct{})}
-	ready := make(chan error, 1)
-	go rs.serve(fd, filter, ready)
-	if err := <-ready; err != nil {
-		<-rs.exited
-		return nil, err
-	}
-	return rs, nil
+	return &Ruleset{abi: abi, rules: int(b.rules.Load()), ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
+		withSeccomp: withSeccomp && hasSeccomp}, nil
 }
 
-// serve is the confined goroutine. It locks itself to its OS thread and
-// never unlocks: when it returns, the runtime ends the thread and the
-// restriction with it.
+// startOpener makes the confined thread that Open uses.
+func (rs *Ruleset) startOpener() error {
+	rs.opener.Do(func() {
+		// os/exec checks once, process-wide, whether pidfds work, by
+		// signalling this process: do it here, unconfined, rather than
+		// on the confined thread, whose signals to ccrun are scoped away.
+		if pr, err := os.FindProcess(os.Getpid()); err == nil {
+			pr.Release()
+		}
+		var filter []unix.SockFilter
+		if rs.withSeccomp {
+			filter = theFilter()
+		}
+		rs.reqs, rs.exited = make(chan func()), make(chan struct{})
+		ready := make(chan error, 1)
+		go rs.serve(int(rs.ruleset.Fd()), filter, ready)
+		if rs.openerErr = <-ready; rs.openerErr != nil {
+			<-rs.exited
+			return
+		}
+		rs.openerMade = true
+	})
+	return rs.openerErr
+}
+
+// serve is the confined opening goroutine. It locks itself to its OS
+// thread and never unlocks: when it returns, the runtime ends the thread
+// and the restriction with it.
 func (rs *Ruleset) serve(fd int, filter []unix.SockFilter, ready chan<- error) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
@@ -195,44 +219,54 @@ func restrictThread(fd int, filter []unix.SockFilter) error {
 	return nil
 }
 
-// Start starts cmd (as cmd.Start would) from the confined thread: the
-// program and everything it forks run under the ruleset. It fails with
-// ErrClosed after Close.
+// Start starts cmd (as cmd.Start would) confined: the program and
+// everything it forks run under the ruleset, in a Landlock domain of their
+// own. cmd.ExtraFiles must be empty. It fails with ErrClosed after Close.
 func (rs *Ruleset) Start(cmd *exec.Cmd) error {
-	var err error
-	if !rs.do(func() { err = cmd.Start() }) {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
-	return err
+	return startHelper(cmd, rs.ruleset, rs.withSeccomp)
 }
 
-// Open opens a file (as os.OpenFile would) from the confined thread, so
-// that the ruleset decides: for the files a shell interpreter running in
-// this process opens on behalf of a confined script (its redirections).
-// It fails with ErrClosed after Close.
+// Open opens a file (as os.OpenFile would) from the confined opening
+// thread, so that the ruleset decides: for the files a shell interpreter
+// running in this process opens on behalf of a confined script (its
+// redirections). It fails with ErrClosed after Close.
 func (rs *Ruleset) Open(name string, flag int, perm os.FileMode) (*os.File, error) {
 	var (
 		f   *os.File
 		err error
 	)
-	if !rs.do(func() { f, err = os.OpenFile(name, flag, perm) }) {
+	ok, oerr := rs.do(func() { f, err = os.OpenFile(name, flag, perm) })
+	if oerr != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: oerr}
+	}
+	if !ok {
 		return nil, &os.PathError{Op: "open", Path: name, Err: ErrClosed}
 	}
 	return f, err
 }
 
-// do runs f on the confined thread and waits for it; false when closed.
-func (rs *Ruleset) do(f func()) bool {
+// do runs f on the confined opening thread, made on first use, and waits
+// for it; false when closed.
+func (rs *Ruleset) do(f func()) (bool, error) {
 	done := make(chan struct{})
 	rs.mu.RLock()
 	if rs.closed {
 		rs.mu.RUnlock()
-		return false
+		return false, nil
+	}
+	if err := rs.startOpener(); err != nil {
+		rs.mu.RUnlock()
+		return false, err
 	}
 	rs.reqs <- func() { f(); close(done) }
 	rs.mu.RUnlock()
 	<-done
-	return true
+	return true, nil
 }
 
 // ABI is the Landlock ABI version the ruleset was built for.
@@ -241,16 +275,23 @@ func (rs *Ruleset) ABI() int { return rs.abi }
 // Rules is the number of Landlock rules in the ruleset.
 func (rs *Ruleset) Rules() int { return rs.rules }
 
-// Close ends the confined thread. A program it started that is still
-// running then gets its PR_SET_PDEATHSIG signal, if it asked for one: close
-// a Ruleset only once its programs have exited. Close is idempotent.
+// Close ends the confined opening thread, if one was made, and releases
+// the ruleset. Programs Start started keep running, confined: close a
+// Ruleset once they have exited. Close is idempotent.
 func (rs *Ruleset) Close() error {
 	rs.mu.Lock()
-	if !rs.closed {
-		rs.closed = true
+	if rs.closed {
+		rs.mu.Unlock()
+		return nil
+	}
+	rs.closed = true
+	made := rs.openerMade
+	if made {
 		close(rs.reqs)
 	}
 	rs.mu.Unlock()
-	<-rs.exited
-	return nil
+	if made {
+		<-rs.exited
+	}
+	return rs.ruleset.Close()
 }

@@ -46,3 +46,6 @@ func (rs *Ruleset) Rules() int { return 0 }
 
 // Close does nothing on this OS.
 func (rs *Ruleset) Close() error { return nil }
+
+// NonDumpable does nothing on this OS.
+func NonDumpable() error { return nil }

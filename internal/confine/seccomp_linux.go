@@ -24,6 +24,11 @@ var denied = append([]uint32{
 	unix.SYS_UTIMENSAT, unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR,
 	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_SETXATTRAT,
 	unix.SYS_REMOVEXATTRAT,
+	// another process's memory and file descriptors: a confined program
+	// reads or patches no process, whatever Landlock's scoping allows
+	// within its domain
+	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
+	unix.SYS_PROCESS_MADVISE, unix.SYS_KCMP,
 	// secrets held by the kernel, and opening a file by handle, not by path
 	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_OPEN_BY_HANDLE_AT,
 	// the machine itself (for root): kernel code, modules, reboot, swap,

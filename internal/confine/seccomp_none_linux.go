@@ -10,3 +10,8 @@ import "golang.org/x/sys/unix"
 const hasSeccomp = false
 
 func buildFilter() []unix.SockFilter { return nil }
+
+// helperBin is empty: no confinement helper is built for this
+// architecture, so nothing is confined here (Prepare reports
+// ErrUnavailable).
+var helperBin []byte

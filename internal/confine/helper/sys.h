@@ -1,0 +1,96 @@
+/*
+ * The system calls helper.c makes, for x86-64 and AArch64, and the entry
+ * point (_start) that hands the initial stack to cstart. Each returns the
+ * kernel's result: a negative errno on failure.
+ */
+#ifndef CCRUN_CONFINE_SYS_H
+#define CCRUN_CONFINE_SYS_H
+
+void cstart(long *sp) __attribute__((noreturn, used));
+
+#if defined(__x86_64__)
+
+#define NR_pread 17
+#define NR_write 1
+#define NR_close 3
+#define NR_fcntl 72
+#define NR_prctl 157
+#define NR_execve 59
+#define NR_exit_group 231
+#define NR_landlock_restrict_self 446
+
+static inline long syscall5(long nr, long a, long b, long c, long d, long e)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* The stack pointer is argc's address: pass it, aligned for the call. */
+__asm__(".text\n"
+	".global _start\n"
+	"_start:\n"
+	"	mov %rsp, %rdi\n"
+	"	and $-16, %rsp\n"
+	"	call cstart\n"
+	"	hlt\n");
+
+#elif defined(__aarch64__)
+
+#define NR_pread 67
+#define NR_write 64
+#define NR_close 57
+#define NR_fcntl 25
+#define NR_prctl 167
+#define NR_execve 221
+#define NR_exit_group 94
+#define NR_landlock_restrict_self 446
+
+static inline long syscall5(long nr, long a, long b, long c, long d, long e)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
+			 : "memory", "cc");
+	return x0;
+}
+
+__asm__(".text\n"
+	".global _start\n"
+	"_start:\n"
+	"	mov x0, sp\n"
+	"	bl cstart\n"
+	"	brk #0\n");
+
+#else
+#error "ccrun-confine: only x86-64 and AArch64"
+#endif
+
+static inline long sys_pread(int fd, void *buf, long n, long off) { return syscall5(NR_pread, fd, (long)buf, n, off, 0); }
+static inline long sys_write(int fd, const void *buf, long n) { return syscall5(NR_write, fd, (long)buf, n, 0, 0); }
+static inline long sys_close(int fd) { return syscall5(NR_close, fd, 0, 0, 0, 0); }
+static inline long sys_fcntl(int fd, int cmd, long arg) { return syscall5(NR_fcntl, fd, cmd, arg, 0, 0); }
+static inline long sys_prctl(int op, long a, long b, long c, long d) { return syscall5(NR_prctl, op, a, b, c, d); }
+static inline long sys_execve(const char *path, char **argv, char **envp)
+{
+	return syscall5(NR_execve, (long)path, (long)argv, (long)envp, 0, 0);
+}
+static inline long sys_landlock_restrict_self(int fd, int flags) { return syscall5(NR_landlock_restrict_self, fd, flags, 0, 0, 0); }
+static inline void __attribute__((noreturn)) sys_exit_group(int code)
+{
+	for (;;)
+		syscall5(NR_exit_group, code, 0, 0, 0, 0);
+}
+
+#endif

@@ -1,0 +1,181 @@
+//go:build linux
+
+package confine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper: every confined program is started through ccrun-confine
+// (helper/helper.c), which ccrun starts unconfined in the new process; it
+// restricts itself and then becomes the program by execve. Its protocol:
+// argv "ccrun-confine PATH ARGV0 ARGS...", fd 3 the Landlock ruleset,
+// fd 4 the seccomp program, fd 5 a status pipe that a successful execve
+// closes with nothing written, and that gets (step, errno) on a failure.
+
+// Steps of the helper, as it reports them on its status pipe.
+const (
+	stepExec = iota
+	stepUsage
+	stepNoNewPrivs
+	stepLandlock
+	stepFilter
+	stepSeccomp
+	stepStatus
+)
+
+var stepNames = [...]string{"exec", "usage", "no_new_privs", "landlock_restrict_self", "reading the seccomp program", "seccomp filter", "status pipe"}
+
+// helperFD is the lowest descriptor number the helper's memfds take: above
+// the ones os/exec makes in the child (stdio, then ExtraFiles as 3, 4, 5),
+// so that none is overwritten before the execve that reads it.
+const helperFD = 100
+
+// helperFiles is the helper program and the seccomp program, each in a
+// sealed memfd, made once per process.
+var helperFiles = sync.OnceValues(func() (*helperSet, error) {
+	if len(helperBin) == 0 {
+		return nil, fmt.Errorf("confine: no confinement helper for %s: %w", runtime.GOARCH, ErrUnavailable)
+	}
+	exe, err := sealedMemfd("ccrun-confine", helperBin)
+	if err != nil {
+		return nil, err
+	}
+	filter := theFilter()
+	var data []byte
+	if len(filter) > 0 {
+		data = unsafe.Slice((*byte)(unsafe.Pointer(&filter[0])), len(filter)*int(unsafe.Sizeof(filter[0])))
+	}
+	f, err := sealedMemfd("ccrun-seccomp", data)
+	if err != nil {
+		exe.Close()
+		return nil, err
+	}
+	none, err := sealedMemfd("ccrun-seccomp-none", nil)
+	if err != nil {
+		exe.Close()
+		f.Close()
+		return nil, err
+	}
+	return &helperSet{exe: exe, path: fmt.Sprintf("/proc/self/fd/%d", exe.Fd()), filter: f, noFilter: none}, nil
+})
+
+type helperSet struct {
+	exe      *os.File // kept open for the life of the process
+	path     string   // exe, by its /proc/self/fd name
+	filter   *os.File // the seccomp program (empty where this architecture has none)
+	noFilter *os.File // an empty one: Landlock alone (tests)
+}
+
+// sealedMemfd returns a memfd holding data that nobody can change (sealed
+// against writes, growing and shrinking), at a descriptor of helperFD or
+// above, close-on-exec.
+func sealedMemfd(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("confine: memfd_create: %w: %w", ErrUnavailable, err)
+	}
+	defer unix.Close(fd)
+	for rest := data; len(rest) > 0; {
+		n, err := unix.Write(fd, rest)
+		if err != nil {
+			return nil, fmt.Errorf("confine: write %s: %w: %w", name, ErrUnavailable, err)
+		}
+		rest = rest[n:]
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		return nil, fmt.Errorf("confine: seal %s: %w: %w", name, ErrUnavailable, err)
+	}
+	hi, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, helperFD)
+	if err != nil {
+		return nil, fmt.Errorf("confine: dup %s: %w: %w", name, ErrUnavailable, err)
+	}
+	return os.NewFile(uintptr(hi), name), nil
+}
+
+// startHelper starts cmd through the helper, confined by the ruleset in
+// rulesetFD: cmd's Path and Args are the program's, and are so again when
+// it returns; cmd.Process is the program's (the helper became it). It
+// fails as cmd.Start would when the program cannot be executed (an
+// *os.PathError with the errno: ENOENT, EACCES, ENOEXEC, ETXTBSY ...), and
+// with ErrUnavailable when the confinement could not be applied; either
+// way nothing ran unconfined, and the helper has been waited for.
+func startHelper(cmd *exec.Cmd, ruleset *os.File, withSeccomp bool) error {
+	if len(cmd.ExtraFiles) > 0 {
+		return fmt.Errorf("confine: start %s: ExtraFiles are not passed to a confined program: %w", cmd.Path, ErrInvalidPolicy)
+	}
+	h, err := helperFiles()
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("confine: start %s: %w", cmd.Path, err)
+	}
+	defer r.Close()
+	path, args := cmd.Path, cmd.Args
+	cmd.Path = h.path
+	cmd.Args = append([]string{"ccrun-confine", path}, args...)
+	filter := h.filter
+	if !withSeccomp {
+		filter = h.noFilter
+	}
+	cmd.ExtraFiles = []*os.File{ruleset, filter, w}
+	err = cmd.Start()
+	w.Close()
+	cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, nil
+	if err != nil {
+		return err
+	}
+	var msg [8]byte
+	n, _ := readFull(r, msg[:])
+	if n == 0 {
+		return nil // the execve closed the pipe: the program runs, confined
+	}
+	_ = cmd.Wait() // the helper has exited 127
+	if n != len(msg) {
+		return fmt.Errorf("confine: start %s: the helper ended without a word: %w", path, ErrUnavailable)
+	}
+	step, errno := binary.NativeEndian.Uint32(msg[:4]), syscall.Errno(binary.NativeEndian.Uint32(msg[4:]))
+	if step == stepExec {
+		return &os.PathError{Op: "fork/exec", Path: path, Err: errno}
+	}
+	name := "unknown step"
+	if int(step) < len(stepNames) {
+		name = stepNames[step]
+	}
+	return fmt.Errorf("confine: start %s: %s: %w: %w", path, name, ErrUnavailable, errno)
+}
+
+// readFull reads into b until it is full or the pipe ends.
+func readFull(f *os.File, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := f.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// NonDumpable makes this process non-dumpable (PR_SET_DUMPABLE 0): no
+// core file, and its /proc/PID entries belong to root, so that a process
+// of the same user cannot ptrace it, read its memory or environment, or
+// take its file descriptors, unless it has CAP_SYS_PTRACE. A confined
+// program cannot in any case; this holds also for what ccrun runs
+// unconfined (a command a person approved) and for any other program of
+// the user. The programs it starts are dumpable again (execve resets it).
+func NonDumpable() error {
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
