@@ -177,10 +177,10 @@ func (r *Runtime) loadFiles() error {
 	}
 	if by, locked := permission.LoosenLock(layers); locked {
 		for _, s := range r.layers {
-			if s == nil || s.Origin != permission.OriginFlags {
+			if s == nil || s.Origin != permission.OriginFlags && s.Origin != permission.OriginSession {
 				continue
 			}
-			if l, _ := s.Loosens(); len(l) > 0 {
+			if l, _ := s.LoosensPast(layers); len(l) > 0 {
 				return fmt.Errorf("%s: %q is locked by %s (\"flags\": \"no-loosening\"): %w", s.Name, l[0], by, permission.ErrPermissionDenied)
 			}
 		}

@@ -330,6 +330,60 @@ func (s *Settings) Untrusted() *Settings {
 	return t
 }
 
+// LooserThan reports whether m lets more through than o (ModeTrust is
+// looser than ModeDefault, which is looser than ModePlan).
+func (m Mode) LooserThan(o Mode) bool { return m.rank() > o.rank() }
+
+// FileMode is the mode the file layers give, before any flag or session
+// layer: the most specific layer's that sets one (local, project, user),
+// capped by the managed layer's, else ModeDefault. It is what a flag may
+// only tighten while the layers lock loosening (LoosensPast).
+func FileMode(files []*Settings) Mode {
+	mode, best := ModeDefault, -1
+	var capMode Mode
+	for _, s := range files {
+		if s == nil || s.Mode == "" {
+			continue
+		}
+		switch order := originOrder[s.Origin]; {
+		case s.Origin == OriginManaged:
+			if capMode == "" || capMode.LooserThan(s.Mode) {
+				capMode = s.Mode
+			}
+		case s.Origin == OriginFlags || s.Origin == OriginSession:
+		case order >= best:
+			mode, best = s.Mode, order
+		}
+	}
+	if capMode != "" && mode.LooserThan(capMode) {
+		mode = capMode
+	}
+	return mode
+}
+
+// LoosensPast lists what the layer s (the command line's, a session's)
+// loosens past the file layers: every line of Loosens but its mode, and
+// its mode when it is looser than the files' (FileMode). Under
+// "flags": "no-loosening" such a layer may only tighten: --mode default
+// over a configured plan loosens, --mode plan never does.
+func (s *Settings) LoosensPast(files []*Settings) ([]string, error) {
+	lines, err := s.Loosens()
+	if err != nil {
+		return nil, err
+	}
+	out := lines[:0:0]
+	prefix := filepath.Base(s.Name) + ": mode "
+	for _, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	if base := FileMode(files); s.Mode != "" && s.Mode.LooserThan(base) {
+		out = append([]string{fmt.Sprintf("%s: mode %s (the settings give %s)", filepath.Base(s.Name), s.Mode, base)}, out...)
+	}
+	return out, nil
+}
+
 // LoosenLock reports whether any of the layers sets "flags":
 // "no-loosening", and names the first that does. No layer can lift it.
 func LoosenLock(layers []*Settings) (by string, locked bool) {
