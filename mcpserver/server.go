@@ -93,6 +93,15 @@ type Options struct {
 	// Reload gave it once they are idle, never the one given to New.
 	// Default: nil, the settings are those of the Runtime given to New.
 	Reload func() (*ccrun.Runtime, error)
+	// AllowOrigins are the origins (scheme://host[:port]) besides
+	// loopback ones whose requests Handler serves. Default: none.
+	AllowOrigins []string
+	// SessionTimeout closes an HTTP session that made no request for this
+	// long (Handler). Default: DefaultSessionTimeout; negative: never.
+	SessionTimeout time.Duration
+	// MaxSessions is how many HTTP sessions may be open at once; past it
+	// Handler refuses new ones. Default: DefaultMaxSessions.
+	MaxSessions int
 }
 
 // Server serves one ccrun Runtime over MCP. Build it with New.
