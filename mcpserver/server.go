@@ -120,6 +120,11 @@ type Server struct {
 	conf   []fileStamp          // the settings files when last read (Options.Reload)
 
 	syncMu sync.Mutex // one Sync at a time
+
+	// base is the parent of every connection's context: CancelCalls
+	// cancels it, and with it every call in flight.
+	base       context.Context
+	cancelBase context.CancelFunc
 }
 
 // conn is what one MCP connection owns.
@@ -127,12 +132,17 @@ type conn struct {
 	id      string
 	ss      *mcp.ServerSession
 	session *permission.SessionAllowlist
+	// ctx is done when the connection's calls are to stop: its Serve's
+	// context is done, or CancelCalls was called.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a Server for rt. It lists rt's tools at once; Serve and
 // Handler start serving.
 func New(rt *ccrun.Runtime, o *Options) (*Server, error) {
 	s := &Server{dir: rt.ProjectDir(), cur: &rtRef{rt: rt}, conns: map[*mcp.ServerSession]*conn{}, nonces: map[string]time.Time{}, listed: map[string]string{}}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	if o != nil {
 		s.opts = *o
 	}
@@ -259,13 +269,48 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Serve serves one connection over t (mcp.StdioTransport for `ccrun mcp`)
 // until the client goes or ctx is done; capabilities are re-read every
-// Options.Rescan meanwhile.
+// Options.Rescan meanwhile. When ctx is done (a signal to `ccrun mcp`),
+// every call in flight on the connection is cancelled — its process
+// tree, container or guest is stopped — and Serve returns once they
+// ended, with ctx's error.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.watch(ctx)
-	return s.mcp.Run(ctx, t)
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	c := s.conn(ss)
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		c.cancel()
+		_ = ss.Close() // waits for the calls' handlers, which end as cancelled
+		<-closed
+		return ctx.Err()
+	case err := <-closed:
+		c.cancel()
+		return err
+	}
 }
+
+// CancelCalls cancels every call in flight, on every connection, and
+// every call made after it: what `ccrun mcp --http` does on a signal,
+// before it shuts the HTTP server down.
+func (s *Server) CancelCalls() { s.cancelBase() }
+
+// callContext is the context of one call on c: ctx, done too when c's
+// calls are to stop.
+func (c *conn) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.ctx, func() { cancel(errStopping) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// errStopping is why a call is cancelled when the server stops.
+var errStopping = errors.New("ccrun mcp is stopping (a signal or the end of the connection)")
 
 // Watch re-reads the tools every Options.Rescan until ctx is done (Serve
 // does it itself; an HTTP server calls it beside Handler).
@@ -298,9 +343,11 @@ func (s *Server) conn(ss *mcp.ServerSession) *conn {
 		return c
 	}
 	c := &conn{id: rand.Text(), ss: ss, session: permission.NewSessionAllowlist()}
+	c.ctx, c.cancel = context.WithCancel(s.base)
 	s.conns[ss] = c
 	go func() {
 		_ = ss.Wait()
+		c.cancel()
 		s.mu.Lock()
 		delete(s.conns, ss)
 		s.mu.Unlock()
@@ -483,6 +530,8 @@ func stampOf(path string) fileStamp {
 // handleCall runs one call of a gated tool.
 func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c := s.conn(req.Session)
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
 	p := req.Params
 	name := p.Name
 	args := p.Arguments

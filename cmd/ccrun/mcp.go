@@ -116,6 +116,7 @@ func (a *app) serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, tokenF
 	go srv.Watch(ctx)
 	go func() {
 		<-ctx.Done()
+		srv.CancelCalls() // every call in flight stops, its process tree with it
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = hs.Shutdown(sctx)
