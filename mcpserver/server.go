@@ -53,6 +53,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -106,11 +107,14 @@ type Options struct {
 
 // Server serves one ccrun Runtime over MCP. Build it with New.
 type Server struct {
-	dir  string // the project root
-	cur  *rtRef // the current Runtime (guarded by mu; see use)
-	mcp  *mcp.Server
-	opts Options
-	key  []byte // the HMAC key of request states; per process, never stored
+	dir string // the project root
+	// trustFile is the project's record in the default trust store
+	// ("" when there is none).
+	trustFile string
+	cur       *rtRef // the current Runtime (guarded by mu; see use)
+	mcp       *mcp.Server
+	opts      Options
+	key       []byte // the HMAC key of request states; per process, never stored
 
 	mu     sync.Mutex
 	conns  map[*mcp.ServerSession]*conn
@@ -143,6 +147,9 @@ type conn struct {
 func New(rt *ccrun.Runtime, o *Options) (*Server, error) {
 	s := &Server{dir: rt.ProjectDir(), cur: &rtRef{rt: rt}, conns: map[*mcp.ServerSession]*conn{}, nonces: map[string]time.Time{}, listed: map[string]string{}}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	if st := rt.Trust(); st.Dir != "" {
+		s.trustFile = trust.Open(trust.DefaultDir()).File(st.Dir)
+	}
 	if o != nil {
 		s.opts = *o
 	}
@@ -210,11 +217,13 @@ func (s *Server) use() (rt *ccrun.Runtime, done func()) {
 	}
 }
 
-// settingsStamps are the stamps of the settings files.
+// settingsStamps are the stamps of the files a decision reads besides the
+// project allowlist: the settings files, and the project's trust record
+// (`ccrun trust` writes it; the project's own files count by it).
 func (s *Server) settingsStamps() []fileStamp {
 	loc := permission.DefaultLocations(s.dir)
 	var out []fileStamp
-	for _, p := range []string{loc.Managed, loc.User, loc.Project, loc.Local} {
+	for _, p := range []string{loc.Managed, loc.User, loc.Project, loc.Local, s.trustFile} {
 		out = append(out, stampOf(p))
 	}
 	return out
@@ -546,6 +555,7 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		}
 		ans = a
 	}
+	s.reloadSettings() // a file changed since the last rescan: decide by it already
 	rt, done := s.use()
 	defer done()
 	s.reloadAllowlist(rt)
