@@ -3,7 +3,6 @@ package ccrun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -150,7 +149,7 @@ type tracker struct {
 }
 
 func (r *Runtime) track(c *Call) *tracker {
-	id := fmt.Sprintf("c%d", r.nextID())
+	id := r.nextID()
 	return &tracker{r: r, out: &Outcome{ID: id}, start: time.Now()}
 }
 
