@@ -210,6 +210,15 @@ func (r *Runtime) LoosenLock() (by string, locked bool) {
 	return permission.LoosenLock(r.files)
 }
 
+// auditRequired reports whether a settings file says "audit":
+// "required", and which.
+func (r *Runtime) auditRequired() (by string, required bool) {
+	for r.parent != nil {
+		r = r.parent
+	}
+	return permission.AuditRequired(r.files)
+}
+
 // FindProject returns the project root for a start directory: the nearest
 // directory from start upwards holding a ccrun.json, else the nearest one
 // holding .git (git's top level), never above it; with neither, start

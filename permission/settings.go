@@ -80,6 +80,10 @@ type Settings struct {
 	// hand `ccrun exec` to an agent. Any layer may set it, a project file
 	// too (it only tightens); no layer can unset it (see LoosenLock).
 	NoLoosening bool
+	// AuditRequired is set by "audit": "required" (managed and user
+	// files only): a call whose decision line cannot be written to the
+	// audit log is refused rather than run with a note.
+	AuditRequired bool
 
 	data []byte // the text parsed, for OpenProject
 }
@@ -100,7 +104,7 @@ func (s *Settings) checkProject() error {
 	return nil
 }
 
-var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker"}
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker", "audit"}
 
 // ParseSettings reads a settings file's content. name is used in errors.
 func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
@@ -146,6 +150,14 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, valAt, ErrInvalidConfig)
 			}
 			s.NoLoosening = true
+		case "audit":
+			if str, _ := m.Value.Text(); str != "required" {
+				return nil, fmt.Errorf("%s:%s: audit: want \"required\": %w", name, valAt, ErrInvalidConfig)
+			}
+			if origin != OriginManaged && origin != OriginUser {
+				return nil, fmt.Errorf("%s:%s: audit: set in the managed policy or the user config, not in a project file: %w", name, valAt, ErrInvalidConfig)
+			}
+			s.AuditRequired = true
 		case "docker":
 			if err := checkDocker(raw, origin); err != nil {
 				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
@@ -328,6 +340,17 @@ func (s *Settings) Untrusted() *Settings {
 		t.Mode = s.Mode
 	}
 	return t
+}
+
+// AuditRequired reports whether a layer says "audit": "required", and
+// names the first that does.
+func AuditRequired(layers []*Settings) (by string, required bool) {
+	for _, s := range layers {
+		if s != nil && s.AuditRequired {
+			return s.Name, true
+		}
+	}
+	return "", false
 }
 
 // LooserThan reports whether m lets more through than o (ModeTrust is
