@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -309,7 +310,9 @@ func (s *Settings) Loosens() ([]string, error) {
 			return nil, err
 		}
 		for _, e := range entries {
-			out = append(out, fmt.Sprintf("%s: allowlist %s", file, e))
+			if ignoredEntry(e) == "" {
+				out = append(out, fmt.Sprintf("%s: allowlist %s", file, e))
+			}
 		}
 	}
 	pass, err := s.EnvPass()
@@ -320,6 +323,44 @@ func (s *Settings) Loosens() ([]string, error) {
 		out = append(out, fmt.Sprintf("%s: env.pass %s", file, strconv.QuoteToASCII(n)))
 	}
 	return out, nil
+}
+
+// Ignored lists, one line each, what s says that would loosen but the gate
+// never counts, with why: a project allowlist entry past its environment's
+// ceiling (a @shell key granted for the project). Loosens leaves these out,
+// and so does the digest `ccrun trust` records: trusting the files does
+// not make them count.
+func (s *Settings) Ignored() ([]string, error) {
+	if len(s.Allowlist) == 0 || s.Origin != OriginProject && s.Origin != OriginLocal {
+		return nil, nil
+	}
+	entries, err := allowlist.ProjectEntries(s.Name, s.text())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if why := ignoredEntry(e); why != "" {
+			out = append(out, fmt.Sprintf("%s: allowlist %s: ignored: %s", filepath.Base(s.Name), e, why))
+		}
+	}
+	return out, nil
+}
+
+// ignoredEntry says why the gate never counts the project allowlist entry
+// e (its grant is past its environment's ceiling), or "".
+func ignoredEntry(e allowlist.Entry) string {
+	env := e.Environment
+	if e.Pattern.Tool == shellTool {
+		env = ceiling.Shell
+	}
+	if env == "" {
+		return ""
+	}
+	if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // text is the text s was parsed from; for a Settings built by hand, a

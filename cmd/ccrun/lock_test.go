@@ -87,3 +87,26 @@ func TestLockHasNoSideDoor(t *testing.T) {
 		t.Errorf("--mode trust under a configured accept-edits: exit %d, %q", code, stderr)
 	}
 }
+
+// TestTrustShowsIgnored: a @shell key granted for the project, which the
+// gate never counts (the ceiling), is not listed among what the files
+// loosen (nor in the digest), but as ignored, with why.
+func TestTrustShowsIgnored(t *testing.T) {
+	fakeHome(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"ccrun.json": `{"allowlist": {"run_command:make": "AlwaysThisProject", "run_docker:ccrun-test:busybox": "AlwaysThisProject"}}`})
+	out := trustYes(t, dir)
+	loosens, ignored, ok := strings.Cut(out, "Ignored by the gate")
+	if !ok || strings.Contains(loosens, "run_command:make") || !strings.Contains(loosens, "run_docker:ccrun-test:busybox") {
+		t.Fatalf("trust --yes:\n%s\nwant run_docker among what loosens and run_command:make apart, as ignored", out)
+	}
+	if !strings.Contains(ignored, "run_command:make") || !strings.Contains(ignored, "ceiling") {
+		t.Errorf("the ignored entry without its reason:\n%s", ignored)
+	}
+	// Only the violating entry: nothing to trust, and it says why.
+	writeFiles(t, dir, map[string]string{"ccrun.json": `{"allowlist": {"run_command:make": "AlwaysThisProject"}}`})
+	out = trustYes(t, dir)
+	if !strings.Contains(out, "nothing to trust") || !strings.Contains(out, "run_command:make") || !strings.Contains(out, "ignored") {
+		t.Errorf("trust --yes of an ignored entry alone:\n%s", out)
+	}
+}

@@ -189,7 +189,17 @@ its own changes.`,
 				}
 				return nil
 			}
+			showIgnored := func() {
+				if len(loos.Ignored) == 0 {
+					return
+				}
+				fmt.Fprintln(a.io.out, "Ignored by the gate, trusted or not:")
+				for _, l := range loos.Ignored {
+					fmt.Fprintf(a.io.out, "  %s\n", printable(l))
+				}
+			}
 			if loos.Empty() {
+				showIgnored()
 				fmt.Fprintf(a.io.out, "ccrun: nothing in %s loosens the defaults; nothing to trust\n", real)
 				return nil
 			}
@@ -197,6 +207,7 @@ its own changes.`,
 			for _, l := range loos.Lines {
 				fmt.Fprintf(a.io.out, "  %s\n", printable(l))
 			}
+			showIgnored()
 			fmt.Fprintf(a.io.out, "(deny and ask rules always apply; they are not listed)\ndigest: %s\n", loos.Digest())
 			if rec, err := store.Get(real); err == nil && rec != nil && rec.Digest == loos.Digest() {
 				fmt.Fprintln(a.io.out, "ccrun: already trusted")
