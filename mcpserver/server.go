@@ -122,6 +122,10 @@ type Server struct {
 	listed map[string]string    // tool name → fingerprint of what is listed
 	allow  fileStamp            // the project allowlist file when last read
 	conf   []fileStamp          // the settings files when last read (Options.Reload)
+	// inflight counts the calls being handled; idle, when set, is closed
+	// when it drops to 0 (CancelCalls waits on it).
+	inflight int
+	idle     chan struct{}
 
 	syncMu sync.Mutex // one Sync at a time
 
@@ -306,9 +310,46 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 }
 
 // CancelCalls cancels every call in flight, on every connection, and
-// every call made after it: what `ccrun mcp --http` does on a signal,
+// every call made after it, and waits until the calls in flight ended
+// (their process trees, containers and guests stopped, their ends
+// audited) or ctx is done: what `ccrun mcp --http` does on a signal,
 // before it shuts the HTTP server down.
-func (s *Server) CancelCalls() { s.cancelBase() }
+func (s *Server) CancelCalls(ctx context.Context) error {
+	s.cancelBase()
+	for {
+		s.mu.Lock()
+		if s.inflight == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle := s.idle
+		s.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// callStarted counts a call in flight; the func it returns ends it.
+func (s *Server) callStarted() func() {
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.inflight--
+		if s.inflight == 0 && s.idle != nil {
+			close(s.idle)
+			s.idle = nil
+		}
+		s.mu.Unlock()
+	}
+}
 
 // callContext is the context of one call on c: ctx, done too when c's
 // calls are to stop.
@@ -538,6 +579,7 @@ func stampOf(path string) fileStamp {
 
 // handleCall runs one call of a gated tool.
 func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	defer s.callStarted()()
 	c := s.conn(req.Session)
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()

@@ -114,16 +114,28 @@ func (a *app) serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, tokenF
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Watch(ctx)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
-		srv.CancelCalls() // every call in flight stops, its process tree with it
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = hs.Shutdown(sctx)
+		// Every call in flight stops, its process tree or container with
+		// it, and is audited, before the server goes.
+		_ = srv.CancelCalls(sctx)
+		// The sessions' streams (a client's GET stays open) end with
+		// their sessions; then nothing holds Shutdown.
+		for ss := range srv.MCP().Sessions() {
+			_ = ss.Close()
+		}
+		if hs.Shutdown(sctx) != nil {
+			_ = hs.Close()
+		}
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-stopped // Serve returns at once on Shutdown: wait for the calls' end
 	return nil
 }
 
