@@ -17,11 +17,13 @@ package ccrun
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -49,6 +51,8 @@ type Runtime struct {
 	envPass  []string
 	bus      bus
 	ids      atomic.Uint64 // call ids; a sub-agent's come from its parent's (nextID)
+	idOnce   sync.Once     // idBase is made on the first call
+	idBase   string        // random, per Runtime: ids are unique across processes
 	mu       sync.Mutex
 	execs    map[ceiling.Environment]Executor                               // WithExecutor
 	backends map[ceiling.Environment]Backend                                // started (backend.go)
@@ -230,13 +234,17 @@ func (r *Runtime) Close() error {
 	return errors.Join(errs...)
 }
 
-// nextID numbers a call. A sub-agent shares its parent's counter, as it
-// shares the audit log: ids are unique within the log.
-func (r *Runtime) nextID() uint64 {
+// nextID names a call: "c", a number counting the Runtime's calls, "-",
+// and 13 random base32 characters (65 bits) drawn once per Runtime, so
+// that an id names one call in the audit log for ever, whatever other
+// process, connection or Runtime wrote to it. A sub-agent shares its
+// parent's, as it shares the audit log.
+func (r *Runtime) nextID() string {
 	for r.parent != nil {
 		r = r.parent
 	}
-	return r.ids.Add(1)
+	r.idOnce.Do(func() { r.idBase = rand.Text()[:13] })
+	return "c" + strconv.FormatUint(r.ids.Add(1), 10) + "-" + r.idBase
 }
 
 // executorOf is the Executor WithExecutor gave env, if any.

@@ -178,10 +178,10 @@ func (r *Runtime) loadFiles() error {
 	}
 	if by, locked := permission.LoosenLock(layers); locked {
 		for _, s := range r.layers {
-			if s == nil || s.Origin != permission.OriginFlags {
+			if s == nil || s.Origin != permission.OriginFlags && s.Origin != permission.OriginSession {
 				continue
 			}
-			if l, _ := s.Loosens(); len(l) > 0 {
+			if l, _ := s.LoosensPast(layers); len(l) > 0 {
 				return fmt.Errorf("%s: %q is locked by %s (\"flags\": \"no-loosening\"): %w", s.Name, l[0], by, permission.ErrPermissionDenied)
 			}
 		}
@@ -209,6 +209,15 @@ func (r *Runtime) LoosenLock() (by string, locked bool) {
 		return r.parent.LoosenLock()
 	}
 	return permission.LoosenLock(r.files)
+}
+
+// auditRequired reports whether a settings file says "audit":
+// "required", and which.
+func (r *Runtime) auditRequired() (by string, required bool) {
+	for r.parent != nil {
+		r = r.parent
+	}
+	return permission.AuditRequired(r.files)
 }
 
 // FindProject returns the project root for a start directory: the nearest

@@ -57,7 +57,17 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	}
 	d, err = g.Resolve(ctx, req, d)
 	t.out.Decision = d
-	if aerr := r.auditDecision(t, req, d); aerr != nil {
+	aerr := r.auditDecision(t, req, d)
+	if aerr == nil && r.audit == nil {
+		if _, required := r.auditRequired(); required {
+			aerr = errors.New(`no audit log is kept (WithAuditLog(""))`)
+		}
+	}
+	if aerr != nil {
+		if by, required := r.auditRequired(); required {
+			return t.out, t.fail(fmt.Errorf("%s refused: its decision could not be written to the audit log (%v), and %s says \"audit\": \"required\"; nothing ran: %w",
+				t.key, aerr, by, ErrPermissionDenied))
+		}
 		d.Diagnostics = append(d.Diagnostics, aerr.Error())
 	}
 	if err != nil {
@@ -150,7 +160,7 @@ type tracker struct {
 }
 
 func (r *Runtime) track(c *Call) *tracker {
-	id := fmt.Sprintf("c%d", r.nextID())
+	id := r.nextID()
 	return &tracker{r: r, out: &Outcome{ID: id}, start: time.Now()}
 }
 

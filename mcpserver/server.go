@@ -53,6 +53,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -93,15 +94,27 @@ type Options struct {
 	// Reload gave it once they are idle, never the one given to New.
 	// Default: nil, the settings are those of the Runtime given to New.
 	Reload func() (*ccrun.Runtime, error)
+	// AllowOrigins are the origins (scheme://host[:port]) besides
+	// loopback ones whose requests Handler serves. Default: none.
+	AllowOrigins []string
+	// SessionTimeout closes an HTTP session that made no request for this
+	// long (Handler). Default: DefaultSessionTimeout; negative: never.
+	SessionTimeout time.Duration
+	// MaxSessions is how many HTTP sessions may be open at once; past it
+	// Handler refuses new ones. Default: DefaultMaxSessions.
+	MaxSessions int
 }
 
 // Server serves one ccrun Runtime over MCP. Build it with New.
 type Server struct {
-	dir  string // the project root
-	cur  *rtRef // the current Runtime (guarded by mu; see use)
-	mcp  *mcp.Server
-	opts Options
-	key  []byte // the HMAC key of request states; per process, never stored
+	dir string // the project root
+	// trustFile is the project's record in the default trust store
+	// ("" when there is none).
+	trustFile string
+	cur       *rtRef // the current Runtime (guarded by mu; see use)
+	mcp       *mcp.Server
+	opts      Options
+	key       []byte // the HMAC key of request states; per process, never stored
 
 	mu     sync.Mutex
 	conns  map[*mcp.ServerSession]*conn
@@ -109,8 +122,17 @@ type Server struct {
 	listed map[string]string    // tool name → fingerprint of what is listed
 	allow  fileStamp            // the project allowlist file when last read
 	conf   []fileStamp          // the settings files when last read (Options.Reload)
+	// inflight counts the calls being handled; idle, when set, is closed
+	// when it drops to 0 (CancelCalls waits on it).
+	inflight int
+	idle     chan struct{}
 
 	syncMu sync.Mutex // one Sync at a time
+
+	// base is the parent of every connection's context: CancelCalls
+	// cancels it, and with it every call in flight.
+	base       context.Context
+	cancelBase context.CancelFunc
 }
 
 // conn is what one MCP connection owns.
@@ -118,12 +140,20 @@ type conn struct {
 	id      string
 	ss      *mcp.ServerSession
 	session *permission.SessionAllowlist
+	// ctx is done when the connection's calls are to stop: its Serve's
+	// context is done, or CancelCalls was called.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a Server for rt. It lists rt's tools at once; Serve and
 // Handler start serving.
 func New(rt *ccrun.Runtime, o *Options) (*Server, error) {
 	s := &Server{dir: rt.ProjectDir(), cur: &rtRef{rt: rt}, conns: map[*mcp.ServerSession]*conn{}, nonces: map[string]time.Time{}, listed: map[string]string{}}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	if st := rt.Trust(); st.Dir != "" {
+		s.trustFile = trust.Open(trust.DefaultDir()).File(st.Dir)
+	}
 	if o != nil {
 		s.opts = *o
 	}
@@ -191,11 +221,13 @@ func (s *Server) use() (rt *ccrun.Runtime, done func()) {
 	}
 }
 
-// settingsStamps are the stamps of the settings files.
+// settingsStamps are the stamps of the files a decision reads besides the
+// project allowlist: the settings files, and the project's trust record
+// (`ccrun trust` writes it; the project's own files count by it).
 func (s *Server) settingsStamps() []fileStamp {
 	loc := permission.DefaultLocations(s.dir)
 	var out []fileStamp
-	for _, p := range []string{loc.Managed, loc.User, loc.Project, loc.Local} {
+	for _, p := range []string{loc.Managed, loc.User, loc.Project, loc.Local, s.trustFile} {
 		out = append(out, stampOf(p))
 	}
 	return out
@@ -250,13 +282,85 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Serve serves one connection over t (mcp.StdioTransport for `ccrun mcp`)
 // until the client goes or ctx is done; capabilities are re-read every
-// Options.Rescan meanwhile.
+// Options.Rescan meanwhile. When ctx is done (a signal to `ccrun mcp`),
+// every call in flight on the connection is cancelled — its process
+// tree, container or guest is stopped — and Serve returns once they
+// ended, with ctx's error.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.watch(ctx)
-	return s.mcp.Run(ctx, t)
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	c := s.conn(ss)
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		c.cancel()
+		_ = ss.Close() // waits for the calls' handlers, which end as cancelled
+		<-closed
+		return ctx.Err()
+	case err := <-closed:
+		c.cancel()
+		return err
+	}
 }
+
+// CancelCalls cancels every call in flight, on every connection, and
+// every call made after it, and waits until the calls in flight ended
+// (their process trees, containers and guests stopped, their ends
+// audited) or ctx is done: what `ccrun mcp --http` does on a signal,
+// before it shuts the HTTP server down.
+func (s *Server) CancelCalls(ctx context.Context) error {
+	s.cancelBase()
+	for {
+		s.mu.Lock()
+		if s.inflight == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle := s.idle
+		s.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// callStarted counts a call in flight; the func it returns ends it.
+func (s *Server) callStarted() func() {
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.inflight--
+		if s.inflight == 0 && s.idle != nil {
+			close(s.idle)
+			s.idle = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// callContext is the context of one call on c: ctx, done too when c's
+// calls are to stop.
+func (c *conn) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.ctx, func() { cancel(errStopping) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// errStopping is why a call is cancelled when the server stops.
+var errStopping = errors.New("ccrun mcp is stopping (a signal or the end of the connection)")
 
 // Watch re-reads the tools every Options.Rescan until ctx is done (Serve
 // does it itself; an HTTP server calls it beside Handler).
@@ -289,9 +393,11 @@ func (s *Server) conn(ss *mcp.ServerSession) *conn {
 		return c
 	}
 	c := &conn{id: rand.Text(), ss: ss, session: permission.NewSessionAllowlist()}
+	c.ctx, c.cancel = context.WithCancel(s.base)
 	s.conns[ss] = c
 	go func() {
 		_ = ss.Wait()
+		c.cancel()
 		s.mu.Lock()
 		delete(s.conns, ss)
 		s.mu.Unlock()
@@ -473,7 +579,10 @@ func stampOf(path string) fileStamp {
 
 // handleCall runs one call of a gated tool.
 func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	defer s.callStarted()()
 	c := s.conn(req.Session)
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
 	p := req.Params
 	name := p.Name
 	args := p.Arguments
@@ -488,6 +597,7 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		}
 		ans = a
 	}
+	s.reloadSettings() // a file changed since the last rescan: decide by it already
 	rt, done := s.use()
 	defer done()
 	s.reloadAllowlist(rt)

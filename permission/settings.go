@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -80,6 +81,10 @@ type Settings struct {
 	// hand `ccrun exec` to an agent. Any layer may set it, a project file
 	// too (it only tightens); no layer can unset it (see LoosenLock).
 	NoLoosening bool
+	// AuditRequired is set by "audit": "required" (managed and user
+	// files only): a call whose decision line cannot be written to the
+	// audit log is refused rather than run with a note.
+	AuditRequired bool
 
 	data []byte // the text parsed, for OpenProject
 }
@@ -100,7 +105,7 @@ func (s *Settings) checkProject() error {
 	return nil
 }
 
-var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker"}
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker", "audit"}
 
 // ParseSettings reads a settings file's content. name is used in errors.
 func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
@@ -146,6 +151,14 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, valAt, ErrInvalidConfig)
 			}
 			s.NoLoosening = true
+		case "audit":
+			if str, _ := m.Value.Text(); str != "required" {
+				return nil, fmt.Errorf("%s:%s: audit: want \"required\": %w", name, valAt, ErrInvalidConfig)
+			}
+			if origin != OriginManaged && origin != OriginUser {
+				return nil, fmt.Errorf("%s:%s: audit: set in the managed policy or the user config, not in a project file: %w", name, valAt, ErrInvalidConfig)
+			}
+			s.AuditRequired = true
 		case "docker":
 			if err := checkDocker(raw, origin); err != nil {
 				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
@@ -297,7 +310,9 @@ func (s *Settings) Loosens() ([]string, error) {
 			return nil, err
 		}
 		for _, e := range entries {
-			out = append(out, fmt.Sprintf("%s: allowlist %s", file, e))
+			if ignoredEntry(e) == "" {
+				out = append(out, fmt.Sprintf("%s: allowlist %s", file, e))
+			}
 		}
 	}
 	pass, err := s.EnvPass()
@@ -308,6 +323,44 @@ func (s *Settings) Loosens() ([]string, error) {
 		out = append(out, fmt.Sprintf("%s: env.pass %s", file, strconv.QuoteToASCII(n)))
 	}
 	return out, nil
+}
+
+// Ignored lists, one line each, what s says that would loosen but the gate
+// never counts, with why: a project allowlist entry past its environment's
+// ceiling (a @shell key granted for the project). Loosens leaves these out,
+// and so does the digest `ccrun trust` records: trusting the files does
+// not make them count.
+func (s *Settings) Ignored() ([]string, error) {
+	if len(s.Allowlist) == 0 || s.Origin != OriginProject && s.Origin != OriginLocal {
+		return nil, nil
+	}
+	entries, err := allowlist.ProjectEntries(s.Name, s.text())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if why := ignoredEntry(e); why != "" {
+			out = append(out, fmt.Sprintf("%s: allowlist %s: ignored: %s", filepath.Base(s.Name), e, why))
+		}
+	}
+	return out, nil
+}
+
+// ignoredEntry says why the gate never counts the project allowlist entry
+// e (its grant is past its environment's ceiling), or "".
+func ignoredEntry(e allowlist.Entry) string {
+	env := e.Environment
+	if e.Pattern.Tool == shellTool {
+		env = ceiling.Shell
+	}
+	if env == "" {
+		return ""
+	}
+	if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // text is the text s was parsed from; for a Settings built by hand, a
@@ -328,6 +381,71 @@ func (s *Settings) Untrusted() *Settings {
 		t.Mode = s.Mode
 	}
 	return t
+}
+
+// AuditRequired reports whether a layer says "audit": "required", and
+// names the first that does.
+func AuditRequired(layers []*Settings) (by string, required bool) {
+	for _, s := range layers {
+		if s != nil && s.AuditRequired {
+			return s.Name, true
+		}
+	}
+	return "", false
+}
+
+// LooserThan reports whether m lets more through than o (ModeTrust is
+// looser than ModeDefault, which is looser than ModePlan).
+func (m Mode) LooserThan(o Mode) bool { return m.rank() > o.rank() }
+
+// FileMode is the mode the file layers give, before any flag or session
+// layer: the most specific layer's that sets one (local, project, user),
+// capped by the managed layer's, else ModeDefault. It is what a flag may
+// only tighten while the layers lock loosening (LoosensPast).
+func FileMode(files []*Settings) Mode {
+	mode, best := ModeDefault, -1
+	var capMode Mode
+	for _, s := range files {
+		if s == nil || s.Mode == "" {
+			continue
+		}
+		switch order := originOrder[s.Origin]; {
+		case s.Origin == OriginManaged:
+			if capMode == "" || capMode.LooserThan(s.Mode) {
+				capMode = s.Mode
+			}
+		case s.Origin == OriginFlags || s.Origin == OriginSession:
+		case order >= best:
+			mode, best = s.Mode, order
+		}
+	}
+	if capMode != "" && mode.LooserThan(capMode) {
+		mode = capMode
+	}
+	return mode
+}
+
+// LoosensPast lists what the layer s (the command line's, a session's)
+// loosens past the file layers: every line of Loosens but its mode, and
+// its mode when it is looser than the files' (FileMode). Under
+// "flags": "no-loosening" such a layer may only tighten: --mode default
+// over a configured plan loosens, --mode plan never does.
+func (s *Settings) LoosensPast(files []*Settings) ([]string, error) {
+	lines, err := s.Loosens()
+	if err != nil {
+		return nil, err
+	}
+	out := lines[:0:0]
+	prefix := filepath.Base(s.Name) + ": mode "
+	for _, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	if base := FileMode(files); s.Mode != "" && s.Mode.LooserThan(base) {
+		out = append([]string{fmt.Sprintf("%s: mode %s (the settings give %s)", filepath.Base(s.Name), s.Mode, base)}, out...)
+	}
+	return out, nil
 }
 
 // LoosenLock reports whether any of the layers sets "flags":

@@ -17,6 +17,9 @@ type Loosening struct {
 	// Lines are what the files loosen, prefixed with the file's base name,
 	// in file order: ccrun.json first, then ccrun.local.json.
 	Lines []string
+	// Ignored are what the files say that would loosen but the gate never
+	// counts, each with why (Settings.Ignored); not in the digest.
+	Ignored []string
 }
 
 // ProjectLoosening is the Loosening of a project's two layers; either may
@@ -32,6 +35,11 @@ func ProjectLoosening(project, local *Settings) (*Loosening, error) {
 			return nil, err
 		}
 		l.Lines = append(l.Lines, lines...)
+		ignored, err := s.Ignored()
+		if err != nil {
+			return nil, err
+		}
+		l.Ignored = append(l.Ignored, ignored...)
 	}
 	return l, nil
 }

@@ -27,6 +27,9 @@ import (
 // the gate, with the person asked through the client.
 func (a *app) mcpCommand() *cobra.Command {
 	var addr, tokenFile string
+	var origins []string
+	var sessionTimeout time.Duration
+	var maxSessions int
 	c := &cobra.Command{
 		Use:   "mcp [--http ADDR [--token-file FILE]]",
 		Short: "Serve the project's tools over the Model Context Protocol (stdio, or HTTP on loopback)",
@@ -47,8 +50,15 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
   ccrun mcp --http 127.0.0.1:8765 --token-file ~/.config/ccrun/mcp-token`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if tokenFile != "" && addr == "" {
-				return usagef("--token-file needs --http")
+			if addr == "" {
+				for _, f := range []string{"token-file", "allow-origin", "session-timeout", "max-sessions"} {
+					if c.Flags().Changed(f) {
+						return usagef("--%s needs --http", f)
+					}
+				}
+			}
+			if maxSessions < 1 || sessionTimeout <= 0 {
+				return usagef("--max-sessions and --session-timeout must be positive")
 			}
 			rt, err := a.runtime(nil, nil)
 			if err != nil {
@@ -56,7 +66,8 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
 			}
 			defer rt.Close()
 			reload := func() (*ccrun.Runtime, error) { return a.runtime(nil, nil) }
-			srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version, Reload: reload})
+			srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version, Reload: reload,
+				AllowOrigins: origins, SessionTimeout: sessionTimeout, MaxSessions: maxSessions})
 			if err != nil {
 				return err
 			}
@@ -74,7 +85,10 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
 		},
 	}
 	c.Flags().StringVar(&addr, "http", "", "serve the streamable HTTP transport on ADDR: a loopback host:port or unix:/path (default: stdio)")
-	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from FILE (default: make one up and print it on stderr)")
+	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from FILE, readable by you alone (default: make one up and print it on stderr)")
+	c.Flags().StringArrayVar(&origins, "allow-origin", nil, "with --http: serve requests from this Origin (scheme://host[:port]) besides loopback ones (repeatable)")
+	c.Flags().DurationVar(&sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session that made no request for this long")
+	c.Flags().IntVar(&maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: the most sessions open at once; past it a new one is refused")
 	return c
 }
 
@@ -100,15 +114,28 @@ func (a *app) serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, tokenF
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Watch(ctx)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = hs.Shutdown(sctx)
+		// Every call in flight stops, its process tree or container with
+		// it, and is audited, before the server goes.
+		_ = srv.CancelCalls(sctx)
+		// The sessions' streams (a client's GET stays open) end with
+		// their sessions; then nothing holds Shutdown.
+		for ss := range srv.MCP().Sessions() {
+			_ = ss.Close()
+		}
+		if hs.Shutdown(sctx) != nil {
+			_ = hs.Close()
+		}
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-stopped // Serve returns at once on Shutdown: wait for the calls' end
 	return nil
 }
 
@@ -117,7 +144,19 @@ func bearerToken(file string) (token string, made bool, err error) {
 	if file == "" {
 		return "ccrun_" + rand.Text() + rand.Text(), true, nil
 	}
-	b, err := os.ReadFile(file)
+	f, err := os.Open(file)
+	if err != nil {
+		return "", false, usagef("--token-file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false, usagef("--token-file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", false, usagef("--token-file %s: permissions %04o are too open: the token must be readable by you alone (chmod 600 %s)", file, perm, file)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
 	if err != nil {
 		return "", false, usagef("--token-file: %w", err)
 	}

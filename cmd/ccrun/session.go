@@ -79,14 +79,20 @@ and ccrun goes on without it: grants are asked again.`,
 				return err
 			}
 			fmt.Fprintf(a.io.out, "export CCRUN_SESSION=%s\n", s.ID())
+			if isTerminal(a.io.out) {
+				// Printed to a person, not read by eval: the session
+				// does not reach this shell.
+				fmt.Fprintln(a.io.err, `ccrun: the session started, but this shell does not have it: run eval "$(ccrun session start)"`)
+			}
 			return nil
 		},
 	}
 	start.Flags().DurationVar(&lifetime, "lifetime", permission.DefaultSessionLifetime, "how long the session lasts")
 	end := &cobra.Command{
-		Use:   "end",
-		Short: "End the session named by $CCRUN_SESSION, dropping its grants",
-		Args:  cobra.NoArgs,
+		Use:     "end",
+		Short:   "End the session named by $CCRUN_SESSION, dropping its grants, and print the line to eval",
+		Example: `  eval "$(ccrun session end)"`,
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			id := os.Getenv("CCRUN_SESSION")
 			if id == "" {
@@ -94,7 +100,8 @@ and ccrun goes on without it: grants are asked again.`,
 			}
 			s, err := openSession()
 			if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
-				fmt.Fprintf(a.io.out, "%s: nothing to end\nunset CCRUN_SESSION\n", sessionGone(id, err))
+				fmt.Fprintf(a.io.err, "ccrun: %s: nothing to end\n", sessionGone(id, err))
+				fmt.Fprintln(a.io.out, "unset CCRUN_SESSION")
 				return nil
 			}
 			if err != nil {
@@ -103,7 +110,9 @@ and ccrun goes on without it: grants are asked again.`,
 			if err := s.End(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.out, "ended session %s\nunset CCRUN_SESSION\n", s.ID())
+			// stdout is shell code only: eval "$(ccrun session end)".
+			fmt.Fprintf(a.io.err, "ccrun: ended session %s\n", s.ID())
+			fmt.Fprintln(a.io.out, "unset CCRUN_SESSION")
 			return nil
 		},
 	}

@@ -51,11 +51,49 @@ func (a *app) checkLock(rt *ccrun.Runtime, approver permission.Approver) error {
 	if a.trustDigest != "" {
 		flags = append(flags, "--trust-digest")
 	}
+	flags = append(flags, lockedEnv()...)
 	if len(flags) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person at a terminal answers instead: %w",
 		strings.Join(flags, ", "), by, permission.ErrPermissionDenied)
+}
+
+// lockedEnv names the environment variables set that loosen the gate, each
+// the twin of a flag and under the same lock (checkLock):
+// CCRUN_TRUST_DIGEST (--trust-digest), and CCRUN_LANDLOCK=off, which
+// turns the kernel's confinement of commands nobody approved off. The
+// other CCRUN_ variables ccrun reads loosen nothing: CCRUN_SESSION and
+// CCRUN_SESSION_DIR name where a person's session grants are,
+// CCRUN_WASM_SERVER where a @wasm guest runs, and the CCRUN_WASM_SERVE_*
+// and CCRUN_WASM_WORKER* ones the role of ccrun's own helper processes.
+func lockedEnv() []string {
+	var out []string
+	if os.Getenv(trustDigestEnv) != "" {
+		out = append(out, trustDigestEnv)
+	}
+	if strings.EqualFold(os.Getenv(landlockEnv), "off") {
+		out = append(out, landlockEnv+"=off")
+	}
+	return out
+}
+
+// landlockEnv, set to "off", turns the kernel layer off (internal/confine).
+const landlockEnv = "CCRUN_LANDLOCK"
+
+// lockedAdmin refuses what, an input of an admin command that loosens the
+// gate, when a settings file locks loosening; instead says what to do.
+func (a *app) lockedAdmin(what, instead string) error {
+	rt, err := a.adminRuntime()
+	if err != nil {
+		return err
+	}
+	by, locked := rt.LoosenLock()
+	rt.Close()
+	if locked {
+		return fmt.Errorf("%s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); %s: %w", what, by, instead, permission.ErrPermissionDenied)
+	}
+	return nil
 }
 
 // trustListing is one line of `ccrun trust --list --json`. Add fields;
@@ -102,12 +140,8 @@ its own changes.`,
 			if yes {
 				// --yes trusts without a person's answer: a harness that
 				// locks the loosening flags hands out ccrun to agents.
-				if rt, err := a.adminRuntime(); err == nil {
-					by, locked := rt.LoosenLock()
-					rt.Close()
-					if locked {
-						return fmt.Errorf("--yes refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); run ccrun trust at a terminal and answer: %w", by, permission.ErrPermissionDenied)
-					}
+				if err := a.lockedAdmin("--yes", "run ccrun trust at a terminal and answer"); err != nil {
+					return err
 				}
 			}
 			dir := trust.DefaultDir()
@@ -135,6 +169,11 @@ its own changes.`,
 			}
 			switch {
 			case digest:
+				// The digest is what CCRUN_TRUST_DIGEST trusts: not for
+				// whoever runs ccrun under the lock.
+				if err := a.lockedAdmin("--digest", "a person prints it where nothing locks, and the CI configuration holds it"); err != nil {
+					return err
+				}
 				fmt.Fprintln(a.io.out, loos.Digest())
 				return nil
 			case revoke:
@@ -150,7 +189,17 @@ its own changes.`,
 				}
 				return nil
 			}
+			showIgnored := func() {
+				if len(loos.Ignored) == 0 {
+					return
+				}
+				fmt.Fprintln(a.io.out, "Ignored by the gate, trusted or not:")
+				for _, l := range loos.Ignored {
+					fmt.Fprintf(a.io.out, "  %s\n", printable(l))
+				}
+			}
 			if loos.Empty() {
+				showIgnored()
 				fmt.Fprintf(a.io.out, "ccrun: nothing in %s loosens the defaults; nothing to trust\n", real)
 				return nil
 			}
@@ -158,6 +207,7 @@ its own changes.`,
 			for _, l := range loos.Lines {
 				fmt.Fprintf(a.io.out, "  %s\n", printable(l))
 			}
+			showIgnored()
 			fmt.Fprintf(a.io.out, "(deny and ask rules always apply; they are not listed)\ndigest: %s\n", loos.Digest())
 			if rec, err := store.Get(real); err == nil && rec != nil && rec.Digest == loos.Digest() {
 				fmt.Fprintln(a.io.out, "ccrun: already trusted")

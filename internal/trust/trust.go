@@ -81,6 +81,16 @@ func Open(dir string) *Store { return &Store{dir: dir} }
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
+// File is the file that holds the record of the project at path (its
+// real path), whether or not it exists: what a long-lived process watches
+// to notice `ccrun trust`.
+func (s *Store) File(path string) string {
+	if s.dir == "" {
+		return ""
+	}
+	return filepath.Join(s.dir, fileName(path))
+}
+
 func fileName(path string) string {
 	sum := sha256.Sum256([]byte(path))
 	return hex.EncodeToString(sum[:]) + ".json"
