@@ -57,7 +57,12 @@ func TestRunsPrograms(t *testing.T) {
 	for _, name := range []string{"GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "BASH_ENV", "ENV", "LD_PRELOAD",
 		"PAGER", "GIT_PAGER", "LESSOPEN", "LESSCLOSE", "RIPGREP_CONFIG_PATH", "PYTHONSTARTUP", "NODE_OPTIONS",
 		"PERL5OPT", "RUBYOPT", "IFS", "PATH", "PS4", "PROMPT_COMMAND", "EDITOR", "VISUAL", "SSH_ASKPASS",
-		"MANPAGER", "BASH_FUNC_ls%%", "", "1X", "a-b"} {
+		"MANPAGER", "BASH_FUNC_ls%%", "", "1X", "a-b",
+		// make and the build tools it drives
+		"MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "CC", "CXX", "LD", "CARGO_BUILD_RUSTC_WRAPPER",
+		"CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", "RUSTFLAGS", "CGO_CFLAGS", "GOENV", "GOTOOLCHAIN",
+		"npm_config_script_shell", "NPM_CONFIG_NODE_OPTIONS", "KUBECONFIG", "DOCKER_CONFIG", "AWS_CONFIG_FILE",
+		"VIMINIT", "EXINIT"} {
 		if why, ok := RunsPrograms(name); !ok || why == "" {
 			t.Errorf("RunsPrograms(%q) = %q, %v; want a reason, true", name, why, ok)
 		}
@@ -65,6 +70,22 @@ func TestRunsPrograms(t *testing.T) {
 	for _, name := range []string{"LANG", "LC_ALL", "TZ", "NO_COLOR", "COLUMNS", "FOO"} {
 		if why, ok := RunsPrograms(name); ok {
 			t.Errorf("RunsPrograms(%q) = %q, true; want false", name, why)
+		}
+	}
+}
+
+// A command that sets a variable make reads options from is not read-only:
+// MAKEFLAGS='--eval=$(shell CMD)' runs CMD in any make, make -n included.
+func TestMakeflagsNotReadOnly(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{
+		`MAKEFLAGS='--eval=$(shell touch pwned)' make -n`,
+		`env MAKEFLAGS='--eval=$(shell touch pwned)' make -n`,
+		`GNUMAKEFLAGS=--eval=x make -q`,
+		`MAKEFILES=evil.mk make -n`,
+	} {
+		if ok, _ := IsReadOnlyText(cmd); ok {
+			t.Errorf("%s: read-only, want not", cmd)
 		}
 	}
 }
