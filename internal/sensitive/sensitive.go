@@ -163,6 +163,8 @@ var groups = []group{
 		"/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"}},
 	{Leak, true, "the system's password hashes", []string{"/etc/sudoers.d"}},
 	{Leak, false, "the host's SSH keys", []string{"/etc/ssh/ssh_host_*_key"}},
+	{Leak, false, "ccrun's own secrets (the MCP server's bearer token)", []string{".config/ccrun/mcp-token",
+		".config/ccrun/*token*", ".config/ccrun/*.key"}},
 	{Leak, false, "another process's environment (its secrets)", []string{"/proc/*/environ",
 		"/proc/*/task/*/environ"}},
 	{Implant, false, "a shell startup file", []string{".bashrc", ".bash_profile", ".bash_login",
@@ -184,6 +186,7 @@ var groups = []group{
 		".vimrc", ".exrc", ".cursorrules", ".nvim.lua", ".nvimrc", "opencode.json"}},
 	{Implant, false, "ccrun's own configuration", []string{"ccrun.json", "ccrun.local.json"}},
 	{Implant, true, "ccrun's own configuration", []string{".ccrun", ".config/ccrun"}},
+	{Implant, true, "ccrun's trust records (a forged one trusts a project)", []string{".local/state/ccrun"}},
 }
 
 // tableRows makes the rows of groups: one slice of rows, one of their
