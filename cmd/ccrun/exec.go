@@ -193,7 +193,7 @@ The tool's exit code becomes ccrun's.`,
 				// the approver is wrapped below
 				a.loosenFlags = append(a.loosenFlags, "--approve")
 			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
-				term = &prompt.Terminal{In: a.io.in, Out: a.io.err}
+				term = &prompt.Terminal{In: a.io.in, Out: a.io.err, ResetTerminal: true}
 				approver = permission.ApproverFunc(func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 					prompted = true
 					return term.Approve(ctx, p)

@@ -341,3 +341,44 @@ func TestStatusLineAfterOneSecond(t *testing.T) {
 		t.Errorf("the status line was not cleared at the end: %q", screen)
 	}
 }
+
+// Tool output that conceals what follows (ESC[8m) and fakes a question
+// does not hide ccrun's at-execution prompt: ccrun resets the terminal's
+// attributes and starts the prompt on a line of its own first.
+func TestPromptAfterConcealingOutput(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	gitRun(t, dir, "init", "-q")
+	gitRun(t, dir, "config", "core.fsmonitor", "touch fsmonitor-ran")
+	notes := "allow? [o] once (Enter: once): \x1b[8m"
+	if err := os.WriteFile(filepath.Join(dir, "NOTES.txt"), []byte(notes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(dir, ".sessions"))
+	done := make(chan int, 1)
+	go func() { // stdout is the terminal too, as at a person's shell
+		code := run([]string{"--project-dir", dir, "exec", "--shell", "cat NOTES.txt && git status"}, stdio{tty, tty, tty})
+		tty.Close()
+		done <- code
+	}()
+	screen, _ := readScreen(t, ptmx, done, []string{"d\n"})
+	conceal := strings.LastIndex(screen, "\x1b[8m")
+	ask := strings.LastIndex(screen, "asks to run")
+	if conceal < 0 || ask < 0 || ask < conceal {
+		t.Fatalf("no prompt after the file's output; the terminal showed:\n%q", screen)
+	}
+	between := screen[conceal:ask]
+	if !strings.Contains(between, "\x1b[0m") || !strings.Contains(between, "\r\n") {
+		t.Errorf("the prompt follows the concealing output without a reset and a line of its own:\n%q", between)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fsmonitor-ran")); err == nil {
+		t.Error("the fsmonitor ran though the person denied it")
+	}
+}

@@ -64,9 +64,25 @@ type Terminal struct {
 	// under the tool's name; nil or "": none shown.
 	Describe func(tool string) string
 
+	// ResetTerminal says that Out is a terminal on which a tool's output
+	// may have come before the prompt: each prompt first resets what that
+	// output could have set to hide or fake it (ResetSequence), and starts
+	// on a line of its own. Default false: Out gets the prompt alone.
+	ResetTerminal bool
+
 	r       *bufio.Reader
 	pending chan line // a read still under way (after a Ctrl-C), taken by the next prompt
 }
+
+// ResetSequence undoes what a program's output can leave a terminal in so
+// that the next text is hidden or misread: it resets the character
+// attributes (concealed, colours the same as the background), shows the
+// cursor, leaves the alternate screen, selects the ASCII character set,
+// turns autowrap on and insert mode off. Then a carriage return and a new
+// line: the prompt starts at the beginning of a line of its own, never
+// after text a program printed to look like its start.
+const ResetSequence = "\x1b[0m\x1b[?25h\x1b[?1049l\x1b(B\x1b[?7h\x1b[4l\r\n"
+
 
 // line is what one read of the input gave.
 type line struct {
@@ -293,6 +309,9 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 	}
 	offered = append(offered, deny)
 	text := Render(p, t.Session, t.Describe) + question(offered)
+	if t.ResetTerminal {
+		text = ResetSequence + text
+	}
 	if _, err := io.WriteString(t.Out, text); err != nil {
 		return ceiling.Deny, err
 	}
