@@ -83,7 +83,6 @@ type Terminal struct {
 // after text a program printed to look like its start.
 const ResetSequence = "\x1b[0m\x1b[?25h\x1b[?1049l\x1b(B\x1b[?7h\x1b[4l\r\n"
 
-
 // line is what one read of the input gave.
 type line struct {
 	s   string
