@@ -52,6 +52,13 @@ type Call struct {
 	// cannot reach a program: Linux caps each at 128 KiB); a larger input
 	// with a Stdin of the call's own is refused.
 	Input json.RawMessage
+	// InputFile names the file Input was read from (ccrun exec --input
+	// @FILE), as it was opened (its real path); "" when none. A file the
+	// call reads on the caller's behalf is part of the decision as an
+	// argument is: shown to the person asked, and a dangerous path
+	// (~/.ssh, credentials) makes the call asked, Once only, even when a
+	// grant would allow it. So is a Stdin that is a named file.
+	InputFile string
 	// Mounts add host directories (@wasm, @docker); read-only unless rw.
 	Mounts []job.Mount
 	// Env adds KEY=VALUE variables, given explicitly to the tool.
@@ -240,6 +247,26 @@ func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 	}
 	if c.Network != "" && c.Network != "none" {
 		req.Loosens = append(req.Loosens, "network: "+c.Network)
+	}
+	// Files ccrun reads on the call's behalf: what they are, and whether
+	// they are secrets, is checked on what was opened.
+	read := []string{c.InputFile}
+	if f, ok := c.Stdin.(*os.File); ok && f != nil && f != os.Stdin {
+		if real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil && filepath.IsAbs(real) {
+			read = append(read, real)
+		} else if f.Name() != "" {
+			read = append(read, f.Name())
+		}
+	}
+	for _, p := range read {
+		if p == "" {
+			continue
+		}
+		found := permission.DangerousPaths(&permission.Request{Class: permission.ClassRead, Paths: []string{p}}, inv.ProjectDir, home)
+		req.Dangerous = append(req.Dangerous, found...)
+	}
+	if c.InputFile != "" {
+		req.Stdin = strings.TrimSpace(req.Stdin + " input from file " + c.InputFile)
 	}
 }
 

@@ -119,7 +119,7 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 		}
 	}
 	if f.input != "" {
-		if call.Input, err = readInput(f.input, c.InOrStdin()); err != nil {
+		if call.Input, call.InputFile, err = readInput(f.input, c.InOrStdin()); err != nil {
 			return nil, err
 		}
 	}

@@ -19,13 +19,13 @@ func TestInputNotAnObject(t *testing.T) {
 		{"{\n \"a\": tru}", "not JSON at 2:10"},
 		{`{"a": 1} {}`, "got more after it"},
 	} {
-		_, err := readInput(c.in, nil)
+		_, _, err := readInput(c.in, nil)
 		var u usageError
 		if !errors.As(err, &u) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "interface") {
 			t.Errorf("--input %q: %v; want a usage error saying %q", c.in, err, c.want)
 		}
 	}
-	if got, err := readInput(`{"a": [1]}`, nil); err != nil || string(got) != `{"a": [1]}` {
+	if got, _, err := readInput(`{"a": [1]}`, nil); err != nil || string(got) != `{"a": [1]}` {
 		t.Errorf("an object: %s, %v", got, err)
 	}
 }

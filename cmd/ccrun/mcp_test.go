@@ -68,6 +68,10 @@ func mcpProject(t testing.TB) (dir string, env []string) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// a project (ccrun.json marks it): its audit log is its own .ccrun's
+	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env = append(os.Environ(),
 		"XDG_STATE_HOME="+filepath.Join(base, "state"),
 		"XDG_CONFIG_HOME="+filepath.Join(base, "config"),
