@@ -63,7 +63,172 @@ func gitPrograms(ctx context.Context, p shell.Program, own bool) string {
 	if hook := gitHook(p.Dir); hook != "" {
 		return "the repository has a git hook: " + hook
 	}
+	return nestedPrograms(ctx, p)
+}
+
+// maxNested bounds the repositories nestedPrograms reads besides the top
+// one: past it, the command is asked rather than run unchecked.
+const maxNested = 256
+
+// nestedPrograms says which program the configuration of another
+// repository git reads during a command would have it run: git status,
+// diff and the like recurse into the submodules, and run a submodule's
+// core.fsmonitor, pager or diff driver as they would the top
+// repository's. Every submodule's git directory is read: those absorbed
+// into the top's (.git/modules/…, nested ones included) and those named by
+// .gitmodules, in the submodule's own working tree (a .git directory or a
+// gitfile naming one, wherever it points), recursively. A hook in any of
+// them counts too. "" when none names a program.
+func nestedPrograms(ctx context.Context, p shell.Program) string {
+	top, gd := repoOf(p.Dir)
+	if gd == "" {
+		return ""
+	}
+	seen := map[string]bool{gd: true}
+	var dirs []string
+	add := func(d string) bool {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+		return len(dirs) <= maxNested
+	}
+	// absorbed submodules: every directory under modules/ that holds a
+	// config is a git directory git may read
+	tooMany := false
+	filepath.WalkDir(filepath.Join(gd, "modules"), func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() || e.Name() != "config" {
+			return nil
+		}
+		if !add(filepath.Dir(path)) {
+			tooMany = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	// submodules in their own working trees, as .gitmodules names them
+	trees := []string{top}
+	for i := 0; i < len(trees) && !tooMany; i++ {
+		for _, sub := range submodulePaths(ctx, p, trees[i]) {
+			wt := filepath.Join(trees[i], sub)
+			if _, d := repoAt(wt); d != "" {
+				if !add(d) {
+					tooMany = true
+					break
+				}
+				trees = append(trees, wt)
+			}
+		}
+	}
+	if tooMany {
+		return fmt.Sprintf("the repository has more than %d submodules, whose git configuration was not all read", maxNested)
+	}
+	for _, d := range dirs {
+		if why := localPrograms(ctx, p, d); why != "" {
+			return why
+		}
+		if hook := firstHook(filepath.Join(d, "hooks")); hook != "" {
+			return "a submodule has a git hook: " + hook
+		}
+	}
 	return ""
+}
+
+// localPrograms checks the configuration of the git directory gd (its
+// own scope only: the person's global and system configuration are
+// theirs).
+func localPrograms(ctx context.Context, p shell.Program, gd string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.Path, "--git-dir="+gd, "config", "--list", "--show-scope", "--includes", "-z")
+	cmd.Dir, cmd.Env = gd, p.Env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 && errb.Len() == 0 {
+			return ""
+		}
+		return fmt.Sprintf("the git configuration of the submodule at %s could not be read (%v: %s)", gd, err, strings.TrimSpace(errb.String()))
+	}
+	toks := bytes.Split(out.Bytes(), []byte{0})
+	for i := 0; i+1 < len(toks); i += 2 {
+		if scope := string(toks[i]); scope != "local" && scope != "worktree" {
+			continue
+		}
+		key, value, _ := bytes.Cut(toks[i+1], []byte{'\n'})
+		if why := programKey(strings.ToLower(string(key)), string(value)); why != "" {
+			return fmt.Sprintf("a submodule's git configuration names a program: %s in %s (%s)", key, gd, why)
+		}
+	}
+	return ""
+}
+
+// submodulePaths lists the submodule paths the .gitmodules of the working
+// tree wt names (read as a file: nothing of it runs).
+func submodulePaths(ctx context.Context, p shell.Program, wt string) []string {
+	f := filepath.Join(wt, ".gitmodules")
+	if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.Path, "config", "-f", f, "-z", "--get-regexp", `^submodule\..*\.path$`)
+	cmd.Dir, cmd.Env = wt, p.Env
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, tok := range bytes.Split(out, []byte{0}) {
+		if _, v, ok := bytes.Cut(tok, []byte{'\n'}); ok && len(v) > 0 {
+			paths = append(paths, filepath.Clean(string(v)))
+		}
+	}
+	return paths
+}
+
+// repoOf finds the repository that holds dir, as git does (the nearest
+// .git upwards): its working tree and git directory; "" when none.
+func repoOf(dir string) (top, gitdir string) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if t, g := repoAt(d); g != "" {
+			return t, g
+		}
+		if d == "/" || d == "." {
+			return "", ""
+		}
+	}
+}
+
+// repoAt returns dir and its git directory when dir holds a .git (a
+// directory, or a gitfile naming one); "" otherwise.
+func repoAt(dir string) (top, gitdir string) {
+	g := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(g)
+	switch {
+	case err != nil:
+		return "", ""
+	case fi.IsDir():
+		return dir, g
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(g)
+		if err != nil {
+			return "", ""
+		}
+		target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		if !ok {
+			return "", ""
+		}
+		target = strings.TrimSpace(target)
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		return dir, target
+	}
+	return "", ""
 }
 
 // globalOptions returns git's own options at the start of args (those

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ccrun/ccrun/permission"
@@ -189,5 +190,94 @@ func TestCompoundRuleCoversItsCommands(t *testing.T) {
 	g = New(Config{Scope: Pattern, Pattern: permission.MustParsePattern("run_command:touch:a")})
 	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "a"}, Path: "/usr/bin/rm", Dir: dir}); err == nil {
 		t.Error("rm a allowed under run_command:touch:a")
+	}
+}
+
+// TestSubmodulePrograms: git status recurses into submodules and runs a
+// submodule's core.fsmonitor: a fsmonitor, hook or pager in the
+// configuration of any submodule — absorbed into .git/modules, in its own
+// working tree, or nested in another — is found, and the real git status
+// does run it (the control that the class is real); clean submodules are
+// not.
+func TestSubmodulePrograms(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	t.Setenv("HOME", t.TempDir())
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(git, append([]string{"-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	lib := t.TempDir()
+	run(lib, "init", "-q")
+	os.WriteFile(filepath.Join(lib, "lib.txt"), []byte("lib\n"), 0o644)
+	run(lib, "add", ".")
+	run(lib, "commit", "-q", "-m", "lib")
+	mid := t.TempDir() // a repository with lib as its own submodule: nested
+	run(mid, "init", "-q")
+	run(mid, "submodule", "-q", "add", lib, "lib")
+	run(mid, "commit", "-q", "-m", "mid")
+	top := t.TempDir()
+	run(top, "init", "-q")
+	run(top, "submodule", "-q", "add", lib, "vendor/lib")
+	run(top, "submodule", "-q", "add", mid, "mid")
+	run(top, "commit", "-q", "-m", "top")
+	run(top, "submodule", "-q", "update", "--init", "--recursive")
+	p := shell.Program{Argv: []string{"git", "status"}, Path: git, Dir: top, Env: os.Environ()}
+	if why := gitPrograms(context.Background(), p, false); why != "" {
+		t.Fatalf("clean submodules: %s", why)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	gitdir := func(wt string) string {
+		cmd := exec.Command(git, "rev-parse", "--absolute-git-dir")
+		cmd.Dir = wt
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for _, c := range []struct {
+		name, wt, add string
+	}{
+		{"a fsmonitor of a submodule", filepath.Join(top, "vendor/lib"), "[core]\n\tfsmonitor = touch " + marker + "\n"},
+		{"a pager of a nested submodule", filepath.Join(top, "mid/lib"), "[core]\n\tpager = touch " + marker + "\n"},
+		{"a hooks path of a submodule", filepath.Join(top, "mid"), "[core]\n\thooksPath = /tmp/evil-hooks\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := filepath.Join(gitdir(c.wt), "config")
+			orig, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(cfg, orig, 0o644)
+			os.WriteFile(cfg, append(append([]byte{}, orig...), c.add...), 0o644)
+			if why := gitPrograms(context.Background(), p, false); why == "" || !strings.Contains(why, "submodule") {
+				t.Errorf("not found: %q", why)
+			}
+		})
+	}
+	// A hook in a submodule's git directory.
+	hook := filepath.Join(gitdir(filepath.Join(top, "vendor/lib")), "hooks", "post-checkout")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
+	if why := gitPrograms(context.Background(), p, false); !strings.Contains(why, "hook") {
+		t.Errorf("a submodule's hook: %q", why)
+	}
+	os.Remove(hook)
+	// The control: the real git status runs a submodule's fsmonitor.
+	cfg := filepath.Join(gitdir(filepath.Join(top, "vendor/lib")), "config")
+	orig, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(orig, []byte("[core]\n\tfsmonitor = touch "+marker+"\n")...), 0o644)
+	os.WriteFile(filepath.Join(top, "vendor/lib", "lib.txt"), []byte("changed\n"), 0o644)
+	cmd := exec.Command(git, "status")
+	cmd.Dir = top
+	cmd.Run()
+	if _, err := os.Stat(marker); err != nil {
+		t.Logf("git status did not run the submodule's fsmonitor here (%v): the class is checked all the same", err)
 	}
 }
