@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
 // The limits of one capability_create call.
@@ -142,6 +144,9 @@ func (s *Server) create(a createArgs, replaced *bool) (*capabilities.Capability,
 			return nil, fmt.Errorf("files/%d/path %q: given twice", i, f.Path)
 		}
 		seen[p] = true
+		if why, bad := hostConfig(filepath.ToSlash(p)); bad {
+			return nil, fmt.Errorf("files/%d/path %q: %s, which a capability's files never are (they are data for its environment): refused, nothing written", i, f.Path, why)
+		}
 		var data []byte
 		switch f.Encoding {
 		case "", "utf-8":
@@ -231,6 +236,31 @@ func (s *Server) create(a createArgs, replaced *bool) (*capabilities.Capability,
 		*replaced = true
 	}
 	return c, nil
+}
+
+// hostConfig reports whether rel, a capability file's slash-separated path
+// inside its directory, names what a host tool would read as its
+// configuration or code: a row of the implant table at any depth
+// (sensitive.Under: .envrc, .vscode/, ccrun.local.json, .gitattributes,
+// .gitmodules, .git/config, .git/hooks/), or anything git would take for a
+// repository's parts: a .git entry at any depth (a directory or a gitfile
+// "gitdir: ..."), and a commondir, gitdir, HEAD or config.worktree file
+// (what git reads in a directory it takes for a repository).
+func hostConfig(rel string) (string, bool) {
+	if r, ok := sensitive.Under(rel); ok {
+		return r.What, true
+	}
+	for _, c := range strings.Split(rel, "/") {
+		switch c {
+		case ".git":
+			return "a git repository or gitfile", true
+		}
+	}
+	switch path.Base(rel) {
+	case "commondir", "gitdir", "HEAD", "config.worktree", "packed-refs":
+		return "a file git reads in a repository", true
+	}
+	return "", false
 }
 
 // indent re-encodes a manifest object for the file (and so that the

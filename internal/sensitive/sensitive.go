@@ -176,7 +176,7 @@ var groups = []group{
 	{Implant, true, "git hooks", []string{".git/hooks", ".husky"}},
 	{Implant, false, "a file git runs programs from", []string{".git/config",
 		".git/info/attributes", ".gitconfig", ".config/git/config", ".config/git/attributes",
-		".gitattributes", ".gitmodules", ".git/config.worktree", ".lfsconfig"}},
+		".gitattributes", ".gitmodules", ".git/config.worktree", ".lfsconfig", ".git/commondir"}},
 	{Implant, true, "a file git runs programs from", []string{".git/worktrees", ".git/modules"}},
 	{Implant, true, "an editor's or agent's configuration", []string{".vscode", ".idea", ".claude",
 		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",

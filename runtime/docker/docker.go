@@ -268,7 +268,16 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		return nil, err
 	}
 	res, err := e.run(ctx, s, prot)
-	if note := prot.finish(); note != "" {
+	note, ferr := prot.finish()
+	if ferr != nil {
+		// Fail closed: the sweep could not look everywhere, so what the
+		// container left may plant something the host runs later.
+		if note != "" {
+			ferr = fmt.Errorf("%w (%s)", ferr, note)
+		}
+		return nil, fmt.Errorf("docker: the run's writable mounts could not be checked: %w", ferr)
+	}
+	if note != "" {
 		switch {
 		case res != nil && res.Detail != "":
 			res.Detail += "; " + note

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,13 +16,11 @@ import (
 	"github.com/docker/docker/api/types/mount"
 )
 
-// Bounds of the walks of a writable mount's source, before and after a
-// run. Past them the run is refused (before) or the result says the check
-// was cut short (after).
-const (
-	maxWalkEntries = 200_000
-	maxWalkDepth   = 64
-)
+// The bound of the walks of a writable mount's source, before and after a
+// run (entries; there is no bound on depth, which a container chooses).
+// Past it the run is refused (before), or fails after what was found is
+// removed (after).
+const maxWalkEntries = 200_000
 
 // protection keeps the protected paths (job.Mount.Protected) under a run's
 // writable mounts read-only inside the container:
@@ -141,29 +140,28 @@ func walkProtected(m job.Mount, src string) (map[string]entryID, error) {
 	defer root.Close()
 	found := map[string]entryID{}
 	n := 0
-	var walk func(dir string, depth int) error
-	walk = func(dir string, depth int) error {
-		if depth > maxWalkDepth {
-			return fmt.Errorf("%s: deeper than %d directories", dir, maxWalkDepth)
-		}
+	stack := []string{"."}
+	for len(stack) > 0 {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		f, err := root.Open(dir)
 		if err != nil {
-			return nil // unreadable here: the container (not root) cannot read it either
+			continue // unreadable here: the container (not root) cannot read it either
 		}
 		ents, err := f.ReadDir(-1)
 		_ = f.Close()
 		if err != nil {
-			return nil
+			continue
 		}
 		for _, e := range ents {
 			if n++; n > maxWalkEntries {
-				return fmt.Errorf("more than %d entries", maxWalkEntries)
+				return nil, fmt.Errorf("more than %d entries", maxWalkEntries)
 			}
 			rel := path.Join(dir, e.Name())
 			_, prot := m.Protected(rel)
 			if e.Type()&fs.ModeSymlink != 0 {
 				if prot || (sensitive.Above(rel) && !namesUnder(m, rel)) {
-					return fmt.Errorf("%s is a symbolic link, which a container could replace: mount it read-only, or name it in the mount's implants", rel)
+					return nil, fmt.Errorf("%s is a symbolic link, which a container could replace: mount it read-only, or name it in the mount's implants", rel)
 				}
 				continue
 			}
@@ -176,14 +174,11 @@ func walkProtected(m job.Mount, src string) (map[string]entryID, error) {
 				continue
 			}
 			if e.IsDir() {
-				if err := walk(rel, depth+1); err != nil {
-					return err
-				}
+				stack = append(stack, rel)
 			}
 		}
-		return nil
 	}
-	return found, walk(".", 0)
+	return found, nil
 }
 
 // namesUnder reports whether m's Implants name rel or a path under it.
@@ -267,14 +262,17 @@ func (p *protection) cleanup() {
 // mountpoints the engine made (when still empty), then walks each
 // writable mount again: a protected path that appeared is removed, one
 // that disappeared or was replaced is reported. It returns what it did,
-// for the Result's Detail ("" when nothing happened).
-func (p *protection) finish() string {
+// for the Result's Detail ("" when nothing happened), and an error when a
+// mount could not be checked everywhere or what was planted could not all
+// be removed: the run then fails (what was found is removed first).
+func (p *protection) finish() (string, error) {
 	defer p.cleanup()
 	var notes []string
+	var fails []string
 	for _, pm := range p.mounts {
 		root, err := os.OpenRoot(pm.src)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("mount %s: cannot check protected paths after the run: %v", pm.m, err))
+			fails = append(fails, fmt.Sprintf("mount %s: cannot check protected paths after the run: %v", pm.m, err))
 			continue
 		}
 		for _, rel := range sortedKeys(pm.made) {
@@ -282,7 +280,7 @@ func (p *protection) finish() string {
 		}
 		after, err := walkAfter(pm.m, root)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("mount %s: protected paths not all checked after the run: %v", pm.m, err))
+			fails = append(fails, fmt.Sprintf("mount %s: protected paths not all checked after the run: %v", pm.m, err))
 		}
 		var removed, gone, replaced []string
 		for _, rel := range sortedKeys(after) {
@@ -290,7 +288,7 @@ func (p *protection) finish() string {
 				if err := root.RemoveAll(rel); err == nil {
 					removed = append(removed, rel)
 				} else {
-					notes = append(notes, fmt.Sprintf("mount %s: cannot remove %s, which the container created: %v", pm.m, rel, err))
+					fails = append(fails, fmt.Sprintf("mount %s: cannot remove %s, which the container created: %v", pm.m, rel, err))
 				}
 			} else if id != after[rel] {
 				replaced = append(replaced, rel)
@@ -312,7 +310,10 @@ func (p *protection) finish() string {
 			notes = append(notes, fmt.Sprintf("mount %s: protected paths replaced by the container: %s", pm.m, strings.Join(replaced, ", ")))
 		}
 	}
-	return strings.Join(notes, "; ")
+	if len(fails) > 0 {
+		return strings.Join(notes, "; "), errors.New(strings.Join(fails, "; "))
+	}
+	return strings.Join(notes, "; "), nil
 }
 
 // removeEmpty removes rel when it is an empty file or directory (what the
@@ -329,27 +330,30 @@ func removeEmpty(root *os.Root, rel string) {
 
 // walkAfter is walkProtected on the tree a container left: a symbolic
 // link at a protected path, or above one, is found like any other entry
-// (to be removed, being new).
+// (to be removed, being new). It walks with a stack, not by recursion, and
+// has no depth bound: a container that makes a tree deeper than any bound
+// would keep what it planted below it. It stops only past
+// 4*maxWalkEntries entries, returning what it found so far and an error
+// (the run then fails: see finish).
 func walkAfter(m job.Mount, root *os.Root) (map[string]entryID, error) {
 	found := map[string]entryID{}
 	n := 0
-	var walk func(dir string, depth int) error
-	walk = func(dir string, depth int) error {
-		if depth > maxWalkDepth {
-			return fmt.Errorf("%s: deeper than %d directories", dir, maxWalkDepth)
-		}
+	stack := []string{"."}
+	for len(stack) > 0 {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		f, err := root.Open(dir)
 		if err != nil {
-			return nil
+			continue // unreadable here: the container (not root) could not have written under it either
 		}
 		ents, err := f.ReadDir(-1)
 		_ = f.Close()
 		if err != nil {
-			return nil
+			continue
 		}
 		for _, e := range ents {
 			if n++; n > 4*maxWalkEntries {
-				return fmt.Errorf("more than %d entries", 4*maxWalkEntries)
+				return found, fmt.Errorf("more than %d entries", 4*maxWalkEntries)
 			}
 			rel := path.Join(dir, e.Name())
 			_, prot := m.Protected(rel)
@@ -363,12 +367,9 @@ func walkAfter(m job.Mount, root *os.Root) (map[string]entryID, error) {
 				continue
 			}
 			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
-				if err := walk(rel, depth+1); err != nil {
-					return err
-				}
+				stack = append(stack, rel)
 			}
 		}
-		return nil
 	}
-	return found, walk(".", 0)
+	return found, nil
 }
