@@ -1,6 +1,13 @@
 package permission
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ccrun/ccrun/permission/shellcmd"
+)
 
 func TestReadOnlyArgv(t *testing.T) {
 	t.Parallel()
@@ -86,6 +93,39 @@ func TestMakeflagsNotReadOnly(t *testing.T) {
 	} {
 		if ok, _ := IsReadOnlyText(cmd); ok {
 			t.Errorf("%s: read-only, want not", cmd)
+		}
+	}
+}
+
+// Without the kernel layer the static reading is all there is: a command
+// that reads files no word of it names (recursively, from a list, from a
+// response file), or writes an output file through an option-looking word,
+// is not auto-allowed; the same programs on plain files are.
+func TestStaticClassesWithoutKernel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cmd        string
+		readOnly   bool // judged read-only at all
+		needKernel bool // only if the kernel layer holds
+	}{
+		{"xxd -r -p payload.hex -/../.git/config", false, false},
+		{"uniq in -/out", false, false},
+		{"diff -rN ~ EMPTY", true, true},
+		{"diff --recursive a b", true, true},
+		{"sha256sum -c sums.txt", true, true},
+		{"file -f names.txt", true, true},
+		{"strings @notes.txt", true, true},
+		{"xxd file", true, false},
+		{"diff a b", true, false},
+		{"strings bin", true, false},
+	} {
+		f, err := syntax.NewParser().Parse(strings.NewReader(c.cmd), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := shellcmd.Classify(f, shellcmd.Call{})
+		if v.ReadOnly != c.readOnly || c.readOnly && (v.Kernel != "") != c.needKernel {
+			t.Errorf("%s: %+v; want read-only %v, needs the kernel %v", c.cmd, v, c.readOnly, c.needKernel)
 		}
 	}
 }

@@ -165,6 +165,8 @@ var groups = []group{
 	{Leak, false, "the host's SSH keys", []string{"/etc/ssh/ssh_host_*_key"}},
 	{Leak, false, "ccrun's own secrets (the MCP server's bearer token)", []string{".config/ccrun/mcp-token",
 		".config/ccrun/*token*", ".config/ccrun/*.key"}},
+	{Leak, false, "another process's memory (its secrets)", []string{"/proc/*/mem", "/proc/*/task/*/mem"}},
+	{Leak, true, "another process's memory (its secrets)", []string{"/proc/*/map_files", "/proc/*/task/*/map_files"}},
 	{Leak, false, "another process's environment (its secrets)", []string{"/proc/*/environ",
 		"/proc/*/task/*/environ"}},
 	{Implant, false, "a shell startup file", []string{".bashrc", ".bash_profile", ".bash_login",

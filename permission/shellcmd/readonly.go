@@ -502,6 +502,9 @@ func (c *classifier) argv(argv []string, globs bool) (bool, string) {
 	if spec.tree {
 		c.needsKernel(prog + " reads whole trees, where a symlink can lead anywhere")
 	}
+	if why := listReader(prog, args); why != "" {
+		c.needsKernel(why)
+	}
 	if prog == "git" {
 		c.needsKernel("git runs programs its configuration names")
 	}
@@ -529,7 +532,39 @@ func (c *classifier) argv(argv []string, globs bool) (bool, string) {
 	if spec.maxPos > 0 && operands(args) > spec.maxPos {
 		return false, prog + " is given an output file"
 	}
+	if spec.maxPos > 0 && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.ContainsRune(a, '/') }) {
+		// not every such program parses its options with getopt (xxd
+		// takes "-/../.git/config" for its output file): an option never
+		// holds a path here, so a word that does is an operand
+		return false, prog + " is given a word that may be an output file"
+	}
 	return true, ""
+}
+
+// listReader says why prog, given args, reads files that no word of the
+// command names — recursively, or from a list or a response file — so that
+// only the kernel can keep it from a dangerous path; "" when it does not.
+func listReader(prog string, args []string) string {
+	switch prog {
+	case "diff":
+		if hasOpt(args, "--recursive", 'r') || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--from-file") || strings.HasPrefix(a, "--to-file") }) {
+			return "diff -r reads whole trees, where a symlink can lead anywhere"
+		}
+	case "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum":
+		if hasOpt(args, "--check", 'c') {
+			return prog + " -c reads the files a list names"
+		}
+	case "file":
+		if hasOpt(args, "--files-from", 'f') {
+			return "file -f reads the files a list names"
+		}
+	case "strings":
+		// binutils read more arguments from @FILE (a response file)
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "@") }) {
+			return "strings reads arguments from a @file"
+		}
+	}
+	return ""
 }
 
 // operands counts the operands of args as a GNU program reads them: a
