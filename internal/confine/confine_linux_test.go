@@ -373,7 +373,17 @@ func TestProcEnviron(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid))
+	// Start returns once the execve has closed the helper's status pipe,
+	// a moment before the kernel has set the new program's environment
+	// up: read until it is there
+	var b []byte
+	var err error
+	for i := 0; i < 500; i++ {
+		if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid)); err != nil || bytes.Contains(b, []byte(canary)) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err != nil || !bytes.Contains(b, []byte(canary)) {
 		t.Errorf("ccrun reading a confined program's environ: %q %v", b, err)
 	}
