@@ -43,7 +43,9 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 // then let it run (the read-only detection, an allow rule, a grant, the
 // mode) — runs under Landlock, which sees what the interpreter does not
 // (find -exec, xargs, what git starts). A person's approval of this very
-// call, and a capability (approved by digest), run unconfined. Where the
+// call, and a capability (approved by digest), run unconfined, and so does
+// a command the policy does not take as read-only (ReadOnlyCall) though
+// its text is. Where the
 // kernel cannot confine, nothing is confined: the policy then asks for the
 // read-only commands that only the kernel could contain (PolicyConfig
 // Unconfined), and the Guard still checks every program. The ruleset
@@ -52,8 +54,14 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 //
 // pre is prewarmConfinement's Confinement for this call (or nil): taken
 // when the decision confines the call, its ruleset then already under way.
-func (r *Runtime) shellConfinement(inv *Invocation, d *permission.Decision, pre *shell.Confinement) *shell.Confinement {
+func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Request, inv *Invocation, d *permission.Decision, pre *shell.Confinement) *shell.Confinement {
 	if d.Layer == permission.LayerApprover {
+		return nil
+	}
+	if pol != nil && !pol.ReadOnlyCall(req) {
+		// not read-only after all: it names a path in a home directory
+		// that the confinement would hide (shellcmd.Beyond), and a rule, a
+		// grant or the mode let it run as what it is
 		return nil
 	}
 	if pre != nil {

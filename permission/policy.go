@@ -2,11 +2,15 @@ package permission
 
 import (
 	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/permission/shellcmd"
 
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Mode is the default stance of the gate for calls no rule, allowlist or
@@ -333,11 +337,42 @@ func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string) {
 			case v.ReadOnly && v.Kernel != "" && p.unconfined:
 				return c, false, "read-only, but " + v.Kernel + ", and this machine has no kernel layer (Landlock) to contain it"
 			case v.ReadOnly:
+				if given := p.beyond(req, f); given != "" {
+					return c, false, "read-only, but it names " + Escape(given) + ", outside the project in a home directory, which a command that nobody approved does not read"
+				}
 				return ClassRead, true, ""
 			}
 		}
 	}
 	return c, false, ""
+}
+
+// ReadOnlyCall reports whether the policy takes req as a read-only shell
+// command: read-only by its text, and naming no path outside the reach of
+// one (a home directory beyond the project: shellcmd.Beyond).
+func (p *Policy) ReadOnlyCall(req *Request) bool {
+	_, ro, _ := p.effectiveClass(req)
+	return ro
+}
+
+// beyond returns the first path a read-only command names in a home
+// directory (its own, /home, /root) outside the project, the call's
+// directory and git's user configuration (shellcmd.Beyond): the kernel
+// layer hides those from a command run unasked, so it is asked instead.
+func (p *Policy) beyond(req *Request, f *syntax.File) string {
+	home := p.home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	project := p.projectDir
+	if project == "" {
+		project, _ = os.Getwd()
+	}
+	dir := req.Dir
+	if dir == "" || !filepath.IsAbs(dir) {
+		dir = project
+	}
+	return shellcmd.Beyond(f, req.Args, dir, home, shellcmd.ReachOf(home, os.Getenv("XDG_CONFIG_HOME"), project, dir))
 }
 
 // Restricted is the gate's step 3: whether the call's directive or plan

@@ -15,6 +15,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
 // A built ruleset is kept, per Policy, for the next Prepare: building one
@@ -68,7 +70,8 @@ func (b *built) fresh() bool {
 func cached(p Policy, abi int) (*built, error) {
 	// "\x00" cannot be in a path: the key is unambiguous
 	key := strconv.Itoa(abi) + "\x01" + strings.Join(p.Hide, "\x00") + "\x01" + strings.Join(p.Read, "\x00") +
-		"\x01" + strings.Join(p.Write, "\x00") + "\x01" + strconv.FormatBool(p.HideProcesses)
+		"\x01" + strings.Join(p.Write, "\x00") + "\x01" + strconv.FormatBool(p.HideProcesses) +
+		"\x01" + strings.Join(p.Private, "\x00") + "\x01" + strings.Join(p.Search, "\x00")
 	cache.Lock()
 	defer cache.Unlock()
 	if b := cache.m[key]; b != nil {
@@ -107,9 +110,66 @@ func dropCache() {
 // hidden path.
 type node struct {
 	hidden bool
+	rest   bool // a private directory: entries that are no kid are hidden
 	procs  bool // /proc under HideProcesses: its numeric entries are hidden
 	kids   map[string]*node
 	globs  []globKid
+}
+
+// plain reports whether n says nothing of what is beneath it: granted
+// whole.
+func (n *node) plain() bool {
+	return !n.hidden && !n.rest && !n.procs && len(n.kids) == 0 && len(n.globs) == 0
+}
+
+// child returns n's kid c, made if missing: a kid made in a private
+// directory is private too, until reveal says otherwise.
+func (n *node) child(c string) *node {
+	if n.kids == nil {
+		n.kids = map[string]*node{}
+	}
+	k := n.kids[c]
+	if k == nil {
+		k = &node{rest: n.rest}
+		n.kids[c] = k
+	}
+	return k
+}
+
+// private marks the directory at cs private, unless it is hidden
+// already.
+func (n *node) private(cs []string) {
+	for _, c := range cs {
+		if n.hidden {
+			return
+		}
+		n = n.child(c)
+	}
+	if !n.hidden {
+		n.rest = true
+	}
+}
+
+// reveal puts sub, a searched directory's plan, at cs: readable again in a
+// private directory, but for what sub hides. A hidden path stays hidden.
+func (n *node) reveal(cs []string, sub *node) {
+	for _, c := range cs {
+		if n.hidden {
+			return
+		}
+		n = n.child(c)
+	}
+	if n.hidden {
+		return
+	}
+	n.rest = false
+	if sub.hidden {
+		n.hidden, n.kids, n.globs = true, nil, nil
+		return
+	}
+	for k, v := range sub.kids {
+		n.graft([]string{k}, v)
+	}
 }
 
 type globKid struct {
@@ -131,17 +191,11 @@ func (n *node) add(cs []string) {
 				}
 			}
 			if next == nil {
-				next = &node{}
+				next = &node{rest: n.rest}
 				n.globs = append(n.globs, globKid{c, next})
 			}
 		} else {
-			if n.kids == nil {
-				n.kids = map[string]*node{}
-			}
-			if next = n.kids[c]; next == nil {
-				next = &node{}
-				n.kids[c] = next
-			}
+			next = n.child(c)
 		}
 		n = next
 	}
@@ -166,8 +220,11 @@ func (n *node) match(name string) (*node, bool) {
 	}
 	switch len(hits) {
 	case 0:
-		return nil, false
+		return nil, n.rest
 	case 1:
+		if hits[0].plain() {
+			return nil, false
+		}
 		return hits[0], hits[0].hidden
 	}
 	merged := &node{}
@@ -175,6 +232,7 @@ func (n *node) match(name string) (*node, bool) {
 		if h.hidden {
 			return nil, true
 		}
+		merged.rest = merged.rest || h.rest // the narrower reading wins
 		for k, v := range h.kids {
 			merged.graft([]string{k}, v)
 		}
@@ -189,15 +247,7 @@ func (n *node) graft(cs []string, sub *node) {
 		if n.hidden {
 			return
 		}
-		if n.kids == nil {
-			n.kids = map[string]*node{}
-		}
-		next := n.kids[c]
-		if next == nil {
-			next = &node{}
-			n.kids[c] = next
-		}
-		n = next
+		n = n.child(c)
 	}
 	if sub.hidden {
 		n.hidden, n.kids, n.globs = true, nil, nil
@@ -208,6 +258,7 @@ func (n *node) graft(cs []string, sub *node) {
 	}
 	n.globs = append(n.globs, sub.globs...)
 	n.procs = n.procs || sub.procs
+	n.rest = n.rest || sub.rest
 }
 
 func comps(p string) []string {
@@ -239,6 +290,23 @@ type planner struct {
 // can handle.
 func build(p Policy, abi int) (*built, error) {
 	root := &node{}
+	for _, list := range [][]string{p.Private, p.Search} {
+		for _, d := range list {
+			if !filepath.IsAbs(d) || path.Clean(d) == "/" {
+				return nil, fmt.Errorf("confine: directory %q: not absolute, or the whole file system: %w", d, ErrInvalidPolicy)
+			}
+		}
+	}
+	for _, d := range p.Private {
+		root.private(comps(path.Clean(d)))
+	}
+	var searched []stamp
+	budget := searchLimit
+	for _, d := range p.Search {
+		d = path.Clean(d)
+		sub := search(d, &budget, &searched)
+		root.reveal(comps(d), sub)
+	}
 	for _, h := range p.Hide {
 		if !filepath.IsAbs(h) {
 			return nil, fmt.Errorf("confine: hide %q: not absolute: %w", h, ErrInvalidPolicy)
@@ -311,7 +379,7 @@ func build(p Policy, abi int) (*built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("confine: create ruleset: %w: %w", ErrUnavailable, err)
 	}
-	b := &built{fd: fd, dirs: pl.dirs}
+	b := &built{fd: fd, dirs: append(pl.dirs, searched...)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -385,6 +453,87 @@ func (pl *planner) walk(parent int, name, abs string, n *node) {
 	}
 }
 
+// search plans the directory dir: a node that hides every entry at any
+// depth beneath that a Leak row covers, and what the budget of names did
+// not reach. It goes breadth first, so that a budget spent leaves the
+// deepest directories unsearched (hidden), not a whole sibling of a large
+// one; it does not go into .git directories nor follow symlinks
+// (RESOLVE_NO_SYMLINKS: a directory swapped for a link since it was
+// listed is not searched, and so hidden); it stamps each directory it
+// lists, for the cache.
+func search(dir string, budget *int, stamps *[]stamp) *node {
+	root := &node{}
+	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		*stamps = append(*stamps, stampOf(dir))
+		return root // a file, or gone: the walk grants it as it finds it
+	}
+	defer unix.Close(rootFd)
+	type item struct {
+		n   *node
+		rel string   // beneath dir, "." for dir itself
+		cs  []string // the absolute path's components
+	}
+	queue := []item{{root, ".", comps(dir)}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		if *budget <= 0 {
+			it.n.hidden = true // not searched: not read
+			continue
+		}
+		fd := rootFd
+		if it.rel != "." {
+			fd, err = unix.Openat2(rootFd, it.rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+			if err != nil {
+				it.n.hidden = true // swapped or gone since it was listed
+				continue
+			}
+		}
+		ents, err := stampAndList(fd, path.Join(dir, it.rel), stamps)
+		if fd != rootFd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			it.n.hidden = true
+			continue
+		}
+		*budget -= len(ents)
+		for _, e := range ents {
+			kcs := append(it.cs[:len(it.cs):len(it.cs)], e.name)
+			switch {
+			case sensitive.FirstComps(kcs, false) >= 0:
+				it.n.child(e.name).hidden = true
+			case e.typ == unix.DT_DIR && e.name != ".git":
+				queue = append(queue, item{it.n.child(e.name), path.Join(it.rel, e.name), kcs})
+			}
+		}
+	}
+	root.prune()
+	return root
+}
+
+// stampAndList stamps the directory open as fd (at abs) and lists it.
+func stampAndList(fd int, abs string, stamps *[]stamp) ([]dirent, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	*stamps = append(*stamps, stamp{abs, st.Dev, st.Ino, st.Mtim, st.Ctim, false})
+	return listDir(fd, false)
+}
+
+// prune drops the kids that hide nothing (granted whole), bottom up.
+func (n *node) prune() {
+	for k, v := range n.kids {
+		v.prune()
+		if v.plain() {
+			delete(n.kids, k)
+		}
+	}
+}
+
 func (pl *planner) close() {
 	for _, fd := range pl.fds {
 		unix.Close(fd)
@@ -403,13 +552,17 @@ type dirent struct {
 // other entries first, then self, thread-self and the processes, and each
 // process listed costs the kernel a lookup. Should another kernel mix
 // them, what is not listed is only refused.
+// dirBufs are listDir's buffers: a search lists thousands of directories.
+var dirBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func listDir(fd int, untilPID bool) ([]dirent, error) {
 	var out []dirent
-	size := 32 << 10
+	bp := dirBufs.Get().(*[]byte)
+	defer dirBufs.Put(bp)
+	buf := *bp
 	if untilPID {
-		size = 2 << 10 // /proc's other entries, a little more
+		buf = buf[:2<<10] // /proc's other entries, a little more
 	}
-	buf := make([]byte, size)
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {

@@ -6,9 +6,11 @@
 // # What a confined program may do
 //
 // With the policy of ReadOnly: read and execute every file of the file
-// system except the hidden ones (the Leak rows of internal/sensitive,
-// found under the user's home, under the project directory and at their
-// absolute places; raw devices under /dev), write nothing but /dev/null and
+// system except the hidden ones (the home directories but for the project,
+// the working directory, git's user configuration and the $PATH
+// directories in them; the Leak rows of internal/sensitive found at any
+// depth in those, and at their absolute places; raw devices under /dev),
+// write nothing but /dev/null and
 // the terminals (/dev/tty, /dev/pts), make, remove, rename, link and
 // truncate nothing, bind and connect no TCP port (Landlock ABI 4), and, from
 // ABI 6, neither signal nor connect to the abstract unix sockets of
@@ -37,6 +39,9 @@
 //     list after the processes is refused too).
 //     The built ruleset is kept per Policy and rebuilt by the first Prepare
 //     after one of those directories changed (its inode, mtime or ctime).
+//   - Search reads at most SearchLimit names at Prepare, breadth first; in
+//     a larger tree the deepest directories are hidden whole. It does not
+//     go into .git directories.
 //   - A partly granted directory may be listed, and so may the directories
 //     beneath it, hidden ones included: `ls ~/.ssh` shows names; `cat`
 //     of what is inside fails. Landlock has no "this directory only" rule.
@@ -91,6 +96,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -143,12 +149,34 @@ type Policy struct {
 	// does /proc/self/fd, whose entries are links to already-open files.
 	// Default false.
 	HideProcesses bool
+	// Private lists absolute directories hidden but for what Search, Read
+	// and Write name at or beneath them (the home directory, /home,
+	// /root): a name created in one later is hidden too. Default none.
+	Private []string
+	// Search lists absolute directories readable even in a Private one,
+	// searched at Prepare, to any depth, for the paths a Leak row of
+	// internal/sensitive covers (sub/.env, deploy/.aws/credentials, a
+	// copy of .ssh): each found is hidden as Hide would hide it. The
+	// search reads names only, at most SearchLimit of them in all, and
+	// does not go into .git directories (git's own files; no row is
+	// there) nor follow symlinks (what one points to is judged where it
+	// is). A directory the search did not reach, the limit spent, is
+	// hidden whole: the part of a very large tree that cannot be searched
+	// is not read. Default none.
+	Search []string
 	// Write lists absolute paths (files, or directories for everything
 	// beneath) that a confined program may open for writing, besides
 	// reading, hidden or not. Nothing may be created, removed, renamed or truncated
 	// anywhere, these paths included. Default none.
 	Write []string
 }
+
+// SearchLimit is how many names Search reads at Prepare, in all
+// directories together: about 15 ms of a Prepare at most on a warm disk
+// cache (BenchmarkSearch).
+const SearchLimit = 50000
+
+var searchLimit = SearchLimit // lowered by tests
 
 // devRead are the devices a read-only program may read when /dev is
 // hidden; devWrite the ones it may also write.
@@ -158,13 +186,28 @@ var (
 )
 
 // ReadOnly is the policy of a command that runs because ccrun judged it
-// read-only: it hides every Leak row of internal/sensitive found under
-// home and under each of dirs (the project, the working directory), and
-// the absolute rows (/etc/shadow, /etc/ssh/ssh_host_*_key); it hides
-// /proc/PID of every process (HideProcesses: the /proc/*/environ rows);
-// it hides /dev but its null, zero, full, random, urandom and terminal
-// devices; it writes /dev/null and the terminals only. Globs are expanded now: a file
-// created later is not hidden by its name.
+// read-only. It hides the home directories (sensitive.Private: home,
+// /home, /root) but for dirs (the project, the working directory), git's
+// user configuration (sensitive.Visible) and the directories of $PATH in
+// them; it searches those, to any depth, for the Leak rows of
+// internal/sensitive and hides what it finds (sub/.env, a copy of .ssh);
+// it hides the absolute rows (/etc/shadow, /etc/ssh/ssh_host_*_key), and
+// the rows under home and dirs by name too; it hides /proc/PID of every
+// process (HideProcesses: the /proc/*/environ rows); it hides /dev but its
+// null, zero, full, random, urandom and terminal devices; it writes
+// /dev/null and the terminals only. The search is made now: a secret
+// created later in a directory it granted whole is hidden only from the
+// next Prepare on (a kept ruleset is rebuilt as soon as a searched
+// directory changes).
+//
+// Why hide the rest of the home rather than search it: Landlock can only
+// allow, so a name is hidden by granting everything around it, and that
+// needs the name found first; a home holds other checkouts, downloads and
+// tools' state in any number (~/src/other/.env, deploy/.aws/credentials
+// in a copy), too many to search before every command. The project is
+// searched (a few thousand names cost a millisecond or two); the rest of
+// the home is not read, and the gate asks for a read-only command that
+// names a path there (shellcmd.Beyond) instead of running it unasked.
 func ReadOnly(home string, dirs ...string) Policy {
 	var p Policy
 	seen := map[string]bool{}
@@ -197,9 +240,51 @@ func ReadOnly(home string, dirs ...string) Policy {
 		}
 	}
 	add("/dev")
+	p.Private = sensitive.Private(home)
+	search := append(dirs[:len(dirs):len(dirs)], sensitive.Visible(home, os.Getenv("XDG_CONFIG_HOME"))...)
+	for _, d := range append(search, programDirs(p.Private)...) {
+		if d != "" && filepath.IsAbs(d) && !slices.Contains(p.Search, path.Clean(d)) {
+			p.Search = append(p.Search, path.Clean(d))
+		}
+	}
 	p.HideProcesses = true
 	p.Read = append(p.Read, devRead...)
 	p.Write = append(p.Write, devWrite...)
+	return p
+}
+
+// programDirs are the directories of $PATH that lie in one of the
+// private directories (~/.local/bin, ~/go/bin), and where they lead: the
+// programs a read-only command names are found there. A private
+// directory itself (a PATH naming ~) is not one.
+func programDirs(private []string) []string {
+	in := func(p string) bool {
+		for _, d := range private {
+			if strings.HasPrefix(p, d+"/") {
+				return sensitive.First(p, false) < 0 // not ~ itself, nor a secret
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		d = filepath.Clean(d)
+		for _, p := range []string{d, evalOr(d)} {
+			if in(p) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func evalOr(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
 	return p
 }
 

@@ -42,6 +42,7 @@ func newWorld(t *testing.T) world {
 		t.Fatal(err)
 	}
 	write(t, w.home+"/notes.txt", "plain notes\n")
+	write(t, w.home+"/.gitconfig", "[user]\n\tname = Tess Ter\n")
 	write(t, w.project+"/README", "hello project\nsecond line\n")
 	write(t, w.project+"/sub/code.go", "package sub // findme\n")
 	write(t, w.project+"/.env", canary+" dotenv\n")
@@ -196,6 +197,8 @@ func TestEscapes(t *testing.T) {
 		{"a private key by suffix", "cat $HOME/server.pem"},
 		{"a hidden directory under a partial one", "cat $HOME/.config/gcloud/credentials.db"},
 		{"the project's .env", "cat .env"},
+		{"a file elsewhere in the home", "cat $HOME/notes.txt"},
+		{"settings elsewhere in the home", "cat $HOME/.config/settings.ini"},
 		{"/etc/shadow", "cat /etc/shadow"},
 		{"a raw device", "head -c 64 /dev/loop0 /dev/vda /dev/sda /dev/nvme0n1 /dev/mem"},
 		{"exec from a hidden directory", "$HOME/.ssh/t"},
@@ -310,9 +313,8 @@ func TestOrdinaryReadOnly(t *testing.T) {
 		{"head -n 1 README", "hello project\n"},
 		{"git log --format=%s", "first commit\n"},
 		{"git status --short", "?? .env\n?? homelink\n?? list.txt\n"},
-		{"cat $HOME/notes.txt", "plain notes\n"},
-		{"cat $HOME/.config/settings.ini", "colour=blue\n"},
-		{"ls $HOME/.ssh", "id_rsa\n"}, // names are listed (documented), contents are not readable
+		{"git config --global user.name", "Tess Ter\n"}, // ~/.gitconfig: Visible
+		{"ls $HOME/.ssh", "id_rsa\n"},                   // names are listed (documented), contents are not readable
 		{"echo to-null > /dev/null && echo ok", "ok\n"},
 		{"head -c 4 /dev/zero | wc -c", "4\n"},
 		{"ls / | grep -c .", ""},
@@ -522,8 +524,8 @@ func TestHomeByOtherPaths(t *testing.T) {
 				t.Errorf("home %s: %q: exit %d %q", home, script, code, out)
 			}
 		}
-		if out, errOut, code := w.sh(t, rs, "cat '"+link+"/plain'"); code != 0 || out != "plain\n" {
-			t.Errorf("home %s: plain file: exit %d %q %q", home, code, out, errOut)
+		if out, errOut, code := w.sh(t, rs, "cat '"+link+"/plain'"); code == 0 || !strings.Contains(errOut, "Permission denied") {
+			t.Errorf("home %s: a file elsewhere in the home: exit %d %q %q", home, code, out, errOut)
 		}
 		rs.Close()
 	}
@@ -535,19 +537,24 @@ func TestHomeByOtherPaths(t *testing.T) {
 func TestCacheFollowsChanges(t *testing.T) {
 	w := newWorld(t)
 	rs := w.prep(t, true)
-	if out, _, code := w.sh(t, rs, "cat $HOME/notes.txt"); code != 0 || out != "plain notes\n" {
-		t.Fatalf("notes: %d %q", code, out)
+	if out, _, code := w.sh(t, rs, "cat README"); code != 0 || out != "hello project\nsecond line\n" {
+		t.Fatalf("README: %d %q", code, out)
 	}
 	rs.Close()
-	write(t, w.home+"/later.txt", "later\n")
+	write(t, w.project+"/later.txt", "later\n")
 	mkdir(t, w.home+"/.gnupg")
 	write(t, w.home+"/.gnupg/secring", canary+"\n")
+	// in a directory the search granted whole: its stamp is kept too
+	mkdir(t, w.project+"/sub/.gnupg")
+	write(t, w.project+"/sub/.gnupg/secring", canary+"\n")
 	rs = w.prep(t, true)
-	if out, errOut, code := w.sh(t, rs, "cat $HOME/later.txt"); code != 0 || out != "later\n" {
+	if out, errOut, code := w.sh(t, rs, "cat later.txt"); code != 0 || out != "later\n" {
 		t.Errorf("a file created since the last Prepare: %d %q %q", code, out, errOut)
 	}
-	if out, _, code := w.sh(t, rs, "cat $HOME/.gnupg/secring"); code == 0 || strings.Contains(out, canary) {
-		t.Errorf("a secret created since the last Prepare: %d %q", code, out)
+	for _, f := range []string{"$HOME/.gnupg/secring", "sub/.gnupg/secring"} {
+		if out, _, code := w.sh(t, rs, "cat "+f); code == 0 || strings.Contains(out, canary) {
+			t.Errorf("a secret created since the last Prepare: %s: %d %q", f, code, out)
+		}
 	}
 }
 
@@ -595,5 +602,68 @@ func TestOpen(t *testing.T) {
 	rs.Close()
 	if _, err := rs.Open(w.project+"/README", os.O_RDONLY, 0); !errors.Is(err, ErrClosed) {
 		t.Errorf("Open after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestDangerousAtAnyDepth: the table's rows are hidden wherever they lie
+// in the project (sub/.env, deploy/.aws/credentials), and the rest of the
+// home is not read at all (~/src/other/.env), as the gate's table says.
+func TestDangerousAtAnyDepth(t *testing.T) {
+	w := newWorld(t)
+	for _, d := range []string{"/src/other/.ssh", "/src/other/deploy/.aws"} {
+		mkdir(t, w.home+d)
+	}
+	for _, d := range []string{"/a/b/c", "/deploy/.aws", "/sub/deeper", "/keys"} {
+		mkdir(t, w.project+d)
+	}
+	for _, f := range []string{w.home + "/src/other/.env", w.home + "/src/other/.ssh/id_rsa", w.home + "/src/other/deploy/.aws/credentials",
+		w.project + "/sub/.env", w.project + "/sub/deeper/.env.local", w.project + "/deploy/.aws/credentials", w.project + "/a/b/c/id_rsa",
+		w.project + "/keys/server.pem"} {
+		write(t, f, canary+" "+f+"\n")
+	}
+	write(t, w.project+"/a/b/c/plain.txt", "deep plain\n")
+	mkdir(t, w.home+"/.config/git")
+	write(t, w.home+"/.config/git/ignore", "*.swp\n")
+	write(t, w.home+"/.config/git/credentials", canary+" git credentials\n")
+	if err := os.Symlink("../sub/.env", w.project+"/a/link"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(w.project+"/keys", w.project+"/a/keylink"); err != nil {
+		t.Fatal(err)
+	}
+	rs := w.prep(t, true)
+	for _, script := range []string{
+		"grep -r " + canary + " $HOME/src",
+		"cat $HOME/src/other/.env",
+		"grep -r " + canary + " .",
+		"grep -R " + canary + " a",
+		"cat sub/.env", "cat sub/deeper/.env.local", "cat deploy/.aws/credentials", "cat a/b/c/id_rsa", "cat keys/server.pem",
+		"cat a/link", "cat a/keylink/server.pem",
+		"cat $HOME/.config/git/credentials", // in a directory git reads, so visible: searched too
+		"find . -type f -exec cat {} +",
+	} {
+		out, errOut, code := w.sh(t, rs, script)
+		if strings.Contains(out, canary) || strings.Contains(errOut, canary) {
+			t.Errorf("%q leaked (exit %d): %q %q", script, code, out, errOut)
+		}
+	}
+	for script, want := range map[string]string{"cat a/b/c/plain.txt": "deep plain\n", "cat $HOME/.config/git/ignore": "*.swp\n"} {
+		if out, errOut, code := w.sh(t, rs, script); code != 0 || out != want {
+			t.Errorf("%q: exit %d %q %q, want %q", script, code, out, errOut, want)
+		}
+	}
+
+	// Past the search's budget, what was not searched is not read.
+	dropCache()
+	defer func(n int) { searchLimit = n }(searchLimit)
+	searchLimit = 8
+	mkdir(t, w.project+"/z/y")
+	write(t, w.project+"/z/y/unsearched.txt", "x\n")
+	rs = w.prep(t, true)
+	if out, errOut, code := w.sh(t, rs, "cat z/y/unsearched.txt"); code == 0 || !strings.Contains(errOut, "Permission denied") {
+		t.Errorf("a file the search did not reach: exit %d %q %q", code, out, errOut)
+	}
+	if out, _, code := w.sh(t, rs, "cat README"); code != 0 || out != "hello project\nsecond line\n" {
+		t.Errorf("README, listed before the budget ran out: exit %d %q", code, out)
 	}
 }

@@ -15,6 +15,7 @@ package sensitive
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -293,9 +294,15 @@ func (r Row) nameAt(j int, pat string) name {
 // absolute, clean, slash-separated path p — Implant rows only when write —
 // or -1.
 func First(p string, write bool) int {
+	return FirstComps(strings.Split(strings.Trim(p, "/"), "/"), write)
+}
+
+// FirstComps is First for a path already cut into its components (an
+// absolute path, without the leading empty one): what a walk of a tree
+// keeps as it goes down. comps must not be empty.
+func FirstComps(comps []string, write bool) int {
 	t := built()
 	rs := t.rows
-	comps := strings.Split(strings.Trim(p, "/"), "/")
 	best := -1
 	try := func(i int) {
 		if (best >= 0 && i >= best) || (rs[i].Kind == Implant && !write) {
@@ -369,6 +376,38 @@ func Contains(dir, home string) bool {
 		}
 	}
 	return false
+}
+
+// Private returns the directories that hold other people's and the user's
+// own files as a whole — the home directory, /home and /root — whose
+// content a command judged read-only does not reach, but for the project,
+// its working directory and Visible's files: a secret can lie anywhere in
+// a home (~/src/other/.env), under any name, and only its project is
+// searched for the table's rows. Nothing for an empty or "/" home.
+func Private(home string) []string {
+	out := []string{"/home", "/root"}
+	if home != "" && home != "/" {
+		home = path.Clean(home)
+		if !slices.Contains(out, home) {
+			out = append(out, home)
+		}
+	}
+	return out
+}
+
+// Visible returns the files and directories in a Private directory that
+// read-only programs read on their own and that hold no secret by the
+// table's reckoning: git's user configuration (~/.gitconfig,
+// $XDG_CONFIG_HOME/git, by default ~/.config/git), so that git status
+// runs as it does unconfined. xdgConfig is $XDG_CONFIG_HOME ("": unset).
+func Visible(home, xdgConfig string) []string {
+	if home == "" || home == "/" {
+		return nil
+	}
+	if xdgConfig == "" || !path.IsAbs(xdgConfig) {
+		xdgConfig = path.Join(home, ".config")
+	}
+	return []string{path.Join(home, ".gitconfig"), path.Join(path.Clean(xdgConfig), "git")}
 }
 
 // Anchored returns the table's locations on this machine that a kernel

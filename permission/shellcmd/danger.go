@@ -117,6 +117,8 @@ type dangerScan struct {
 	seen             map[string]bool
 	args             []string // positional parameters
 	out              []Finding
+	reach            *Reach // for Beyond: paths are held against it, not the table
+	beyond           string // the first path outside reach
 }
 
 func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
@@ -331,7 +333,14 @@ func (d *dangerScan) check(given string, write bool) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(d.projectDir, p)
 	}
-	if strings.ContainsAny(p, "*?[") {
+	if i := strings.IndexAny(p, "*?["); i >= 0 {
+		if d.reach != nil {
+			// what the glob can match lies beneath its literal directory
+			if dir := filepath.Dir(p[:i+1]); d.beyond == "" && (d.reach.outside(dir) || d.reach.outside(resolve(dir))) {
+				d.beyond = given
+			}
+			return
+		}
 		d.glob(given, p, write)
 		return
 	}
@@ -341,6 +350,12 @@ func (d *dangerScan) check(given string, write bool) {
 		physical = resolveFrom(d.realProject, rest) // the project's own path resolved once
 	} else {
 		physical = resolve(p)
+	}
+	if d.reach != nil {
+		if d.beyond == "" && (d.reach.outside(lexical) || d.reach.outside(physical)) {
+			d.beyond = given
+		}
+		return
 	}
 	for _, cand := range []string{lexical, physical} {
 		i := firstRule(filepath.ToSlash(cand), write)
