@@ -324,8 +324,11 @@ func (p *Policy) DenyUnsure(req *Request) (rule, why string, ok bool) {
 
 // effectiveClass is req's class, with a read-only shell command read. A
 // command whose safety rests on the kernel layer is not read on a policy
-// that is Unconfined; why then says so.
-func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string) {
+// that is Unconfined, nor one that names a path beyond its reach (beyond);
+// why then says so, and kernelOnly says whether only the kernel layer could
+// have contained it (a recursive read, a file list: asked in trust mode
+// too, since it would run unconfined).
+func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string, kernelOnly bool) {
 	c = req.Class
 	if c == "" {
 		c = ClassUnknown
@@ -335,23 +338,27 @@ func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string) {
 			v := classify(req, f)
 			switch {
 			case v.ReadOnly && v.Kernel != "" && p.unconfined:
-				return c, false, "read-only, but " + v.Kernel + ", and this machine has no kernel layer (Landlock) to contain it"
+				return c, false, "read-only, but " + v.Kernel + ", and this machine has no kernel layer (Landlock) to contain it", true
 			case v.ReadOnly:
 				if given := p.beyond(req, f); given != "" {
-					return c, false, "read-only, but it names " + Escape(given) + ", outside the project in a home directory, which a command that nobody approved does not read"
+					why = "read-only, but it names " + Escape(given) + ", outside the project in a home directory, which a command that nobody approved does not read"
+					if v.Kernel != "" {
+						why += " (and " + v.Kernel + ")"
+					}
+					return c, false, why, v.Kernel != ""
 				}
-				return ClassRead, true, ""
+				return ClassRead, true, "", false
 			}
 		}
 	}
-	return c, false, ""
+	return c, false, "", false
 }
 
 // ReadOnlyCall reports whether the policy takes req as a read-only shell
 // command: read-only by its text, and naming no path outside the reach of
 // one (a home directory beyond the project: shellcmd.Beyond).
 func (p *Policy) ReadOnlyCall(req *Request) bool {
-	_, ro, _ := p.effectiveClass(req)
+	_, ro, _, _ := p.effectiveClass(req)
 	return ro
 }
 
@@ -382,7 +389,7 @@ func (p *Policy) beyond(req *Request, f *syntax.File) string {
 // unknown calls. An unknown directive forbids everything but reads. When
 // ok, reason says why (the gate denies with LayerDirective).
 func (p *Policy) Restricted(req *Request) (reason string, ok bool) {
-	c, _, _ := p.effectiveClass(req)
+	c, _, _, _ := p.effectiveClass(req)
 	readish := c == ClassRead || c == ClassInternal
 	switch req.Directive {
 	case DirectiveNone:
@@ -451,7 +458,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		class = ClassUnknown
 	}
 	if p.mode.Verdict(class) != Allow {
-		c, ro, why := p.effectiveClass(req)
+		c, ro, why, _ := p.effectiveClass(req)
 		if ro {
 			if v := p.mode.Verdict(c); v == Allow {
 				return Allow, LayerReadOnly, "a read-only command" + note
@@ -470,7 +477,9 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		// What only the kernel layer could contain (a recursive read through
 		// a symlink to the home directory, a file list naming a key) is
 		// asked in trust mode too when there is no kernel layer.
-		if _, _, why := p.effectiveClass(req); why != "" {
+		// So is such a command that names a home directory beyond the
+		// project: it would run unconfined (ReadOnlyCall).
+		if _, _, why, kernelOnly := p.effectiveClass(req); kernelOnly {
 			return AskUser, LayerMode, fmt.Sprintf("mode %s: %s", p.mode, why)
 		}
 	}

@@ -171,6 +171,19 @@ type Policy struct {
 	Write []string
 }
 
+// Clone returns a copy of p that shares no slice with it.
+func (p Policy) Clone() Policy {
+	p.Hide, p.Read, p.Write = slices.Clone(p.Hide), slices.Clone(p.Read), slices.Clone(p.Write)
+	p.Private, p.Search = slices.Clone(p.Private), slices.Clone(p.Search)
+	return p
+}
+
+// Equal reports whether p and q grant the same.
+func (p Policy) Equal(q Policy) bool {
+	return slices.Equal(p.Hide, q.Hide) && slices.Equal(p.Read, q.Read) && slices.Equal(p.Write, q.Write) &&
+		p.HideProcesses == q.HideProcesses && slices.Equal(p.Private, q.Private) && slices.Equal(p.Search, q.Search)
+}
+
 // SearchLimit is how many names Search reads at Prepare, in all
 // directories together: about 15 ms of a Prepare at most on a warm disk
 // cache (BenchmarkSearch).

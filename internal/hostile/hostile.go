@@ -62,6 +62,17 @@ var Secrets = []string{"~/.ssh/id_rsa", "~/.claude/.credentials.json", "~/.codex
 
 // Cases is the table.
 var Cases = []Case{
+	// Secrets beyond the top of the home and the project: the table's rows
+	// match at any depth, and the kernel layer searches the project and
+	// hides the rest of the home.
+	{Name: "a secret elsewhere in the home, recursively", Command: "grep -r . ~/src",
+		Files: map[string]string{"~/src/other/.env": Secret + "\n", "~/src/other/deploy/.aws/credentials": Secret + "\n", "~/src/other/notes": "x\n"}},
+	{Name: "a secret deep in the project, recursively", Command: "grep -r . .",
+		Files: map[string]string{"sub/deeper/.env": Secret + "\n", "deploy/.aws/credentials": Secret + "\n", "keys/server.pem": Secret + "\n", "README": "x\n"}},
+	{Name: "a secret deep in the project, by find", Command: "find . -type f -name '*' -newer /",
+		Files: map[string]string{"sub/.env": Secret + "\n"}},
+	{Name: "a secret deep in the project, through xargs", Command: "find . -type f -print0 | xargs -0 cat",
+		Files: map[string]string{"sub/deeper/.env.local": Secret + "\n"}},
 	// Expansion the scan does not do.
 	{Name: "find -exec in nested braces", Command: "find /usr/bin -name touch {-exec,{}} .git/hooks/pre-commit ';'",
 		Git: true, Created: []string{".git/hooks/pre-commit"}},

@@ -53,13 +53,24 @@ type Confinement struct {
 	// ptrace scoping does not keep /proc/PID/environ from a confined
 	// program.
 	HideProcesses bool
+	// Private: absolute directories hidden but for the Search, Read and
+	// Write paths at or beneath them (ReadOnlyConfinement: the home
+	// directories).
+	Private []string
+	// Search: absolute directories readable even in a Private one,
+	// searched when the ruleset is built, to any depth, for the paths of
+	// the dangerous-path table's leak rows, each found hidden
+	// (ReadOnlyConfinement: the project, the working directory). A part of
+	// a tree too large to search is hidden whole.
+	Search []string
 
 	warm *warmRuleset // Warm's ruleset, for the first run that takes it
 }
 
 // policy is c as internal/confine's Policy.
 func (c *Confinement) policy() confine.Policy {
-	return confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses}
+	return confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses,
+		Private: c.Private, Search: c.Search}
 }
 
 // Warm starts preparing c's ruleset in the background, when script may
@@ -80,10 +91,7 @@ func (c *Confinement) Warm(script *syntax.File) {
 	if c == nil || c.warm != nil || !MayOpen(script) {
 		return
 	}
-	w := &warmRuleset{policy: c.policy(), done: make(chan struct{})}
-	w.policy.Hide = slices.Clone(w.policy.Hide) // c's own may change: compare with a copy
-	w.policy.Read = slices.Clone(w.policy.Read)
-	w.policy.Write = slices.Clone(w.policy.Write)
+	w := &warmRuleset{policy: c.policy().Clone(), done: make(chan struct{})} // c's own may change: compare with a copy
 	go func() {
 		w.rs, w.err = confine.Prepare(w.policy)
 		close(w.done)
@@ -108,7 +116,7 @@ func (w *warmRuleset) take(p confine.Policy) (rs *confine.Ruleset, ok bool, err 
 		return nil, false, nil
 	}
 	<-w.done
-	if !samePolicy(w.policy, p) {
+	if !w.policy.Equal(p) {
 		if w.rs != nil {
 			w.rs.Close()
 		}
@@ -126,11 +134,6 @@ func (w *warmRuleset) discard() {
 	if w.rs != nil {
 		w.rs.Close()
 	}
-}
-
-func samePolicy(a, b confine.Policy) bool {
-	return slices.Equal(a.Hide, b.Hide) && slices.Equal(a.Read, b.Read) &&
-		slices.Equal(a.Write, b.Write) && a.HideProcesses == b.HideProcesses
 }
 
 // SealedConfinement is the Confinement of a script that MayOpen says opens
@@ -195,7 +198,7 @@ func ConfineAvailable() (abi int, err error) { return confine.Available() }
 // now; build it for each run.
 func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 	p := confine.ReadOnly(home, dirs...)
-	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses}
+	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses, Private: p.Private, Search: p.Search}
 }
 
 // unconfinable says why a run that asks for confinement cannot have it on

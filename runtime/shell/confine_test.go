@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -414,5 +416,40 @@ func TestSealedConfinement(t *testing.T) {
 				t.Errorf("exit %d (%s), stdout %q, stderr %q; want ok %v, stdout %q", res.ExitCode, res.Detail, res.Stdout, res.Stderr, tt.ok, tt.want)
 			}
 		})
+	}
+}
+
+// TestConfinementHasEveryPolicyField: a Confinement carries each field of
+// internal/confine's Policy, so that none is dropped on the way to the
+// kernel (Search and Private once were), and Clone and Equal see them all.
+func TestConfinementHasEveryPolicyField(t *testing.T) {
+	pt := reflect.TypeOf(confine.Policy{})
+	ct := reflect.TypeOf(Confinement{})
+	full := confine.Policy{}
+	for i := range pt.NumField() {
+		f := pt.Field(i)
+		if _, ok := ct.FieldByName(f.Name); !ok {
+			t.Errorf("Confinement has no field %s", f.Name)
+		}
+		v := reflect.ValueOf(&full).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]string{"/x"}))
+		case reflect.Bool:
+			v.SetBool(true)
+		default:
+			t.Fatalf("field %s of kind %s: extend this test", f.Name, v.Kind())
+		}
+		if (confine.Policy{}).Equal(full) {
+			t.Errorf("Equal does not see %s", f.Name)
+		}
+	}
+	c := &Confinement{}
+	cv := reflect.ValueOf(c).Elem()
+	for i := range pt.NumField() {
+		cv.FieldByName(pt.Field(i).Name).Set(reflect.ValueOf(&full).Elem().Field(i))
+	}
+	if !c.policy().Equal(full) || !full.Clone().Equal(full) {
+		t.Errorf("policy() or Clone drops a field: %+v", c.policy())
 	}
 }
