@@ -317,6 +317,7 @@ func build(p Policy, abi int) (*built, error) {
 		}
 		root.add(comps(c))
 	}
+	root.prune() // /work, when all that is revealed in it is /work/proj, whole
 	if p.HideProcesses && !root.kids["proc"].isHidden() {
 		if root.kids == nil {
 			root.kids = map[string]*node{}
@@ -524,11 +525,13 @@ func stampAndList(fd int, abs string, stamps *[]stamp) ([]dirent, error) {
 	return listDir(fd, false)
 }
 
-// prune drops the kids that hide nothing (granted whole), bottom up.
+// prune drops the kids that hide nothing, bottom up: granted whole by
+// their parent's walk, as they would be, with no walk of their own. A
+// private directory keeps them (what it does not name, it hides).
 func (n *node) prune() {
 	for k, v := range n.kids {
 		v.prune()
-		if v.plain() {
+		if v.plain() && !n.rest {
 			delete(n.kids, k)
 		}
 	}

@@ -223,41 +223,23 @@ var (
 // names a path there (shellcmd.Beyond) instead of running it unasked.
 func ReadOnly(home string, dirs ...string) Policy {
 	var p Policy
-	seen := map[string]bool{}
-	add := func(m string) {
-		if !seen[m] {
-			seen[m] = true
-			p.Hide = append(p.Hide, m)
-		}
-	}
-	var bases []string
-	for _, d := range append([]string{home}, dirs...) {
-		if d != "" && filepath.IsAbs(d) && path.Clean(d) != "/" {
-			bases = append(bases, globEscape(path.Clean(d)))
-		}
-	}
 	for _, r := range sensitive.Table() {
-		if r.Kind != sensitive.Leak {
-			continue
-		}
-		rel := strings.Join(r.Seq, "/")
-		switch {
-		case r.Abs && r.Seq[0] == "proc":
-			// HideProcesses
-		case r.Abs:
-			add("/" + rel)
-		default:
-			for _, b := range bases {
-				add(b + "/" + rel)
-			}
+		// The rows that are not absolute lie in the private directories,
+		// which hide them, or in the searched ones, which find them.
+		if r.Kind == sensitive.Leak && r.Abs && r.Seq[0] != "proc" { // /proc: HideProcesses
+			p.Hide = append(p.Hide, "/"+strings.Join(r.Seq, "/"))
 		}
 	}
-	add("/dev")
+	p.Hide = append(p.Hide, "/dev")
 	p.Private = sensitive.Private(home)
 	search := append(dirs[:len(dirs):len(dirs)], sensitive.Visible(home, os.Getenv("XDG_CONFIG_HOME"))...)
 	for _, d := range append(search, programDirs(p.Private)...) {
-		if d != "" && filepath.IsAbs(d) && !slices.Contains(p.Search, path.Clean(d)) {
-			p.Search = append(p.Search, path.Clean(d))
+		if d == "" || !filepath.IsAbs(d) || path.Clean(d) == "/" {
+			continue
+		}
+		d = path.Clean(d)
+		if !slices.Contains(p.Search, d) && sensitive.First(d, false) < 0 { // not in a secret's place
+			p.Search = append(p.Search, d)
 		}
 	}
 	p.HideProcesses = true
@@ -272,6 +254,9 @@ func ReadOnly(home string, dirs ...string) Policy {
 // directory itself (a PATH naming ~) is not one.
 func programDirs(private []string) []string {
 	in := func(p string) bool {
+		if slices.Contains(private, p) {
+			return false
+		}
 		for _, d := range private {
 			if strings.HasPrefix(p, d+"/") {
 				return sensitive.First(p, false) < 0 // not ~ itself, nor a secret
@@ -299,18 +284,6 @@ func evalOr(p string) string {
 		return r
 	}
 	return p
-}
-
-// globEscape quotes the glob characters of a directory name.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // off reports whether EnvVar forces confinement off.
