@@ -5,17 +5,13 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ccrun/ccrun/internal/usersock"
 )
 
 // peerUID returns the uid of the process at the other end of c, from the
 // kernel (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
-	cred, err := peerCred(c)
-	if err != nil {
-		return -1, err
-	}
-	return int(cred.Uid), nil
-}
+func peerUID(c *net.UnixConn) (int, error) { return usersock.PeerUID(c) }
 
 // killPeer ends, with SIGKILL, the process of this uid at the other end
 // of c (a warm server that does not answer), through a pidfd opened while
@@ -23,7 +19,7 @@ func peerUID(c *net.UnixConn) (int, error) {
 // signalled. It does nothing when the peer is this process or another
 // user's, or the kernel has no pidfds.
 func killPeer(c *net.UnixConn) {
-	cred, err := peerCred(c)
+	cred, err := usersock.PeerCred(c)
 	if err != nil || int(cred.Uid) != os.Getuid() || int(cred.Pid) == os.Getpid() || cred.Pid <= 0 {
 		return
 	}
@@ -33,19 +29,4 @@ func killPeer(c *net.UnixConn) {
 	}
 	defer unix.Close(fd)
 	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-}
-
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }

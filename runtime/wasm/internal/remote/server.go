@@ -23,9 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/errdefs"
-	"golang.org/x/sys/unix"
-
+	"github.com/ccrun/ccrun/internal/usersock"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -103,7 +101,7 @@ const (
 // ErrUnsafeSocket: the server's socket directory is not a directory that
 // only this user can enter, or the peer at the other end of the socket is
 // another user.
-var ErrUnsafeSocket = errdefs.ErrPermissionDenied.WithMessage("unsafe wasm server socket")
+var ErrUnsafeSocket = usersock.ErrUnsafe
 
 const (
 	frameRequest = 'Q'
@@ -137,12 +135,7 @@ func DefaultSocket() string { return filepath.Join(SocketDir(), "wasm.sock") }
 // SocketDir is the directory of this user's warm-server sockets:
 // $XDG_RUNTIME_DIR/ccrun when XDG_RUNTIME_DIR is an absolute path, else
 // os.TempDir()/ccrun-UID.
-func SocketDir() string {
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		return filepath.Join(x, "ccrun")
-	}
-	return filepath.Join(os.TempDir(), "ccrun-"+strconv.Itoa(os.Getuid()))
-}
+func SocketDir() string { return usersock.Dir() }
 
 // ProjectSocket returns the socket of the warm server of this user for
 // the project at dir (made absolute): wasm-HASH.sock in SocketDir, HASH
@@ -161,19 +154,8 @@ func ProjectSocket(dir string) string {
 // directory, is not owned by this user, or that others may enter (any
 // permission bit for group or others).
 func checkSocketDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("wasm server: socket dir: %w", err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
-		return fmt.Errorf("wasm server: socket dir %s is not a plain directory: %w", dir, ErrUnsafeSocket)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("wasm server: socket dir %s is not yours: %w", dir, ErrUnsafeSocket)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("wasm server: socket dir %s is open to others (%v): %w", dir, fi.Mode().Perm(), ErrUnsafeSocket)
+	if err := usersock.CheckDir(dir); err != nil {
+		return fmt.Errorf("wasm server: %w", err)
 	}
 	return nil
 }
@@ -789,60 +771,13 @@ func ListenAndServe(ctx context.Context, path string, cacheDir string, cfg Serve
 	return s.Serve(ctx, l)
 }
 
-// takeLock opens the lock file at path (created 0600 when missing) and
-// returns it locked (flock, exclusive), or nil when another process holds
-// it. A lock file is removed only by RemoveStaleSockets, which holds it
-// then: a file this process opened before that removal and locked after
-// it is no longer the one at path, and a second server, opening path
-// anew, would lock another file and serve at the same socket (each
-// removing the other's). So the file locked must still be the one at
-// path; when it is not, path is opened again.
+// takeLock is usersock.TakeLock, its errors the wasm server's.
 func takeLock(path string) (*os.File, error) {
-	for range 8 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("wasm server: lock: %w", err)
-		}
-		held, err := lockHeld(f, path)
-		if held {
-			return f, nil
-		}
-		_ = f.Close()
-		if !errors.Is(err, errReplaced) {
-			return nil, err // nil: another server has it
-		}
-	}
-	return nil, fmt.Errorf("wasm server: lock: %s keeps being replaced", path)
-}
-
-// errReplaced: the lock file locked is no longer the one at its path.
-var errReplaced = errors.New("lock file replaced")
-
-// lockHeld locks f, the lock file opened at path, without waiting: true
-// when this process now holds it and it is still the file at path; false
-// and nil when another process holds it; errReplaced when path now names
-// another file, or none (f is then locked, and closing it unlocks it).
-func lockHeld(f *os.File, path string) (bool, error) {
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return false, nil
-		}
-		return false, fmt.Errorf("wasm server: lock: %w", err)
-	}
-	if !isAt(f, path) {
-		return false, errReplaced
-	}
-	return true, nil
-}
-
-// isAt says whether f is the file at path (not following a symbolic link).
-func isAt(f *os.File, path string) bool {
-	fi, err := f.Stat()
+	f, err := usersock.TakeLock(path)
 	if err != nil {
-		return false
+		return nil, fmt.Errorf("wasm server: %w", err)
 	}
-	now, err := os.Lstat(path)
-	return err == nil && os.SameFile(fi, now)
+	return f, nil
 }
 
 // exeReplaced returns a func that reports whether this process's
@@ -940,7 +875,7 @@ func RemoveStaleSockets() ([]string, error) {
 		// can take it (or listen at its socket) while this process does.
 		// One another process removed meanwhile is not judged: a new
 		// server may hold the file at path now.
-		if held, _ := lockHeld(f, path); held {
+		if held, _ := usersock.LockHeld(f, path); held {
 			sock := strings.TrimSuffix(path, ".lock")
 			if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/usersock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmtest"
 )
@@ -380,7 +381,7 @@ func TestLockReplaced(t *testing.T) {
 	}
 	defer other.Close()
 	// The first one locks the file it opened: not the lock.
-	if held, err := lockHeld(opened, path); held || !errors.Is(err, errReplaced) {
+	if held, err := usersock.LockHeld(opened, path); held || !errors.Is(err, usersock.ErrReplaced) {
 		t.Errorf("the removed lock file: held %v (%v), want errReplaced", held, err)
 	}
 	// Opening again, it finds the lock held.
@@ -395,7 +396,7 @@ func TestLockReplaced(t *testing.T) {
 	if removed, err := RemoveStaleSockets(); err != nil || len(removed) != 0 {
 		t.Errorf("gc with the lock held: removed %q, %v", removed, err)
 	}
-	if held, err := lockHeld(opened, path); held || !errors.Is(err, errReplaced) {
+	if held, err := usersock.LockHeld(opened, path); held || !errors.Is(err, usersock.ErrReplaced) {
 		t.Errorf("the removed lock file, again: held %v (%v), want errReplaced", held, err)
 	}
 	for _, p := range []string{sock, path} {
