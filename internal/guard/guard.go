@@ -148,12 +148,12 @@ type word struct {
 	re   *regexp.Regexp // pat compiled; nil for a literal word
 }
 
-// matches reports whether name is one a glob word can expand to: the
-// pattern matches it, * and ? stopping at '/', and no component of it
-// starts with '.' where the pattern's does not (a glob reaches a dotfile
-// only when its pattern names the dot).
+// matches reports whether name is one a glob word can expand to: not
+// empty, the pattern matches it, * and ? stopping at '/', and no
+// component of it starts with '.' where the pattern's does not (a glob
+// reaches a dotfile only when its pattern names the dot).
 func (w word) matches(name string) bool {
-	if w.re == nil || !w.re.MatchString(name) {
+	if w.re == nil || name == "" || !w.re.MatchString(name) {
 		return false
 	}
 	pats := strings.Split(w.pat, "/")

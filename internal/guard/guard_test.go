@@ -300,6 +300,9 @@ func TestExactGrantCoversItsExpansion(t *testing.T) {
 		{`run_command:"rm *.log"`, []string{"rm", "a.log", "b.log", "-x.log"}, true},
 		{`run_command:"rm *.log"`, []string{"rm", "*.log"}, true}, // nothing matched
 		{`run_command:"rm *.log"`, []string{"rm"}, false},
+		{`run_command:"rm *"`, []string{"rm", ""}, false}, // no glob expands to nothing
+		{`run_command:"rm *"`, []string{"rm", "-rf", "/"}, false},
+		{`run_command:"rm *"`, []string{"rm", ".."}, false},
 		{`run_command:"rm *.log"`, []string{"rm", "-rf", "/"}, false},
 		{`run_command:"rm *.log"`, []string{"rm", "a.log", "x.txt"}, false},
 		{`run_command:"rm *.log"`, []string{"rm", "sub/a.log"}, false}, // * stops at /
