@@ -54,9 +54,11 @@ type Command struct {
 	// Source is the text as given.
 	Source string
 	// File is the parse tree the executor runs; nil when the text does not
-	// parse. For a compound command it is the parse of Canonical, so that
-	// two commands with the same key run the very same tree; for a simple
-	// command it is the parse of Source, from which the key was taken.
+	// parse. For a command keyed exactly (a compound command, and a simple
+	// one keyed by its whole text) it is the parse of Canonical, so that
+	// two commands with the same key run the very same tree; for any other
+	// simple command it is the parse of Source, from which the key was
+	// taken.
 	File *syntax.File
 	// Canonical is the syntax printer's output for the parse of Source,
 	// without its final newline. It is CanonicalEmpty for a command with
@@ -66,8 +68,10 @@ type Command struct {
 	// Compound is set for anything but one plain simple command (see
 	// ParseCommand).
 	Compound bool
-	// Key is run_command:PROGRAM[:DETAIL] for a simple command, and the
-	// exact key run_command:"CANONICAL" for a compound one.
+	// Key is run_command:PROGRAM[:DETAIL] for a simple command whose
+	// detail is a plain word (or that has none), and the exact key
+	// run_command:"CANONICAL" for a compound one and for a simple one
+	// whose detail no plain word can name (see ParseCommand).
 	Key Key
 	// Program and Args are the words of a simple command (empty for a
 	// compound one). Program is after quote removal. Args[i] is the
@@ -98,25 +102,37 @@ type Command struct {
 // (letters, digits and . _ / + - @ % , = #), with no ~, no line
 // continuation and no control byte in its source. A simple command keys
 // by its program as written, path and all (./git is not git), with as
-// detail its first argument not starting with '-', when that argument is
-// literal and bare (otherwise no detail), and for git only when every
-// option before it changes nothing about what runs (--no-pager, -P):
+// detail its first argument not starting with '-', or no detail when
+// there is none:
 //
 //	git status         run_command:git:status
 //	"git" status       run_command:git:status (so do g''it and \git)
 //	./git status       run_command:./git:status
-//	git -C dir push    run_command:git (a global option of git: no detail)
-//	git "$X" push      run_command:git
+//	ls -la             run_command:ls
+//
+// A detail that no plain word can name narrows the key, never widens it:
+// the command keys exactly by its canonical text, as a compound one does,
+// when that first argument or a word before it is not literal and bare
+// (a glob, a parameter, a tilde, quoted text with blanks), when a --
+// comes before it, for git when a global option other than --no-pager,
+// -P… comes before it, and, whatever its words, when the program is a
+// wrapper, whose words name another program or code to run
+// (shellcmd.Wraps: env, timeout, nice, sudo, xargs, sh, python3…):
+//
+//	rm *.log           run_command:"rm *.log"
+//	rm 'a b.txt'       run_command:"rm 'a b.txt'"
+//	git -C dir push    run_command:"git -C dir push"
+//	timeout 60 true    run_command:"timeout 60 true"
 //
 // Everything else is compound and keys exactly by its canonical text:
 //
 //	git status && git push    run_command:"git status && git push"
 //
-// Comments are dropped (they do not run). The tree a compound command runs
-// is the parse of its canonical text, checked to be the tree of the source
-// but for positions and spellings that run the same (`…` as $(…), $[…] as
-// $((…)), the tabs of a <<- here-document): so one key is one program,
-// and a person approving the key approves what runs.
+// Comments are dropped (they do not run). The tree a command keyed
+// exactly runs is the parse of its canonical text, checked to be the tree
+// of the source but for positions and spellings that run the same (`…` as
+// $(…), $[…] as $((…)), the tabs of a <<- here-document): so one key is
+// one program, and a person approving the key approves what runs.
 //
 // Text with no statement keys as run_command:"#empty". Text that does not
 // parse keys as run_command:"#unparsed:SOURCE", with a nil File, and so
@@ -129,7 +145,7 @@ func ParseCommand(src string) *Command {
 	p := shellcmd.Parse(src)
 	c := &Command{Source: p.Source, File: p.File, Canonical: p.Canonical, Compound: p.Compound,
 		Program: p.Program, Args: p.Args, Literal: p.Literal, Err: p.Err}
-	if p.Compound {
+	if p.Exact {
 		c.Key = Key{Tool: ShellTool, Action: p.Canonical, Exact: true}
 	} else {
 		c.Key = Key{Tool: ShellTool, Action: p.Program, Detail: p.Detail}

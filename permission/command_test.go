@@ -25,12 +25,8 @@ var keyTests = []struct {
 	{"git status", `run_command:git:status`, false},
 	{"git", `run_command:git`, false},
 	{"git push origin main", `run_command:git:push`, false},
-	{"git -C /tmp status", `run_command:git`, false}, // a global option: no detail
-	{"git --git-dir=x status", `run_command:git`, false},
-	{"git -c core.pager=x log", `run_command:git`, false},
 	{"git --no-pager log", `run_command:git:log`, false},
 	{"ls -la", `run_command:ls`, false},
-	{"ls -- -x", `run_command:ls`, false},
 	{`"git" status`, `run_command:git:status`, false},
 	{"g''it status", `run_command:git:status`, false},
 	{`\git status`, `run_command:git:status`, false},
@@ -39,29 +35,15 @@ var keyTests = []struct {
 	{"./git status", `run_command:./git:status`, false},
 	{"/usr/bin/git status", `run_command:/usr/bin/git:status`, false},
 	{"../x/git", `run_command:../x/git`, false},
-	{"git $HOME", `run_command:git`, false},
-	{`git "$X" push`, `run_command:git`, false},
-	{"git ${X}", `run_command:git`, false},
 	{"git status;", `run_command:git:status`, false},
 	{"  git   status  ", `run_command:git:status`, false},
 	{"git status # && rm -rf /", `run_command:git:status`, false},
-	{"git 'a b'", `run_command:git`, false},
-	{"git *.go", `run_command:git`, false},
-	{"git ~", `run_command:git`, false},
 	{`git "~"`, `run_command:git:~`, false},
-	{"echo {a,b}", `run_command:echo`, false},
 	{"git commit -m \"multi\nline\"", `run_command:git:commit`, false},
-	{"echo \u00ff", `run_command:echo`, false},
-	{"git pu$'s'h", `run_command:git`, false},
 	{"rm -rf /", `run_command:rm:/`, false},
-	{`eval "rm -rf /"`, `run_command:eval`, false},
 	{"git\rstatus", `run_command:git:status`, false},
 	{"git status\r\n", `run_command:git:status`, false},
-	{"echo @(a|b)", `run_command:echo`, false},
 	{`"a=b"`, `run_command:a=b`, false},
-	{"exec git", `run_command:exec:git`, false},
-	{"sudo rm -rf /", `run_command:sudo:rm`, false},
-	{"echo \x1b[31m", `run_command:echo`, false},
 	{"git status && git push", `git status && git push`, true},
 	{"git status || true", `git status || true`, true},
 	{"git status; git push", "git status\ngit push", true},
@@ -145,9 +127,68 @@ var keyTests = []struct {
 	// backslash, printed as two; one word that the printer would split in
 	// two (mvdan.cc/sh v3.14.1) fails closed.
 	{`0\`, `0\\`, true},
-	{`git \`, `run_command:git`, false},
 	{"a$()<()", "#unparsed:a$()<()", true},
 	{"echo a$()<(ls)", "#unparsed:echo a$()<(ls)", true},
+}
+
+// exactKeyTests are simple commands keyed by their whole canonical text,
+// as a compound command is: a detail position that holds a word that is
+// not a plain word, a -- before it, a global option of git before it, a
+// wrapper. Such a key narrows what a grant covers, never widens it.
+var exactKeyTests = []struct{ src, canonical string }{
+	{"git -C /tmp status", "git -C /tmp status"}, // a global option of git
+	{"git --git-dir=x status", "git --git-dir=x status"},
+	{"git -c core.pager=x log", "git -c core.pager=x log"},
+	{"git -ccore.pager=x", "git -ccore.pager=x"},
+	{"git -v", "git -v"},
+	{"ls -- -x", "ls -- -x"}, // after --, -x is an operand
+	{"git $HOME", "git $HOME"},
+	{`git "$X" push`, `git "$X" push`},
+	{"git ${X}", "git ${X}"},
+	{"git 'a b'", "git 'a b'"},
+	{"git *.go", "git *.go"},
+	{"git ~", "git ~"},
+	{"echo {a,b}", "echo {a,b}"},
+	{"echo \u00ff", "echo \u00ff"},
+	{"git pu$'s'h", "git pu$'s'h"},
+	{"echo \x1b[31m", "echo \x1b[31m"},
+	{"echo @(a|b)", "echo @(a|b)"},
+	{`git \`, `git \\`},
+	{"rm -rf *", "rm -rf *"},
+	{"rm  'old notes.txt'", "rm 'old notes.txt'"},
+	{`rm "old notes.txt"`, `rm "old notes.txt"`},
+	{`eval "rm -rf /"`, `eval "rm -rf /"`}, // wrappers, whatever their words
+	{"exec git", "exec git"},
+	{"sudo rm -rf /", "sudo rm -rf /"},
+	{"timeout 60 true", "timeout 60 true"},
+	{"env CI=1 npm test", "env CI=1 npm test"},
+	{"env", "env"},
+	{"nice -n 5 make", "nice -n 5 make"},
+	{"xargs rm", "xargs rm"},
+	{"/usr/bin/sudo ls", "/usr/bin/sudo ls"},
+	{"'sudo' ls", "'sudo' ls"},
+	{"bash -c 'ls -la'", "bash -c 'ls -la'"},
+	{"sh", "sh"},
+	{"python3 -m http.server", "python3 -m http.server"},
+	{"find . -name x", "find . -name x"},
+}
+
+func TestParseCommandExactKeys(t *testing.T) {
+	t.Parallel()
+	for _, tt := range exactKeyTests {
+		t.Run(Escape(tt.src), func(t *testing.T) {
+			t.Parallel()
+			c := ParseCommand(tt.src)
+			want := Key{Tool: ShellTool, Action: tt.canonical, Exact: true}
+			if c.Compound || c.Key != want || c.Canonical != tt.canonical {
+				t.Fatalf("Compound %v, Key %s, Canonical %q; want simple, %s", c.Compound, c.Key, c.Canonical, want)
+			}
+			checkCommand(t, c)
+			if again := ParseCommand(c.Canonical); again.Key != c.Key {
+				t.Errorf("the canonical text keys as %s, want %s", again.Key, c.Key)
+			}
+		})
+	}
 }
 
 func TestParseCommandKeys(t *testing.T) {
@@ -218,9 +259,12 @@ func checkCommand(t *testing.T, c *Command) {
 		if !c.Compound || c.Canonical != CanonicalEmpty || k.Action != CanonicalEmpty || !k.Exact {
 			t.Fatalf("empty command %#v is not keyed as one", c)
 		}
-	case c.Compound:
+	case c.Compound || k.Exact:
 		if !k.Exact || k.Action != c.Canonical || k.Detail != "" || strings.HasPrefix(c.Canonical, "#") {
 			t.Fatalf("compound command %q has key %#v, canonical %q", c.Source, k, c.Canonical)
+		}
+		if !c.Compound && (c.Program == "" || len(c.Args) != len(c.Literal)) {
+			t.Fatalf("simple command %q keyed exactly has Program %q, Args %q, Literal %v", c.Source, c.Program, c.Args, c.Literal)
 		}
 		// The tree that runs is the parse of the canonical text, and it is
 		// the tree of the source: the printer changed nothing that runs.
@@ -403,10 +447,14 @@ func TestParseCommandMatching(t *testing.T) {
 		pattern string
 		match   []string
 	}{
-		{"run_command:git", []string{"git status", "git push origin main", "git", "git -v", "git $X"}},
+		// git -v (a global option) and git $X (a detail not known before
+		// it runs) key exactly: no wildcard covers them.
+		{"run_command:git", []string{"git status", "git push origin main", "git"}},
 		{"run_command:git:push", []string{"git push origin main"}},
-		{"run_command:git:*", []string{"git status", "git push origin main", "git", "git -v", "git $X"}},
-		{"run_command:*", []string{"git status", "git push origin main", "git", "git -v", "./git push", "gitk", "git $X"}},
+		{"run_command:git:*", []string{"git status", "git push origin main", "git"}},
+		{"run_command:*", []string{"git status", "git push origin main", "git", "./git push", "gitk"}},
+		{`run_command:"git -v"`, []string{"git -v"}},
+		{`run_command:"git  $X"`, []string{"git $X"}},
 		{"run_command:*:push", []string{"git push origin main", "./git push"}},
 		{"run_command:./git", []string{"./git push"}},
 		{`run_command:"git status && git push"`, []string{"git status && git push"}},

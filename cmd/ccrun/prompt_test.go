@@ -138,10 +138,11 @@ func TestPromptShell(t *testing.T) {
 	wantScreen(t, screen, []string{
 		"run_command (@shell) asks to run",
 		`touch made\x1b[31m`, // the escape is shown, not sent to the terminal
-		"key:       run_command:touch\r\n",
+		// an operand that is not a plain word keys the whole text
+		`key:       run_command:"touch made\x1b[31m"` + "\r\n",
 		"allow? [o] once  [s] this session  [d] deny  (Enter: deny): ",
 		`"this project" is not offered: a @shell command runs with your own rights`,
-		`"this session" covers every command under the key run_command:touch`,
+		`"this session" covers this exact command only`,
 		`"p": "this project" is not offered`, // asked again, never taken
 		`"y": not an answer; answer o, s, d`,
 	}, []string{"[p]", "[1]", "made\x1b[31m"})

@@ -37,10 +37,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"regexp"
 	"strings"
 	"sync"
 
+	"mvdan.cc/sh/v3/pattern"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/ceiling"
@@ -67,9 +68,15 @@ func ScopeOf(d *permission.Decision) (Scope, permission.Pattern) {
 	case permission.LayerApprover:
 		return Person, permission.Pattern{}
 	case permission.LayerProject, permission.LayerSession, permission.LayerAllowRule:
-		text, _, _ := strings.Cut(d.Rule, " (")
-		if p, err := permission.ParsePattern(text); err == nil {
+		// "PATTERN" or "PATTERN (SOURCE)"; an exact pattern's command may
+		// hold " (" itself.
+		if p, err := permission.ParsePattern(d.Rule); err == nil {
 			return Pattern, p
+		}
+		if i := strings.LastIndex(d.Rule, " ("); i >= 0 {
+			if p, err := permission.ParsePattern(d.Rule[:i]); err == nil {
+				return Pattern, p
+			}
 		}
 		return ReadOnly, permission.Pattern{} // fail closed: the narrowest scope
 	case permission.LayerMode:
@@ -104,7 +111,7 @@ type Config struct {
 type Guard struct {
 	cfg         Config
 	base        map[string]string
-	argvs       [][]string // for an exact run_command pattern: the literal commands written in it
+	argvs       [][]word   // for an exact run_command pattern: the simple commands written in it
 	realProject string     // ProjectDir with its links resolved, once
 	mu          sync.Mutex // one ask at a time
 }
@@ -127,48 +134,103 @@ func New(cfg Config) *Guard {
 		}
 	}
 	if cfg.Scope == Pattern && cfg.Pattern.Exact && cfg.Pattern.Tool == permission.ShellTool {
-		g.argvs = literalCommands(cfg.Pattern.Action)
+		g.argvs = writtenCommands(cfg.Pattern.Action)
 	}
 	return g
 }
 
-// literalCommands returns the argv of every simple command written in the
-// shell text src whose words are all literal: what a rule of that very
-// text says may run. Nil when src does not parse.
-func literalCommands(src string) [][]string {
+// word is one word of a command written in an exact pattern, as the
+// interpreter expands it: text, or for a glob the file names its pattern
+// matches (or text, when it matches none).
+type word struct {
+	text string
+	pat  string         // the glob pattern; "" for a literal word
+	re   *regexp.Regexp // pat compiled; nil for a literal word
+}
+
+// matches reports whether name is one a glob word can expand to: not
+// empty, the pattern matches it, * and ? stopping at '/', and no
+// component of it starts with '.' where the pattern's does not (a glob
+// reaches a dotfile only when its pattern names the dot).
+func (w word) matches(name string) bool {
+	if w.re == nil || name == "" || !w.re.MatchString(name) {
+		return false
+	}
+	pats := strings.Split(w.pat, "/")
+	for i, c := range strings.Split(name, "/") {
+		if strings.HasPrefix(c, ".") && (i >= len(pats) || !strings.HasPrefix(strings.TrimPrefix(pats[i], `\`), ".")) {
+			return false
+		}
+	}
+	return true
+}
+
+// writtenCommands returns the words of every simple command written in
+// the shell text src whose words are literal or globs (shellcmd.GlobOf):
+// what a rule of that very text says may run. Nil when src does not parse.
+func writtenCommands(src string) [][]word {
 	c := permission.ParseCommand(src)
 	if c.File == nil {
 		return nil
 	}
-	var out [][]string
+	var out [][]word
 	syntax.Walk(c.File, func(n syntax.Node) bool {
 		call, ok := n.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
-		argv := make([]string, len(call.Args))
+		words := make([]word, len(call.Args))
 		for i, w := range call.Args {
-			lw := shellcmd.WordOf(w)
-			if !lw.Lit {
-				return true
+			pat, text, ok := shellcmd.GlobOf(w)
+			if !ok {
+				return true // a parameter, a tilde, braces: not known before it runs
 			}
-			argv[i] = lw.Val
+			words[i] = word{text: text}
+			if pat != "" {
+				expr, err := pattern.Regexp(pat, pattern.Filenames|pattern.EntireString|pattern.NoGlobStar)
+				if err != nil {
+					return true
+				}
+				words[i].pat, words[i].re = pat, regexp.MustCompile(expr)
+			}
 		}
-		out = append(out, argv)
+		out = append(out, words)
 		return true
 	})
 	return out
 }
 
-// written reports whether argv is one of the commands written in the exact
-// pattern that allowed the call, word for word.
+// written reports whether argv is what one of the commands written in the
+// exact pattern that allowed the call expands to: its literal words word
+// for word, each glob as one or more names it matches, or as itself when
+// it matched nothing.
 func (g *Guard) written(argv []string) bool {
-	for _, a := range g.argvs {
-		if slices.Equal(a, argv) {
+	for _, words := range g.argvs {
+		if expandsTo(words, argv) {
 			return true
 		}
 	}
 	return false
+}
+
+// expandsTo reports whether words expand to argv, in time
+// O(len(words)·len(argv)).
+func expandsTo(words []word, argv []string) bool {
+	// ok[j]: the words so far expand to argv[:j]
+	ok := make([]bool, len(argv)+1)
+	next := make([]bool, len(argv)+1)
+	ok[0] = true
+	for _, w := range words {
+		run := false // a run of matches of w, started where ok held, ends here
+		next[0] = false
+		for j := 1; j <= len(argv); j++ {
+			a := argv[j-1]
+			run = w.re != nil && w.matches(a) && (ok[j-1] || run)
+			next[j] = run || ok[j-1] && a == w.text
+		}
+		ok, next = next, ok
+	}
+	return ok[len(argv)]
 }
 
 // Shell returns the checks in the form the @shell executor takes.

@@ -281,3 +281,72 @@ func TestSubmodulePrograms(t *testing.T) {
 		t.Logf("git status did not run the submodule's fsmonitor here (%v): the class is checked all the same", err)
 	}
 }
+
+// TestExactGrantCoversItsExpansion: under the exact pattern of a command
+// keyed by its whole text (a grant of rm *.log, of a wrapper, of a quoted
+// operand), the program the interpreter starts runs when its expanded
+// words are what the written words expand to — a glob's matches, or the
+// glob itself when nothing matched — and not otherwise; a grant of one
+// wrapper invocation never lets another run.
+func TestExactGrantCoversItsExpansion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		pattern string
+		argv    []string
+		ok      bool
+	}{
+		{`run_command:"rm *.log"`, []string{"rm", "a.log"}, true},
+		{`run_command:"rm *.log"`, []string{"rm", "a.log", "b.log", "-x.log"}, true},
+		{`run_command:"rm *.log"`, []string{"rm", "*.log"}, true}, // nothing matched
+		{`run_command:"rm *.log"`, []string{"rm"}, false},
+		{`run_command:"rm *"`, []string{"rm", ""}, false}, // no glob expands to nothing
+		{`run_command:"rm *"`, []string{"rm", "-rf", "/"}, false},
+		{`run_command:"rm *"`, []string{"rm", ".."}, false},
+		{`run_command:"rm *.log"`, []string{"rm", "-rf", "/"}, false},
+		{`run_command:"rm *.log"`, []string{"rm", "a.log", "x.txt"}, false},
+		{`run_command:"rm *.log"`, []string{"rm", "sub/a.log"}, false}, // * stops at /
+		{`run_command:"rm *.log"`, []string{"rm", ".a.log"}, false},    // nor matches a leading dot
+		{`run_command:"rm *.log"`, []string{"rm", "-rf", "a.log"}, false},
+		{`run_command:"rm *.log"`, []string{"sh", "a.log"}, false},
+		{`run_command:"rm -f 'my dir'/*.log x"`, []string{"rm", "-f", "my dir/a.log", "my dir/b.log", "x"}, true},
+		{`run_command:"rm -f 'my dir'/*.log x"`, []string{"rm", "-f", "my dir/a.log", "y"}, false},
+		{`run_command:"rm -f 'my dir'/*.log x"`, []string{"rm", "-f", "my dirx/a.log", "x"}, false},
+		{`run_command:"rm -f '*'.log"`, []string{"rm", "-f", "a.log"}, false}, // a quoted * is a character
+		{`run_command:"rm -f '*'.log"`, []string{"rm", "-f", "*.log"}, true},
+		{`run_command:"rm .?.log"`, []string{"rm", ".a.log"}, true},
+		{`run_command:"rm [ab].log"`, []string{"rm", "b.log"}, true},
+		{`run_command:"rm [ab].log"`, []string{"rm", "c.log"}, false},
+		{`run_command:"rm 'old notes.txt'"`, []string{"rm", "old notes.txt"}, true},
+		{`run_command:"rm 'old notes.txt'"`, []string{"rm", "old", "notes.txt"}, false},
+		{`run_command:"timeout 60 true"`, []string{"timeout", "60", "true"}, true},
+		{`run_command:"timeout 60 true"`, []string{"timeout", "60", "sh", "-c", "x"}, false},
+		{`run_command:"env CI=1 npm test"`, []string{"env", "CI=1", "npm", "test"}, true},
+		{`run_command:"env CI=1 npm test"`, []string{"env", "CI=1", "sh"}, false},
+		{`run_command:"sudo ls"`, []string{"sudo", "rm"}, false},
+		{`run_command:"xargs rm"`, []string{"xargs", "cat"}, false},
+		{`run_command:"rm $F"`, []string{"rm", "-rf", "/"}, false}, // a parameter: asked at execution
+		{`run_command:"rm {a,b}.log"`, []string{"rm", "a.log", "b.log"}, false},
+		{`run_command:"rm *.log && rm *.tmp"`, []string{"rm", "x.tmp"}, true},
+		{`run_command:"rm *.log && rm *.tmp"`, []string{"rm", "x.tmp", "y.log"}, false},
+	} {
+		pat := permission.MustParsePattern(tc.pattern)
+		g := New(Config{Scope: Pattern, Pattern: pat})
+		err := g.Exec(context.Background(), shell.Program{Argv: tc.argv, Path: "/usr/bin/" + tc.argv[0], Dir: dir})
+		if got := err == nil; got != tc.ok {
+			t.Errorf("Exec(%q) under %s: %v, want allowed %v", tc.argv, pat, err, tc.ok)
+		}
+	}
+}
+
+// TestScopeOfExactRule: a rule or grant whose command holds " (" reads
+// back whole.
+func TestScopeOfExactRule(t *testing.T) {
+	t.Parallel()
+	for _, rule := range []string{`run_command:"echo 'a (b)'"`, `run_command:"echo 'a (b)'" (session)`} {
+		s, p := ScopeOf(&permission.Decision{Layer: permission.LayerSession, Rule: rule})
+		if s != Pattern || p.String() != `run_command:"echo 'a (b)'"` {
+			t.Errorf("ScopeOf(%s) = %v %s, want Pattern and the exact pattern", rule, s, p)
+		}
+	}
+}

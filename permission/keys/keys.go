@@ -19,7 +19,8 @@ import (
 
 // ShellTool is the tool of shell commands: its keys are command keys
 // (run_command:PROGRAM[:DETAIL], or the whole canonical text of a compound
-// command), and the ceiling of its environment is the session.
+// command, of a wrapper's, and of one whose detail is not a plain word),
+// and the ceiling of its environment is the session.
 const ShellTool = "run_command"
 
 // ErrInvalidKey is the class of every error from ParseKey and ParsePattern.
@@ -36,7 +37,9 @@ var ErrInvalidKey = errdefs.ErrInvalidArgument.WithMessage("invalid permission k
 // A Key whose action is quoted is exact: it is matched only by a pattern of
 // the very same text (for run_command: of the same command, however spaced
 // or quoted), never by a wildcard. Compound shell commands key that
-// way, by their whole canonical text (seed 000 ADR 0036):
+// way, by their whole canonical text (seed 000 ADR 0036), and so do
+// wrappers (timeout 60 true) and simple commands whose detail is not a
+// plain word (rm *.log):
 //
 //	run_command:"git status && git push"
 //
@@ -45,7 +48,8 @@ type Key struct {
 	Tool   string // run_command, write_file, capability, …; always bare
 	Action string // the program, the path, the capability's name, or a compound command's text
 	Detail string // optional: the subcommand (first non-flag argument)
-	// Exact is set for keys matched only by the same text (compound commands).
+	// Exact is set for keys matched only by the same text (compound
+	// commands, wrappers, details that are not plain words).
 	Exact bool
 }
 
@@ -148,18 +152,19 @@ func ParsePattern(s string) (Pattern, error) {
 // read as a command: the canonical text ParseCommand keys a compound
 // command by, so that a rule matches however the command is spaced or
 // quoted (make   test&&make lint and 'make' test && make lint are both
-// run_command:"make test && make lint"). Text that is not a compound
-// command that parses stays as written: text that does not parse, text
-// with no statement, a simple command (keyed run_command:PROGRAM[:DETAIL],
-// never by an exact key), and the canonical texts that stand for no parsed
-// command (CanonicalEmpty, UnparsedPrefix+SOURCE), which no parse prints.
+// run_command:"make test && make lint"). Text that is not a command keyed
+// exactly that parses stays as written: text that does not parse, text
+// with no statement, a simple command keyed run_command:PROGRAM[:DETAIL]
+// (never by an exact key; rm *.log and timeout 60 true are keyed exactly),
+// and the canonical texts that stand for no parsed command
+// (CanonicalEmpty, UnparsedPrefix+SOURCE), which no parse prints.
 // CheckPattern says why such a pattern matches nothing a command is keyed as.
 func canonicalCommand(action string) string {
 	if shellcmd.NotParsed(action) {
 		return action
 	}
 	c := shellcmd.Parse(action)
-	if c.File == nil || !c.Compound || c.Canonical == shellcmd.CanonicalEmpty {
+	if c.File == nil || !c.Exact || c.Canonical == shellcmd.CanonicalEmpty {
 		return action
 	}
 	return c.Canonical
@@ -168,8 +173,9 @@ func canonicalCommand(action string) string {
 // CheckPattern reports, with class ErrInvalidKey, an exact run_command
 // pattern that no parsed command is keyed as, and so matches nothing a
 // person can mean: text that does not parse as a shell command, text with
-// no statement, and a simple command written as an exact key (a simple
-// command keys as run_command:PROGRAM[:DETAIL]; the error names that key).
+// no statement, and a simple command keyed by program and detail written
+// as an exact key (git status keys as run_command:git:status; the error
+// names that key).
 // Such a pattern is kept as written by ParsePattern. CheckPattern returns
 // nil for every other pattern.
 func CheckPattern(p Pattern) error {
@@ -183,9 +189,9 @@ func CheckPattern(p Pattern) error {
 		return fmt.Errorf("%s: the text does not parse as a shell command, so no command is keyed as it (%v): %w", p, c.Err, ErrInvalidKey)
 	case c.Canonical == shellcmd.CanonicalEmpty:
 		return fmt.Errorf("%s: the text has no command: %w", p, ErrInvalidKey)
-	case !c.Compound && k.Detail == "":
+	case !c.Exact && k.Detail == "":
 		return fmt.Errorf("%s: a simple command is keyed %s (every %s command), never by an exact key: %w", p, k, shellcmd.Escape(k.Action), ErrInvalidKey)
-	case !c.Compound:
+	case !c.Exact:
 		return fmt.Errorf("%s: a simple command is keyed %s, never by an exact key: %w", p, k, ErrInvalidKey)
 	}
 	return nil

@@ -3,9 +3,7 @@ package shellcmd
 import (
 	"errors"
 	"fmt"
-	"path"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,9 +89,10 @@ type Parsed struct {
 	// Source is the text as given.
 	Source string
 	// File is the parse tree the executor runs; nil when the text does not
-	// parse. For a compound command it is the parse of Canonical, so that
-	// two commands with the same canonical text run the very same tree;
-	// for a simple command it is the parse of Source.
+	// parse. For a command keyed exactly (Exact) it is the parse of
+	// Canonical, so that two commands with the same canonical text run the
+	// very same tree; for any other simple command it is the parse of
+	// Source.
 	File *syntax.File
 	// Canonical is the syntax printer's output for the parse of Source,
 	// without its final newline. It is CanonicalEmpty for a command with
@@ -103,6 +102,10 @@ type Parsed struct {
 	// Compound is set for anything but one plain simple command (see
 	// Parse).
 	Compound bool
+	// Exact is set when the command is keyed by its whole canonical text,
+	// not by program and detail: every compound command, and a simple
+	// command whose detail no plain word can name (see Parse).
+	Exact bool
 	// Program and Args are the words of a simple command (empty for a
 	// compound one). Program is after quote removal. Args[i] is the
 	// argument's value after quote removal when Literal[i] is set, and
@@ -115,7 +118,7 @@ type Parsed struct {
 	// (parameter, tilde, glob, brace) left in it.
 	Literal []bool
 	// Detail is the detail of a simple command's key (see Parse); empty
-	// for none.
+	// for none, and for a command keyed exactly.
 	Detail string
 	// Err says why the text does not parse (class ErrUnparsable); nil
 	// otherwise.
@@ -141,21 +144,31 @@ var (
 // literal text, quotes allowed, whose value after quote removal is bare
 // (letters, digits and . _ / + - @ % , = #), with no ~, no line
 // continuation and no control byte in its source. Its Detail is its first
-// argument not starting with '-', when that argument is literal and bare;
-// for git, only when every option before it is one that changes nothing
-// about what runs (--no-pager, -P…: see gitGlobal), since a global option
-// (-C d, -c k=v, --git-dir=x) changes what the subcommand does:
+// argument not starting with '-'. A detail that no plain word can name
+// narrows the key to the whole text, never widens it to every command of
+// the program: a simple command is Exact, keyed by its canonical text like
+// a compound one, when that argument or a word before it is not literal
+// and bare (a glob, a parameter, quoted text with blanks), when a --
+// comes before it, for git when a global option that changes what the
+// subcommand does comes before it (-C d, -c k=v, --git-dir=x; not
+// --no-pager, -P…: see gitGlobal), and whatever its words when the
+// program is a wrapper, whose words name another program to run (Wraps:
+// timeout, env, sudo, xargs, sh…). A simple command with no argument
+// but options has no detail (ls -la):
 //
 //	git status          Program git, Detail status
 //	./git status        Program ./git, Detail status
-//	git -C dir status   Program git, no Detail
-//	git "$X" push       Program git, no Detail
+//	ls -la              Program ls, no Detail
+//	git -C dir status   Exact
+//	git "$X" push       Exact
+//	rm *.log            Exact
+//	timeout 60 true     Exact
 //
 // Everything else is compound. Comments are dropped (they do not run). The
-// tree a compound command runs is the parse of its canonical text, checked
-// to be the tree of the source but for positions and spellings that run
-// the same (`…` as $(…), $[…] as $((…)), the tabs of a <<- here-document):
-// so one canonical text is one program.
+// tree a command keyed exactly runs is the parse of its canonical text,
+// checked to be the tree of the source but for positions and spellings
+// that run the same (`…` as $(…), $[…] as $((…)), the tabs of a <<-
+// here-document): so one canonical text is one program.
 //
 // Text with no statement has Canonical CanonicalEmpty. Text that does not
 // parse has Canonical UnparsedPrefix+SOURCE and a nil File, and so does
@@ -177,17 +190,19 @@ func Parse(src string) *Parsed {
 		return c.unparsed(err)
 	}
 	if len(f.Stmts) == 0 {
-		c.File, c.Canonical, c.Compound = f, CanonicalEmpty, true
+		c.File, c.Canonical, c.Compound, c.Exact = f, CanonicalEmpty, true, true
 		return c
 	}
 	if c.Canonical, err = printNode(f); err != nil {
 		return c.unparsed(err)
 	}
-	if c.simple(src, f) {
+	if c.simple(src, f) && !c.Exact {
 		c.File = f
 		return c
 	}
-	c.File, c.Compound = f, true
+	// Keyed by its whole text: a compound command, or a simple one whose
+	// detail no plain word can name.
+	c.File, c.Compound, c.Exact = f, !c.Exact, true
 	if c.Canonical == src {
 		return c // f is the parse of the canonical text already
 	}
@@ -210,6 +225,7 @@ func (c *Parsed) unparsed(err error) *Parsed {
 		Source:    c.Source,
 		Canonical: UnparsedPrefix + c.Source,
 		Compound:  true,
+		Exact:     true,
 		Err:       fmt.Errorf("%s: %v: %w", shorten(c.Source), err, ErrUnparsable),
 	}
 	return c
@@ -299,20 +315,7 @@ func (c *Parsed) simple(src string, f *syntax.File) bool {
 		}
 	}
 	c.Program, c.Args, c.Literal = name, args, lit
-	for i, a := range args {
-		if lit[i] && strings.HasPrefix(a, "-") {
-			if path.Base(name) == "git" && !slices.Contains(gitGlobal, a) {
-				// git -C d status, --git-dir=x, -c k=v: a global option
-				// changes what the subcommand does, so no detail hides it
-				break
-			}
-			continue
-		}
-		if lit[i] && Bare(a) {
-			c.Detail = a
-		}
-		break
-	}
+	c.Detail, c.Exact = detailOf(name, args, lit)
 	return true
 }
 
