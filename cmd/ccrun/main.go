@@ -22,6 +22,11 @@ type stdio struct {
 }
 
 func main() {
+	// the confinement server, which keeps the rulesets of read-only
+	// commands for the ccrun processes that come and go
+	if confine.IsServer() {
+		os.Exit(confine.ServeMain())
+	}
 	// a @wasm worker of `exec --wasm-worker`, the warm @wasm server
 	// (CCRUN_WASM_SERVER=1), the detached refill of a warm container pool
 	if code, ok := serveHelper(os.Args[1:]); ok {
@@ -33,6 +38,7 @@ func main() {
 	// /proc/PID/mem or pidfd_getfd. Not its helpers above: ccrun gc reads
 	// their /proc/PID/environ to know them, and they hold no secret.
 	_ = confine.NonDumpable()
+	confine.ServerExe, _ = os.Executable()
 	if len(os.Args) < 2 || os.Args[1] != "mcp" {
 		// A process that lives for one call: reading a 2 MB module
 		// and the gate's work would start a collection (a few ms of

@@ -65,15 +65,31 @@ func (b *built) fresh() bool {
 	return true
 }
 
-// cached returns the built ruleset of p, building it if it is missing or
-// stale. The fd stays the cache's: dup it.
-func cached(p Policy, abi int) (*built, error) {
+// cachedDup returns a new fd of the built ruleset of p (close it), and
+// how many rules it has, building it if it is missing or stale. The dup
+// is made under the cache's lock: another Prepare may close the cache's
+// own fd as soon as it finds it stale.
+func cachedDup(p Policy, abi int) (fd, rules int, err error) {
+	cache.Lock()
+	defer cache.Unlock()
+	b, err := cachedLocked(p, abi)
+	if err != nil {
+		return -1, 0, err
+	}
+	fd, err = unix.FcntlInt(uintptr(b.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, fmt.Errorf("confine: dup ruleset: %w: %w", ErrUnavailable, err)
+	}
+	return fd, int(b.rules.Load()), nil
+}
+
+// cachedLocked returns the built ruleset of p, building it if it is
+// missing or stale; the cache's lock is held. The fd stays the cache's.
+func cachedLocked(p Policy, abi int) (*built, error) {
 	// "\x00" cannot be in a path: the key is unambiguous
 	key := strconv.Itoa(abi) + "\x01" + strings.Join(p.Hide, "\x00") + "\x01" + strings.Join(p.Read, "\x00") +
 		"\x01" + strings.Join(p.Write, "\x00") + "\x01" + strconv.FormatBool(p.HideProcesses) +
 		"\x01" + strings.Join(p.Private, "\x00") + "\x01" + strings.Join(p.Search, "\x00")
-	cache.Lock()
-	defer cache.Unlock()
 	if b := cache.m[key]; b != nil {
 		if b.fresh() {
 			return b, nil

@@ -136,15 +136,13 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if _, err := helperFiles(); err != nil {
 		return nil, err
 	}
-	b, err := cached(p, abi)
-	if err != nil {
-		return nil, err
+	fd, rules, ok := fromServer(p, abi)
+	if !ok {
+		if fd, rules, err = cachedDup(p, abi); err != nil {
+			return nil, err
+		}
 	}
-	fd, err := unix.FcntlInt(uintptr(b.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("confine: dup ruleset: %w: %w", ErrUnavailable, err)
-	}
-	return &Ruleset{abi: abi, rules: int(b.rules.Load()), ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
+	return &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
 		withSeccomp: withSeccomp && hasSeccomp}, nil
 }
 

@@ -49,3 +49,13 @@ func (rs *Ruleset) Close() error { return nil }
 
 // NonDumpable does nothing on this OS.
 func NonDumpable() error { return nil }
+
+// ServerExe is unused on this OS: nothing is confined, so no ruleset is
+// served.
+var ServerExe string
+
+// IsServer reports false: this OS has no confinement server.
+func IsServer() bool { return false }
+
+// ServeMain fails: this OS has no confinement server.
+func ServeMain() int { return 1 }

@@ -25,11 +25,16 @@ const (
 
 func TestMain(m *testing.M) {
 	switch {
+	case IsServer():
+		os.Exit(ServeMain())
 	case os.Getenv(probeEnv) != "":
 		os.Exit(probeMain(os.Getenv(probeEnv)))
 	case os.Getenv(parentEnv) != "":
 		os.Exit(parentMain())
 	}
+	// Tests build their own rulesets (some with a lowered search
+	// budget): TestServer turns the server on for itself.
+	os.Setenv(ServerEnv, "off")
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,414 @@
+//go:build linux
+
+package confine
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ccrun/ccrun/internal/usersock"
+)
+
+// The confinement server keeps built rulesets for the processes of this
+// user that come and go. A ccrun that lives for one call (ccrun exec)
+// would otherwise build its ruleset anew every time: the search of the
+// project and one rule per entry of each partly granted directory, a few
+// milliseconds of a call that the kernel layer may lengthen by at most
+// one. The server builds it once, keeps it as Prepare keeps it in a
+// process (rebuilt as soon as a directory it was built from changed: the
+// same stamps), and hands a copy of the ruleset's fd to each client over
+// a unix socket (SCM_RIGHTS). What a client gets is what it would have
+// built itself; it checks that the peer is a process of its own user in
+// its own mount namespace and root, that the fd is a Landlock ruleset and
+// that the ABI is its own, and otherwise builds its own. A server that is
+// not there costs one failed connect: the client builds its own ruleset
+// and starts a server (ServerExe) for the next call. A ruleset restricts
+// whoever applies it: there is no secret in one to steal, and a process
+// of the user that could serve a wider one could as well run unconfined.
+
+// Server settings.
+const (
+	// ServerEnv, set to "off", keeps Prepare from asking a server or
+	// starting one; ServeEnv=1 makes a ccrun process the server
+	// (IsServer, ServeMain).
+	ServerEnv = "CCRUN_CONFINE_SERVER"
+	ServeEnv  = "CCRUN_CONFINE_SERVE"
+	// socketEnv tells a server started by Prepare its socket.
+	socketEnv = "CCRUN_CONFINE_SOCKET"
+	// ServerIdleEnv is how long the server waits for a client before it
+	// exits (a Go duration; default DefaultServerIdle).
+	ServerIdleEnv     = "CCRUN_CONFINE_SERVER_IDLE"
+	DefaultServerIdle = 10 * time.Minute
+)
+
+// ServerExe is the program Prepare starts, detached, as the server when
+// none answers (ServeEnv=1 in its environment; its arguments, which it
+// does not read, name it for ps: "confine-server SOCKET"). ccrun's main
+// sets it to its own executable; empty (a library, a test): no server is
+// started, and one already running is still used.
+var ServerExe string
+
+// ServerSocket is where the server of this user and this executable
+// listens: confine-ID.sock in usersock.Dir, ID a digest of the
+// executable's identity (its file's device, inode, size and time), so
+// that two builds of ccrun side by side (an upgrade, a checkout) each
+// have their own; "" when the executable cannot be told.
+func ServerSocket() string {
+	exe, ok := startedExe()
+	if !ok {
+		return ""
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%d/%d", exe.Dev, exe.Ino, exe.Size, exe.Mtime))
+	return filepath.Join(usersock.Dir(), "confine-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+// IsServer reports whether this process was started as the server.
+func IsServer() bool { return os.Getenv(ServeEnv) == "1" }
+
+// ServeMain serves at the socket it was started for (ServerSocket by
+// default) until it has been idle for ServerIdleEnv, or SIGTERM or SIGINT;
+// it returns the exit code (1 when it could not serve).
+func ServeMain() int {
+	idle := DefaultServerIdle
+	if d, err := time.ParseDuration(os.Getenv(ServerIdleEnv)); err == nil && d > 0 {
+		idle = d
+	}
+	socket := os.Getenv(socketEnv)
+	if !filepath.IsAbs(socket) {
+		if socket = ServerSocket(); socket == "" {
+			fmt.Fprintln(os.Stderr, "ccrun confine-server: cannot tell this executable")
+			return 1
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := Serve(ctx, socket, idle); err != nil {
+		fmt.Fprintln(os.Stderr, "ccrun confine-server:", err)
+		return 1
+	}
+	return 0
+}
+
+// request is what a client asks; reply what the server answers, with the
+// ruleset's fd beside it.
+type request struct {
+	ABI    int    `json:"abi"`
+	Exe    exeID  `json:"exe"`
+	Policy Policy `json:"policy"`
+}
+
+// exeID identifies an executable file: a client is served only by a
+// server that is the same program (another build may build rulesets
+// otherwise), and a server whose file was replaced (an upgrade) serves
+// nobody.
+type exeID struct {
+	Dev, Ino, Size uint64
+	Mtime          int64
+}
+
+// exeNow identifies this process's executable as it is at its path now;
+// ok is false when that cannot be told.
+func exeNow() (exeID, bool) {
+	exe, err := os.Executable()
+	if err != nil {
+		return exeID{}, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(exe, &st); err != nil {
+		return exeID{}, false
+	}
+	return exeID{st.Dev, st.Ino, uint64(st.Size), st.Mtim.Nano()}, true
+}
+
+// startedExe is this process's executable as it was when first asked.
+var startedExe = sync.OnceValues(exeNow)
+
+type reply struct {
+	ABI   int    `json:"abi"`
+	Rules int    `json:"rules"`
+	Where place  `json:"where"`
+	Error string `json:"error,omitempty"`
+}
+
+// place is where a process sees the file system from: paths name the
+// same files for two processes of the same place.
+type place struct {
+	MountNS uint64 `json:"mntns"`
+	RootDev uint64 `json:"rootdev"`
+	RootIno uint64 `json:"rootino"`
+}
+
+func here() (place, error) {
+	var ns, root unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &ns); err != nil {
+		return place{}, err
+	}
+	if err := unix.Stat("/", &root); err != nil {
+		return place{}, err
+	}
+	return place{ns.Ino, root.Dev, root.Ino}, nil
+}
+
+// Serve serves rulesets at socket until ctx ends or no client came for
+// idle. The socket's directory is made (0700) and checked; a lock file
+// beside the socket keeps a second server off: when one holds it, Serve
+// returns nil at once.
+func Serve(ctx context.Context, socket string, idle time.Duration) error {
+	abi, err := Available()
+	if err != nil {
+		return err
+	}
+	where, err := here()
+	if err != nil {
+		return fmt.Errorf("confine server: %w", err)
+	}
+	dir := filepath.Dir(socket)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("confine server: %w", err)
+	}
+	if err := usersock.CheckDir(dir); err != nil {
+		return fmt.Errorf("confine server: %w", err)
+	}
+	lock, err := usersock.TakeLock(socket + ".lock")
+	if err != nil || lock == nil {
+		return err // nil: another server has it
+	}
+	defer lock.Close()
+	_ = os.Remove(socket) // a stale one: this process holds the lock
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("confine server: %w", err)
+	}
+	l.SetUnlinkOnClose(true)
+	defer l.Close()
+	if err := os.Chmod(socket, 0o600); err != nil {
+		return fmt.Errorf("confine server: %w", err)
+	}
+	uid := os.Getuid()
+	startedExe()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	for {
+		_ = l.SetDeadline(time.Now().Add(idle))
+		c, err := l.AcceptUnix()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || ctx.Err() != nil {
+				return nil // idle, or told to stop
+			}
+			return fmt.Errorf("confine server: %w", err)
+		}
+		if started, _ := startedExe(); !sameExe(started) {
+			c.Close()
+			return nil // upgraded: the next client starts the new one
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			if peer, err := usersock.PeerUID(c); err != nil || peer != uid {
+				return
+			}
+			serveOne(c, abi, where)
+		}()
+	}
+}
+
+// serveOne answers one request on c.
+func serveOne(c *net.UnixConn, abi int, where place) {
+	_ = c.SetDeadline(time.Now().Add(serverTimeout))
+	line, err := bufio.NewReaderSize(c, 64<<10).ReadSlice('\n')
+	if err != nil {
+		return
+	}
+	var req request
+	rep := reply{ABI: abi, Where: where}
+	fd := -1
+	switch err := json.Unmarshal(line, &req); {
+	case err != nil:
+		rep.Error = err.Error()
+	case req.ABI != abi:
+		rep.Error = fmt.Sprintf("landlock ABI %d asked, %d here", req.ABI, abi)
+	case !sameExe(req.Exe):
+		rep.Error = "another ccrun executable serves here"
+	default:
+		if fd, rep.Rules, err = cachedDup(req.Policy, abi); err != nil {
+			rep.Error = err.Error()
+		}
+	}
+	b, _ := json.Marshal(rep)
+	var oob []byte
+	if fd >= 0 {
+		defer unix.Close(fd)
+		oob = unix.UnixRights(fd)
+	}
+	_, _, _ = c.WriteMsgUnix(append(b, '\n'), oob, nil)
+}
+
+// sameExe reports whether a client's executable is this server's, and
+// this server's file was not replaced since it started.
+func sameExe(client exeID) bool {
+	started, ok := startedExe()
+	now, ok2 := exeNow()
+	return ok && ok2 && started == now && client == started
+}
+
+// serverTimeout bounds one exchange: a cold build of a large project
+// takes tens of milliseconds.
+const serverTimeout = 5 * time.Second
+
+// dialTimeout bounds the client's connect: a server that does not accept
+// at once is taken for none.
+const dialTimeout = 100 * time.Millisecond
+
+// fromServer asks this user's server for the ruleset of p: its fd and
+// rule count, or false (then the caller builds its own, and a server is
+// started for the next call).
+func fromServer(p Policy, abi int) (fd, rules int, ok bool) {
+	if os.Getenv(ServerEnv) == "off" {
+		return -1, 0, false
+	}
+	socket := ServerSocket()
+	if socket == "" {
+		return -1, 0, false
+	}
+	fd, rules, err := askServer(socket, p, abi)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			startServer(socket)
+		}
+		return -1, 0, false
+	}
+	return fd, rules, true
+}
+
+func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
+	if err := usersock.CheckDir(filepath.Dir(socket)); err != nil {
+		return -1, 0, err
+	}
+	nc, err := net.DialTimeout("unix", socket, dialTimeout)
+	if err != nil {
+		return -1, 0, err
+	}
+	c := nc.(*net.UnixConn)
+	defer c.Close()
+	if peer, err := usersock.PeerUID(c); err != nil || peer != os.Getuid() {
+		return -1, 0, fmt.Errorf("confine server: peer uid %d (%v): %w", peer, err, usersock.ErrUnsafe)
+	}
+	exe, ok := startedExe()
+	if !ok {
+		return -1, 0, errors.New("confine server: this executable cannot be told")
+	}
+	_ = c.SetDeadline(time.Now().Add(serverTimeout))
+	b, err := json.Marshal(request{ABI: abi, Exe: exe, Policy: p})
+	if err != nil {
+		return -1, 0, err
+	}
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return -1, 0, err
+	}
+	buf := make([]byte, 4<<10)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return -1, 0, err
+	}
+	fds, err := receivedFds(oob[:oobn])
+	if err != nil {
+		return -1, 0, err
+	}
+	closeAll := func() {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+	}
+	var rep reply
+	if err := json.Unmarshal(buf[:n], &rep); err != nil {
+		closeAll()
+		return -1, 0, fmt.Errorf("confine server: reply: %w", err)
+	}
+	where, err := here()
+	switch {
+	case rep.Error != "":
+		err = fmt.Errorf("confine server: %s", rep.Error)
+	case err != nil:
+	case rep.ABI != abi || rep.Where != where:
+		err = fmt.Errorf("confine server: sees another file system or kernel (%+v, here %+v, ABI %d)", rep.Where, where, rep.ABI)
+	case len(fds) != 1 || !isRuleset(fds[0]):
+		err = errors.New("confine server: no ruleset in the reply")
+	}
+	if err != nil {
+		closeAll()
+		return -1, 0, err
+	}
+	return fds[0], rep.Rules, nil
+}
+
+// receivedFds returns the fds of a message's SCM_RIGHTS, close-on-exec.
+func receivedFds(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for _, m := range msgs {
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, f := range got {
+			unix.CloseOnExec(f)
+		}
+		fds = append(fds, got...)
+	}
+	return fds, nil
+}
+
+// isRuleset reports whether fd is a Landlock ruleset.
+func isRuleset(fd int) bool {
+	link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	return err == nil && link == "anon_inode:[landlock-ruleset]"
+}
+
+var startOnce sync.Once
+
+// startServer starts ServerExe as the server at socket, detached (a
+// session of its own, stdio on /dev/null, working directory /), once per
+// process, with nothing of this process's environment but the idle time.
+func startServer(socket string) {
+	if ServerExe == "" {
+		return
+	}
+	startOnce.Do(func() {
+		cmd := exec.Command(ServerExe, "confine-server", socket)
+		cmd.Env = []string{ServeEnv + "=1", socketEnv + "=" + socket}
+		if v, ok := os.LookupEnv(ServerIdleEnv); ok {
+			cmd.Env = append(cmd.Env, ServerIdleEnv+"="+v)
+		}
+		cmd.Dir = "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if cmd.Start() == nil {
+			go func() { _ = cmd.Wait() }() // reap it should it end while this process lives
+		}
+	})
+}
