@@ -89,7 +89,8 @@ func cachedLocked(p Policy, abi int) (*built, error) {
 	// "\x00" cannot be in a path: the key is unambiguous
 	key := strconv.Itoa(abi) + "\x01" + strings.Join(p.Hide, "\x00") + "\x01" + strings.Join(p.Read, "\x00") +
 		"\x01" + strings.Join(p.Write, "\x00") + "\x01" + strconv.FormatBool(p.HideProcesses) +
-		"\x01" + strings.Join(p.Private, "\x00") + "\x01" + strings.Join(p.Search, "\x00")
+		"\x01" + strings.Join(p.Private, "\x00") + "\x01" + strings.Join(p.Search, "\x00") +
+		"\x01" + strings.Join(p.Writable, "\x00") + "\x01" + strconv.FormatBool(p.Network) // Protect: not in the ruleset
 	if b := cache.m[key]; b != nil {
 		if b.fresh() {
 			return b, nil
@@ -343,7 +344,7 @@ func build(p Policy, abi int) (*built, error) {
 		}
 		root.kids["proc"].procs = true
 	}
-	for _, list := range [][]string{p.Read, p.Write} {
+	for _, list := range [][]string{p.Read, p.Write, p.Writable, p.Protect} {
 		for _, w := range list {
 			if !filepath.IsAbs(w) {
 				return nil, fmt.Errorf("confine: path %q: not absolute: %w", w, ErrInvalidPolicy)
@@ -392,6 +393,11 @@ func build(p Policy, abi int) (*built, error) {
 	defer pl.close()
 
 	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi), HandledAccessNet: handledNet(abi), Scoped: scoped(abi)}
+	if p.Network {
+		// sockets stay as an unconfined command has them: TCP, and the
+		// abstract unix sockets of other processes; signals stay scoped
+		attr.HandledAccessNet, attr.Scoped = 0, attr.Scoped&^ll.ScopeAbstractUnixSocket
+	}
 	fd, err := ll.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
 		return nil, fmt.Errorf("confine: create ruleset: %w: %w", ErrUnavailable, err)
@@ -414,6 +420,11 @@ func build(p Policy, abi int) (*built, error) {
 	}
 	for _, w := range p.Write {
 		if err := b.rule(grant{dirfd: -1, name: w, rights: readFile | readDir | writeFile}, attr.HandledAccessFS); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range p.Writable {
+		if err := b.rule(grant{dirfd: -1, name: w, rights: writeTree}, attr.HandledAccessFS); err != nil {
 			return nil, err
 		}
 	}
@@ -732,4 +743,67 @@ func isPID(name string) bool {
 		}
 	}
 	return name != ""
+}
+
+// findRows walks dir as search does (breadth first, no symlink followed,
+// at most limit names) and returns the paths beneath it that a Leak row
+// covers, and those an Implant row covers; it goes into a .git directory
+// one level only (its config, hooks, info, commondir: not its objects).
+// A tree it could not walk whole is an error: what was not reached could
+// be neither hidden nor protected.
+func findRows(dir string, limit int) (leaks, implants []string, err error) {
+	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("confine: search %s: %w", dir, err)
+	}
+	defer unix.Close(rootFd)
+	type item struct {
+		rel   string
+		cs    []string
+		inGit bool
+	}
+	queue := []item{{".", comps(dir), false}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		fd := rootFd
+		if it.rel != "." {
+			fd, err = unix.Openat2(rootFd, it.rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+			if err != nil {
+				return nil, nil, fmt.Errorf("confine: search %s: %s changed while it was searched: %w", dir, it.rel, err)
+			}
+		}
+		ents, err := listDir(fd, false)
+		if fd != rootFd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("confine: search %s: %s: %w", dir, it.rel, err)
+		}
+		if limit -= len(ents); limit < 0 {
+			return nil, nil, fmt.Errorf("confine: search %s: more than %d names", dir, SearchLimit)
+		}
+		for _, e := range ents {
+			kcs := append(it.cs[:len(it.cs):len(it.cs)], e.name)
+			abs := path.Join(dir, it.rel, e.name)
+			if i := sensitive.FirstComps(kcs, true); i >= 0 {
+				switch leak := sensitive.Table()[i].Kind == sensitive.Leak; {
+				case e.typ == unix.DT_LNK && leak:
+					// what it points to is judged where it is
+				case e.typ == unix.DT_LNK:
+					return nil, nil, fmt.Errorf("confine: %s is protected, and a symbolic link, which a bind cannot keep in place: %w", abs, ErrInvalidPolicy)
+				case leak:
+					leaks = append(leaks, abs)
+				default:
+					implants = append(implants, abs)
+				}
+				continue
+			}
+			if e.typ == unix.DT_DIR && !it.inGit {
+				queue = append(queue, item{path.Join(it.rel, e.name), kcs, e.name == ".git"})
+			}
+		}
+	}
+	return leaks, implants, nil
 }

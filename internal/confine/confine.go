@@ -164,6 +164,33 @@ type Policy struct {
 	// hidden whole: the part of a very large tree that cannot be searched
 	// is not read. Default none.
 	Search []string
+	// Writable lists absolute directories (or files) beneath which a
+	// confined program may also create, remove, rename, link and truncate
+	// files, and change their modes and times, but for the Protect paths:
+	// the workspace tier's project and temporary directory. It grants no
+	// reading (Hide still holds there). Default none.
+	Writable []string
+	// Protect lists absolute paths that stay read-only beneath Writable:
+	// each is bound read-only over itself in a mount namespace of the
+	// program's own (the helper's), so that a write into one, a rename
+	// over or away, an unlink, a hard link and a new name in a protected
+	// directory fail; the directories each lies in beneath a Writable one
+	// (.git) are bound over themselves writable, so that none can be
+	// renamed away and replaced. Each must exist, and neither be nor lie under a
+	// symbolic link: the start fails otherwise (a link could be swapped
+	// for another). What does not exist cannot be protected so: the
+	// caller checks for it after the run. Default none.
+	Protect []string
+	// Mask lists absolute paths hidden by an empty read-only file or
+	// directory bound over each in the program's mount namespace, as
+	// Protect binds: unlike Hide, a name made later beside one is read as
+	// any other (the workspace tier's project, where builds make files).
+	// Each must exist and be reached with no symbolic link. Default none.
+	Mask []string
+	// Network lets a confined program open sockets and bind and connect
+	// TCP: what an approved command may do until egress is filtered.
+	// Default false: no socket of any family, no TCP.
+	Network bool
 	// Write lists absolute paths (files, or directories for everything
 	// beneath) that a confined program may open for writing, besides
 	// reading, hidden or not. Nothing may be created, removed, renamed or truncated
@@ -175,13 +202,16 @@ type Policy struct {
 func (p Policy) Clone() Policy {
 	p.Hide, p.Read, p.Write = slices.Clone(p.Hide), slices.Clone(p.Read), slices.Clone(p.Write)
 	p.Private, p.Search = slices.Clone(p.Private), slices.Clone(p.Search)
+	p.Writable, p.Protect, p.Mask = slices.Clone(p.Writable), slices.Clone(p.Protect), slices.Clone(p.Mask)
 	return p
 }
 
 // Equal reports whether p and q grant the same.
 func (p Policy) Equal(q Policy) bool {
 	return slices.Equal(p.Hide, q.Hide) && slices.Equal(p.Read, q.Read) && slices.Equal(p.Write, q.Write) &&
-		p.HideProcesses == q.HideProcesses && slices.Equal(p.Private, q.Private) && slices.Equal(p.Search, q.Search)
+		p.HideProcesses == q.HideProcesses && slices.Equal(p.Private, q.Private) && slices.Equal(p.Search, q.Search) &&
+		slices.Equal(p.Writable, q.Writable) && slices.Equal(p.Protect, q.Protect) && slices.Equal(p.Mask, q.Mask) &&
+		p.Network == q.Network
 }
 
 // SearchLimit is how many names Search reads at Prepare, in all
@@ -246,6 +276,60 @@ func ReadOnly(home string, dirs ...string) Policy {
 	p.Read = append(p.Read, devRead...)
 	p.Write = append(p.Write, devWrite...)
 	return p
+}
+
+// Workspace is the policy of a command that a person, a grant, an allow
+// rule or the mode let run (the workspace tier). It reads everything but
+// the Leak rows at their absolute places, under home by name, and at any
+// depth in project (masked: a file a build makes beside one is read as
+// any other), and /proc/PID of every process; it writes, makes, removes
+// and renames files beneath project, tmp and each of writable, but for
+// the Implant rows that exist in project (bound read-only: .git/config,
+// .git/hooks, ccrun.json, .vscode…); it writes /dev/null and the
+// terminals; it keeps the network (Network). An Implant row that does not
+// exist cannot be bound: the caller checks for it after the run. An error
+// when the project cannot be searched whole (more than SearchLimit names,
+// a protected path that is a symbolic link), or on another OS.
+func Workspace(home, project, tmp string, writable ...string) (Policy, error) {
+	var p Policy
+	for _, r := range sensitive.Table() {
+		if r.Kind != sensitive.Leak || (r.Abs && r.Seq[0] == "proc") {
+			continue
+		}
+		switch rel := strings.Join(r.Seq, "/"); {
+		case r.Abs:
+			p.Hide = append(p.Hide, "/"+rel)
+		case home != "" && filepath.IsAbs(home) && path.Clean(home) != "/":
+			p.Hide = append(p.Hide, globEscape(path.Clean(home))+"/"+rel)
+		}
+	}
+	p.Hide = append(p.Hide, "/dev")
+	leaks, implants, err := findRows(path.Clean(project), searchLimit)
+	if err != nil {
+		return Policy{}, err
+	}
+	p.Mask, p.Protect = leaks, implants
+	for _, d := range append([]string{project, tmp}, writable...) {
+		if d != "" && filepath.IsAbs(d) && !slices.Contains(p.Writable, path.Clean(d)) {
+			p.Writable = append(p.Writable, path.Clean(d))
+		}
+	}
+	p.HideProcesses, p.Network = true, true
+	p.Read = append(p.Read, devRead...)
+	p.Write = append(p.Write, devWrite...)
+	return p, nil
+}
+
+// globEscape quotes the glob characters of a directory name.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // programDirs are the directories of $PATH that lie in one of the

@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/ccrun/ccrun/internal/usersock"
 )
 
 // Access rights, by the ABI that introduced them.
@@ -22,6 +26,11 @@ const (
 	// write rights granted on Policy.Write: open for writing and device
 	// ioctls (a terminal's); never truncate, make, remove or refer.
 	writeFile = ll.AccessFSWriteFile | ll.AccessFSIoctlDev
+	// writeTree are the rights granted on Policy.Writable: every change
+	// but making devices, and no reading (what the walk grants).
+	writeTree = ll.AccessFSWriteFile | ll.AccessFSIoctlDev | ll.AccessFSTruncate | ll.AccessFSRemoveDir |
+		ll.AccessFSRemoveFile | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
+		ll.AccessFSMakeFifo | ll.AccessFSMakeSym | ll.AccessFSRefer
 )
 
 // handledFS is every file system right the ABI knows: all handled, so all
@@ -84,8 +93,29 @@ func Available() (abi int, err error) {
 	return abi, nil
 }
 
-// theFilter is buildFilter's program, built once.
-var theFilter = sync.OnceValue(buildFilter)
+// filterOf is buildFilter's program for a Policy's Network and Writable,
+// built once each.
+func filterOf(network, writable bool) []unix.SockFilter {
+	return filters[variant(network, writable)]()
+}
+
+func variant(network, writable bool) int {
+	v := 0
+	if network {
+		v |= 1
+	}
+	if writable {
+		v |= 2
+	}
+	return v
+}
+
+var filters = [4]func() []unix.SockFilter{
+	sync.OnceValue(func() []unix.SockFilter { return buildFilter(false, false) }),
+	sync.OnceValue(func() []unix.SockFilter { return buildFilter(true, false) }),
+	sync.OnceValue(func() []unix.SockFilter { return buildFilter(false, true) }),
+	sync.OnceValue(func() []unix.SockFilter { return buildFilter(true, true) }),
+}
 
 // Seccomp reports whether confined programs also get the seccomp filter
 // on this architecture (amd64, arm64).
@@ -107,6 +137,9 @@ type Ruleset struct {
 	rules       int
 	ruleset     *os.File // the Landlock ruleset, handed to every helper
 	withSeccomp bool
+	network     bool     // Policy.Network: which seccomp program
+	writable    bool     // Policy.Writable is not empty: which seccomp program
+	mounts      *os.File // Policy.Mask and Protect as the helper reads them; nil: none
 
 	mu     sync.RWMutex
 	closed bool
@@ -142,9 +175,76 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 			return nil, err
 		}
 	}
-	return &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
-		withSeccomp: withSeccomp && hasSeccomp}, nil
+	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
+		withSeccomp: withSeccomp && hasSeccomp, network: p.Network, writable: len(p.Writable) > 0}
+	if len(p.Protect) > 0 || len(p.Mask) > 0 {
+		if rs.mounts, err = mountList(p); err != nil {
+			rs.ruleset.Close()
+			return nil, err
+		}
+	}
+	return rs, nil
 }
+
+// mountList is the helper's list of mounts for p's Mask and Protect (see
+// helper/helper.c), in a sealed memfd.
+func mountList(p Policy) (*os.File, error) {
+	var list []byte
+	entry := func(kind byte, x string) { list = append(append(append(list, kind), x...), 0) }
+	if len(p.Mask) > 0 {
+		empty, err := emptyDir()
+		if err != nil {
+			return nil, err
+		}
+		entry('e', empty)
+	}
+	for _, x := range p.Mask {
+		entry('h', path.Clean(x))
+	}
+	pinned := map[string]bool{}
+	for _, x := range p.Protect {
+		// the directories it lies in, beneath the Writable one, outermost
+		// first: a rename of one would take the protected path along
+		x = path.Clean(x)
+		for _, root := range p.Writable {
+			rest, ok := strings.CutPrefix(x, path.Clean(root)+"/")
+			if !ok {
+				continue
+			}
+			cs := strings.Split(rest, "/")
+			for i := 1; i < len(cs); i++ {
+				if d := path.Join(root, strings.Join(cs[:i], "/")); !pinned[d] {
+					pinned[d] = true
+					entry('p', d)
+				}
+			}
+		}
+	}
+	for _, x := range p.Protect {
+		entry('r', path.Clean(x))
+	}
+	return sealedMemfd("ccrun-mounts", list)
+}
+
+// emptyDir is the empty directory Mask binds over hidden directories:
+// "empty" (0555) in this user's socket directory, made on first use.
+var emptyDir = sync.OnceValues(func() (string, error) {
+	dir := usersock.Dir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("confine: %w: %w", ErrUnavailable, err)
+	}
+	if err := usersock.CheckDir(dir); err != nil {
+		return "", fmt.Errorf("confine: %w: %w", ErrUnavailable, err)
+	}
+	empty := path.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o555); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("confine: %w: %w", ErrUnavailable, err)
+	}
+	if ents, err := os.ReadDir(empty); err != nil || len(ents) > 0 {
+		return "", fmt.Errorf("confine: %s is not an empty directory: %w", empty, ErrUnavailable)
+	}
+	return empty, nil
+})
 
 // startOpener makes the confined thread that Open uses.
 func (rs *Ruleset) startOpener() error {
@@ -157,7 +257,7 @@ func (rs *Ruleset) startOpener() error {
 		}
 		var filter []unix.SockFilter
 		if rs.withSeccomp {
-			filter = theFilter()
+			filter = filterOf(rs.network, rs.writable)
 		}
 		rs.reqs, rs.exited = make(chan func()), make(chan struct{})
 		ready := make(chan error, 1)
@@ -226,7 +326,7 @@ func (rs *Ruleset) Start(cmd *exec.Cmd) error {
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
-	return startHelper(cmd, rs.ruleset, rs.withSeccomp)
+	return startHelper(cmd, rs)
 }
 
 // Open opens a file (as os.OpenFile would) from the confined opening
@@ -290,6 +390,9 @@ func (rs *Ruleset) Close() error {
 	rs.mu.Unlock()
 	if made {
 		<-rs.exited
+	}
+	if rs.mounts != nil {
+		rs.mounts.Close()
 	}
 	return rs.ruleset.Close()
 }

@@ -31,9 +31,16 @@ const (
 	stepFilter
 	stepSeccomp
 	stepStatus
+	stepProtectList
+	stepUnshare
+	stepIDMap
+	stepPrivate
+	stepProtect
 )
 
-var stepNames = [...]string{"exec", "usage", "no_new_privs", "landlock_restrict_self", "reading the seccomp program", "seccomp filter", "status pipe"}
+var stepNames = [...]string{"exec", "usage", "no_new_privs", "landlock_restrict_self", "reading the seccomp program", "seccomp filter", "status pipe",
+	"reading the protected paths", "the mount namespace (unshare)", "the user namespace's id maps", "making the mounts private",
+	"a protected path (a symbolic link, gone, or not bindable)"}
 
 // helperFD is the lowest descriptor number the helper's memfds take: above
 // the ones os/exec makes in the child (stdio, then ExtraFiles as 3, 4, 5),
@@ -50,30 +57,42 @@ var helperFiles = sync.OnceValues(func() (*helperSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter := theFilter()
-	var data []byte
-	if len(filter) > 0 {
-		data = unsafe.Slice((*byte)(unsafe.Pointer(&filter[0])), len(filter)*int(unsafe.Sizeof(filter[0])))
-	}
-	f, err := sealedMemfd("ccrun-seccomp", data)
+	none, err := sealedMemfd("ccrun-empty", nil)
 	if err != nil {
 		exe.Close()
 		return nil, err
 	}
-	none, err := sealedMemfd("ccrun-seccomp-none", nil)
-	if err != nil {
-		exe.Close()
-		f.Close()
-		return nil, err
-	}
-	return &helperSet{exe: exe, path: fmt.Sprintf("/proc/self/fd/%d", exe.Fd()), filter: f, noFilter: none}, nil
+	return &helperSet{exe: exe, path: fmt.Sprintf("/proc/self/fd/%d", exe.Fd()), empty: none}, nil
 })
 
 type helperSet struct {
-	exe      *os.File // kept open for the life of the process
-	path     string   // exe, by its /proc/self/fd name
-	filter   *os.File // the seccomp program (empty where this architecture has none)
-	noFilter *os.File // an empty one: Landlock alone (tests)
+	exe   *os.File // kept open for the life of the process
+	path  string   // exe, by its /proc/self/fd name
+	empty *os.File // an empty file: no seccomp program (Landlock alone, tests), no protected path
+
+	mu      sync.Mutex
+	filters [4]*os.File // the seccomp programs, by variant; made on first use
+}
+
+// filter returns the sealed memfd of the seccomp program for a Policy's
+// Network and Writable (empty where this architecture has none).
+func (h *helperSet) filter(network, writable bool) (*os.File, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v := variant(network, writable)
+	if h.filters[v] == nil {
+		prog := filterOf(network, writable)
+		var data []byte
+		if len(prog) > 0 {
+			data = unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
+		}
+		f, err := sealedMemfd("ccrun-seccomp", data)
+		if err != nil {
+			return nil, err
+		}
+		h.filters[v] = f
+	}
+	return h.filters[v], nil
 }
 
 // sealedMemfd returns a memfd holding data that nobody can change (sealed
@@ -109,7 +128,7 @@ func sealedMemfd(name string, data []byte) (*os.File, error) {
 // *os.PathError with the errno: ENOENT, EACCES, ENOEXEC, ETXTBSY ...), and
 // with ErrUnavailable when the confinement could not be applied; either
 // way nothing ran unconfined, and the helper has been waited for.
-func startHelper(cmd *exec.Cmd, ruleset *os.File, withSeccomp bool) error {
+func startHelper(cmd *exec.Cmd, rs *Ruleset) error {
 	if len(cmd.ExtraFiles) > 0 {
 		return fmt.Errorf("confine: start %s: ExtraFiles are not passed to a confined program: %w", cmd.Path, ErrInvalidPolicy)
 	}
@@ -125,11 +144,17 @@ func startHelper(cmd *exec.Cmd, ruleset *os.File, withSeccomp bool) error {
 	path, args := cmd.Path, cmd.Args
 	cmd.Path = h.path
 	cmd.Args = append([]string{"ccrun-confine", path}, args...)
-	filter := h.filter
-	if !withSeccomp {
-		filter = h.noFilter
+	filter, protect := h.empty, h.empty
+	if rs.withSeccomp {
+		if filter, err = h.filter(rs.network, rs.writable); err != nil {
+			w.Close()
+			return err
+		}
 	}
-	cmd.ExtraFiles = []*os.File{ruleset, filter, w}
+	if rs.mounts != nil {
+		protect = rs.mounts
+	}
+	cmd.ExtraFiles = []*os.File{rs.ruleset, filter, w, protect}
 	err = cmd.Start()
 	w.Close()
 	cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, nil

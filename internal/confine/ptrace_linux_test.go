@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 	switch {
 	case IsServer():
 		os.Exit(ServeMain())
+	case os.Getenv(wsUserEnv) != "":
+		os.Exit(wsUserMain(os.Getenv(wsUserEnv)))
 	case os.Getenv(probeEnv) != "":
 		os.Exit(probeMain(os.Getenv(probeEnv)))
 	case os.Getenv(parentEnv) != "":

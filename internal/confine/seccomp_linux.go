@@ -11,19 +11,30 @@ import (
 // hasSeccomp says whether this architecture gets the seccomp filter.
 const hasSeccomp = true
 
-// denied are the syscalls a confined program may not make: what Landlock
-// does not see. Each fails with EACCES.
-var denied = append([]uint32{
+// The syscalls a confined program may not make: what Landlock does not
+// see. Each fails with EACCES. Every program is refused denied; one whose
+// Policy has no Network also deniedNet, and one with nothing Writable
+// deniedMeta.
+var (
 	// every socket: UDP, raw, netlink, unix (the Docker Engine's socket,
 	// an ssh agent's); socketpair stays
-	unix.SYS_SOCKET,
+	deniedNet = []uint32{unix.SYS_SOCKET}
+	// metadata writes: modes, owners, times (touch of an existing file),
+	// xattrs; where a program may write (Writable), Landlock decides where
+	// it may and the mount namespace keeps the protected paths read-only
+	deniedMeta = []uint32{unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_FCHOWN, unix.SYS_FCHOWNAT,
+		unix.SYS_UTIMENSAT, unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR,
+		unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_SETXATTRAT,
+		unix.SYS_REMOVEXATTRAT}
+)
+
+var denied = append([]uint32{
 	// io_uring can open sockets and files past the filter
 	unix.SYS_IO_URING_SETUP,
-	// metadata writes: modes, owners, times (touch of an existing file), xattrs
-	unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_FCHOWN, unix.SYS_FCHOWNAT,
-	unix.SYS_UTIMENSAT, unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR,
-	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_SETXATTRAT,
-	unix.SYS_REMOVEXATTRAT,
+	// the mount namespace's binds keep the protected paths read-only:
+	// nothing may change what is mounted (Landlock refuses it too)
+	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT,
+	unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR,
 	// another process's memory and file descriptors: a confined program
 	// reads or patches no process, whatever Landlock's scoping allows
 	// within its domain
@@ -58,7 +69,14 @@ const (
 // the program for every syscall number when the filter is installed, to
 // cache what it always allows, so its length is paid on every confined
 // start.
-func buildFilter() []unix.SockFilter {
+func buildFilter(network, writable bool) []unix.SockFilter {
+	list := slices.Clone(denied)
+	if !network {
+		list = append(list, deniedNet...)
+	}
+	if !writable {
+		list = append(list, deniedMeta...)
+	}
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -75,7 +93,7 @@ func buildFilter() []unix.SockFilter {
 	if x32Bit != 0 {
 		a.jump(jge, x32Bit, deny, next)
 	}
-	nrs := append([]uint32{unix.SYS_IOCTL}, denied...)
+	nrs := append([]uint32{unix.SYS_IOCTL}, list...)
 	slices.Sort(nrs)
 	nrs = slices.Compact(nrs)
 	target := func(nr uint32) label {

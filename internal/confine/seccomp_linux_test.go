@@ -4,6 +4,7 @@ package confine
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -62,7 +63,21 @@ func runFilterSteps(t *testing.T, prog []unix.SockFilter, arch, nr uint32, arg1 
 // ones (and the denied ioctls) get EACCES, another architecture's and the
 // x32 ABI's get refused, everything else is allowed; and it stays short.
 func TestFilterDecides(t *testing.T) {
-	prog := buildFilter()
+	for _, v := range []struct{ network, writable bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run(fmt.Sprintf("network=%v,writable=%v", v.network, v.writable), func(t *testing.T) {
+			list := slices.Clone(denied)
+			if !v.network {
+				list = append(list, deniedNet...)
+			}
+			if !v.writable {
+				list = append(list, deniedMeta...)
+			}
+			testFilterDecides(t, buildFilter(v.network, v.writable), list)
+		})
+	}
+}
+
+func testFilterDecides(t *testing.T, prog []unix.SockFilter, denied []uint32) {
 	const (
 		allow   = unix.SECCOMP_RET_ALLOW
 		eacces  = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)

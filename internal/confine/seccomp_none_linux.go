@@ -9,7 +9,7 @@ import "golang.org/x/sys/unix"
 // open to confined programs here.
 const hasSeccomp = false
 
-func buildFilter() []unix.SockFilter { return nil }
+func buildFilter(network, writable bool) []unix.SockFilter { return nil }
 
 // helperBin is empty: no confinement helper is built for this
 // architecture, so nothing is confined here (Prepare reports

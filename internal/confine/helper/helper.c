@@ -16,6 +16,29 @@
  *                                              (the same file for every process); empty: none
  *   fd 5    the status pipe                    made close-on-exec: a successful execve
  *                                              closes it with nothing written
+ *   fd 6    the mounts                         entries of a letter and an absolute path,
+ *                                              each ended by a NUL, read at offset 0;
+ *                                              empty: none
+ *
+ * With mounts it first enters a mount namespace of its own (and, unless
+ * it is root, a user namespace mapping only its own uid and gid), makes
+ * every mount private to it, and for each entry:
+ *
+ *   r PATH  binds PATH read-only over itself: a write into it, a rename
+ *           over or away, an unlink or a hard link fail (EROFS, EBUSY,
+ *           EXDEV), and so does a new name in a protected directory;
+ *   p PATH  pins PATH: binds it over itself as it is (writable), so that
+ *           it cannot be renamed away or removed (EBUSY): the directories
+ *           a protected path lies in (.git);
+ *   h PATH  hides PATH: binds an empty read-only file (/dev/null) over a
+ *           file, or the empty directory of the last e entry over a
+ *           directory;
+ *   e PATH  names the empty directory that h binds over directories.
+ *
+ * Each PATH of r and h is opened with no symbolic link anywhere in it
+ * (RESOLVE_NO_SYMLINKS): one that is, or lies under, a link fails the
+ * start, since the link could be swapped. The binds are made before
+ * landlock_restrict_self, after which no mount can change.
  *
  * On any failure it writes 8 bytes to fd 5 -- the step (u32: STEP_* below)
  * and the errno (u32), in the machine's byte order -- and exits 127; it
@@ -36,6 +59,27 @@
 #define FD_RULESET 3
 #define FD_FILTER 4
 #define FD_STATUS 5
+#define FD_MOUNTS 6
+
+#define O_WRONLY 01
+#define O_PATH 010000000
+#define O_DIRECTORY 0200000
+#define ENOTDIR 20
+#define O_CLOEXEC 02000000
+#define CLONE_NEWNS 0x00020000
+#define CLONE_NEWUSER 0x10000000
+#define MS_REC 16384
+#define MS_PRIVATE (1 << 18)
+#define AT_FDCWD -100
+#define AT_EMPTY_PATH 0x1000
+#define OPEN_TREE_CLONE 1
+#define MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define MOUNT_ATTR_RDONLY 0x1
+#define MOUNT_ATTR_NOSUID 0x2
+#define MOUNT_ATTR_NODEV 0x4
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_NO_SYMLINKS 0x04
 
 enum {
 	STEP_EXEC = 0,      /* execve failed: the errno is the command's (ENOENT, EACCES, ENOEXEC ...) */
@@ -45,6 +89,19 @@ enum {
 	STEP_FILTER = 4,    /* reading the seccomp program, or a malformed one */
 	STEP_SECCOMP = 5,
 	STEP_STATUS = 6,    /* the status pipe could not be made close-on-exec */
+	STEP_MOUNT_LIST = 7, /* reading the mounts, or a malformed list */
+	STEP_UNSHARE = 8,   /* the mount (and user) namespace */
+	STEP_IDMAP = 9,     /* the user namespace's uid and gid maps */
+	STEP_PRIVATE = 10,  /* making the mounts private */
+	STEP_PROTECT = 11,  /* an r or h path: opened with no link, bound read-only */
+};
+
+struct open_how {
+	unsigned long long flags, mode, resolve;
+};
+
+struct mount_attr {
+	unsigned long long attr_set, attr_clr, propagation, userns_fd;
 };
 
 struct sock_filter {
@@ -68,6 +125,120 @@ static void __attribute__((noreturn)) fail(unsigned int step, long err)
 	sys_exit_group(127);
 }
 
+/* The mounts: at most this many bytes in all. */
+static char mounts[65536];
+
+/* readall reads fd from offset 0 into buf (at most size bytes): the
+ * length read, or fails at step. */
+static long readall(int fd, char *buf, long size, unsigned int step)
+{
+	long n = 0, r;
+	while (n < size && (r = sys_pread(fd, buf + n, size - n, n)) != 0) {
+		if (r < 0)
+			fail(step, r);
+		n += r;
+	}
+	return n;
+}
+
+/* idmap writes "ID ID 1" to the map file at path: only this process's
+ * own id is mapped into the user namespace. */
+static long idmap(const char *path, long id)
+{
+	char line[32], digits[24];
+	int n = 0, d = 0;
+	do {
+		digits[d++] = (char)('0' + id % 10);
+		id /= 10;
+	} while (id > 0);
+	for (int twice = 0; twice < 2; twice++) {
+		for (int i = d - 1; i >= 0; i--)
+			line[n++] = digits[i];
+		line[n++] = ' ';
+	}
+	line[n++] = '1';
+	line[n++] = '\n';
+	long fd = sys_openat(AT_FDCWD, path, O_WRONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	long r = sys_write((int)fd, line, n);
+	sys_close((int)fd);
+	return r < 0 ? r : 0;
+}
+
+/* bindOver binds the mount tree of what dfd/path names (read-only, or
+ * not) over the file or directory open as target. */
+static long bindOver(int dfd, const char *path, int target, int readonly)
+{
+	long tree = sys_open_tree(dfd, path, OPEN_TREE_CLONE | O_CLOEXEC | (path[0] ? 0 : AT_EMPTY_PATH));
+	if (tree < 0)
+		return tree;
+	struct mount_attr attr = {MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0, 0, 0};
+	long r = sys_mount_setattr((int)tree, "", AT_EMPTY_PATH, &attr, sizeof attr);
+	if (r == 0)
+		r = sys_move_mount((int)tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	sys_close((int)tree);
+	return r;
+}
+
+/* mountAll enters a mount namespace of its own and makes the n bytes of
+ * entries in list. */
+static void mountAll(char *list, long n)
+{
+	long uid = sys_getuid(), gid = sys_getgid(), r;
+	if ((r = sys_unshare(uid == 0 ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS)) < 0)
+		fail(STEP_UNSHARE, r);
+	if (uid != 0) {
+		static const char deny[] = "deny";
+		long fd = sys_openat(AT_FDCWD, "/proc/self/setgroups", O_WRONLY | O_CLOEXEC, 0);
+		if (fd < 0)
+			fail(STEP_IDMAP, fd);
+		r = sys_write((int)fd, deny, sizeof deny - 1);
+		sys_close((int)fd);
+		if (r < 0)
+			fail(STEP_IDMAP, r);
+		if ((r = idmap("/proc/self/uid_map", uid)) < 0 || (r = idmap("/proc/self/gid_map", gid)) < 0)
+			fail(STEP_IDMAP, r);
+	}
+	if ((r = sys_mount("none", "/", 0, MS_REC | MS_PRIVATE, 0)) < 0)
+		fail(STEP_PRIVATE, r);
+	const char *empty = 0;
+	for (long i = 0; i < n;) {
+		char kind = list[i];
+		char *path = list + i + 1;
+		while (i < n && list[i] != 0)
+			i++;
+		i++; /* the NUL */
+		if (kind == 'e') {
+			empty = path;
+			continue;
+		}
+		if (kind != 'r' && kind != 'p' && kind != 'h')
+			fail(STEP_MOUNT_LIST, -22 /* EINVAL */);
+		struct open_how how = {O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		long fd = sys_openat2(AT_FDCWD, path, &how, sizeof how);
+		if (fd < 0)
+			fail(STEP_PROTECT, fd);
+		if (kind != 'h') {
+			r = bindOver((int)fd, "", (int)fd, kind == 'r');
+		} else {
+			struct open_how dir = {O_PATH | O_CLOEXEC | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+			long d = sys_openat2(AT_FDCWD, path, &dir, sizeof dir);
+			if (d >= 0) {
+				sys_close((int)d);
+				r = empty ? bindOver(AT_FDCWD, empty, (int)fd, 1) : -22;
+			} else if (d == -ENOTDIR) {
+				r = bindOver(AT_FDCWD, "/dev/null", (int)fd, 1);
+			} else {
+				r = d;
+			}
+		}
+		if (r < 0)
+			fail(STEP_PROTECT, r);
+		sys_close((int)fd);
+	}
+}
+
 void cstart(long *sp)
 {
 	long argc = sp[0];
@@ -77,23 +248,19 @@ void cstart(long *sp)
 
 	if (argc < 3)
 		fail(STEP_USAGE, -22 /* EINVAL */);
+	long nm = readall(FD_MOUNTS, mounts, sizeof mounts, STEP_MOUNT_LIST);
+	sys_close(FD_MOUNTS);
+	if (nm == sizeof mounts || (nm > 0 && mounts[nm - 1] != 0))
+		fail(STEP_MOUNT_LIST, -22 /* EINVAL */);
+	if (nm > 0)
+		mountAll(mounts, nm);
 	if ((r = sys_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
 		fail(STEP_NO_NEW_PRIVS, r);
 	if ((r = sys_landlock_restrict_self(FD_RULESET, 0)) < 0)
 		fail(STEP_LANDLOCK, r);
 	sys_close(FD_RULESET);
 
-	long n = 0;
-	for (;;) {
-		r = sys_pread(FD_FILTER, (char *)prog + n, sizeof prog - n, n);
-		if (r < 0)
-			fail(STEP_FILTER, r);
-		if (r == 0)
-			break;
-		n += r;
-		if (n == sizeof prog)
-			break;
-	}
+	long n = readall(FD_FILTER, (char *)prog, sizeof prog, STEP_FILTER);
 	sys_close(FD_FILTER);
 	if (n % sizeof prog[0] != 0)
 		fail(STEP_FILTER, -22 /* EINVAL */);

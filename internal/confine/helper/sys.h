@@ -18,6 +18,11 @@ void cstart(long *sp) __attribute__((noreturn, used));
 #define NR_execve 59
 #define NR_exit_group 231
 #define NR_landlock_restrict_self 446
+#define NR_openat 257
+#define NR_getuid 102
+#define NR_getgid 104
+#define NR_unshare 272
+#define NR_mount 165
 
 static inline long syscall5(long nr, long a, long b, long c, long d, long e)
 {
@@ -50,6 +55,11 @@ __asm__(".text\n"
 #define NR_execve 221
 #define NR_exit_group 94
 #define NR_landlock_restrict_self 446
+#define NR_openat 56
+#define NR_getuid 174
+#define NR_getgid 176
+#define NR_unshare 97
+#define NR_mount 40
 
 static inline long syscall5(long nr, long a, long b, long c, long d, long e)
 {
@@ -77,6 +87,12 @@ __asm__(".text\n"
 #error "ccrun-confine: only x86-64 and AArch64"
 #endif
 
+/* The same numbers on both: the system calls added since Linux 5.2. */
+#define NR_open_tree 428
+#define NR_move_mount 429
+#define NR_openat2 437
+#define NR_mount_setattr 442
+
 static inline long sys_pread(int fd, void *buf, long n, long off) { return syscall5(NR_pread, fd, (long)buf, n, off, 0); }
 static inline long sys_write(int fd, const void *buf, long n) { return syscall5(NR_write, fd, (long)buf, n, 0, 0); }
 static inline long sys_close(int fd) { return syscall5(NR_close, fd, 0, 0, 0, 0); }
@@ -87,6 +103,24 @@ static inline long sys_execve(const char *path, char **argv, char **envp)
 	return syscall5(NR_execve, (long)path, (long)argv, (long)envp, 0, 0);
 }
 static inline long sys_landlock_restrict_self(int fd, int flags) { return syscall5(NR_landlock_restrict_self, fd, flags, 0, 0, 0); }
+static inline long sys_openat(int dfd, const char *path, int flags, int mode) { return syscall5(NR_openat, dfd, (long)path, flags, mode, 0); }
+static inline long sys_openat2(int dfd, const char *path, void *how, long size) { return syscall5(NR_openat2, dfd, (long)path, (long)how, size, 0); }
+static inline long sys_getuid(void) { return syscall5(NR_getuid, 0, 0, 0, 0, 0); }
+static inline long sys_getgid(void) { return syscall5(NR_getgid, 0, 0, 0, 0, 0); }
+static inline long sys_unshare(long flags) { return syscall5(NR_unshare, flags, 0, 0, 0, 0); }
+static inline long sys_mount(const char *src, const char *target, const char *type, long flags, const void *data)
+{
+	return syscall5(NR_mount, (long)src, (long)target, (long)type, flags, (long)data);
+}
+static inline long sys_open_tree(int dfd, const char *path, long flags) { return syscall5(NR_open_tree, dfd, (long)path, flags, 0, 0); }
+static inline long sys_move_mount(int from, const char *fpath, int to, const char *tpath, long flags)
+{
+	return syscall5(NR_move_mount, from, (long)fpath, to, (long)tpath, flags);
+}
+static inline long sys_mount_setattr(int dfd, const char *path, long flags, void *attr, long size)
+{
+	return syscall5(NR_mount_setattr, dfd, (long)path, flags, (long)attr, size);
+}
 static inline void __attribute__((noreturn)) sys_exit_group(int code)
 {
 	for (;;)

@@ -1,0 +1,199 @@
+//go:build linux
+
+package confine
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestWorkspace: the workspace tier of a command a person approved. It
+// builds, commits, writes its temporary directory; it writes nothing of
+// the home, no protected path of the project (not by a write, a rename
+// over or away, an unlink, a hard link, a new name in a protected
+// directory), and reads no secret, in the project or the home.
+func TestWorkspace(t *testing.T) {
+	w := newWorld(t)
+	git(t, w.project, "init", "-q")
+	git(t, w.project, "add", "README")
+	git(t, w.project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+	mkdir(t, w.project+"/.vscode")
+	write(t, w.project+"/.vscode/settings.json", "{}\n")
+	write(t, w.project+"/.envrc", "export X=1\n")
+	mkdir(t, w.project+"/deploy/.aws")
+	write(t, w.project+"/deploy/.aws/credentials", canary+" project aws\n")
+	write(t, w.home+"/.bashrc", "# rc\n")
+	mkdir(t, w.home+"/.config/ccrun")
+	write(t, w.home+"/.config/ccrun/config.json", "{}\n")
+	tmp := t.TempDir()
+	p, err := Workspace(w.home, w.project, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	protected := map[string]string{}
+	for _, f := range []string{".git/config", ".envrc", ".vscode/settings.json", "README"} {
+		b, err := os.ReadFile(w.project + "/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		protected[f] = string(b)
+	}
+
+	// Controls: what builds and git do.
+	for _, script := range []string{
+		"mkdir -p build && echo obj > build/out.o && cat build/out.o",
+		"echo new > made.txt && cat made.txt && rm made.txt",
+		"echo x >> README && git add README && git -c user.name=t -c user.email=t@t commit -q -m second && git log --format=%s | head -1",
+		"git checkout -q -b topic && git branch --show-current",
+		"echo t > $TMPDIR/f && cat $TMPDIR/f",
+		"chmod +x build/out.o && test -x build/out.o && echo exec",
+		"mkdir -p node_modules/pkg && echo '{}' > node_modules/pkg/package.json && cat node_modules/pkg/package.json",
+		"cat .envrc", // protected paths stay readable
+	} {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Dir = w.project
+		cmd.Env = []string{"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "TMPDIR=" + tmp}
+		out, err := startWait(t, rs, cmd)
+		if err != nil {
+			t.Errorf("control %q: %v\n%s", script, err, out)
+		}
+	}
+
+	for _, script := range []string{
+		"echo evil >> $HOME/.bashrc",
+		"mkdir -p $HOME/.ssh; echo key >> $HOME/.ssh/authorized_keys",
+		"echo '{\"mode\":\"trust\"}' > $HOME/.config/ccrun/config.json",
+		"echo '[core] fsmonitor = touch pwned' >> .git/config",
+		"printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+		"echo 'export EVIL=1' > .envrc",
+		"mv .envrc gone && echo 'export EVIL=1' > .envrc",
+		"echo evil > x && mv x .git/config",
+		"rm -f .git/config",
+		"ln .git/config hard",
+		"echo '{}' > .vscode/tasks.json",
+		"rm -rf .vscode",
+		"mv .git .git-away",
+		"cat $HOME/.ssh/id_rsa",
+		"cat deploy/.aws/credentials",
+		"grep -r " + canary + " .",
+		"cat /proc/1/environ",
+		"echo x > " + w.outside + "/planted",
+	} {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Dir = w.project
+		cmd.Env = []string{"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TMPDIR=" + tmp}
+		out, _ := startWait(t, rs, cmd)
+		if strings.Contains(out, canary) {
+			t.Errorf("%q leaked: %s", script, out)
+		}
+	}
+	for f, want := range protected {
+		if f == "README" {
+			continue // the control committed a change
+		}
+		if b, err := os.ReadFile(w.project + "/" + f); err != nil || string(b) != want {
+			t.Errorf("%s changed: %q %v", f, b, err)
+		}
+	}
+	for _, f := range []string{w.project + "/.git/hooks/pre-commit", w.project + "/.vscode/tasks.json", w.project + "/hard",
+		w.project + "/gone", w.project + "/.git-away", w.outside + "/planted", w.home + "/.ssh/authorized_keys"} {
+		if _, err := os.Lstat(f); err == nil {
+			t.Errorf("%s was made", f)
+		}
+	}
+	if b, _ := os.ReadFile(w.home + "/.bashrc"); string(b) != "# rc\n" {
+		t.Errorf(".bashrc changed: %q", b)
+	}
+	if b, _ := os.ReadFile(w.home + "/.config/ccrun/config.json"); string(b) != "{}\n" {
+		t.Errorf("ccrun's config changed: %q", b)
+	}
+}
+
+func startWait(t *testing.T, rs *Ruleset, cmd *exec.Cmd) (string, error) {
+	t.Helper()
+	var b strings.Builder
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := rs.Start(cmd); err != nil {
+		return "", err
+	}
+	err := cmd.Wait()
+	return b.String(), err
+}
+
+const wsUserEnv = "CCRUN_CONFINE_TEST_WSUSER"
+
+// wsUserMain, as an ordinary user, confines a shell to the workspace of
+// dir with dir/p protected, and runs a write of p and of q: the protected
+// write must fail and the other land. It exits 0 when both did as they
+// should.
+func wsUserMain(dir string) int {
+	rs, err := Prepare(Policy{Writable: []string{dir}, Protect: []string{dir + "/p"}, Network: true})
+	if err != nil {
+		os.Stderr.WriteString("prepare: " + err.Error() + "\n")
+		return 2
+	}
+	defer rs.Close()
+	cmd := exec.Command("/bin/sh", "-c", "echo evil > p; echo ok > q")
+	cmd.Dir = dir
+	var b strings.Builder
+	cmd.Stderr = &b
+	if err := rs.Start(cmd); err != nil {
+		os.Stderr.WriteString("start: " + err.Error() + "\n")
+		return 2
+	}
+	cmd.Wait()
+	p, _ := os.ReadFile(dir + "/p")
+	q, _ := os.ReadFile(dir + "/q")
+	if string(p) != "kept\n" || string(q) != "ok\n" {
+		os.Stderr.WriteString("p " + string(p) + " q " + string(q) + " stderr " + b.String())
+		return 1
+	}
+	return 0
+}
+
+// TestWorkspaceAsUser: the same protection for an ordinary user, whose
+// mount namespace needs a user namespace of its own.
+func TestWorkspaceAsUser(t *testing.T) {
+	needLandlock(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become another user")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "ccrun-ws-user-") // t.TempDir's parent is 0700
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := dir + "/confine.test"
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := dir + "/work"
+	mkdir(t, work)
+	write(t, work+"/p", "kept\n")
+	for _, f := range []string{dir, work, work + "/p"} {
+		os.Chown(f, 65534, 65534)
+	}
+	os.Chmod(dir, 0o755)
+	cmd := exec.Command(bin)
+	cmd.Env = []string{wsUserEnv + "=" + work, "TMPDIR=" + dir, "XDG_RUNTIME_DIR=" + dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("as uid 65534: %v\n%s", err, out)
+	}
+}
