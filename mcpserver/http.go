@@ -1,11 +1,15 @@
 package mcpserver
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +85,9 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 				return
 			}
 		}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "server/discover" && refuseDiscover(w, r) {
+			return
+		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			newMu.Lock()
 			defer newMu.Unlock()
@@ -131,4 +138,45 @@ func loopbackOrigin(o string) bool {
 // case, without a trailing slash.
 func normOrigin(o string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+}
+
+// statelessVersion is the first protocol version that the SDK serves over
+// HTTP only statelessly, which ccrun never does (Handler).
+const statelessVersion = "2026-07-28"
+
+// refuseDiscover answers a server/discover request for a protocol version
+// that the stateful HTTP transport does not serve (2026-07-28 and later)
+// with the JSON-RPC error for an unsupported version, listing the versions
+// served, and reports whether it did. The SDK answers it with a result
+// whose supportedVersions leave the requested version out, which a client
+// that reads only whether discovery succeeded (mcp-go v1.2.1) takes for
+// that version, and every call after it fails; on the error, such a
+// client and the Go SDK's both fall back to initialize on 2025-11-25.
+// Any other request is left to the SDK (false), its body intact.
+func refuseDiscover(w http.ResponseWriter, r *http.Request) bool {
+	requested := r.Header.Get("Mcp-Protocol-Version")
+	if requested < statelessVersion {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if err != nil || json.Unmarshal(body, &req) != nil || req.Method != "server/discover" || len(req.ID) == 0 {
+		return false
+	}
+	served := slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= statelessVersion })
+	data, _ := json.Marshal(map[string]any{"supported": served, "requested": requested})
+	msg := fmt.Sprintf("protocol version %q is not served over HTTP by ccrun mcp (its sessions are stateful): use %s, by initialize", requested, served[0])
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+		"error": map[string]any{"code": mcp.CodeUnsupportedProtocolVersion, "message": msg, "data": json.RawMessage(data)}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(b)
+	return true
 }

@@ -178,3 +178,22 @@ func TestHTTPAbandonedSessionsEnd(t *testing.T) {
 		t.Errorf("heap after the timeout %d KiB, more than twice the start (%d KiB)", end>>10, start>>10)
 	}
 }
+
+// TestHTTPDiscoverRefused: server/discover for 2026-07-28, which the
+// stateful HTTP transport does not serve, is a JSON-RPC error naming the
+// versions served, not a result a client could take for a yes; one for a
+// version served, and initialize, go to the SDK as before.
+func TestHTTPDiscoverRefused(t *testing.T) {
+	_, hs := httpServer(t, &mcpserver.Options{})
+	discover := `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+	code, _, body := post(t, hs.Client(), hs.URL, discover, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+	if code != http.StatusBadRequest || !strings.Contains(body, `"id":7`) || !strings.Contains(body, `"code":-32022`) ||
+		!strings.Contains(body, `"supported":["2025-11-25"`) || strings.Contains(body, `"result"`) {
+		t.Errorf("server/discover for 2026-07-28: %d %s; want 400 with error -32022 listing 2025-11-25 first", code, body)
+	}
+	code, sid, body := post(t, hs.Client(), hs.URL, initialize, nil)
+	if code != http.StatusOK || sid == "" {
+		t.Errorf("initialize after a refused discover: %d %q %s", code, sid, body)
+	}
+}

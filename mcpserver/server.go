@@ -680,6 +680,7 @@ type answer struct {
 	key, digest string
 	grant       ceiling.Grant
 	late        bool // it came after the question's time ran out
+	cancelled   bool // the person dismissed the question without an answer
 	used        atomic.Bool
 }
 
@@ -703,10 +704,17 @@ type approver struct {
 // errCannotAsk: the question could not be put to the person.
 var errCannotAsk = errors.New("the client cannot show ccrun's question")
 
+// errCancelled: the person dismissed the question without answering it (the
+// client's "cancel"), which is not a decline: nobody said no.
+var errCancelled = errors.New("the person cancelled ccrun's question, dismissing it without an answer")
+
 func (a *approver) Approve(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 	if an := a.ans; an != nil && an.key == p.Decision.Key.String() && an.digest == p.Request.Digest && an.used.CompareAndSwap(false, true) {
 		if an.late {
 			return ceiling.Deny, fmt.Errorf("the answer came after the %s the question allows", a.s.opts.AskTimeout)
+		}
+		if an.cancelled {
+			return ceiling.Deny, errCancelled
 		}
 		a.declined.Store(an.grant == ceiling.Deny)
 		return an.grant, nil
@@ -730,21 +738,37 @@ func (a *approver) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 }
 
 // question is the elicitation that asks about p: the terminal prompt's
-// text, and a choice among the grants offered and deny.
+// text, and a choice among the grants offered and deny. The footer and the
+// choice's description name the offered choices only.
 func question(p *permission.Prompt, offered []ceiling.Grant, describe func(string) string) *mcp.ElicitParams {
 	words := []string{}
+	var notes, meanings []string
 	for _, g := range offered {
-		words = append(words, grantWord(g))
+		w := grantWord(g)
+		words = append(words, w)
+		switch g {
+		case ceiling.Once:
+			meanings = append(meanings, "once: this call only")
+		case ceiling.AlwaysThisSession:
+			notes = append(notes, `"session" lasts as long as this MCP connection`)
+			meanings = append(meanings, "session: until this connection ends")
+		case ceiling.AlwaysThisProject:
+			notes = append(notes, `"project" is kept in ccrun.json`)
+			meanings = append(meanings, "project: kept in ccrun.json")
+		}
 	}
 	words = append(words, "deny")
-	msg := strings.TrimSpace(prompt.Render(p, true, describe)) +
-		"\n\n(\"session\" lasts as long as this MCP connection; \"project\" is kept in ccrun.json.)"
+	meanings = append(meanings, "deny: do not run it")
+	msg := strings.TrimSpace(prompt.Render(p, true, describe))
+	if len(notes) > 0 {
+		msg += "\n\n(" + strings.Join(notes, "; ") + ".)"
+	}
 	schema := map[string]any{
 		"type":     "object",
 		"required": []string{"grant"},
 		"properties": map[string]any{
 			"grant": map[string]any{"type": "string", "title": "Allow?", "enum": words,
-				"description": "once: this call only; session: until this connection ends; project: kept in ccrun.json; deny: do not run it"},
+				"description": strings.Join(meanings, "; ")},
 		},
 	}
 	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}
@@ -763,9 +787,13 @@ func grantWord(g ceiling.Grant) string {
 }
 
 // grantOf reads a person's answer: accept with one of the offered grants,
-// else deny (declined, cancelled, deny chosen). An accepted answer that
-// is not on offer is an error: nothing runs on it.
+// else deny (declined, deny chosen). A cancelled question (dismissed, no
+// answer) is errCancelled; an accepted answer that is not on offer is an
+// error too: nothing runs on either.
 func grantOf(res *mcp.ElicitResult, offered []ceiling.Grant) (ceiling.Grant, error) {
+	if res != nil && res.Action == "cancel" {
+		return ceiling.Deny, errCancelled
+	}
 	if res == nil || res.Action != "accept" {
 		return ceiling.Deny, nil
 	}
@@ -885,10 +913,11 @@ func (s *Server) answerOf(c *conn, name string, args json.RawMessage, responses 
 		}
 	}
 	g, err := grantOf(er, offered)
-	if err != nil {
+	cancelled := errors.Is(err, errCancelled)
+	if err != nil && !cancelled {
 		return nil, err
 	}
-	return &answer{key: t.Key, digest: t.Digest, grant: g, late: late}, nil
+	return &answer{key: t.Key, digest: t.Digest, grant: g, late: late, cancelled: cancelled}, nil
 }
 
 // argsDigest is the sha256 of args in a canonical form (keys sorted,
@@ -1011,6 +1040,8 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 	switch {
 	case declined && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil:
 		how = "the person declined when asked; they are asked again if the call is made again, but do not retry it unchanged"
+	case errors.Is(err, errCancelled):
+		how = "the person cancelled the question (dismissed it without answering); they are asked again if the call is made again, but do not retry it unless they ask for it"
 	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
 		how = "a rule or mode of the project denies it: only the person can change ccrun.json or their ccrun config"
 	case errors.Is(err, ceiling.ErrViolation):

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,15 +86,26 @@ func TestDockerCapability(t *testing.T) {
 	}
 }
 
+// goEnv is the environment the test binary started with. The go command
+// runs in it: a test that fakes HOME or XDG_CACHE_HOME (fakeHome) would
+// otherwise send go build to an empty build and module cache.
+var goEnv = os.Environ()
+
+// goCommand is `go args...` in goEnv, with extra variables after it.
+func goCommand(extra []string, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(slices.Clip(goEnv), extra...)
+	return cmd
+}
+
 // buildGuest compiles a Go program for wasip1.
 func buildGuest(t *testing.T, src string) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"main.go": src, "go.mod": "module guest\n\ngo 1.26\n"})
 	out := filepath.Join(dir, "guest.wasm")
-	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd := goCommand([]string{"GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod"}, "build", "-o", out, ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build guest: %v\n%s", err, b)
 	}

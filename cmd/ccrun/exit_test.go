@@ -77,6 +77,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "allowlist add of a shell key for the project", args: []string{"allowlist", "add", "run_command:make", "--scope", "project"},
 			want: exitUsage, stderr: "ceiling violation"},
 		{name: "gc with no engine", args: []string{"gc"}, want: exitOK, stderr: "containers not collected"},
+		{name: "gc --json with no engine", args: []string{"gc", "--json"}, want: exitOK},
+		{name: "gc --dry-run with no engine", args: []string{"gc", "--dry-run"}, want: exitOK, stderr: "docker"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := exitProject(t, tc.files)

@@ -42,8 +42,7 @@ func builtPair(tb testing.TB) (front, full string) {
 			frontArgs = append(frontArgs, "-ldflags=-E=main.frontEntry") // as make build does
 		}
 		for _, b := range [][]string{frontArgs, {"-o", pairFull}} {
-			cmd := exec.Command("go", append(append([]string{"build"}, b...), ".")...)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			cmd := goCommand([]string{"CGO_ENABLED=0"}, append(append([]string{"build"}, b...), ".")...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				pairErr = &buildError{args: cmd.Args, out: out, err: err}
 				return

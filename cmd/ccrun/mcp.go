@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,11 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
   ccrun mcp --http 127.0.0.1:8765 --token-file ~/.config/ccrun/mcp-token`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("http") {
+				if _, _, err := httpAddr(addr); err != nil {
+					return err
+				}
+			}
 			if addr == "" {
 				for _, f := range []string{"token-file", "allow-origin", "session-timeout", "max-sessions"} {
 					if c.Flags().Changed(f) {
@@ -172,36 +178,84 @@ func bearerToken(file string) (token string, made bool, err error) {
 	return token, false, nil
 }
 
-// listenLoopback listens on addr: a unix socket (unix:/path, made for the
-// current user only) or a TCP address whose host is a loopback address or
-// localhost. Anything else is refused: the server runs tools on this host.
+// listenLoopback listens on addr, as httpAddr reads it.
 func listenLoopback(addr string) (net.Listener, string, error) {
-	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		if path == "" {
-			return nil, "", usagef("--http unix: needs a path")
-		}
-		path, _ = filepath.Abs(path)
-		old := syscall.Umask(0o177)
-		ln, err := net.Listen("unix", path)
-		syscall.Umask(old)
-		if err != nil {
-			return nil, "", err
-		}
-		return ln, "unix:" + path + " (http://localhost/)", nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, "", usagef("--http %q: want HOST:PORT on loopback or unix:/path: %w", addr, err)
-	}
-	switch ip := net.ParseIP(host); {
-	case host == "localhost":
-		host = "127.0.0.1"
-	case ip == nil || !ip.IsLoopback():
-		return nil, "", usagef("--http %q: %s is not a loopback address (127.0.0.1, ::1, localhost): ccrun mcp serves only this machine", addr, host)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	network, address, err := httpAddr(addr)
 	if err != nil {
 		return nil, "", err
 	}
+	if network == "unix" {
+		old := syscall.Umask(0o177) // the socket is the current user's alone
+		ln, err := net.Listen("unix", address)
+		syscall.Umask(old)
+		if err != nil {
+			return nil, "", fmt.Errorf("--http %s: %w", addr, err)
+		}
+		return ln, "unix:" + address + " (http://localhost/)", nil
+	}
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, "", fmt.Errorf("--http %s: %w", addr, err)
+	}
 	return ln, "http://" + ln.Addr().String() + "/", nil
+}
+
+// httpAddr reads the value of --http: a unix socket (unix:/path) or a TCP
+// address whose host is a loopback address or localhost (read as
+// 127.0.0.1). Anything else is refused, with what to give instead: the
+// server runs tools on this host.
+func httpAddr(addr string) (network, address string, err error) {
+	const only = "ccrun mcp serves only on loopback"
+	if addr == "" {
+		return "", "", usagef("--http: empty address; give a loopback HOST:PORT (127.0.0.1:8765, [::1]:8765) or unix:/path, or leave --http out to serve stdio")
+	}
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return "", "", usagef("--http unix: needs a path: unix:/path/to/socket")
+		}
+		path, err := filepath.Abs(path)
+		if err != nil {
+			return "", "", usagef("--http %s: %w", addr, err)
+		}
+		return "unix", path, nil
+	}
+	if scheme, rest, ok := strings.Cut(addr, "://"); ok {
+		return "", "", usagef("--http %s: give the address without %s://: --http %s", addr, scheme, strings.TrimSuffix(rest, "/"))
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		switch ip := net.ParseIP(addr); {
+		case isPort(addr):
+			return "", "", usagef("--http %s: no host given; %s: use 127.0.0.1:%s or [::1]:%s", addr, only, addr, addr)
+		case ip != nil && ip.To4() == nil:
+			return "", "", usagef("--http %s: an IPv6 address goes in brackets, before the port: [::1]:8765", addr)
+		case !strings.Contains(addr, ":") || strings.HasPrefix(addr, "[") && strings.HasSuffix(addr, "]"):
+			return "", "", usagef("--http %s: no port given: use %s:8765 (:0 picks a free port)", addr, addr)
+		}
+		return "", "", usagef("--http %s: want HOST:PORT on loopback (127.0.0.1:8765, [::1]:8765) or unix:/path", addr)
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case host == "":
+		return "", "", usagef("--http %s: no host given; %s: use 127.0.0.1:%s or [::1]:%s", addr, only, port, port)
+	case strings.EqualFold(host, "localhost"):
+		host = "127.0.0.1"
+	case ip != nil && ip.IsUnspecified():
+		return "", "", usagef("--http %s: %s means every network interface; %s: use 127.0.0.1:%s or [::1]:%s", addr, host, only, port, port)
+	case ip == nil:
+		return "", "", usagef("--http %s: %s is a host name, and the only name taken is localhost; %s: use 127.0.0.1:%s or [::1]:%s", addr, host, only, port, port)
+	case !ip.IsLoopback():
+		return "", "", usagef("--http %s: %s is not a loopback address; %s: use 127.0.0.1:%s or [::1]:%s", addr, host, only, port, port)
+	}
+	if !isPort(port) {
+		given, _, _ := net.SplitHostPort(addr)
+		return "", "", usagef("--http %s: port %q is not a number from 0 to 65535 (0 picks a free port): use %s", addr, port, net.JoinHostPort(given, "8765"))
+	}
+	return "tcp", net.JoinHostPort(host, port), nil
+}
+
+// isPort reports whether s is a TCP port number, 0 to 65535.
+func isPort(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 16)
+	return err == nil
 }

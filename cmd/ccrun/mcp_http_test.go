@@ -31,3 +31,47 @@ func TestMCPTokenFileMode(t *testing.T) {
 		}
 	}
 }
+
+// A --http value that is not a loopback address says what was wrong and
+// what to give instead, in one clean line, before anything is served.
+func TestMCPHTTPAddress(t *testing.T) {
+	fakeHome(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		addr string
+		want []string // each in the message
+	}{
+		{":18766", []string{"--http :18766: no host given", "use 127.0.0.1:18766 or [::1]:18766"}},
+		{"18766", []string{"no host given", "use 127.0.0.1:18766 or [::1]:18766"}},
+		{"0.0.0.0:1", []string{"0.0.0.0 means every network interface", "use 127.0.0.1:1 or [::1]:1"}},
+		{"[::]:1", []string{":: means every network interface", "use 127.0.0.1:1 or [::1]:1"}},
+		{"192.168.1.2:80", []string{"192.168.1.2 is not a loopback address", "use 127.0.0.1:80"}},
+		{"example.com:80", []string{"example.com is a host name", "use 127.0.0.1:80"}},
+		{"localhost:x", []string{`port "x" is not a number`, "use localhost:8765"}},
+		{"127.0.0.1:70000", []string{`port "70000" is not a number`}},
+		{"localhost", []string{"no port given", "use localhost:8765"}},
+		{"[::1]", []string{"no port given"}},
+		{"::1", []string{"brackets", "[::1]:8765"}},
+		{"http://127.0.0.1:8765/", []string{"without http://", "--http 127.0.0.1:8765"}},
+		{"unix:", []string{"needs a path"}},
+		{"", []string{"--http: empty address", "leave --http out"}},
+	} {
+		_, stderr, code := ccrunIn(t, dir, "mcp", "--http", c.addr)
+		if code != exitUsage {
+			t.Errorf("--http %q: exit %d, want %d; stderr %q", c.addr, code, exitUsage, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("--http %q: stderr %q lacks %q", c.addr, stderr, w)
+			}
+		}
+		if strings.Contains(stderr, "  ") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("--http %q: want one line without a double space, got %q", c.addr, stderr)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "LOCALHOST:0", "[::1]:0", "unix:" + filepath.Join(t.TempDir(), "s")} {
+		if _, _, err := httpAddr(addr); err != nil {
+			t.Errorf("--http %q refused: %v", addr, err)
+		}
+	}
+}

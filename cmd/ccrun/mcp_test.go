@@ -50,7 +50,7 @@ func mcpBinary(t testing.TB) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		cmd := exec.Command("go", append(args, ".")...)
+		cmd := goCommand(nil, append(args, ".")...)
 		mcpBuild.out, mcpBuild.err = cmd.CombinedOutput()
 	})
 	if mcpBuild.err != nil {

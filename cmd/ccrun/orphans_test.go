@@ -135,7 +135,7 @@ func TestWorkerChecksParent(t *testing.T) {
 func buildCcrun(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ccrun")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := goCommand(nil, "build", "-o", bin, ".")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}

@@ -81,8 +81,9 @@ and ccrun goes on without it: grants are asked again.`,
 			fmt.Fprintf(a.io.out, "export CCRUN_SESSION=%s\n", s.ID())
 			if isTerminal(a.io.out) {
 				// Printed to a person, not read by eval: the session
-				// does not reach this shell.
-				fmt.Fprintln(a.io.err, `ccrun: the session started, but this shell does not have it: run eval "$(ccrun session start)"`)
+				// does not reach this shell, and lasts its lifetime.
+				fmt.Fprintf(a.io.err, "ccrun: session %s started (until %s), but this shell does not have it: start one with eval \"$(ccrun session start)\"\n"+
+					"ccrun: end this one now with: CCRUN_SESSION=%s ccrun session end\n", s.ID(), s.Expires().Format("2006-01-02 15:04"), s.ID())
 			}
 			return nil
 		},
@@ -113,6 +114,9 @@ and ccrun goes on without it: grants are asked again.`,
 			// stdout is shell code only: eval "$(ccrun session end)".
 			fmt.Fprintf(a.io.err, "ccrun: ended session %s\n", s.ID())
 			fmt.Fprintln(a.io.out, "unset CCRUN_SESSION")
+			if isTerminal(a.io.out) {
+				fmt.Fprintln(a.io.err, `ccrun: this shell still has CCRUN_SESSION (ended now): unset CCRUN_SESSION, or end a session with eval "$(ccrun session end)"`)
+			}
 			return nil
 		},
 	}
