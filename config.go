@@ -220,6 +220,16 @@ func (r *Runtime) auditRequired() (by string, required bool) {
 	return permission.AuditRequired(r.files)
 }
 
+// shellSandbox is what the settings say of the sandbox of approved @shell
+// commands (permission.ShellSandbox).
+func (r *Runtime) shellSandbox() (sandbox, by string, writable []string) {
+	for r.parent != nil {
+		r = r.parent
+	}
+	home, _ := os.UserHomeDir()
+	return permission.ShellSandbox(r.files, home)
+}
+
 // FindProject returns the project root for a start directory: the nearest
 // directory from start upwards holding a ccrun.json, else the nearest one
 // holding .git (git's top level), never above it; with neither, start

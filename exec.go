@@ -88,7 +88,9 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 		// a shell script on the host: the decision is enforced again
 		// where each program starts and each file opens
 		inv.Guard = r.shellGuard(g, req, inv, d, base).Shell()
-		inv.Confine = r.shellConfinement(g.Policy, req, inv, d, pre)
+		if inv.Confine, err = r.shellConfinement(g.Policy, req, inv, d, pre); err != nil {
+			return t.out, t.fail(err)
+		}
 	}
 	t.emit(Executing, d)
 	start := time.Now()

@@ -2,6 +2,7 @@ package ccrun
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/ccrun/ccrun/ceiling"
@@ -38,36 +39,72 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 	return guard.New(cfg)
 }
 
-// shellConfinement is the kernel confinement of a @shell call, or nil: a
-// command that nobody approved as such — judged read-only, whatever layer
-// then let it run (the read-only detection, an allow rule, a grant, the
-// mode) — runs under Landlock, which sees what the interpreter does not
-// (find -exec, xargs, what git starts). A person's approval of this very
-// call, and a capability (approved by digest), run unconfined, and so does
-// a command the policy does not take as read-only (ReadOnlyCall) though
-// its text is. Where the
-// kernel cannot confine, nothing is confined: the policy then asks for the
-// read-only commands that only the kernel could contain (PolicyConfig
-// Unconfined), and the Guard still checks every program. The ruleset
-// starts building now (Warm), beside the work left before the first
-// program starts.
+// shellConfinement is the kernel confinement of a @shell call, in one of
+// two tiers (nil: none).
 //
-// pre is prewarmConfinement's Confinement for this call (or nil): taken
-// when the decision confines the call, its ruleset then already under way.
-func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Request, inv *Invocation, d *permission.Decision, pre *shell.Confinement) *shell.Confinement {
-	if d.Layer == permission.LayerApprover {
-		return nil
+// The read-only tier: a command that nobody approved as such — judged
+// read-only, whatever layer then let it run (the read-only detection, an
+// allow rule, a grant, the mode) — runs under Landlock, which sees what
+// the interpreter does not (find -exec, xargs, what git starts), reading
+// all but the dangerous paths and writing nothing. pre is
+// prewarmConfinement's Confinement for this call (or nil): taken when the
+// decision confines the call so, its ruleset then already under way.
+//
+// The workspace tier: everything else that runs — a person's approval of
+// this very call, a grant or an allow rule of a command that is not
+// read-only, the mode, a capability (approved by digest) — runs with
+// what the person approved in mind but not everything they own: it reads
+// all but the dangerous paths, writes the project but its protected paths
+// (.git/config, hooks, .envrc…: bound read-only), its own temporary
+// directory and the settings' writable directories, and keeps the
+// network (shell.WorkspaceConfinement). What it starts inherits it.
+// "shell": {"sandbox": "off"} in the user or managed settings runs them
+// with the person's full rights instead; where the kernel cannot give the
+// tier, they run so with a note, or, with "required", not at all.
+//
+// Where the kernel cannot confine, the read-only tier is not given
+// either: the policy then asks for the read-only commands that only the
+// kernel could contain (PolicyConfig Unconfined), and the Guard still
+// checks every program.
+//
+// An error (of class ErrUnavailable) when the tier is "required" and
+// cannot be given: nothing may run.
+func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Request, inv *Invocation, d *permission.Decision, pre *shell.Confinement) (*shell.Confinement, error) {
+	if d.Layer != permission.LayerApprover && inv.Capability == nil && (pol == nil || pol.ReadOnlyCall(req)) {
+		if pre != nil {
+			return pre, nil
+		}
+		if c := r.prewarmConfinement(inv); c != nil {
+			return c, nil
+		}
 	}
-	if pol != nil && !pol.ReadOnlyCall(req) {
-		// not read-only after all: it names a path in a home directory
-		// that the confinement would hide (shellcmd.Beyond), and a rule, a
-		// grant or the mode let it run as what it is
-		return nil
+	sandbox, by, writable := r.shellSandbox()
+	if sandbox == permission.SandboxOff {
+		return nil, nil
 	}
-	if pre != nil {
-		return pre
+	fail := func(why string) (*shell.Confinement, error) {
+		if sandbox == permission.SandboxRequired {
+			return nil, fmt.Errorf("not run: %s, and %s says \"shell\": {\"sandbox\": \"required\"}: %w", why, by, ErrUnavailable)
+		}
+		d.Diagnostics = append(d.Diagnostics, "runs unconfined: "+why)
+		return nil, nil
 	}
-	return r.prewarmConfinement(inv)
+	if _, err := shell.ConfineAvailable(); err != nil {
+		return fail(fmt.Sprintf("the workspace sandbox is not available here (%v)", err))
+	}
+	home, _ := os.UserHomeDir()
+	project := r.dir
+	if project == "" {
+		project = inv.Dir
+	}
+	c, complete, err := shell.WorkspaceConfinement(home, project, writable)
+	if err != nil {
+		return fail(fmt.Sprintf("the workspace sandbox cannot be built (%v)", err))
+	}
+	if !complete {
+		d.Diagnostics = append(d.Diagnostics, "the workspace sandbox searched the first 50000 names of the project: protected and secret paths deeper were not found")
+	}
+	return c, nil
 }
 
 // prewarmConfinement returns the confinement a @shell call gets if the

@@ -85,6 +85,13 @@ type Settings struct {
 	// files only): a call whose decision line cannot be written to the
 	// audit log is refused rather than run with a note.
 	AuditRequired bool
+	// Sandbox is "shell": {"sandbox": …} (managed and user files only):
+	// SandboxOn, SandboxOff or SandboxRequired; "" when the layer does
+	// not say. Writable is "shell": {"writable": […]}: directories an
+	// approved @shell command may write besides the project (caches:
+	// ~/.cache/go-build, ~/go/pkg/mod, ~/.npm), absolute or ~/-relative.
+	Sandbox  string
+	Writable []string
 
 	data []byte // the text parsed, for OpenProject
 }
@@ -105,7 +112,17 @@ func (s *Settings) checkProject() error {
 	return nil
 }
 
-var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker", "audit"}
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker", "audit", "shell"}
+
+// The values of "shell": {"sandbox": …}: approved @shell commands run in
+// the workspace tier (on, the default), with the person's full rights
+// (off), or only in the workspace tier, refused where the kernel cannot
+// give it (required).
+const (
+	SandboxOn       = "on"
+	SandboxOff      = "off"
+	SandboxRequired = "required"
+)
 
 // ParseSettings reads a settings file's content. name is used in errors.
 func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
@@ -159,6 +176,33 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 				return nil, fmt.Errorf("%s:%s: audit: set in the managed policy or the user config, not in a project file: %w", name, valAt, ErrInvalidConfig)
 			}
 			s.AuditRequired = true
+		case "shell":
+			if origin != OriginManaged && origin != OriginUser {
+				return nil, fmt.Errorf("%s:%s: shell: the sandbox of approved commands is set in the managed policy or the user config, not in a project file: %w", name, valAt, ErrInvalidConfig)
+			}
+			var sh struct {
+				Sandbox  *string  `json:"sandbox"`
+				Writable []string `json:"writable"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&sh); err != nil {
+				return nil, fmt.Errorf("%s:%s: shell: want {\"sandbox\": \"on\"|\"off\"|\"required\", \"writable\": [\"DIR\", …]}: %v: %w", name, valAt, err, ErrInvalidConfig)
+			}
+			if sh.Sandbox != nil {
+				switch *sh.Sandbox {
+				case SandboxOn, SandboxOff, SandboxRequired:
+					s.Sandbox = *sh.Sandbox
+				default:
+					return nil, fmt.Errorf("%s:%s: shell: sandbox %q: want \"on\", \"off\" or \"required\": %w", name, valAt, *sh.Sandbox, ErrInvalidConfig)
+				}
+			}
+			for _, w := range sh.Writable {
+				if !filepath.IsAbs(w) && !strings.HasPrefix(w, "~/") {
+					return nil, fmt.Errorf("%s:%s: shell: writable %q: want an absolute path or one starting with ~/: %w", name, valAt, w, ErrInvalidConfig)
+				}
+			}
+			s.Writable = sh.Writable
 		case "docker":
 			if err := checkDocker(raw, origin); err != nil {
 				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
@@ -392,6 +436,34 @@ func AuditRequired(layers []*Settings) (by string, required bool) {
 		}
 	}
 	return "", false
+}
+
+// ShellSandbox is what the layers say of the sandbox of approved @shell
+// commands (SandboxOn when none does), and which layer said it: the
+// managed policy first (it locks the user's choice), then the user
+// config; writable are the directories both name, ~ expanded with home.
+func ShellSandbox(layers []*Settings, home string) (sandbox, by string, writable []string) {
+	sandbox = SandboxOn
+	for _, o := range []Origin{OriginManaged, OriginUser} {
+		for _, s := range layers {
+			if s == nil || s.Origin != o {
+				continue
+			}
+			if s.Sandbox != "" && by == "" {
+				sandbox, by = s.Sandbox, s.Name
+			}
+			for _, w := range s.Writable {
+				if rest, ok := strings.CutPrefix(w, "~/"); ok {
+					if home == "" {
+						continue
+					}
+					w = filepath.Join(home, rest)
+				}
+				writable = append(writable, filepath.Clean(w))
+			}
+		}
+	}
+	return sandbox, by, writable
 }
 
 // LooserThan reports whether m lets more through than o (ModeTrust is

@@ -749,12 +749,27 @@ func isPID(name string) bool {
 // at most limit names) and returns the paths beneath it that a Leak row
 // covers, and those an Implant row covers; it goes into a .git directory
 // one level only (its config, hooks, info, commondir: not its objects).
-// A tree it could not walk whole is an error: what was not reached could
-// be neither hidden nor protected.
-func findRows(dir string, limit int) (leaks, implants []string, err error) {
+// Past limit names it stops, with complete false: breadth first, what is
+// left unsearched is the deepest part of the tree. A directory that
+// changed while it was searched, or cannot be listed, is an error.
+func findRows(dir string, limit int) (leaks, implants []string, complete bool, err error) {
+	return walkRows(dir, limit, false)
+}
+
+// Implants returns the paths beneath dir that an Implant row covers,
+// symbolic links included, walking as findRows does: what a workspace run
+// may have made where no bind could be put (a name that did not exist
+// before it: .envrc, ccrun.local.json, sub/.git/hooks). complete is false
+// when more than SearchLimit names were walked.
+func Implants(dir string) (implants []string, complete bool, err error) {
+	_, implants, complete, err = walkRows(dir, searchLimit, true)
+	return implants, complete, err
+}
+
+func walkRows(dir string, limit int, links bool) (leaks, implants []string, complete bool, err error) {
 	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("confine: search %s: %w", dir, err)
+		return nil, nil, false, fmt.Errorf("confine: search %s: %w", dir, err)
 	}
 	defer unix.Close(rootFd)
 	type item struct {
@@ -771,7 +786,7 @@ func findRows(dir string, limit int) (leaks, implants []string, err error) {
 			fd, err = unix.Openat2(rootFd, it.rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 			if err != nil {
-				return nil, nil, fmt.Errorf("confine: search %s: %s changed while it was searched: %w", dir, it.rel, err)
+				return nil, nil, false, fmt.Errorf("confine: search %s: %s changed while it was searched: %w", dir, it.rel, err)
 			}
 		}
 		ents, err := listDir(fd, false)
@@ -779,10 +794,10 @@ func findRows(dir string, limit int) (leaks, implants []string, err error) {
 			unix.Close(fd)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("confine: search %s: %s: %w", dir, it.rel, err)
+			return nil, nil, false, fmt.Errorf("confine: search %s: %s: %w", dir, it.rel, err)
 		}
 		if limit -= len(ents); limit < 0 {
-			return nil, nil, fmt.Errorf("confine: search %s: more than %d names", dir, SearchLimit)
+			return leaks, implants, false, nil
 		}
 		for _, e := range ents {
 			kcs := append(it.cs[:len(it.cs):len(it.cs)], e.name)
@@ -791,8 +806,10 @@ func findRows(dir string, limit int) (leaks, implants []string, err error) {
 				switch leak := sensitive.Table()[i].Kind == sensitive.Leak; {
 				case e.typ == unix.DT_LNK && leak:
 					// what it points to is judged where it is
+				case e.typ == unix.DT_LNK && links:
+					implants = append(implants, abs)
 				case e.typ == unix.DT_LNK:
-					return nil, nil, fmt.Errorf("confine: %s is protected, and a symbolic link, which a bind cannot keep in place: %w", abs, ErrInvalidPolicy)
+					return nil, nil, false, fmt.Errorf("confine: %s is protected, and a symbolic link, which a bind cannot keep in place: %w", abs, ErrInvalidPolicy)
 				case leak:
 					leaks = append(leaks, abs)
 				default:
@@ -805,5 +822,5 @@ func findRows(dir string, limit int) (leaks, implants []string, err error) {
 			}
 		}
 	}
-	return leaks, implants, nil
+	return leaks, implants, true, nil
 }

@@ -287,11 +287,13 @@ func ReadOnly(home string, dirs ...string) Policy {
 // the Implant rows that exist in project (bound read-only: .git/config,
 // .git/hooks, ccrun.json, .vscode…); it writes /dev/null and the
 // terminals; it keeps the network (Network). An Implant row that does not
-// exist cannot be bound: the caller checks for it after the run. An error
-// when the project cannot be searched whole (more than SearchLimit names,
-// a protected path that is a symbolic link), or on another OS.
-func Workspace(home, project, tmp string, writable ...string) (Policy, error) {
-	var p Policy
+// exist cannot be bound: the caller checks for it after the run. The
+// project is searched breadth first for at most SearchLimit names:
+// complete is false when some of it was left unsearched (its deepest
+// directories), where nothing is masked or protected. An error when a
+// protected path is a symbolic link, the project cannot be listed, or on
+// another OS.
+func Workspace(home, project, tmp string, writable ...string) (p Policy, complete bool, err error) {
 	for _, r := range sensitive.Table() {
 		if r.Kind != sensitive.Leak || (r.Abs && r.Seq[0] == "proc") {
 			continue
@@ -304,9 +306,9 @@ func Workspace(home, project, tmp string, writable ...string) (Policy, error) {
 		}
 	}
 	p.Hide = append(p.Hide, "/dev")
-	leaks, implants, err := findRows(path.Clean(project), searchLimit)
+	leaks, implants, complete, err := findRows(path.Clean(project), searchLimit)
 	if err != nil {
-		return Policy{}, err
+		return Policy{}, false, err
 	}
 	p.Mask, p.Protect = leaks, implants
 	for _, d := range append([]string{project, tmp}, writable...) {
@@ -317,7 +319,7 @@ func Workspace(home, project, tmp string, writable ...string) (Policy, error) {
 	p.HideProcesses, p.Network = true, true
 	p.Read = append(p.Read, devRead...)
 	p.Write = append(p.Write, devWrite...)
-	return p, nil
+	return p, complete, nil
 }
 
 // globEscape quotes the glob characters of a directory name.

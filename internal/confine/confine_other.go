@@ -61,6 +61,11 @@ func IsServer() bool { return false }
 func ServeMain() int { return 1 }
 
 // findRows: nothing is searched on this OS (nothing is confined).
-func findRows(dir string, limit int) (leaks, implants []string, err error) {
-	return nil, nil, ErrUnavailable
+func findRows(dir string, limit int) (leaks, implants []string, complete bool, err error) {
+	return nil, nil, false, ErrUnavailable
+}
+
+// Implants: nothing is searched on this OS (nothing is confined).
+func Implants(dir string) (implants []string, complete bool, err error) {
+	return nil, false, ErrUnavailable
 }

@@ -29,9 +29,9 @@ func TestWorkspace(t *testing.T) {
 	mkdir(t, w.home+"/.config/ccrun")
 	write(t, w.home+"/.config/ccrun/config.json", "{}\n")
 	tmp := t.TempDir()
-	p, err := Workspace(w.home, w.project, tmp)
-	if err != nil {
-		t.Fatal(err)
+	p, complete, err := Workspace(w.home, w.project, tmp)
+	if err != nil || !complete {
+		t.Fatal(complete, err)
 	}
 	rs, err := Prepare(p)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"mvdan.cc/sh/v3/interp"
@@ -63,6 +64,30 @@ type Confinement struct {
 	// (ReadOnlyConfinement: the project, the working directory). A part of
 	// a tree too large to search is hidden whole.
 	Search []string
+	// Writable: absolute directories beneath which programs may also make,
+	// remove, rename, link and truncate files (WorkspaceConfinement: the
+	// project, the call's temporary directory, the writable directories
+	// the settings name), but for Protect.
+	Writable []string
+	// Protect: absolute paths kept read-only beneath Writable by a
+	// read-only bind over each in the run's own mount namespace (a rename
+	// over or away, an unlink, a hard link fail too); each must exist and
+	// be reached with no symbolic link, or nothing starts.
+	Protect []string
+	// Mask: absolute paths hidden by an empty read-only bind over each:
+	// a file made beside one later is read as any other.
+	Mask []string
+	// Network keeps sockets and TCP open to the programs.
+	Network bool
+	// Temp, when set, is the run's own temporary directory: TMPDIR points
+	// there for the script, and the run removes it when it ends.
+	Temp string
+	// Sweep, when set, is a directory walked once the run's processes are
+	// gone for the implant paths (the dangerous-path table's implant rows)
+	// that Protect did not hold, the names that did not exist when it was
+	// made (.envrc, ccrun.local.json, sub/.git/hooks): each is removed, and
+	// the run says so on its stderr and in its detail.
+	Sweep string
 
 	warm *warmRuleset // Warm's ruleset, for the first run that takes it
 }
@@ -70,7 +95,7 @@ type Confinement struct {
 // policy is c as internal/confine's Policy.
 func (c *Confinement) policy() confine.Policy {
 	return confine.Policy{Hide: c.Hide, Read: c.Read, Write: c.Write, HideProcesses: c.HideProcesses,
-		Private: c.Private, Search: c.Search}
+		Private: c.Private, Search: c.Search, Writable: c.Writable, Protect: c.Protect, Mask: c.Mask, Network: c.Network}
 }
 
 // Warm starts preparing c's ruleset in the background, when script may
@@ -201,6 +226,72 @@ func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses, Private: p.Private, Search: p.Search}
 }
 
+// WorkspaceConfinement is the confinement of a command that a person, a
+// grant, an allow rule or the mode let run (the workspace tier): it reads
+// everything but the dangerous paths (the table's leak rows at their
+// absolute places, by name under home, and at any depth in project,
+// masked) and /proc/PID; it writes project but for the implant rows that
+// exist there (bound read-only: .git/config, .git/hooks, .envrc,
+// ccrun.json…), its own temporary directory (Temp, made now) and each of
+// writable; it keeps the network. An implant row that does not exist is
+// not protected by the kernel. The project is searched breadth first for
+// at most 50,000 names; complete is false when its deepest directories
+// were left unsearched (nothing there is masked or protected). It fails
+// when a protected path is a symbolic link, the project cannot be
+// listed, or where nothing can be confined.
+func WorkspaceConfinement(home, project string, writable []string) (c *Confinement, complete bool, err error) {
+	tmp, err := os.MkdirTemp("", "ccrun-call-")
+	if err != nil {
+		return nil, false, fmt.Errorf("workspace: temporary directory: %w", err)
+	}
+	p, complete, err := confine.Workspace(home, project, tmp, writable...)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, false, err
+	}
+	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
+		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project}, complete, nil
+}
+
+// sweep removes what Sweep says, and returns what it did and what it
+// could not ("" each when nothing).
+func (c *Confinement) sweep() (note, problem string) {
+	if c == nil || c.Sweep == "" {
+		return "", ""
+	}
+	found, complete, err := confine.Implants(c.Sweep)
+	var removed, failed []string
+	root, rerr := os.OpenRoot(c.Sweep)
+	if rerr != nil {
+		return "", fmt.Sprintf("the sandbox could not check %s for planted paths: %v", c.Sweep, rerr)
+	}
+	defer root.Close()
+	for _, p := range found {
+		if slices.Contains(c.Protect, p) {
+			continue // bound read-only for the whole run
+		}
+		rel, _ := filepath.Rel(c.Sweep, p)
+		if err := root.RemoveAll(rel); err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", rel, err))
+		} else {
+			removed = append(removed, rel)
+		}
+	}
+	if len(removed) > 0 {
+		note = "sandbox refused: removed protected paths the command made: " + strings.Join(removed, ", ")
+	}
+	var probs []string
+	if len(failed) > 0 {
+		probs = append(probs, "could not remove protected paths the command made: "+strings.Join(failed, ", "))
+	}
+	if err != nil {
+		probs = append(probs, fmt.Sprintf("the check for planted paths failed: %v", err))
+	} else if !complete {
+		probs = append(probs, "the check for planted paths stopped after 50000 names")
+	}
+	return note, strings.Join(probs, "; ")
+}
+
 // unconfinable says why a run that asks for confinement cannot have it on
 // this machine, or "" when it can: such a run starts nothing, builtins
 // included.
@@ -229,12 +320,16 @@ func (r *run) ruleset() (*confine.Ruleset, error) {
 }
 
 // closeConfined ends the run's confined thread, if one was made, and
-// one Warm made that no run took.
+// one Warm made that no run took, and removes the run's temporary
+// directory.
 func (r *run) closeConfined() {
 	if r.confined != nil {
 		r.confined.Close()
 	}
 	r.confine.warm.discard()
+	if r.confine.Temp != "" {
+		os.RemoveAll(r.confine.Temp)
+	}
 }
 
 // start starts cmd, from the run's confined thread when the run is

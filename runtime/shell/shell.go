@@ -318,7 +318,10 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell: stdin: %w: %w", ErrExecutor, err)
 	}
-	env := append(append(make([]string, 0, len(e.env)+len(s.Env)), e.env...), s.Env...)
+	env := append(append(make([]string, 0, len(e.env)+len(s.Env)+1), e.env...), s.Env...)
+	if s.Confine != nil && s.Confine.Temp != "" {
+		env = append(env, "TMPDIR="+s.Confine.Temp) // the run's own, removed when it ends
+	}
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
 		interp.Dir(s.Dir),
@@ -333,10 +336,12 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 
 	var copies sync.WaitGroup
 	done := make(chan error, 1)
+	var stderr *job.Output
 	r.sup = &job.Supervisor{
 		Limits:  lim,
 		Streams: s.Streams,
 		Start: func(_ context.Context, out *job.Capture) error {
+			stderr = out.Stderr
 			if s.Confine != nil {
 				if msg := unconfinable(); msg != "" {
 					fmt.Fprintf(out.Stderr, "ccrun: %s\n", msg)
@@ -356,6 +361,18 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 			code, detail := exitCode(runErr)
 			if killed > 0 && detail == "" {
 				detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", killed)
+			}
+			// what the workspace tier's binds could not hold: names made
+			// where none existed (nothing of the run is left to make more)
+			note, problem := s.Confine.sweep()
+			for _, m := range []string{note, problem} {
+				if m != "" {
+					fmt.Fprintf(stderr, "ccrun: %s\n", m)
+					detail = strings.TrimPrefix(detail+"; "+m, "; ")
+				}
+			}
+			if problem != "" && code == 0 {
+				code = 1 // the run is not clean: say so in its status too
 			}
 			return job.Status{Code: code, Detail: detail}, nil
 		},
