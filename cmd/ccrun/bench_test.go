@@ -160,3 +160,62 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(ds)
 	return ds[len(ds)/2]
 }
+
+// BenchmarkWorkspace measures what the workspace tier costs an approved
+// command: `ccrun exec --approve once --shell 'true'` and `… 'make -v'`
+// in the tier (the default) against the same with "shell": {"sandbox":
+// "off"} in the user's settings, in a git repository, side by side in a
+// rotating order. true-tier-ms and make-tier-ms are the medians of
+// tier − off over the iterations (issue 23's goal: at most 1 ms each).
+func BenchmarkWorkspace(b *testing.B) {
+	bin, _ := benchPair(b)
+	dir := b.TempDir()
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v: %s", err, out)
+	}
+	off := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(off, "ccrun"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(off, "ccrun", "config.json"), []byte(`{"shell": {"sandbox": "off"}}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	on := b.TempDir()
+	variants := []struct {
+		name string
+		env  []string
+		argv []string
+	}{
+		{"true-tier", []string{"XDG_CONFIG_HOME=" + on}, []string{bin, "exec", "--approve", "once", "--shell", "true"}},
+		{"true-off", []string{"XDG_CONFIG_HOME=" + off}, []string{bin, "exec", "--approve", "once", "--shell", "true"}},
+		{"make-tier", []string{"XDG_CONFIG_HOME=" + on}, []string{bin, "exec", "--approve", "once", "--shell", "make -v"}},
+		{"make-off", []string{"XDG_CONFIG_HOME=" + off}, []string{bin, "exec", "--approve", "once", "--shell", "make -v"}},
+	}
+	wall := make([][]time.Duration, len(variants))
+	for i := 0; i < b.N; i++ {
+		for j := range variants {
+			v := (i + j) % len(variants)
+			cmd := exec.Command(variants[v].argv[0], variants[v].argv[1:]...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), variants[v].env...)
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%s: %v\n%s", variants[v].name, err, out)
+			}
+			wall[v] = append(wall[v], time.Since(start))
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	diff := func(a, o int) time.Duration {
+		var d []time.Duration
+		for i := range wall[a] {
+			d = append(d, wall[a][i]-wall[o][i])
+		}
+		return median(d)
+	}
+	for v := range variants {
+		b.ReportMetric(ms(median(slices.Clone(wall[v]))), variants[v].name+"-ms")
+	}
+	b.ReportMetric(ms(diff(0, 1)), "true-cost-ms")
+	b.ReportMetric(ms(diff(2, 3)), "make-cost-ms")
+}
