@@ -75,7 +75,7 @@ func TestBroadRulesDoNotCoverNarrowedKeys(t *testing.T) {
 	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
 		Origin: permission.OriginFlags, Name: "flags",
 		Allow: pats("run_command:*", "run_command:timeout", "run_command:rm:*"),
-		Deny:  pats("run_command:curl"),
+		Deny:  pats("run_command:curl", "run_command:kubectl:delete"),
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +85,9 @@ func TestBroadRulesDoNotCoverNarrowedKeys(t *testing.T) {
 			t.Errorf("%q allowed at %s (%s), want asked", src, layer, why)
 		}
 	}
-	for _, src := range []string{"timeout 60 curl x", "env A=1 curl x", "sudo curl x"} {
+	for _, src := range []string{"timeout 60 curl x", "env A=1 curl x", "sudo curl x", "curl -s x", "kubectl -n prod delete pods"} {
 		if _, ok := pol.DenyRule(commandReq(src)); !ok {
-			t.Errorf("%q not denied by run_command:curl", src)
+			t.Errorf("%q not denied by run_command:curl nor run_command:kubectl:delete", src)
 		}
 	}
 }
