@@ -61,3 +61,46 @@ func TestSessionGrantOfNarrowedKeyRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionGrantOfOptionsRuns: a session grant of a command with an
+// option before its operand (keyed by its whole text) runs that command,
+// and not the same program with other options or another operand.
+func TestSessionGrantOfOptionsRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.log", "sub/keep"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDir(t.TempDir()), ccrun.WithAuditLog(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	granted := permission.ParseCommand("rm -f a.log")
+	if !granted.Key.Exact {
+		t.Fatalf("rm -f a.log keys as %s, want exact", granted.Key)
+	}
+	if _, err := rt.Grant(ctx, permission.PatternOf(granted.Key), ceiling.AlwaysThisSession); err != nil {
+		t.Fatalf("Grant %s: %v", granted.Key, err)
+	}
+	for _, src := range []string{"rm -rf sub", "rm -f sub/keep", "rm -rf", "rm a.log -rf sub"} {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+			t.Errorf("%s under the grant of rm -f a.log: %v, want denied", src, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub", "keep")); err != nil {
+		t.Errorf("sub/keep: %v", err)
+	}
+	if _, err := rt.Exec(ctx, &ccrun.Call{Command: "rm  -f 'a.log'", Limits: limits20s}); err != nil {
+		t.Fatalf("rm -f a.log under its grant: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.log")); err == nil {
+		t.Error("a.log still exists")
+	}
+}

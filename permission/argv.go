@@ -24,9 +24,10 @@ func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
 // KeyOfArgv returns the key a simple command of these literal words gets:
 // the key ParseCommand gives the text that quotes each word so that it
 // reads back as itself. A word that cannot be quoted (a NUL byte), a
-// program word that is not bare, a wrapper and a detail that is not a
-// plain word make the key the exact one of that text, as for any compound
-// command; no words key as run_command:"#empty".
+// program word that is not bare, a wrapper, a detail that is not a plain
+// word, an option before the first operand and options with no operand
+// make the key the exact one of that text, as for any compound command;
+// no words key as run_command:"#empty".
 func KeyOfArgv(argv []string) Key {
 	if len(argv) == 0 {
 		return Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}

@@ -50,7 +50,10 @@ func TestKeyOfArgv(t *testing.T) {
 		{[]string{"cat", "a b"}, `run_command:"cat 'a b'"`},
 		{[]string{"rm", "*.log"}, `run_command:"rm '*.log'"`},
 		{[]string{"timeout", "60", "true"}, `run_command:"timeout 60 true"`},
-		{[]string{"rm", "-rf", "/"}, "run_command:rm:/"},
+		{[]string{"rm", "-rf", "/"}, `run_command:"rm -rf /"`},
+		{[]string{"rm", "/", "-rf"}, "run_command:rm:/"},
+		{[]string{"ls", "-la"}, `run_command:"ls -la"`},
+		{[]string{"git", "status", "--porcelain"}, "run_command:git:status"},
 		{[]string{"a b", "x"}, `run_command:"'a b' x"`},
 		{nil, `run_command:"#empty"`},
 	}

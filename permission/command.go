@@ -102,26 +102,33 @@ type Command struct {
 // (letters, digits and . _ / + - @ % , = #), with no ~, no line
 // continuation and no control byte in its source. A simple command keys
 // by its program as written, path and all (./git is not git), with as
-// detail its first argument not starting with '-', or no detail when
-// there is none:
+// detail its first argument, an operand (a word not starting with '-';
+// options after it are not looked at), or no detail when it has no
+// argument at all:
 //
-//	git status         run_command:git:status
-//	"git" status       run_command:git:status (so do g''it and \git)
-//	./git status       run_command:./git:status
-//	ls -la             run_command:ls
+//	git status             run_command:git:status
+//	git status --short     run_command:git:status
+//	"git" status           run_command:git:status (so do g''it and \git)
+//	./git status           run_command:./git:status
+//	ls                     run_command:ls
 //
 // A detail that no plain word can name narrows the key, never widens it:
 // the command keys exactly by its canonical text, as a compound one does,
-// when that first argument or a word before it is not literal and bare
-// (a glob, a parameter, a tilde, quoted text with blanks), when a --
-// comes before it, for git when a global option other than --no-pager,
-// -P… comes before it, and, whatever its words, when the program is a
-// wrapper, whose words name another program or code to run
-// (shellcmd.Wraps: env, timeout, nice, sudo, xargs, sh, python3…):
+// when that first argument is not literal and bare (a glob, a parameter,
+// a tilde, quoted text with blanks); when an option comes before it (--
+// included), or the command has options and no operand, for an option's
+// value can take the detail's place and an option can change what runs
+// (kubectl -n prod get pods, make -C dir deploy, rm -rf, sort
+// --output=FILE), git's options that change nothing (--no-pager, -P…)
+// passed over; and, whatever its words, when the program is a wrapper,
+// whose words name another program or code to run (shellcmd.Wraps: env,
+// timeout, nice, sudo, xargs, sh, python3…):
 //
 //	rm *.log           run_command:"rm *.log"
 //	rm 'a b.txt'       run_command:"rm 'a b.txt'"
 //	git -C dir push    run_command:"git -C dir push"
+//	ls -la             run_command:"ls -la"
+//	kubectl -n p get   run_command:"kubectl -n p get"
 //	timeout 60 true    run_command:"timeout 60 true"
 //
 // Everything else is compound and keys exactly by its canonical text:

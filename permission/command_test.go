@@ -26,7 +26,8 @@ var keyTests = []struct {
 	{"git", `run_command:git`, false},
 	{"git push origin main", `run_command:git:push`, false},
 	{"git --no-pager log", `run_command:git:log`, false},
-	{"ls -la", `run_command:ls`, false},
+	{"ls", `run_command:ls`, false},
+	{"git status --porcelain", `run_command:git:status`, false},
 	{`"git" status`, `run_command:git:status`, false},
 	{"g''it status", `run_command:git:status`, false},
 	{`\git status`, `run_command:git:status`, false},
@@ -40,7 +41,7 @@ var keyTests = []struct {
 	{"git status # && rm -rf /", `run_command:git:status`, false},
 	{`git "~"`, `run_command:git:~`, false},
 	{"git commit -m \"multi\nline\"", `run_command:git:commit`, false},
-	{"rm -rf /", `run_command:rm:/`, false},
+	{"rm / -rf", `run_command:rm:/`, false},
 	{"git\rstatus", `run_command:git:status`, false},
 	{"git status\r\n", `run_command:git:status`, false},
 	{`"a=b"`, `run_command:a=b`, false},
@@ -171,6 +172,12 @@ var exactKeyTests = []struct{ src, canonical string }{
 	{"sh", "sh"},
 	{"python3 -m http.server", "python3 -m http.server"},
 	{"find . -name x", "find . -name x"},
+	{"ls -la", "ls -la"}, // options only
+	{"rm  -f", "rm -f"},
+	{"sort --output=x", "sort --output=x"},
+	{"rm -rf /", "rm -rf /"}, // an option before the operand
+	{"kubectl -n prod get pods", "kubectl -n prod get pods"},
+	{"make -C dir deploy", "make -C dir deploy"},
 }
 
 func TestParseCommandExactKeys(t *testing.T) {

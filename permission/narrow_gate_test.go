@@ -32,6 +32,11 @@ func TestSessionGrantOfNarrowedKey(t *testing.T) {
 		{"nice -n 5 make", nil, []string{"nice -n 5 sh"}},
 		{"xargs rm", nil, []string{"xargs cat", "xargs rm -rf"}},
 		{"git -C d status", nil, []string{"git -C d push", "git push"}},
+		{"rm -f", []string{"rm '-f'"}, []string{"rm -rf", "rm -f -r", "rm", "rm x"}},
+		{"npm -v", nil, []string{"npm --unsafe-perm", "npm install", "npm"}},
+		{"kubectl -n prod get pods", nil, []string{"kubectl -n prod delete pods", "kubectl -n prod get secrets", "kubectl get pods"}},
+		{"make -C a build", nil, []string{"make -C a deploy", "make -C b build", "make build"}},
+		{"rm -f build", nil, []string{"rm -rf build", "rm build"}},
 	} {
 		t.Run(permission.Escape(tc.granted), func(t *testing.T) {
 			t.Parallel()
@@ -70,19 +75,19 @@ func TestBroadRulesDoNotCoverNarrowedKeys(t *testing.T) {
 	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
 		Origin: permission.OriginFlags, Name: "flags",
 		Allow: pats("run_command:*", "run_command:timeout", "run_command:rm:*"),
-		Deny:  pats("run_command:curl"),
+		Deny:  pats("run_command:curl", "run_command:kubectl:delete"),
 	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []string{"timeout 60 sh -c 'x'", "rm *.log", "sudo rm -rf /tmp/x", "env A=1 sh"} {
+	for _, src := range []string{"timeout 60 sh -c 'x'", "rm *.log", "sudo rm -rf /tmp/x", "env A=1 sh", "rm -rf", "rm -rf build", "sort --output=x"} {
 		if v, layer, why := pol.Decide(commandReq(src)); v == permission.Allow {
 			t.Errorf("%q allowed at %s (%s), want asked", src, layer, why)
 		}
 	}
-	for _, src := range []string{"timeout 60 curl x", "env A=1 curl x", "sudo curl x"} {
+	for _, src := range []string{"timeout 60 curl x", "env A=1 curl x", "sudo curl x", "curl -s x", "kubectl -n prod delete pods"} {
 		if _, ok := pol.DenyRule(commandReq(src)); !ok {
-			t.Errorf("%q not denied by run_command:curl", src)
+			t.Errorf("%q not denied by run_command:curl nor run_command:kubectl:delete", src)
 		}
 	}
 }

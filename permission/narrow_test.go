@@ -9,9 +9,13 @@ import (
 
 // narrowPairs are commands a red team keyed alike, or keyed so that a
 // grant of the first covered the second: a wrapper keyed by its own first
-// argument (timeout 60 true as run_command:timeout:60), and a detail
+// argument (timeout 60 true as run_command:timeout:60), a detail
 // position holding a word that is not a plain word (rm *.log as
-// run_command:rm, every rm). Each pair must key apart, and the grant a
+// run_command:rm, every rm), a command of options only (rm -f as
+// run_command:rm, every rm), and an option before the first operand, whose
+// value took the detail's place (kubectl -n prod get pods as
+// run_command:kubectl:prod) or whose meaning the detail did not say
+// (rm -f build and rm -rf build as run_command:rm:build). Each pair must key apart, and the grant a
 // person makes of either (PatternOf its key, as the gate stores it, and
 // that pattern written out and read back, as a rule or the execution
 // guard reads it) must cover that command and not the other.
@@ -66,6 +70,26 @@ var narrowPairs = [][2]string{
 	{"rm -- -x", "rm -- -rf"},
 	{"ls -- x", "ls -la"},
 	{"echo 'hello world'", "echo hi"},
+	{"rm -f", "rm -rf"},
+	{"rm -f", "rm -rf /"},
+	{"rm -f", "rm"},
+	{"sort -n", "sort --output=x"},
+	{"sort -n", "sort -o x"},
+	{"npm -v", "npm --unsafe-perm"},
+	{"npm -v", "npm install"},
+	{"ls -la", "ls -R"},
+	{"ls -la", "ls /etc"},
+	{"kubectl -n prod get pods", "kubectl -n prod delete pods"},
+	{"kubectl -n prod get pods", "kubectl -n prod"},
+	{"kubectl -n prod get pods", "kubectl get pods"},
+	{"make -C a build", "make -C a deploy"},
+	{"make -C a build", "make -C b build"},
+	{"make -C a build", "make build"},
+	{"rm -f build", "rm -rf build"},
+	{"rm -f build", "rm build"},
+	{"docker -H ssh://h ps", "docker -H ssh://h rm x"},
+	{"cargo -q build", "cargo -q publish"},
+	{"git --no-pager log", "git --no-pager -c core.pager=sh log"},
 }
 
 func TestNarrowKeys(t *testing.T) {
@@ -100,8 +124,9 @@ func TestNarrowKeys(t *testing.T) {
 	}
 }
 
-// TestNarrowedKeysAreExact: a wrapper, and a command whose detail position
-// holds a word that is not a plain word, key by their whole text; no
+// TestNarrowedKeysAreExact: a wrapper, a command whose detail position
+// holds a word that is not a plain word, a command of options only and a
+// command with an option before its first operand key by their whole text; no
 // wildcard rule covers them (run_command:*, run_command:rm).
 func TestNarrowedKeysAreExact(t *testing.T) {
 	t.Parallel()
@@ -110,6 +135,9 @@ func TestNarrowedKeysAreExact(t *testing.T) {
 		"sudo ls", "nice -n 5 make", "xargs rm", "rm -- -x", `cat "$1"`, "git -C d status",
 		"git -c core.pager=cat log", "git -ccore.pager=cat", "git --git-dir=x", "/usr/bin/sudo ls",
 		"./timeout 1 x", "sh", "bash script.sh", "node server.js", "echo \u00ff", "rm $X file",
+		"rm -f", "rm -rf", "ls -la", "sort -n", "sort --output=x", "npm -v", "git -v", "rm --",
+		"cat -", "kubectl -n prod get pods", "make -C a build", "rm -rf build", "git --no-pager -v",
+		"git -P --paginate log",
 	} {
 		c := ParseCommand(src)
 		checkCommand(t, c)
@@ -138,8 +166,9 @@ func TestNarrowedKeysAreExact(t *testing.T) {
 
 func quoteKey(s string) string { return Key{Tool: "t", Action: s, Exact: true}.String()[2:] }
 
-// TestKeyControls: commands whose detail is a plain word, and commands
-// with no operand at all, keep their keys.
+// TestKeyControls: commands whose detail is a plain word with no option
+// before it (options after it, and git's options that change nothing,
+// allowed), and commands with no argument at all, keep their keys.
 func TestKeyControls(t *testing.T) {
 	t.Parallel()
 	for src, want := range map[string]string{
@@ -148,13 +177,17 @@ func TestKeyControls(t *testing.T) {
 		"go test ./...":          "run_command:go:test",
 		"go test -run X ./...":   "run_command:go:test",
 		"git --no-pager log":     "run_command:git:log",
+		"git -P --no-pager log":  "run_command:git:log",
+		"git --no-pager":         "run_command:git",
+		"git status --porcelain": "run_command:git:status",
 		"git push origin main":   "run_command:git:push",
 		"git":                    "run_command:git",
-		"ls -la":                 "run_command:ls",
+		"ls":                     "run_command:ls",
+		"ls src":                 "run_command:ls:src",
 		"make":                   "run_command:make",
 		"make test":              "run_command:make:test",
 		"cargo build --release":  "run_command:cargo:build",
-		"rm -rf build":           "run_command:rm:build",
+		"rm build -rf":           "run_command:rm:build",
 		"npm test -- --watch":    "run_command:npm:test",
 		"npm run build $X":       "run_command:npm:run",
 		"./x.sh deploy":          "run_command:./x.sh:deploy",

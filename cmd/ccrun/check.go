@@ -18,7 +18,8 @@ type checkReport struct {
 	Decision    string   `json:"decision"`  // allow, ask or deny: the gate's own answer
 	WouldRun    bool     `json:"would_run"` // whether exec would run it with nobody to ask (only on allow)
 	Key         string   `json:"key"`
-	Compound    bool     `json:"compound"` // an exact key: a compound shell command, matched only by its own text
+	Exact       bool     `json:"exact"`    // keyed by its whole text: matched only by a rule of this command
+	Compound    bool     `json:"compound"` // an exact key of a compound shell command (or of text that does not parse)
 	Tool        string   `json:"tool"`
 	Environment string   `json:"environment"`
 	Layer       string   `json:"layer"`          // the gate step that decided
@@ -39,7 +40,7 @@ func (a *app) checkCommand() *cobra.Command {
 		Use:   "check [--json] [--session-allow KEY]... (--command CMD | NAME | --wasm FILE | --docker IMAGE)",
 		Short: "Print the decision exec would take with nobody to ask, and run nothing",
 		Long: `Print the decision that ccrun exec would take with nobody to ask: allow, ask or deny, the
-key (and whether it is compound), the gate step that decided, the rule, the reason and any
+key (and whether it is keyed by the whole text of the command), the gate step that decided, the rule, the reason and any
 diagnostics (such as a ceiling violation). Nothing runs and nothing is written. With
 nobody to ask, an ask is a deny: would_run is true only for allow. Exits 0 when the
 decision could be made; the JSON fields are stable.`,
@@ -109,7 +110,7 @@ func checkReportOf(out *ccrun.Outcome) checkReport {
 	d, req := out.Decision, out.Request
 	r := checkReport{
 		Decision: string(d.Verdict), WouldRun: d.Verdict == permission.Allow,
-		Key: d.Key.String(), Compound: d.Key.Exact, Tool: req.Tool, Environment: string(req.Environment),
+		Key: d.Key.String(), Exact: d.Key.Exact, Compound: compoundKey(req, d.Key), Tool: req.Tool, Environment: string(req.Environment),
 		Layer: string(d.Layer), Rule: d.Rule, Reason: d.Reason, Digest: req.Digest,
 		Loosens: nonNil(req.Loosens), Diagnostics: nonNil(d.Diagnostics), Warnings: nonNil(d.Warnings),
 	}
@@ -120,6 +121,19 @@ func checkReportOf(out *ccrun.Outcome) checkReport {
 		r.Offer = d.Offer.String()
 	}
 	return r
+}
+
+// compoundKey reports whether k, the key of req, is the exact key of a
+// compound command (or of text that does not parse), not of a simple
+// command keyed by its whole text (rm *.log, ls -la, timeout 60 true).
+func compoundKey(req *permission.Request, k permission.Key) bool {
+	if !k.Exact || k.Tool != permission.ShellTool {
+		return false
+	}
+	if req.Command != nil {
+		return req.Command.Compound
+	}
+	return permission.ParseCommand(k.Action).Compound
 }
 
 func nonNil(s []string) []string {
@@ -136,8 +150,11 @@ func printReport(a *app, r checkReport) {
 		fmt.Fprintf(w, "             (with nobody to ask, exec denies; a person may grant up to %s)\n", r.Offer)
 	}
 	kind := "simple"
-	if r.Compound {
+	switch {
+	case r.Compound:
 		kind = "compound: matched only by a rule of this command, however spaced or quoted"
+	case r.Exact:
+		kind = "keyed by its whole text: matched only by a rule of this command, however spaced or quoted"
 	}
 	fmt.Fprintf(w, "key:         %s (%s)\n", r.Key, kind)
 	fmt.Fprintf(w, "tool:        %s (%s)\n", r.Tool, r.Environment)

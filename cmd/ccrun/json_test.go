@@ -99,6 +99,8 @@ func TestJSONOutputs(t *testing.T) {
 		{"session status, ended", gone.ID(), []string{"session", "status", "--json"}, sessionReport{}, 0, `"active": false`},
 		{"check", "", []string{"check", "--json", "--command", "git push"}, checkReport{}, 0, `"decision": "ask"`},
 		{"key", "", []string{"key", "--json", "make test && make lint"}, keyReport{}, 0, `"compound": true`},
+		{"key, keyed by its whole text", "", []string{"key", "--json", "rm -rf build"}, keyReport{}, 0, `"exact": true,
+  "compound": false`},
 		// No engine answers there: gc does the rest, and the report says
 		// what it could not reach.
 		{"gc", "", []string{"gc", "--json"}, gcReport{}, 0, `"containers not collected`},

@@ -17,9 +17,13 @@ func (a *app) keyCommand() *cobra.Command {
 		Short: "Print the key a shell command is asked under, and the rule to write for it",
 		Long: `Print the key ccrun gives a shell command (as --shell would run it) and the rule that
 matches it, ready to paste into the "permissions" of ccrun.json, into --allow/--ask/--deny,
-or into ccrun allowlist add. A compound command (&&, pipes, redirections, substitutions…) is
-matched only by a rule of that command, however the rule spaces or quotes it (a rule is read
-as a command); never by a wildcard. Give the command as one argument, quoted.`,
+or into ccrun allowlist add. A simple command keys by its program and first operand
+(run_command:git:push). A compound command (&&, pipes, redirections, substitutions…), and a
+simple one whose program and operand cannot say what runs (a wrapper such as timeout or sudo,
+a glob or quoted text as operand, an option before the operand, options alone: rm *.log,
+kubectl -n prod get pods, ls -la) keys by its whole text, and is matched only by a rule of
+that command, however the rule spaces or quotes it (a rule is read as a command); never by a
+wildcard. Give the command as one argument, quoted.`,
 		Example: `  ccrun key 'git push origin main'
   ccrun key 'make test && make lint'`,
 		Args: cobra.ExactArgs(1),
@@ -35,7 +39,8 @@ as a command); never by a wildcard. Give the command as one argument, quoted.`,
 			if err := enc.Encode(key); err != nil {
 				return err
 			}
-			r := keyReport{Command: args[0], Key: key, Compound: cmd.Key.Exact, Rule: strings.TrimSpace(rule.String()), Parses: cmd.File != nil}
+			r := keyReport{Command: args[0], Key: key, Exact: cmd.Key.Exact, Compound: cmd.Compound,
+				Rule: strings.TrimSpace(rule.String()), Parses: cmd.File != nil}
 			if asJSON {
 				return writeJSON(a.io.out, r)
 			}
@@ -46,11 +51,14 @@ as a command); never by a wildcard. Give the command as one argument, quoted.`,
 				fmt.Fprintf(w, "          (the text does not parse as a shell command, so it cannot run: %v)\n", cmd.Err)
 			case r.Compound:
 				fmt.Fprintln(w, "          (compound: only a rule of this command matches it, however spaced or quoted; run_command:* does not)")
+			case r.Exact:
+				fmt.Fprintf(w, "          (keyed by its whole text: only a rule of this command matches it, however spaced or quoted; run_command:* and run_command:%s do not)\n",
+					permission.Escape(cmd.Program))
 			}
 			fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
 			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(key))
 			fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(key))
-			if !r.Compound && cmd.Key.Detail != "" {
+			if !r.Exact && cmd.Key.Detail != "" {
 				broad := permission.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
 				fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, permission.Escape(cmd.Key.Action))
 			}

@@ -76,7 +76,8 @@ type capabilitiesReport struct {
 type keyReport struct {
 	Command  string `json:"command"`
 	Key      string `json:"key"`
-	Compound bool   `json:"compound"` // matched only by a rule of this exact key
+	Exact    bool   `json:"exact"`    // keyed by its whole text: matched only by a rule of this command
+	Compound bool   `json:"compound"` // more than one plain simple command (or text that does not parse); implies exact
 	Rule     string `json:"rule"`     // the rule to write in ccrun.json's permissions, as a JSON string
 	Parses   bool   `json:"parses"`   // false: the text is not a shell command and cannot run
 }

@@ -47,9 +47,10 @@ var ErrInvalidKey = errdefs.ErrInvalidArgument.WithMessage("invalid permission k
 type Key struct {
 	Tool   string // run_command, write_file, capability, …; always bare
 	Action string // the program, the path, the capability's name, or a compound command's text
-	Detail string // optional: the subcommand (first non-flag argument)
+	Detail string // optional: the subcommand (the first argument, an operand)
 	// Exact is set for keys matched only by the same text (compound
-	// commands, wrappers, details that are not plain words).
+	// commands, wrappers, details that are not plain words, options before
+	// the first operand or with none).
 	Exact bool
 }
 

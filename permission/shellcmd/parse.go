@@ -144,25 +144,32 @@ var (
 // literal text, quotes allowed, whose value after quote removal is bare
 // (letters, digits and . _ / + - @ % , = #), with no ~, no line
 // continuation and no control byte in its source. Its Detail is its first
-// argument not starting with '-'. A detail that no plain word can name
-// narrows the key to the whole text, never widens it to every command of
-// the program: a simple command is Exact, keyed by its canonical text like
-// a compound one, when that argument or a word before it is not literal
-// and bare (a glob, a parameter, quoted text with blanks), when a --
-// comes before it, for git when a global option that changes what the
-// subcommand does comes before it (-C d, -c k=v, --git-dir=x; not
-// --no-pager, -P…: see gitGlobal), and whatever its words when the
-// program is a wrapper, whose words name another program to run (Wraps:
-// timeout, env, sudo, xargs, sh…). A simple command with no argument
-// but options has no detail (ls -la):
+// argument, an operand: a word not starting with '-'. A detail that no
+// plain word can name narrows the key to the whole text, never widens it
+// to every command of the program: a simple command is Exact, keyed by its
+// canonical text like a compound one, when that argument is not literal
+// and bare (a glob, a parameter, quoted text with blanks); when an option
+// comes before it (-- included), or the command has options and no
+// operand, for an option's value can take the detail's place and an
+// option can change what the command does (kubectl -n prod get pods,
+// make -C dir deploy, rm -rf, sort --output=FILE); git's global options
+// that change nothing (--no-pager, -P…: see gitGlobal) are passed over;
+// and whatever its words when the program is a wrapper, whose words name
+// another program to run (Wraps: timeout, env, sudo, xargs, sh…).
+// Options after the detail are not looked at. A simple command with no
+// argument at all has no detail:
 //
-//	git status          Program git, Detail status
-//	./git status        Program ./git, Detail status
-//	ls -la              Program ls, no Detail
-//	git -C dir status   Exact
-//	git "$X" push       Exact
-//	rm *.log            Exact
-//	timeout 60 true     Exact
+//	git status             Program git, Detail status
+//	git status --short     Program git, Detail status
+//	git --no-pager log     Program git, Detail log
+//	./git status           Program ./git, Detail status
+//	ls                     Program ls, no Detail
+//	ls -la                 Exact
+//	kubectl -n prod get    Exact
+//	git -C dir status      Exact
+//	git "$X" push          Exact
+//	rm *.log               Exact
+//	timeout 60 true        Exact
 //
 // Everything else is compound. Comments are dropped (they do not run). The
 // tree a command keyed exactly runs is the parse of its canonical text,

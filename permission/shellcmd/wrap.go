@@ -55,15 +55,22 @@ func Wrappers() []string {
 // detailOf returns the detail of the key of the simple command
 // PROGRAM ARGS (lit[i]: Args[i] is fully literal), or exact when the
 // command must be keyed by its whole text: no plain word can say what it
-// runs. The detail is the first argument not starting with '-'. The key is
-// exact when the program is a wrapper (Wraps); when that first argument,
-// or a word before it, is not literal (a glob, a parameter, a brace, a
-// tilde: it expands to what nobody has seen) or not bare (quoted text
-// with blanks or punctuation); when a -- comes before it (what follows is
-// an operand, even if it starts with '-'); and for git, when an option
-// before it is a global option that changes what the subcommand does
-// (-C d, -c k=v, --git-dir=x: every one but gitGlobal). A command with no
-// such argument at all (ls -la, git) has no detail and is not exact.
+// runs. The detail is the first argument, which must be an operand: a
+// literal bare word not starting with '-'. The key is exact when the
+// program is a wrapper (Wraps); when that argument is not literal (a
+// glob, a parameter, a brace, a tilde: it expands to what nobody has
+// seen) or not bare (quoted text with blanks or punctuation); and when an
+// option (a word starting with '-', -- included) comes before the first
+// operand, or the command has options and no operand at all: an option's
+// value can stand in the detail's place (kubectl -n prod get pods would
+// key as kubectl:prod), an option can change what the operand does (make
+// -C dir deploy, rm -rf build), and with no operand the options are all
+// there is to say what runs (rm -f vs rm -rf, sort -n vs sort
+// --output=FILE). Only git's global options that change nothing
+// (gitGlobal: --no-pager, -P…) are passed over. Options after the detail
+// are not looked at (git status --porcelain is git:status). A command
+// with no argument at all (ls, git, git --no-pager) has no detail and is
+// not exact.
 func detailOf(program string, args []string, lit []bool) (detail string, exact bool) {
 	if Wraps(program) {
 		return "", true
@@ -73,14 +80,9 @@ func detailOf(program string, args []string, lit []bool) (detail string, exact b
 		switch {
 		case !lit[i]:
 			return "", true
-		case a == "--":
-			return "", i+1 < len(args) || git
-		case strings.HasPrefix(a, "-"):
-			if git && !slices.Contains(gitGlobal, a) {
-				return "", true
-			}
-			continue
-		case !Bare(a):
+		case git && slices.Contains(gitGlobal, a):
+			continue // git --no-pager log runs what git log does
+		case strings.HasPrefix(a, "-"), !Bare(a):
 			return "", true
 		}
 		return a, false
