@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -25,10 +26,13 @@ type doctorReport struct {
 	Landlock landlockReport `json:"landlock"`
 	Seccomp  bool           `json:"seccomp"` // confined programs also get the seccomp filter
 	UserNS   userNSReport   `json:"user_namespaces"`
-	Docker   dockerReport   `json:"docker"`
-	Engine   engineReport   `json:"docker_engine"` // where a @docker call runs (kube.go)
-	Cgroup   string         `json:"cgroup"`        // "2", "1", "hybrid" or "none"
-	Missing  []string       `json:"missing"`
+	// Workspace: approved @shell commands run in the workspace tier
+	// (Landlock, and a mount namespace: as root, or in a user namespace)
+	Workspace workspaceReport `json:"workspace"`
+	Docker    dockerReport    `json:"docker"`
+	Engine    engineReport    `json:"docker_engine"` // where a @docker call runs (kube.go)
+	Cgroup    string          `json:"cgroup"`        // "2", "1", "hybrid" or "none"
+	Missing   []string        `json:"missing"`
 }
 
 type landlockReport struct {
@@ -36,6 +40,11 @@ type landlockReport struct {
 	ABI       int      `json:"abi"`
 	Reason    string   `json:"reason,omitempty"` // why not, when not
 	Gives     []string `json:"gives"`            // what each ABI level up to this one adds
+}
+
+type workspaceReport struct {
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"` // why not, when not
 }
 
 type userNSReport struct {
@@ -115,6 +124,17 @@ func doctor(ctx context.Context) doctorReport {
 	if !r.UserNS.Available {
 		r.Missing = append(r.Missing, "user namespaces")
 	}
+	switch {
+	case !r.Landlock.Available:
+		r.Workspace.Reason = "no Landlock"
+	case os.Geteuid() != 0 && !r.UserNS.Available:
+		r.Workspace.Reason = "no user namespaces, which a mount namespace needs when not root"
+	default:
+		r.Workspace.Available = true
+	}
+	if !r.Workspace.Available {
+		r.Missing = append(r.Missing, "workspace tier ("+r.Workspace.Reason+"): approved @shell commands run with all of the person's rights")
+	}
 	r.Docker = dockerInfo(ctx)
 	r.Engine = engineInfo(ctx, "")
 	if !r.Docker.Reachable {
@@ -172,6 +192,11 @@ func printDoctor(a *app, r doctorReport) {
 		ns += " (" + r.UserNS.Detail + ")"
 	}
 	fmt.Fprintf(w, "user namespaces:  %s\n", ns)
+	if r.Workspace.Available {
+		fmt.Fprintln(w, "workspace tier:   yes: approved @shell commands write only the project (its protected paths bound read-only), their TMPDIR and the writable directories")
+	} else {
+		fmt.Fprintf(w, "workspace tier:   no (%s): approved @shell commands run with all of the person's rights\n", r.Workspace.Reason)
+	}
 	if r.Docker.Reachable {
 		fmt.Fprintf(w, "docker engine:    reachable at %s", r.Docker.Host)
 		if r.Docker.Version != "" {

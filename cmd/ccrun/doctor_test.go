@@ -32,12 +32,18 @@ func TestDoctor(t *testing.T) {
 		if off && (!strings.Contains(missing, "landlock") || !strings.Contains(r.Landlock.Reason, "CCRUN_LANDLOCK=off")) {
 			t.Errorf("forced off: missing %q, reason %q", r.Missing, r.Landlock.Reason)
 		}
+		if r.Workspace.Available != (err == nil) || off && !strings.Contains(missing, "workspace tier") {
+			t.Errorf("CCRUN_LANDLOCK off=%v: workspace %+v, missing %q", off, r.Workspace, r.Missing)
+		}
 		if err == nil && abi >= 4 && !strings.Contains(strings.Join(r.Landlock.Gives, "\n"), "TCP") {
 			t.Errorf("ABI %d: gives %q, want TCP", abi, r.Landlock.Gives)
 		}
 		out.Reset()
 		if code := run([]string{"doctor"}, stdio{strings.NewReader(""), &out, &errb}); code != 0 || !strings.Contains(out.String(), "landlock:") {
 			t.Errorf("doctor: exit %d, %q", code, out.String())
+		}
+		if !strings.Contains(out.String(), "workspace tier:") {
+			t.Errorf("doctor does not say whether approved commands are confined: %q", out.String())
 		}
 		if off && !strings.Contains(out.String(), "cannot be confined") {
 			t.Errorf("doctor with landlock off: %q", out.String())
