@@ -125,3 +125,40 @@ func TestSandboxOffInUserSettings(t *testing.T) {
 		t.Errorf("a project file turning the sandbox off: exit %d: %s", code, errOut)
 	}
 }
+
+// TestSandboxControls: in the workspace tier, what builds do still works:
+// go build and go test of a small module (the Go build cache named
+// writable in the user's settings), make writing its outputs, git add and
+// commit, git checkout -b, a script writing under $TMPDIR, writes into
+// node_modules.
+func TestSandboxControls(t *testing.T) {
+	needKernelSandbox(t)
+	b, err := goCommand(nil, "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goCache := strings.TrimSpace(string(b))
+	home := fakeHome(t)
+	writeFiles(t, home, map[string]string{".config/ccrun/config.json": `{"shell": {"writable": ["` + goCache + `"]}}` + "\n"})
+	project := hostileRepo(t, nil, map[string]string{
+		"go.mod":       "module example.com/m\n\ngo 1.22\n",
+		"main.go":      "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hi\") }\n",
+		"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n",
+		"Makefile":     "all:\n\tmkdir -p out && echo built > out/result\n",
+	}, nil)
+	for _, script := range []string{
+		"go build -o bin/m . && ./bin/m",
+		"go test ./...",
+		"make && cat out/result",
+		"echo change >> main.go && git add main.go && git -c user.name=t -c user.email=t@t commit -qm change && git log --format=%s -1",
+		"git checkout -q -b topic && git branch --show-current",
+		"echo t > $TMPDIR/x && cat $TMPDIR/x",
+		"mkdir -p node_modules/pkg && echo '{}' > node_modules/pkg/package.json && cat node_modules/pkg/package.json",
+	} {
+		out, errOut, code := ccrunIn(t, project, "exec", "--approve", "once", "--env", "GOCACHE="+goCache, "--env", "GOPATH="+filepath.Join(home, "go"),
+			"--env", "GOFLAGS=-mod=mod", "--env", "GOTOOLCHAIN=local", "--shell", script)
+		if code != 0 {
+			t.Errorf("%q: exit %d\n%s%s", script, code, out, errOut)
+		}
+	}
+}

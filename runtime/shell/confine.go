@@ -244,6 +244,9 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 	if err != nil {
 		return nil, false, fmt.Errorf("workspace: temporary directory: %w", err)
 	}
+	for _, w := range writable {
+		_ = os.MkdirAll(w, 0o755) // a cache not made yet: Landlock can only grant what exists
+	}
 	p, complete, err := confine.Workspace(home, project, tmp, writable...)
 	if err != nil {
 		os.RemoveAll(tmp)

@@ -374,6 +374,12 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 			if problem != "" && code == 0 {
 				code = 1 // the run is not clean: say so in its status too
 			}
+			if code != 0 && s.Confine != nil && s.Confine.Sweep != "" && note == "" && problem == "" {
+				// a refused write or read looks like any other failure
+				// to the program: say where it ran
+				detail = strings.TrimPrefix(detail+"; ran in the workspace sandbox: it writes only "+
+					strings.Join(s.Confine.Writable, ", ")+" (\"shell\": {\"writable\": [...]} in the user settings adds more) and reads no dangerous path", "; ")
+			}
 			return job.Status{Code: code, Detail: detail}, nil
 		},
 		// Stopped: kill the run's processes; the interpreter then stops
