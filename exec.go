@@ -45,6 +45,14 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	// building now, beside the gate's work, and is taken only if the
 	// decision confines the call (shellConfinement).
 	pre := r.prewarmConfinement(inv)
+	defer func() {
+		// what the call was given or not (denied, failed, built for the
+		// other tier): its TMPDIR goes, whichever executor ran it
+		pre.Discard()
+		if inv != nil && inv.Confine != pre {
+			inv.Confine.Discard()
+		}
+	}()
 	t.key = req.Permission.Key().String()
 	t.out.Tool = req.Tool
 	t.emit(Validating, nil)

@@ -92,19 +92,27 @@ func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Reque
 	if _, err := shell.ConfineAvailable(); err != nil {
 		return fail(fmt.Sprintf("the workspace sandbox is not available here (%v)", err))
 	}
+	c := pre
+	if c == nil || c.Sweep == "" { // none, or the read-only tier's
+		var err error
+		if c, _, err = r.workspaceConfinement(inv, writable); err != nil {
+			return fail(fmt.Sprintf("the workspace sandbox cannot be built (%v)", err))
+		}
+	}
+	if c.Partial() {
+		d.Diagnostics = append(d.Diagnostics, "the workspace sandbox searched the first 50000 names of the project: protected and secret paths deeper were not found")
+	}
+	return c, nil
+}
+
+// workspaceConfinement is shell.WorkspaceConfinement for inv's project.
+func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*shell.Confinement, bool, error) {
 	home, _ := os.UserHomeDir()
 	project := r.dir
 	if project == "" {
 		project = inv.Dir
 	}
-	c, complete, err := shell.WorkspaceConfinement(home, project, writable)
-	if err != nil {
-		return fail(fmt.Sprintf("the workspace sandbox cannot be built (%v)", err))
-	}
-	if !complete {
-		d.Diagnostics = append(d.Diagnostics, "the workspace sandbox searched the first 50000 names of the project: protected and secret paths deeper were not found")
-	}
-	return c, nil
+	return shell.WorkspaceConfinement(home, project, writable)
 }
 
 // prewarmConfinement returns the confinement a @shell call gets if the
@@ -119,10 +127,18 @@ func (r *Runtime) prewarmConfinement(inv *Invocation) *shell.Confinement {
 	if inv == nil || inv.Capability != nil || inv.Command == nil || inv.Command.File == nil {
 		return nil
 	}
-	if ro, _ := permission.IsReadOnly(inv.Command.File); !ro {
+	if _, err := shell.ConfineAvailable(); err != nil {
 		return nil
 	}
-	if _, err := shell.ConfineAvailable(); err != nil {
+	if ro, _ := permission.IsReadOnly(inv.Command.File); !ro {
+		// likely to run in the workspace tier, once approved: its search
+		// and ruleset start now, beside the gate (Discard if not taken)
+		if sandbox, _, writable := r.shellSandbox(); sandbox != permission.SandboxOff && shell.MayOpen(inv.Command.File) {
+			if c, _, err := r.workspaceConfinement(inv, writable); err == nil {
+				c.Warm(inv.Command.File)
+				return c
+			}
+		}
 		return nil
 	}
 	if !shell.MayOpen(inv.Command.File) {

@@ -89,7 +89,25 @@ type Confinement struct {
 	// the run says so on its stderr and in its detail.
 	Sweep string
 
-	warm *warmRuleset // Warm's ruleset, for the first run that takes it
+	warm    *warmRuleset // Warm's ruleset, for the first run that takes it
+	partial bool         // WorkspaceConfinement's search did not reach everything
+}
+
+// Partial reports whether WorkspaceConfinement's search of the project
+// stopped before its end (its deepest directories were not searched).
+func (c *Confinement) Partial() bool { return c != nil && c.partial }
+
+// Discard releases what a Confinement no run will be given holds: the
+// ruleset Warm built, and its Temp directory. A run given c after Discard
+// builds its own ruleset, and has no TMPDIR.
+func (c *Confinement) Discard() {
+	if c == nil {
+		return
+	}
+	c.warm.discard()
+	if c.Temp != "" {
+		os.RemoveAll(c.Temp)
+	}
 }
 
 // policy is c as internal/confine's Policy.
@@ -253,7 +271,8 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 		return nil, false, err
 	}
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
-		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project}, complete, nil
+		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project,
+		partial: !complete}, complete, nil
 }
 
 // sweep removes what Sweep says, and returns what it did and what it
