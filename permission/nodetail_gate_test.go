@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 )
 
@@ -117,5 +118,31 @@ func TestGrantOfBareKeyOtherTools(t *testing.T) {
 	}
 	if d := g.Decide(wasmReq("capability:fmt-json", digestA)); d.Verdict != permission.Allow || d.Layer != permission.LayerProject {
 		t.Errorf("capability:fmt-json after its grant: %s at %s", d.Verdict, d.Layer)
+	}
+}
+
+// TestRuleOfNoDetailIsNotToolWide: a rule of every action without detail
+// (tool:*:"") is not a rule of every call of the tool: as a deny rule it
+// neither hides the tool nor denies its calls with a detail.
+func TestRuleOfNoDetailIsNotToolWide(t *testing.T) {
+	t.Parallel()
+	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
+		Origin: permission.OriginFlags, Name: "flags", Deny: []permission.Pattern{permission.MustParsePattern(`note:*:""`)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pol.Visible("note", false) {
+		t.Error(`deny note:*:"" hides the tool note`)
+	}
+	req := func(k string) *permission.Request {
+		return &permission.Request{Tool: "note", Environment: ceiling.Shell, Class: permission.ClassWrite,
+			Permission: permission.Ask(permission.MustParseKey(k))}
+	}
+	g := &permission.Gate{Policy: pol}
+	if d := g.Decide(req("note:a")); d.Layer != permission.LayerDenyRule {
+		t.Errorf(`note:a under deny note:*:"": %s at %s, want denied by the rule`, d.Verdict, d.Layer)
+	}
+	if d := g.Decide(req("note:a:b")); d.Layer == permission.LayerDenyRule {
+		t.Errorf(`note:a:b under deny note:*:"": denied by %s`, d.Rule)
 	}
 }
