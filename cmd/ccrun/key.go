@@ -18,12 +18,13 @@ func (a *app) keyCommand() *cobra.Command {
 		Long: `Print the key ccrun gives a shell command (as --shell would run it) and the rule that
 matches it, ready to paste into the "permissions" of ccrun.json, into --allow/--ask/--deny,
 or into ccrun allowlist add. A simple command keys by its program and first operand
-(run_command:git:push), or by its program alone when it has none (run_command:make, whose
-rule of that command alone is run_command:make:"": run_command:make is every make). A compound command (&&, pipes, redirections, substitutions…), and a
-simple one whose program and operand cannot say what runs (a wrapper such as timeout or sudo,
-a glob or quoted text as operand, an option before the operand, options alone: rm *.log,
-kubectl -n prod get pods, ls -la) keys by its whole text, and is matched only by a rule of
-that command, however the rule spaces or quotes it (a rule is read as a command); never by a
+(run_command:git:push), or by its program alone when it has none (run_command:make; the
+rule of that command alone is run_command:make:"", as run_command:make is every make). A
+compound command (&&, pipes, redirections, substitutions…), and a simple one whose
+program and operand cannot say what runs (a wrapper such as timeout or sudo, a glob or
+quoted text as operand, an option before the operand, options alone: rm *.log, kubectl -n
+prod get pods, ls -la) keys by its whole text, and is matched only by a rule of that
+command, however the rule spaces or quotes it (a rule is read as a command); never by a
 wildcard. Give the command as one argument, quoted.`,
 		Example: `  ccrun key 'git push origin main'
   ccrun key 'make test && make lint'`,
