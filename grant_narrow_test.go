@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ccrun/ccrun"
@@ -102,5 +103,81 @@ func TestSessionGrantOfOptionsRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a.log")); err == nil {
 		t.Error("a.log still exists")
+	}
+}
+
+// TestSessionGrantOfBareCommandRuns: a session grant of a command with no
+// argument (make, keyed run_command:make with no detail) runs that
+// command, and not the same program with a target or options: the grant
+// is kept as run_command:make:"", not as run_command:make (every make).
+// A person answering "this session" at the prompt grants the same.
+func TestSessionGrantOfBareCommandRuns(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dir := t.TempDir()
+	makefile := "all:\n\t@echo built\ndeploy:\n\t@echo deployed > deployed\ntest:\n\t@echo tested > tested\n"
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+		asked = append(asked, p.Decision.Key.String())
+		if p.Decision.Key.String() == "run_command:git" {
+			return ceiling.AlwaysThisSession, nil
+		}
+		return ceiling.Deny, nil
+	})
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	bare := permission.ParseCommand("make")
+	if bare.Key.String() != "run_command:make" {
+		t.Fatalf("make keys as %s, want run_command:make", bare.Key)
+	}
+	e, err := rt.Grant(ctx, permission.PatternOf(bare.Key), ceiling.AlwaysThisSession)
+	if err != nil {
+		t.Fatalf("Grant %s: %v", bare.Key, err)
+	}
+	if got := e.Pattern.String(); got != `run_command:make:""` {
+		t.Fatalf("the grant of make is kept as %s, want run_command:make:\"\"", got)
+	}
+	out, err := rt.Exec(ctx, &ccrun.Call{Command: "make", Limits: limits20s})
+	if err != nil {
+		t.Fatalf("make under its grant: %v", err)
+	}
+	if got := string(out.Result.Stdout); got != "built\n" || out.Decision.Layer != permission.LayerSession {
+		t.Errorf("make under its grant: stdout %q at %s, want built by the session grant", got, out.Decision.Layer)
+	}
+	for _, src := range []string{"make deploy", "make -j4 test", "make test -j4", "make -C . deploy", "'make' deploy"} {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+			t.Errorf("%s under the grant of make: %v, want denied", src, err)
+		}
+	}
+	if len(asked) != 5 {
+		t.Errorf("asked %v, want each of the 5 commands with a target or options asked", asked)
+	}
+	for _, f := range []string{"deployed", "tested"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s exists: a command the grant of make does not cover ran", f)
+		}
+	}
+
+	// The same from the prompt: "this session" for git grants git alone.
+	asked = nil
+	if _, err := rt.Exec(ctx, &ccrun.Call{Command: "git", Limits: limits20s}); errors.Is(err, permission.ErrPermissionDenied) {
+		t.Fatalf("git, answered this session: %v", err)
+	}
+	for _, src := range []string{"git push", "git push --force", "git commit"} {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+			t.Errorf("%s after a session grant of git: %v, want asked and denied", src, err)
+		}
+	}
+	if want := []string{"run_command:git", "run_command:git:push", "run_command:git:push", "run_command:git:commit"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %v, want %v", asked, want)
 	}
 }

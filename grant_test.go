@@ -29,6 +29,9 @@ func TestGrant(t *testing.T) {
 		{"run_wasm:x.wasm", ceiling.Once, ccrun.ErrInvalidArgument},
 		{"nosuch:thing", ceiling.AlwaysThisProject, ccrun.ErrUnknownKey},
 		{"capability:missing", ceiling.AlwaysThisProject, ccrun.ErrNotFound},
+		{`capability:missing:""`, ceiling.AlwaysThisProject, ccrun.ErrUnknownKey}, // a capability key has no detail to narrow
+		{`run_command:make:""`, ceiling.AlwaysThisSession, nil},
+		{`run_command:make:""`, ceiling.AlwaysThisProject, ccrun.ErrCeilingViolation},
 	} {
 		t.Run(tc.pattern+" "+tc.scope.String(), func(t *testing.T) {
 			t.Parallel()

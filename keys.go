@@ -28,7 +28,7 @@ func (r *Runtime) EnvironmentOf(p permission.Pattern) (ceiling.Environment, *cap
 	case ToolRunDocker:
 		return ceiling.Docker, nil, nil
 	case capabilities.KeyTool:
-		if p.HasWildcard() || p.Exact || p.Detail != "" {
+		if p.HasWildcard() || p.Exact || p.Detail != "" || p.NoDetail() {
 			return "", nil, fmt.Errorf("%s: a capability key names one capability, capability:NAME: %w", p, ErrUnknownKey)
 		}
 		c, err := capabilities.Find(r.dir, p.Action)

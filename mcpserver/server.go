@@ -1049,7 +1049,9 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 	case d.Offer == ceiling.Once:
 		how = "it touches a dangerous path, so only a person answering \"once\" when asked can allow it (a client that shows ccrun's questions)"
 	case req.Environment == ceiling.Shell:
-		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", key)
+		// The rule of this key only: run_command:make:"" for make, as
+		// run_command:make would allow make deploy too.
+		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", permission.PatternOf(d.Key).String())
 	case !req.Environment.Sandboxed():
 		// an environment a Go program registered: its ceiling is the session
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project", key)

@@ -290,7 +290,7 @@ func checkCommand(t *testing.T, c *Command) {
 		if k.Detail != "" && !bare(k.Detail, false) {
 			t.Fatalf("simple command %q has detail %q, not bare", c.Source, k.Detail)
 		}
-		if !MustParsePattern("run_command:*").Match(k) || !PatternOf(Key{Tool: ShellTool, Action: c.Program}).Match(k) {
+		if !MustParsePattern("run_command:*").Match(k) || !(Pattern{Tool: ShellTool, Action: c.Program}).Match(k) {
 			t.Fatalf("simple key %s not matched by run_command:* or run_command:%s", k, c.Program)
 		}
 	}

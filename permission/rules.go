@@ -42,9 +42,10 @@ func ParseRule(s string) (Pattern, error) {
 	return p, nil
 }
 
-// toolWide reports whether p covers every call of its tool (tool:* or tool:**).
+// toolWide reports whether p covers every call of its tool (tool:* or
+// tool:**; not tool:*:"", the calls without detail).
 func toolWide(p Pattern) bool {
-	return !p.Exact && (p.Action == "*" || p.Action == "**") &&
+	return !p.Exact && !p.NoDetail() && (p.Action == "*" || p.Action == "**") &&
 		(p.Detail == "" || p.Detail == "*" || p.Detail == "**")
 }
 

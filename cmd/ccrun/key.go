@@ -18,11 +18,13 @@ func (a *app) keyCommand() *cobra.Command {
 		Long: `Print the key ccrun gives a shell command (as --shell would run it) and the rule that
 matches it, ready to paste into the "permissions" of ccrun.json, into --allow/--ask/--deny,
 or into ccrun allowlist add. A simple command keys by its program and first operand
-(run_command:git:push). A compound command (&&, pipes, redirections, substitutions…), and a
-simple one whose program and operand cannot say what runs (a wrapper such as timeout or sudo,
-a glob or quoted text as operand, an option before the operand, options alone: rm *.log,
-kubectl -n prod get pods, ls -la) keys by its whole text, and is matched only by a rule of
-that command, however the rule spaces or quotes it (a rule is read as a command); never by a
+(run_command:git:push), or by its program alone when it has none (run_command:make; the
+rule of that command alone is run_command:make:"", as run_command:make is every make). A
+compound command (&&, pipes, redirections, substitutions…), and a simple one whose
+program and operand cannot say what runs (a wrapper such as timeout or sudo, a glob or
+quoted text as operand, an option before the operand, options alone: rm *.log, kubectl -n
+prod get pods, ls -la) keys by its whole text, and is matched only by a rule of that
+command, however the rule spaces or quotes it (a rule is read as a command); never by a
 wildcard. Give the command as one argument, quoted.`,
 		Example: `  ccrun key 'git push origin main'
   ccrun key 'make test && make lint'`,
@@ -33,10 +35,14 @@ wildcard. Give the command as one argument, quoted.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			cmd := permission.ParseCommand(args[0])
 			key := cmd.Key.String()
+			// The rule and the grant of this key only: for a command with
+			// no operand, the pattern of no detail (run_command:make:""),
+			// as the prompt grants it; run_command:make is every make.
+			pat := permission.PatternOf(cmd.Key).String()
 			var rule strings.Builder
 			enc := json.NewEncoder(&rule)
 			enc.SetEscapeHTML(false)
-			if err := enc.Encode(key); err != nil {
+			if err := enc.Encode(pat); err != nil {
 				return err
 			}
 			r := keyReport{Command: args[0], Key: key, Exact: cmd.Key.Exact, Compound: cmd.Compound,
@@ -56,9 +62,9 @@ wildcard. Give the command as one argument, quoted.`,
 					permission.Escape(cmd.Program))
 			}
 			fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
-			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(key))
-			fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(key))
-			if !r.Exact && cmd.Key.Detail != "" {
+			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(pat))
+			fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(pat))
+			if !r.Exact {
 				broad := permission.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
 				fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, permission.Escape(cmd.Key.Action))
 			}

@@ -130,7 +130,7 @@ func stopReason(r *job.Result) string {
 // personHint says, after a person denied a call at the prompt, how to
 // allow it another time.
 func personHint(req *permission.Request, d *permission.Decision) string {
-	k := shellQuote(d.Key.String())
+	k := shellQuote(permission.PatternOf(d.Key).String()) // the grant of the key: make is run_command:make:""
 	switch {
 	case d.Offer == ceiling.Once:
 		return "run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)"

@@ -230,6 +230,8 @@ func covers(req *permission.Request, d *permission.Decision, offered []ceiling.G
 		return lasting + " covers every command of this image (this image ID) with these mounts and network, whatever its arguments"
 	case req.Tool == "run_wasm":
 		return lasting + " covers every run of this module (these bytes) with these mounts, whatever its arguments"
+	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command" && d.Key.Detail == "":
+		return fmt.Sprintf("%s covers the key %s only: %s with no operand, not with one", lasting, d.Key, permission.Escape(d.Key.Action))
 	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command":
 		return fmt.Sprintf("%s covers every command under the key %s, whatever its further arguments", lasting, d.Key)
 	case req.Tool == "run_command":

@@ -183,6 +183,9 @@ func TestRenderCovers(t *testing.T) {
 	}{
 		{"simple", "git push origin", `"this session" covers every command under the key run_command:git:push, whatever its further arguments`},
 		{"compound", "git status && git push", `"this session" covers this exact command only`},
+		// a command with no operand: the grant is of the program alone
+		{"no operand", "make", `"this session" covers the key run_command:make only: make with no operand, not with one`},
+		{"harmless option", "git --no-pager", `"this session" covers the key run_command:git only: git with no operand, not with one`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

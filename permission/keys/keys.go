@@ -108,7 +108,10 @@ func MustParseKey(s string) Key {
 // Pattern is what a grant or rule is written as: a key, possibly with
 // wildcards in its bare segments.
 //
-//   - run_command:git matches run_command:git with any detail (every git subcommand);
+//   - run_command:git matches run_command:git with any detail or none (every git
+//     command keyed by its program);
+//   - run_command:git:"" (an empty quoted detail) matches only run_command:git with
+//     no detail (git alone, git --no-pager): the grant of such a key (PatternOf);
 //   - run_command:git:push matches only the detail push;
 //   - run_command:git:* matches run_command:git with any detail or none;
 //   - run_command:* matches every simple command;
@@ -123,12 +126,16 @@ type Pattern struct {
 	Detail string
 	Exact  bool // the action was quoted: this pattern is an exact key
 	// literalDetail: the detail was quoted, so its * are characters, not
-	// wildcards.
+	// wildcards, and it matches only that very detail; with Detail "",
+	// only keys without one (tool:action:"", see NoDetail).
 	literalDetail bool
 }
 
 // ParsePattern reads a pattern. It fails, with class ErrInvalidKey, on text
 // that is not tool:action[:detail], and on a wildcard in the tool segment.
+// A detail written as the empty quoted string (run_command:make:"") is the
+// pattern of no detail (NoDetail); an exact pattern has no detail to
+// narrow, and reads it as none (run_command:"make":"" is run_command:"make").
 // The quoted action of an exact run_command pattern is read as a command
 // and kept in its canonical form (see canonicalCommand), so that
 // run_command:"make   test&&make lint" is the pattern
@@ -141,7 +148,11 @@ func ParsePattern(s string) (Pattern, error) {
 	}
 	p := Pattern{Tool: segs[0], Action: segs[1], Exact: quoted[1]}
 	if len(segs) == 3 {
-		p.Detail, p.literalDetail = segs[2], quoted[2] && strings.Contains(segs[2], "*")
+		p.Detail = segs[2]
+		p.literalDetail = quoted[2] && (p.Detail == "" || strings.Contains(p.Detail, "*"))
+	}
+	if p.Exact && p.NoDetail() {
+		p.literalDetail = false
 	}
 	if p.Tool == ShellTool && p.Exact && p.Detail == "" {
 		p.Action = canonicalCommand(p.Action)
@@ -207,11 +218,30 @@ func MustParsePattern(s string) Pattern {
 	return p
 }
 
-// PatternOf returns the pattern that matches k exactly (and, for a key
-// without detail, every detail of it).
+// PatternOf returns the pattern of a grant of k: the pattern that matches k
+// exactly. For a run_command key without detail (a command with no
+// operand: make, git, git --no-pager) that is the pattern of no detail,
+// run_command:make:"", which covers make and not make deploy: a detail
+// narrows the key, so a grant of the key without one must not widen to
+// every detail as the rule run_command:make, written by a person, does.
+//
+// The keys of other tools keep the pattern of their text, which matches
+// their every detail: a capability's key (capability:NAME) and a module's
+// (run_wasm:PATH) never have a detail, an image's detail is its tag and
+// the grant is bound to the image's ID, and the keys of a library tool or
+// a backend are their author's, whose details ccrun does not read.
 func PatternOf(k Key) Pattern {
-	return Pattern{Tool: k.Tool, Action: k.Action, Detail: k.Detail, Exact: k.Exact, literalDetail: strings.Contains(k.Detail, "*")}
+	p := Pattern{Tool: k.Tool, Action: k.Action, Detail: k.Detail, Exact: k.Exact, literalDetail: strings.Contains(k.Detail, "*")}
+	if k.Tool == ShellTool && !k.Exact && k.Detail == "" {
+		p.literalDetail = true
+	}
+	return p
 }
+
+// NoDetail reports whether p matches only keys without detail: the grant
+// of a run_command key without one (PatternOf), or a pattern written with
+// the empty quoted detail, run_command:make:"".
+func (p Pattern) NoDetail() bool { return p.literalDetail && p.Detail == "" }
 
 // String writes p in the form ParsePattern reads.
 func (p Pattern) String() string {
@@ -223,9 +253,9 @@ func (p Pattern) String() string {
 	} else {
 		writeSegment(&b, p.Action, true)
 	}
-	if p.Detail != "" {
+	if p.Detail != "" || p.NoDetail() {
 		b.WriteByte(':')
-		writeSegment(&b, p.Detail, !p.literalDetail)
+		writeSegment(&b, p.Detail, !p.literalDetail) // "" is written quoted
 	}
 	return b.String()
 }
@@ -233,7 +263,8 @@ func (p Pattern) String() string {
 // Match reports whether p covers k. An exact pattern matches only an
 // exact key: of the same text, or, for run_command, of the same program
 // spelled otherwise (make 'test' && make lint is make test && make lint;
-// see shellcmd.SameCommand).
+// see shellcmd.SameCommand). A quoted detail, the empty one included,
+// matches only that very detail.
 func (p Pattern) Match(k Key) bool {
 	if p.Tool != k.Tool {
 		return false
@@ -250,11 +281,10 @@ func (p Pattern) Match(k Key) bool {
 		return false
 	}
 	switch {
-	case p.Detail == "", !p.literalDetail && (p.Detail == "*" || p.Detail == "**"):
-		return true
-	}
-	if p.literalDetail {
+	case p.literalDetail: // before the empty detail: run_command:make:"" is make alone
 		return k.Detail == p.Detail
+	case p.Detail == "", p.Detail == "*", p.Detail == "**":
+		return true
 	}
 	return k.Detail != "" && Glob(p.Detail, k.Detail)
 }
@@ -367,7 +397,11 @@ func splitSegments(s string, pattern bool) (segs []string, quoted []bool, err er
 				return nil, nil, bad("unterminated or malformed quoted segment")
 			}
 			seg, _ = strconv.Unquote(prefix)
-			if seg == "" {
+			switch {
+			case seg != "":
+			case !pattern && len(segs) == 2:
+				return nil, nil, bad("empty quoted detail (a key without detail is written without it)")
+			case !pattern || len(segs) != 2:
 				return nil, nil, bad("empty quoted segment")
 			}
 			rest, q = rest[len(prefix):], true
