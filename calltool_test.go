@@ -91,6 +91,32 @@ func TestLibraryToolGate(t *testing.T) {
 	}
 }
 
+// TestLibraryToolWithoutPermission: a library tool with no Permission
+// function asks under <name>:call, and runs once a person allows it.
+func TestLibraryToolWithoutPermission(t *testing.T) {
+	t.Parallel()
+	tool := ccrun.Tool{Name: "note", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Execute: func(_ context.Context, _ json.RawMessage, out, _ io.Writer) error { _, err := out.Write([]byte("noted")); return err }}
+	var key string
+	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithTool(tool), ccrun.WithApprover(permission.ApproverFunc(
+		func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+			key = p.Request.Permission.Key().String()
+			return ceiling.Once, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	call, err := rt.CallFromTool("note", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := rt.Exec(context.Background(), call)
+	if err != nil || string(out.Result.Stdout) != "noted" || key != "note:call" {
+		t.Fatalf("note: %v, asked under %q, %+v", err, key, out)
+	}
+}
+
 // TestExecWithSession: a "this session" grant lives in the session of the
 // call that got it, not in another's, nor in the Runtime's.
 func TestExecWithSession(t *testing.T) {

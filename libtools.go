@@ -43,7 +43,7 @@ type Tool struct {
 	// Permission says what a call with this input asks for:
 	// permission.None() (never asked) or permission.Ask(key), such as
 	// write_file:<path>. It must not have side effects. Nil: every call
-	// asks under the key <name>.
+	// asks under the key <name>:call.
 	Permission func(input json.RawMessage) (permission.Permission, error)
 	// Paths returns the file paths a call with this input touches
 	// (relative ones are taken against the project root): they are held
@@ -195,7 +195,7 @@ func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation)
 	if err := t.schema.Validate(v); err != nil {
 		return fmt.Errorf("call: %s: input: %v: %w", t.Name, err, ErrInvalidCall)
 	}
-	perm := permission.Ask(permission.Key{Tool: t.Name})
+	perm := permission.Ask(permission.Key{Tool: t.Name, Action: "call"})
 	if t.Permission != nil {
 		p, err := t.Permission(input)
 		if err != nil {
