@@ -96,7 +96,10 @@ func TestLibraryToolGate(t *testing.T) {
 func TestLibraryToolWithoutPermission(t *testing.T) {
 	t.Parallel()
 	tool := ccrun.Tool{Name: "note", InputSchema: json.RawMessage(`{"type":"object"}`),
-		Execute: func(_ context.Context, _ json.RawMessage, out, _ io.Writer) error { _, err := out.Write([]byte("noted")); return err }}
+		Execute: func(_ context.Context, _ json.RawMessage, out, _ io.Writer) error {
+			_, err := out.Write([]byte("noted"))
+			return err
+		}}
 	var key string
 	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithTool(tool), ccrun.WithApprover(permission.ApproverFunc(
 		func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
