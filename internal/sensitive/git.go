@@ -66,6 +66,46 @@ func GitLike(has func(name string) bool) bool {
 	return has("HEAD") && (has("commondir") || has("objects") && has("refs"))
 }
 
+// GitMade returns, of the entries a directory holds after a sandbox ran
+// (names; had reports whether one of a name was there before), those to
+// remove so that git reads nothing new there: a .git that was not there,
+// and, when the directory is now a repository (GitLike) and was not, the
+// entries among HEAD, objects, refs and commondir it did not have (so
+// that nothing that was there goes, and the directory is no repository
+// again). What the @docker sweep and the Kubernetes copy-back, which see
+// a tree after the fact, ask of each directory; the @wasm guard asks Git
+// at each write instead.
+func GitMade(names []string, had func(name string) bool) []string {
+	var out []string
+	var marks [4]string
+	n := 0
+	for _, name := range names {
+		switch {
+		case name == ".git" && !had(name):
+			out = append(out, name)
+		case GitMark(name) && n < len(marks):
+			marks[n] = name
+			n++
+		}
+	}
+	has := func(name string) bool {
+		for _, m := range marks[:n] {
+			if m == name {
+				return true
+			}
+		}
+		return false
+	}
+	if GitLike(has) {
+		for _, m := range marks[:n] {
+			if !had(m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
 // GitDir reports whether git takes dir, a directory of fsys ("." for its
 // top), for a repository (GitLike).
 func GitDir(fsys FS, dir string) bool {

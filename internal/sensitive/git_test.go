@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -187,5 +188,29 @@ func TestEmptyMatters(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Errorf("EmptyMatters rows %v, want 2", got)
+	}
+}
+
+func TestGitMade(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		names, had []string
+		want       string
+	}{
+		{[]string{"HEAD", "objects", "refs", "config"}, nil, "HEAD objects refs"},
+		{[]string{"HEAD", "objects", "refs", "config"}, []string{"objects", "refs", "config"}, "HEAD"},
+		{[]string{"HEAD", "objects", "refs"}, []string{"HEAD", "objects", "refs"}, ""}, // a repository already
+		{[]string{"HEAD", "commondir"}, []string{"HEAD"}, "commondir"},
+		{[]string{"HEAD", "objects"}, nil, ""}, // no repository
+		{[]string{"objects", "refs", "config"}, nil, ""},
+		{[]string{".git", "src"}, nil, ".git"},
+		{[]string{".git", "src"}, []string{".git"}, ""},
+		{[]string{".git", "HEAD", "refs", "objects"}, []string{"HEAD", "refs"}, ".git objects"},
+		{nil, nil, ""},
+	} {
+		had := func(n string) bool { return slices.Contains(tc.had, n) }
+		if got := strings.Join(GitMade(tc.names, had), " "); got != tc.want {
+			t.Errorf("GitMade(%v, had %v) = %q, want %q", tc.names, tc.had, got, tc.want)
+		}
 	}
 }
