@@ -161,8 +161,14 @@ var Ordinary = Step{Path: "ordinary.txt", Data: "ORDINARY\n"}
 // sandboxes must prevent.
 func (tr *Tree) Apply(t testing.TB, p Plant) {
 	t.Helper()
-	for _, s := range p.Steps {
-		full := filepath.Join(tr.Dir, filepath.FromSlash(s.Path))
+	Make(t, tr.Dir, p.Steps)
+}
+
+// Make makes steps in dir, unguarded (a copy of the tree in a pod).
+func Make(t testing.TB, dir string, steps []Step) {
+	t.Helper()
+	for _, s := range steps {
+		full := filepath.Join(dir, filepath.FromSlash(s.Path))
 		var err error
 		if s.Dir {
 			err = os.MkdirAll(full, 0o755)
