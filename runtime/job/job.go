@@ -13,6 +13,7 @@ package job
 import (
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,23 @@ func (m Mount) exempt(rel string, row sensitive.Row, ok bool) (sensitive.Row, bo
 		}
 	}
 	return row, true
+}
+
+// Repository reports whether the mount's source is a git repository's
+// working tree (it holds .git) or a repository itself (sensitive.GitDir):
+// a writable mount of it lets a sandbox change the repository's history
+// (HEAD, refs, objects), though not git's configuration or hooks
+// (ProtectedIn). The prompt says so.
+func (m Mount) Repository() bool {
+	root, err := os.OpenRoot(m.Host)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	if _, err := root.Lstat(".git"); err == nil {
+		return true
+	}
+	return sensitive.GitDir(root, ".")
 }
 
 // Resolved returns Host made absolute with every symbolic link resolved:
