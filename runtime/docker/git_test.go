@@ -133,3 +133,22 @@ func TestPlaceholdersNotWhereEmptyMatters(t *testing.T) {
 		}
 	}
 }
+
+// TestGitUnmadeNotGone: a container that removes a repository's HEAD (its
+// history is writable) leaves the directory's config in place, no longer
+// protected: the run does not report it moved or removed.
+func TestGitUnmadeNotGone(t *testing.T) {
+	e := executor(t)
+	tr := gittest.New(t)
+	openUp(t, tr.Dir)
+	res := run(t, e, Spec{Cmd: sh("cd /w && rm bare.git/HEAD && echo DONE"), Mounts: []job.Mount{{Host: tr.Dir, Guest: "/w", Writable: true}}})
+	if !strings.Contains(string(res.Stdout), "DONE") {
+		t.Fatalf("the container could not remove bare.git/HEAD (the test proves nothing): %s%s", res.Stdout, res.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(tr.Dir, "bare.git", "config")); err != nil {
+		t.Errorf("bare.git/config: %v", err)
+	}
+	if res.Detail != "" {
+		t.Errorf("detail %q, want none", res.Detail)
+	}
+}

@@ -324,6 +324,12 @@ func (p *protection) finish() (string, error) {
 		}
 		for _, rel := range sortedKeys(pm.before) {
 			if _, ok := after[rel]; !ok {
+				// Still there, the same, yet no longer protected: its
+				// directory is no repository now (the container removed
+				// its HEAD). Not gone.
+				if st, err := root.Lstat(rel); err == nil && idOf(st) == pm.before[rel] {
+					continue
+				}
 				gone = append(gone, rel)
 			}
 		}
