@@ -446,6 +446,9 @@ func describeMount(m job.Mount, home string) (string, []permission.Finding) {
 			What: "a mount that holds the home directory or the system's keys and credentials"})
 	}
 	line := fmt.Sprintf("%s at %s (%s)", src, m.Guest, mode)
+	if m.Writable && m.Repository() {
+		line += ", a git repository: its history stays writable (HEAD, refs, objects: the sandbox may add or rewrite commits), its configuration and hooks do not"
+	}
 	if m.Writable && len(m.Implants) > 0 {
 		line += ", may change the protected paths " + strings.Join(m.Implants, ", ")
 		for _, p := range m.Implants {

@@ -65,6 +65,43 @@ func TestMountsAskedOnce(t *testing.T) {
 	if err != nil || out.Decision.Verdict != permission.Allow {
 		t.Errorf("ordinary mount: %v %+v", err, out.Decision)
 	}
+	if got := strings.Join(out.Request.Mounts, "\n"); strings.Contains(got, "git repository") {
+		t.Errorf("mounts %q: a directory that is no repository called one", got)
+	}
+}
+
+// TestMountRepositorySaid: the prompt for a writable mount of a git
+// repository (a working tree, or a repository under any name) says that
+// its history stays writable; a read-only one, or a directory that is no
+// repository, does not.
+func TestMountRepositorySaid(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.wasm"), emptyModule, 0o644)
+	for _, d := range []string{"wt/.git/objects", "wt/.git/refs", "bare/objects", "bare/refs", "plain"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "wt", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bare", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
+		Allow: []permission.Pattern{permission.MustParsePattern("run_wasm:*")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	const said = "a git repository: its history stays writable"
+	for _, tc := range []struct {
+		host string
+		rw   bool
+		want bool
+	}{{"wt", true, true}, {"bare", true, true}, {"wt", false, false}, {"plain", true, false}} {
+		out, err := rt.Check(&ccrun.Call{Module: "m.wasm", Mounts: []job.Mount{{Host: filepath.Join(dir, tc.host), Guest: "/w", Writable: tc.rw}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(strings.Join(out.Request.Mounts, "\n"), said); got != tc.want {
+			t.Errorf("%s rw=%v: mounts %q, saying %q: %v, want %v", tc.host, tc.rw, out.Request.Mounts, said, got, tc.want)
+		}
+	}
 }
 
 func writeCapability(t *testing.T, dir, name, manifest string) {

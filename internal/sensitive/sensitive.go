@@ -86,6 +86,19 @@ func (r Row) Pattern() string {
 	return s
 }
 
+// EmptyMatters reports whether an empty file or directory at the row's
+// path is not nothing to the program that reads it, so that no empty
+// stand-in may be put there to keep the name taken: git stops on an empty
+// .git/commondir, and takes an empty .git/rebase-merge/ for a rebase in
+// progress.
+func (r Row) EmptyMatters() bool {
+	switch r.Pattern() {
+	case ".git/commondir", ".git/rebase-merge/":
+		return true
+	}
+	return false
+}
+
 // Table returns the table, first match wins (Leak rows come first, so
 // that a secret inside an implant directory, ~/.claude/.credentials.json,
 // is a leak for reads too). docs/policy.md lists it. It is built on first
@@ -103,14 +116,21 @@ type table struct {
 	// it. globs are the rest, tried on every path.
 	index            map[string][]int
 	lastGlobs, globs []int
+	// gitFirst files the rows under .git/ (.git/config, .git/hooks) by
+	// their second component: what Git looks for in a directory of any
+	// name that git takes for a repository.
+	gitFirst map[string][]int
 }
 
 var built = sync.OnceValue(builtFn)
 
 func builtFn() *table {
 	rows := tableRows()
-	t := &table{rows: rows, index: make(map[string][]int, len(rows))}
+	t := &table{rows: rows, index: make(map[string][]int, len(rows)), gitFirst: map[string][]int{}}
 	for i, r := range rows {
+		if !r.Abs && len(r.Seq) > 1 && r.Seq[0] == ".git" {
+			t.gitFirst[r.Seq[1]] = append(t.gitFirst[r.Seq[1]], i)
+		}
 		first, last := r.Seq[0], r.Seq[len(r.Seq)-1]
 		switch {
 		case !isGlob(first):
@@ -176,11 +196,20 @@ var groups = []group{
 		".mise.toml", "mise.toml"}},
 	{Implant, true, "a shell startup file", []string{".config/fish", ".oh-my-zsh",
 		".config/environment.d", ".config/mise", ".config/direnv"}},
+	// The rows under .git/ are git's own files that it reads as
+	// configuration or code (gitrepository-layout(5)); they apply too in
+	// a directory of any name that git takes for a repository (Git).
 	{Implant, true, "git hooks", []string{".git/hooks", ".husky"}},
 	{Implant, false, "a file git runs programs from", []string{".git/config",
-		".git/info/attributes", ".gitconfig", ".config/git/config", ".config/git/attributes",
-		".gitattributes", ".gitmodules", ".git/config.worktree", ".lfsconfig", ".git/commondir"}},
-	{Implant, true, "a file git runs programs from", []string{".git/worktrees", ".git/modules"}},
+		".git/config.worktree", ".git/info/attributes", ".gitconfig", ".config/git/config",
+		".config/git/attributes", ".gitattributes", ".gitmodules", ".lfsconfig"}},
+	{Implant, false, "a file naming the directory whose config and hooks git uses", []string{".git/commondir"}},
+	{Implant, true, "another repository's files (its config, hooks, commondir)", []string{".git/worktrees",
+		".git/modules"}},
+	{Implant, true, "git's remotes: where fetch and push go", []string{".git/branches", ".git/remotes"}},
+	{Implant, false, "another object store git reads as the repository's own", []string{
+		".git/objects/info/alternates", ".git/objects/info/http-alternates"}},
+	{Implant, true, "a rebase's to-do list, whose exec lines git runs", []string{".git/rebase-merge"}},
 	{Implant, true, "an editor's or agent's configuration", []string{".vscode", ".idea", ".claude",
 		".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".devcontainer", ".config/nvim",
 		".vim", ".config/autostart", ".config/systemd", "Library/LaunchAgents", ".zed", ".aider",

@@ -101,4 +101,9 @@ func TestDocumented(t *testing.T) {
 			t.Errorf("docs/policy.md does not list %s (%s)", r.Pattern(), r.What)
 		}
 	}
+	for _, r := range GitShapes() {
+		if !strings.Contains(string(b), r.What) {
+			t.Errorf("docs/policy.md does not list git's shape %q", r.What)
+		}
+	}
 }

@@ -48,6 +48,7 @@ type protectedMount struct {
 	m      job.Mount
 	src    string              // the resolved source
 	before map[string]entryID  // the protected paths found before the run
+	git    map[string]bool     // the .git, HEAD, objects, refs, commondir entries before the run
 	made   map[string]struct{} // the placeholders' mountpoints, relative to src
 }
 
@@ -85,12 +86,12 @@ func protect(s Spec) (*protection, error) {
 			return nil, newError(ErrInvalidArgument, err, "docker: mount %s", m)
 		}
 		pm := protectedMount{m: m, src: src, made: map[string]struct{}{}}
-		found, err := walkProtected(m, src)
+		found, git, err := walkProtected(m, src)
 		if err != nil {
 			p.cleanup()
 			return nil, newError(ErrInvalidArgument, err, "docker: mount %s: protected paths cannot be kept read-only", m)
 		}
-		pm.before = found
+		pm.before, pm.git = found, git
 		for _, rel := range sortedKeys(found) {
 			p.binds = append(p.binds, roBind(filepath.Join(src, filepath.FromSlash(rel)), path.Join(m.Guest, rel)))
 		}
@@ -128,17 +129,21 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // walkProtected walks src (never following a symbolic link) and returns
-// the topmost protected paths under it, relative and slash-separated. A
-// protected directory is not entered, unless Implants names something in
-// it. A symbolic link at a protected path or above one (.git, .config) is
-// an error, and so is a tree past the walk's bounds.
-func walkProtected(m job.Mount, src string) (map[string]entryID, error) {
+// the topmost protected paths under it (job.Mount.ProtectedIn: by name and
+// as git sees the tree), relative and slash-separated, and the entries
+// git's view of a directory depends on (.git, HEAD, objects, refs,
+// commondir: see walkAfter). A protected directory is not entered, unless
+// Implants names something in it. A symbolic link at a protected path or
+// above one (.git, .config) is an error, and so is a tree past the walk's
+// bounds.
+func walkProtected(m job.Mount, src string) (map[string]entryID, map[string]bool, error) {
 	root, err := os.OpenRoot(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer root.Close()
 	found := map[string]entryID{}
+	git := map[string]bool{}
 	n := 0
 	stack := []string{"."}
 	for len(stack) > 0 {
@@ -155,13 +160,16 @@ func walkProtected(m job.Mount, src string) (map[string]entryID, error) {
 		}
 		for _, e := range ents {
 			if n++; n > maxWalkEntries {
-				return nil, fmt.Errorf("more than %d entries", maxWalkEntries)
+				return nil, nil, fmt.Errorf("more than %d entries", maxWalkEntries)
 			}
 			rel := path.Join(dir, e.Name())
-			_, prot := m.Protected(rel)
+			if gitEntry(e.Name()) {
+				git[rel] = true
+			}
+			_, prot := m.ProtectedIn(root, rel)
 			if e.Type()&fs.ModeSymlink != 0 {
 				if prot || (sensitive.Above(rel) && !namesUnder(m, rel)) {
-					return nil, fmt.Errorf("%s is a symbolic link, which a container could replace: mount it read-only, or name it in the mount's implants", rel)
+					return nil, nil, fmt.Errorf("%s is a symbolic link, which a container could replace: mount it read-only, or name it in the mount's implants", rel)
 				}
 				continue
 			}
@@ -178,7 +186,27 @@ func walkProtected(m job.Mount, src string) (map[string]entryID, error) {
 			}
 		}
 	}
-	return found, nil
+	return found, git, nil
+}
+
+// gitEntry reports whether name is one of the entries git's view of a
+// directory depends on: .git, and those that make it a repository.
+func gitEntry(name string) bool { return name == ".git" || sensitive.GitMark(name) }
+
+// hiding is a tree without some of its entries (and what is under them):
+// the tree as the sweep will leave it, for judging the rest.
+type hiding struct {
+	root   *os.Root
+	hidden map[string]bool
+}
+
+func (h hiding) Lstat(name string) (fs.FileInfo, error) {
+	for p := name; len(h.hidden) > 0 && p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if h.hidden[p] {
+			return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
+		}
+	}
+	return h.root.Lstat(name)
 }
 
 // namesUnder reports whether m's Implants name rel or a path under it.
@@ -211,8 +239,8 @@ func placeholders(m job.Mount, src string) []placeholderPath {
 			continue
 		}
 		seen[rel] = true
-		if _, prot := m.Protected(rel); !prot || namesUnder(m, rel) {
-			continue
+		if _, prot := m.Protected(rel); !prot || namesUnder(m, rel) || r.EmptyMatters() {
+			continue // EmptyMatters: an empty file or directory there is not nothing to git
 		}
 		full := filepath.Join(src, filepath.FromSlash(rel))
 		if _, err := os.Lstat(full); err == nil || !os.IsNotExist(err) {
@@ -278,7 +306,7 @@ func (p *protection) finish() (string, error) {
 		for _, rel := range sortedKeys(pm.made) {
 			removeEmpty(root, rel)
 		}
-		after, err := walkAfter(pm.m, root)
+		after, err := walkAfter(pm.m, root, pm.git)
 		if err != nil {
 			fails = append(fails, fmt.Sprintf("mount %s: protected paths not all checked after the run: %v", pm.m, err))
 		}
@@ -296,6 +324,12 @@ func (p *protection) finish() (string, error) {
 		}
 		for _, rel := range sortedKeys(pm.before) {
 			if _, ok := after[rel]; !ok {
+				// Still there, the same, yet no longer protected: its
+				// directory is no repository now (the container removed
+				// its HEAD). Not gone.
+				if st, err := root.Lstat(rel); err == nil && idOf(st) == pm.before[rel] {
+					continue
+				}
 				gone = append(gone, rel)
 			}
 		}
@@ -330,13 +364,18 @@ func removeEmpty(root *os.Root, rel string) {
 
 // walkAfter is walkProtected on the tree a container left: a symbolic
 // link at a protected path, or above one, is found like any other entry
-// (to be removed, being new). It walks with a stack, not by recursion, and
-// has no depth bound: a container that makes a tree deeper than any bound
-// would keep what it planted below it. It stops only past
+// (to be removed, being new). In each directory, what sensitive.GitMade
+// names against git (the entries of those kinds before the run) is found
+// too: a new .git, and the new HEAD, objects, refs or commondir of a
+// directory the container made a repository; the rest of the tree is
+// judged as it will be without them. It walks with a stack, not by
+// recursion, and has no depth bound: a container that makes a tree deeper
+// than any bound would keep what it planted below it. It stops only past
 // 4*maxWalkEntries entries, returning what it found so far and an error
 // (the run then fails: see finish).
-func walkAfter(m job.Mount, root *os.Root) (map[string]entryID, error) {
+func walkAfter(m job.Mount, root *os.Root, git map[string]bool) (map[string]entryID, error) {
 	found := map[string]entryID{}
+	view := hiding{root: root, hidden: map[string]bool{}}
 	n := 0
 	stack := []string{"."}
 	for len(stack) > 0 {
@@ -351,12 +390,31 @@ func walkAfter(m job.Mount, root *os.Root) (map[string]entryID, error) {
 		if err != nil {
 			continue
 		}
+		var names []string
+		for _, e := range ents {
+			if gitEntry(e.Name()) {
+				names = append(names, e.Name())
+			}
+		}
+		for _, name := range sensitive.GitMade(names, func(name string) bool { return git[path.Join(dir, name)] }) {
+			rel := path.Join(dir, name)
+			if namesUnder(m, rel) {
+				continue
+			}
+			if st, err := root.Lstat(rel); err == nil {
+				found[rel] = idOf(st)
+			}
+			view.hidden[rel] = true
+		}
 		for _, e := range ents {
 			if n++; n > 4*maxWalkEntries {
 				return found, fmt.Errorf("more than %d entries", 4*maxWalkEntries)
 			}
 			rel := path.Join(dir, e.Name())
-			_, prot := m.Protected(rel)
+			if view.hidden[rel] {
+				continue
+			}
+			_, prot := m.ProtectedIn(view, rel)
 			// A link at .git or .config is new (protect refused the
 			// run when there was one): it names what it points at.
 			link := e.Type()&fs.ModeSymlink != 0 && sensitive.Above(rel)

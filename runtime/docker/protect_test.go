@@ -60,7 +60,15 @@ func newProtectTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	// MkdirAll and WriteFile obey the umask: open everything up.
+	openUp(t, dir)
+	return dir
+}
+
+// openUp gives every entry of dir to the container's user (65534) and
+// opens its permissions (MkdirAll and WriteFile obey the umask), so that
+// what the container cannot write it cannot because of the protection.
+func openUp(t *testing.T, dir string) {
+	t.Helper()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -76,7 +84,6 @@ func newProtectTree(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 // listTree is every entry of a tree with its content (files), for
@@ -243,7 +250,8 @@ echo CONTROL > ordinary.txt && echo 'DONE control'
 	if len(extra) > 0 {
 		t.Errorf("left on the host after the run: %v", extra)
 	}
-	for _, want := range []string{"removed protected paths the container created", "deep/.git/hooks", ".git/info/attributes", "other/.git", "sub/.envrc"} {
+	// A new .git goes whole (deep/.git, not only its hooks).
+	for _, want := range []string{"removed protected paths the container created", "deep/.git,", ".git/info/attributes", "other/.git", "sub/.envrc"} {
 		if !strings.Contains(res.Detail, want) {
 			t.Errorf("detail %q does not say %q", res.Detail, want)
 		}

@@ -13,6 +13,7 @@ package job
 import (
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,29 @@ var ErrInvalidMount = errdefs.ErrInvalidArgument.WithMessage("invalid mount")
 func (m Mount) Protected(rel string) (sensitive.Row, bool) {
 	rel = strings.Trim(path.Clean("/"+rel), "/")
 	row, ok := sensitive.Under(rel)
+	return m.exempt(rel, row, ok)
+}
+
+// ProtectedIn is Protected with git's view of the tree fsys (the mount's
+// source, or what it will hold): rel is protected too when git reads it as
+// configuration or code by what the tree holds (sensitive.Git: a .git that
+// is not a directory, the config or hooks of a directory git takes for a
+// repository under any name, the entry that would make one). Implants
+// exempt it as they exempt a row. What a sandbox may not change through a
+// writable m: the @wasm guard, the @docker sweep and the Kubernetes
+// copy-back ask it.
+func (m Mount) ProtectedIn(fsys sensitive.FS, rel string) (sensitive.Row, bool) {
+	rel = strings.Trim(path.Clean("/"+rel), "/")
+	row, ok := sensitive.Under(rel)
+	if !ok && rel != "" {
+		row, ok = sensitive.Git(fsys, rel)
+	}
+	return m.exempt(rel, row, ok)
+}
+
+// exempt returns row, ok unless Implants names rel or a directory above
+// it.
+func (m Mount) exempt(rel string, row sensitive.Row, ok bool) (sensitive.Row, bool) {
 	if !ok {
 		return sensitive.Row{}, false
 	}
@@ -131,6 +155,23 @@ func (m Mount) Protected(rel string) (sensitive.Row, bool) {
 		}
 	}
 	return row, true
+}
+
+// Repository reports whether the mount's source is a git repository's
+// working tree (it holds .git) or a repository itself (sensitive.GitDir):
+// a writable mount of it lets a sandbox change the repository's history
+// (HEAD, refs, objects), though not git's configuration or hooks
+// (ProtectedIn). The prompt says so.
+func (m Mount) Repository() bool {
+	root, err := os.OpenRoot(m.Host)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	if _, err := root.Lstat(".git"); err == nil {
+		return true
+	}
+	return sensitive.GitDir(root, ".")
 }
 
 // Resolved returns Host made absolute with every symbolic link resolved:

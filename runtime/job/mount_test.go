@@ -2,9 +2,11 @@ package job
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 )
 
 func TestMountProtected(t *testing.T) {
@@ -34,6 +36,46 @@ func TestMountProtected(t *testing.T) {
 	for _, tc := range tests {
 		if _, got := m.Protected(tc.rel); got != tc.want {
 			t.Errorf("Protected(%q) = %v, want %v", tc.rel, got, tc.want)
+		}
+	}
+}
+
+// TestMountProtectedIn: git's view of the tree counts too, and Implants
+// exempt what it finds as they exempt a row.
+func TestMountProtectedIn(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		".git/HEAD":      {Data: []byte("ref: refs/heads/main\n")},
+		".git/objects":   {Mode: fs.ModeDir | 0o755},
+		".git/refs":      {Mode: fs.ModeDir | 0o755},
+		"evil/HEAD":      {Data: []byte("ref: refs/heads/main\n")},
+		"evil/objects":   {Mode: fs.ModeDir | 0o755},
+		"evil/refs":      {Mode: fs.ModeDir | 0o755},
+		"half/objects":   {Mode: fs.ModeDir | 0o755},
+		"half/refs":      {Mode: fs.ModeDir | 0o755},
+		"sub/.git":       {Data: []byte("gitdir: ../evil\n")},
+		"plain/notes.md": {Data: []byte("x")},
+	}
+	m := Mount{Host: "/p", Guest: "/w", Writable: true, Implants: []string{".git/hooks"}}
+	for _, tc := range []struct {
+		rel  string
+		want bool
+	}{
+		{".git/config", true},
+		{".git/hooks/pre-commit", false}, // named
+		{".git/HEAD", false},
+		{".git/refs/heads/main", false},
+		{"evil/config", true},
+		{"evil/hooks/pre-commit", true}, // not named: .git/hooks is
+		{"half/HEAD", true},
+		{"half/config", false},
+		{"sub/.git", true},
+		{"plain/.git", true},
+		{"plain/notes.md", false},
+		{".", false},
+	} {
+		if _, got := m.ProtectedIn(fsys, tc.rel); got != tc.want {
+			t.Errorf("ProtectedIn(%q) = %v, want %v", tc.rel, got, tc.want)
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/ccrun/ccrun/internal/sensitive"
 	"github.com/ccrun/ccrun/runtime/job"
 	utilexec "k8s.io/client-go/util/exec"
 )
@@ -28,9 +30,13 @@ import (
 //   - through an os.Root of the host directory: nothing is written outside
 //     it, and nothing through a symbolic link (an entry under a link is
 //     skipped, an entry at a link replaces the link itself);
-//   - never at a protected path (job.Mount.Protected, the implant table of
-//     internal/sensitive, less the mount's named Implants): those stay as
-//     they were and are named in the Result's Detail;
+//   - never at a protected path (job.Mount.ProtectedIn, the implant table
+//     of internal/sensitive and git's view of the tree as the copy will
+//     leave it, less the mount's named Implants): those stay as they were
+//     and are named in the Result's Detail. Nor a .git the host did not
+//     have, nor, in a directory the program made a repository, the entries
+//     among HEAD, objects, refs, commondir the host did not have
+//     (sensitive.GitMade);
 //   - only regular files, directories and symbolic links (kept as links,
 //     never followed); permissions without setuid, setgid or sticky bits;
 //   - files that were copied in and did not come back are removed (the
@@ -271,13 +277,20 @@ func throughLink(root *os.Root, rel string) bool {
 }
 
 // apply writes the tar stream r into mc's host directory, as the package
-// comment says.
-func (ms *mountSet) apply(mc mountCopy, r io.Reader) error {
+// comment says. It reads r twice: first for what the tree will hold.
+func (ms *mountSet) apply(mc mountCopy, r io.ReadSeeker) error {
 	root, err := os.OpenRoot(mc.root)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
+	view, err := viewOf(root, r, mc)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	var kept, skipped []string
 	back := map[string]bool{}
 	tr := tar.NewReader(r)
@@ -294,7 +307,13 @@ func (ms *mountSet) apply(mc mountCopy, r io.Reader) error {
 			continue
 		}
 		back[rel] = true
-		if _, ok := mc.m.Protected(rel); ok {
+		if hid, top := view.hiddenAt(rel); hid {
+			if top {
+				kept = append(kept, rel)
+			}
+			continue
+		}
+		if _, ok := mc.m.ProtectedIn(view, rel); ok {
 			if changed(root, rel, h) {
 				kept = append(kept, rel)
 			}
@@ -365,7 +384,7 @@ func (ms *mountSet) apply(mc mountCopy, r io.Reader) error {
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(gone))) // children before parents
 	for _, rel := range gone {
-		if _, ok := mc.m.Protected(rel); ok {
+		if _, ok := mc.m.ProtectedIn(view, rel); ok {
 			kept = append(kept, rel)
 			continue
 		}
@@ -385,6 +404,106 @@ func (ms *mountSet) apply(mc mountCopy, r io.Reader) error {
 	}
 	return nil
 }
+
+// backView is the host directory as the copy-back will leave it: the
+// entries of the tar stream, less those sent and not back (the program
+// deleted them), less what will not be written for git's sake (hidden),
+// and beside them what the host gained meanwhile. Git's view of the tree
+// (job.Mount.ProtectedIn) is judged on it, so that the order of the
+// stream does not matter.
+type backView struct {
+	root    *os.Root
+	entries map[string]fs.FileMode // the stream's, by clean relative path
+	sent    map[string]bool
+	hidden  map[string]bool
+}
+
+// viewOf reads the tar stream r for the backView of mc: in each directory
+// of the stream, what sensitive.GitMade names against what was sent (a
+// new .git, the new entries that make a directory a repository) is
+// hidden.
+func viewOf(root *os.Root, r io.Reader, mc mountCopy) (*backView, error) {
+	v := &backView{root: root, entries: map[string]fs.FileMode{}, sent: mc.sent, hidden: map[string]bool{}}
+	git := map[string][]string{} // directory -> its .git, HEAD, objects, refs, commondir
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		rel := strings.Trim(path.Clean("/"+h.Name), "/")
+		if rel == "" {
+			continue
+		}
+		mode := fs.ModeIrregular
+		switch h.Typeflag {
+		case tar.TypeDir:
+			mode = fs.ModeDir
+		case tar.TypeReg:
+			mode = 0
+		case tar.TypeSymlink:
+			mode = fs.ModeSymlink
+		}
+		v.entries[rel] = mode
+		if name := path.Base(rel); name == ".git" || sensitive.GitMark(name) {
+			git[path.Dir(rel)] = append(git[path.Dir(rel)], name)
+		}
+	}
+	for dir, names := range git {
+		for _, name := range sensitive.GitMade(names, func(name string) bool { return mc.sent[path.Join(dir, name)] }) {
+			v.hidden[path.Join(dir, name)] = true
+		}
+	}
+	return v, nil
+}
+
+// hiddenAt reports whether rel is hidden, or lies under a hidden path
+// (top: rel is the hidden path itself).
+func (v *backView) hiddenAt(rel string) (hidden, top bool) {
+	if len(v.hidden) == 0 {
+		return false, false
+	}
+	for p := path.Dir(rel); p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if v.hidden[p] {
+			return true, false
+		}
+	}
+	return v.hidden[rel], v.hidden[rel]
+}
+
+// Lstat is the entry at name as the copy-back will leave it.
+func (v *backView) Lstat(name string) (fs.FileInfo, error) {
+	name = strings.Trim(path.Clean("/"+name), "/")
+	if name == "" {
+		return v.root.Lstat(".")
+	}
+	if hid, _ := v.hiddenAt(name); hid {
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
+	}
+	if mode, ok := v.entries[name]; ok {
+		return viewInfo{name: path.Base(name), mode: mode}, nil
+	}
+	if v.sent[name] {
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
+	}
+	return v.root.Lstat(name)
+}
+
+// viewInfo is a stream entry's fs.FileInfo: its name and kind.
+type viewInfo struct {
+	name string
+	mode fs.FileMode
+}
+
+func (i viewInfo) Name() string       { return i.name }
+func (i viewInfo) Size() int64        { return 0 }
+func (i viewInfo) Mode() fs.FileMode  { return i.mode }
+func (i viewInfo) ModTime() time.Time { return time.Time{} }
+func (i viewInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i viewInfo) Sys() any           { return nil }
 
 // changed says whether the entry h differs from what the host has at rel
 // (so that a protected path the program did not touch is not reported).

@@ -315,7 +315,7 @@ func TestApply(t *testing.T) {
 	must(tw.Close())
 
 	ms := &mountSet{}
-	must(ms.apply(mountCopy{m: m, root: host, sent: sent}, &buf))
+	must(ms.apply(mountCopy{m: m, root: host, sent: sent}, bytes.NewReader(buf.Bytes())))
 
 	read := func(rel string) string {
 		b, err := os.ReadFile(filepath.Join(host, rel))
@@ -359,7 +359,7 @@ func TestApply(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: ".envrc", Typeflag: tar.TypeReg, Mode: 0o644, Size: 2})
 	tw.Write([]byte("ok"))
 	tw.Close()
-	must((&mountSet{}).apply(mountCopy{m: m, root: host, sent: map[string]bool{}}, &buf2))
+	must((&mountSet{}).apply(mountCopy{m: m, root: host, sent: map[string]bool{}}, bytes.NewReader(buf2.Bytes())))
 	if got := read(".envrc"); got != "ok" {
 		t.Errorf("named implant .envrc = %q", got)
 	}

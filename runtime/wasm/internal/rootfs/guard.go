@@ -13,9 +13,10 @@ import (
 	esys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
-// implantGuard keeps a writable mount's protected paths (job.Mount.Protected:
-// the rows of internal/sensitive, at any depth, minus the mount's named
-// Implants) read-only for the guest: no creation, write-open, truncation,
+// implantGuard keeps a writable mount's protected paths
+// (job.Mount.ProtectedIn: the rows of internal/sensitive, at any depth, and
+// git's view of the tree, minus the mount's named Implants) read-only for
+// the guest: no creation, write-open, truncation,
 // rename onto or from, link or symbolic link to or at, removal, mkdir,
 // utimes or chmod. Reads work.
 //
@@ -116,9 +117,11 @@ func (g *implantGuard) scanAliases() error {
 }
 
 // covered reports whether the host names p (relative to the mount) a
-// protected path.
+// protected path: by the table's names, or by what the mount holds as git
+// reads it (a gitfile, a repository's config under any name, the entry
+// that would make a directory a repository: job.Mount.ProtectedIn).
 func (g *implantGuard) covered(p string) bool {
-	_, ok := g.m.Protected(p)
+	_, ok := g.m.ProtectedIn(g.root, p)
 	return ok
 }
 
