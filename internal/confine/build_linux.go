@@ -747,8 +747,9 @@ func isPID(name string) bool {
 
 // findRows walks dir as search does (breadth first, no symlink followed,
 // at most limit names) and returns the paths beneath it that a Leak row
-// covers, and those an Implant row covers; it goes into a .git directory
-// one level only (its config, hooks, info, commondir: not its objects).
+// covers, and those an Implant row covers; in a .git directory it goes only
+// where a row may lie beneath (its config, hooks, objects/info: not the
+// objects themselves).
 // Past limit names it stops, with complete false: breadth first, what is
 // left unsearched is the deepest part of the tree. A directory that
 // changed while it was searched, or cannot be listed, is an error.
@@ -817,8 +818,10 @@ func walkRows(dir string, limit int, links bool) (leaks, implants []string, comp
 				}
 				continue
 			}
-			if e.typ == unix.DT_DIR && !it.inGit {
-				queue = append(queue, item{path.Join(it.rel, e.name), kcs, e.name == ".git"})
+			// in a .git directory, only where a row may lie beneath
+			// (.git/objects/info/alternates), not the objects themselves
+			if rel := path.Join(it.rel, e.name); e.typ == unix.DT_DIR && (!it.inGit || sensitive.Above(rel)) {
+				queue = append(queue, item{rel, kcs, it.inGit || e.name == ".git"})
 			}
 		}
 	}
