@@ -156,6 +156,9 @@ func (r *Runtime) gateWith(o CallOptions) *permission.Gate {
 // key (its ceiling), only "once" for a dangerous path, "this session" only
 // when session says a session is running. Every front end that asks a
 // person offers these and no others; the gate refuses anything else.
+// Where d.OfferUnconfined, a front end that is a
+// permission.UnconfinedApprover may also offer to run the call once
+// outside its sandbox, as a choice of its own.
 func Choices(req *permission.Request, d *permission.Decision, session bool) (offered []ceiling.Grant, notes []string) {
 	return prompt.Choices(req, d, session)
 }

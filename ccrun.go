@@ -93,7 +93,11 @@ func WithProjectDir(dir string) Option {
 }
 
 // WithApprover sets who answers when the gate asks. Default: nobody, so
-// every ask is a deny (what a CI run wants).
+// every ask is a deny (what a CI run wants). An approver that is also a
+// permission.UnconfinedApprover may offer a person to run an approved
+// @shell command once outside the workspace tier, as a choice of its own
+// (permission.Decision.OfferUnconfined); any other approver's approval runs
+// the command in the tier.
 func WithApprover(a permission.Approver) Option {
 	return func(r *Runtime) error { r.gate.Approver = a; return nil }
 }
@@ -197,6 +201,9 @@ func New(opts ...Option) (*Runtime, error) {
 	if r.gate.Session == nil {
 		r.gate.Session = permission.NewSessionAllowlist()
 	}
+	// A person asked about an approved @shell command may run it once
+	// outside the workspace tier (UnconfinedApprover).
+	r.gate.Sandboxed = r.unconfinable
 	if !r.noAudit {
 		if r.auditLog == "" {
 			r.auditLog = defaultAuditLog(r.dir, givenDir)

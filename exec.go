@@ -204,7 +204,7 @@ func (r *Runtime) auditDecision(t *tracker, req *permission.Request, d *permissi
 		Reason: d.Reason, Diagnostics: d.Diagnostics,
 		Display: req.Display, Args: req.Args, Env: redactEnv(req.Env), Dir: req.Dir, Stdin: req.Stdin}
 	if d.Layer == permission.LayerApprover {
-		rec.Grant = d.Grant.String()
+		rec.Grant, rec.Unconfined = d.Grant.String(), d.Unconfined
 	}
 	return r.audit.Write(rec)
 }

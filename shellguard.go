@@ -70,6 +70,9 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 // An error (of class ErrUnavailable) when the tier is "required" and
 // cannot be given: nothing may run.
 func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Request, inv *Invocation, d *permission.Decision, pre *shell.Confinement) (*shell.Confinement, error) {
+	if d.Unconfined { // a person chose to run this one call outside the tier (Gate.Resolve: Once only)
+		return nil, nil
+	}
 	if d.Layer != permission.LayerApprover && inv.Capability == nil && (pol == nil || pol.ReadOnlyCall(req)) {
 		if pre != nil {
 			return pre, nil

@@ -679,15 +679,19 @@ func (s *Server) describer() func(string) string {
 type answer struct {
 	key, digest string
 	grant       ceiling.Grant
+	unconfined  bool // the person chose to run it once outside the sandbox
 	late        bool // it came after the question's time ran out
 	cancelled   bool // the person dismissed the question without an answer
 	used        atomic.Bool
 }
 
-// covers reports whether a is the answer to the question chk would ask.
+// covers reports whether a is the answer to the question chk would ask:
+// the same key and digest, and, for a choice to run it outside the
+// sandbox, a question that still offers that.
 func (a *answer) covers(chk *ccrun.Outcome) bool {
 	return a != nil && chk.Decision != nil && chk.Request != nil &&
-		a.key == chk.Decision.Key.String() && a.digest == chk.Request.Digest
+		a.key == chk.Decision.Key.String() && a.digest == chk.Request.Digest &&
+		(!a.unconfined || chk.Decision.OfferUnconfined)
 }
 
 // approver answers the gate for one call of one connection: with the
@@ -709,56 +713,118 @@ var errCannotAsk = errors.New("the client cannot show ccrun's question")
 var errCancelled = errors.New("the person cancelled ccrun's question, dismissing it without an answer")
 
 func (a *approver) Approve(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	g, _, err := a.approve(ctx, p, false)
+	return g, err
+}
+
+// ApproveUnconfined implements permission.UnconfinedApprover: the question
+// also offers "unconfined" (run this call once outside the sandbox) as a
+// choice of its own, labelled so; only that answer is unconfined.
+func (a *approver) ApproveUnconfined(ctx context.Context, p *permission.Prompt) (ceiling.Grant, bool, error) {
+	return a.approve(ctx, p, p.Decision.OfferUnconfined)
+}
+
+func (a *approver) approve(ctx context.Context, p *permission.Prompt, offerUnconfined bool) (ceiling.Grant, bool, error) {
 	if an := a.ans; an != nil && an.key == p.Decision.Key.String() && an.digest == p.Request.Digest && an.used.CompareAndSwap(false, true) {
 		if an.late {
-			return ceiling.Deny, fmt.Errorf("the answer came after the %s the question allows", a.s.opts.AskTimeout)
+			return ceiling.Deny, false, fmt.Errorf("the answer came after the %s the question allows", a.s.opts.AskTimeout)
 		}
 		if an.cancelled {
-			return ceiling.Deny, errCancelled
+			return ceiling.Deny, false, errCancelled
+		}
+		if an.unconfined && !offerUnconfined {
+			return ceiling.Deny, false, errors.New("the answer was to run the call outside the sandbox, which it is no longer offered")
 		}
 		a.declined.Store(an.grant == ceiling.Deny)
-		return an.grant, nil
+		return an.grant, an.unconfined, nil
 	}
 	if a.c.multiRound() || !a.c.canAsk() {
-		return ceiling.Deny, fmt.Errorf("%w (nothing asked while a call runs on protocol %s)", errCannotAsk, newProtocol)
+		return ceiling.Deny, false, fmt.Errorf("%w (nothing asked while a call runs on protocol %s)", errCannotAsk, newProtocol)
 	}
-	offered, _ := ccrun.Choices(p.Request, p.Decision, true)
+	offered := choicesOf(p, offerUnconfined)
 	ctx, cancel := context.WithTimeout(ctx, a.s.opts.AskTimeout)
 	defer cancel()
 	res, err := a.c.ss.Elicit(ctx, question(p, offered, a.tool))
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return ceiling.Deny, fmt.Errorf("no answer within %s", a.s.opts.AskTimeout)
+		return ceiling.Deny, false, fmt.Errorf("no answer within %s", a.s.opts.AskTimeout)
 	case err != nil:
-		return ceiling.Deny, fmt.Errorf("asking through the client: %w", err)
+		return ceiling.Deny, false, fmt.Errorf("asking through the client: %w", err)
 	}
-	g, err := grantOf(res, offered)
-	a.declined.Store(err == nil && g == ceiling.Deny)
-	return g, err
+	c, err := choiceOf(res, offered)
+	a.declined.Store(err == nil && c.grant == ceiling.Deny)
+	return c.grant, c.unconfined, err
+}
+
+// choice is one answer the question offers: its word (the enum value), its
+// label (what a client shows), what it means, and what it answers.
+type choice struct {
+	word, label, meaning string
+	grant                ceiling.Grant
+	unconfined           bool
+}
+
+// The choices a question may offer, each by a word of its own.
+var (
+	choiceOnce    = choice{"once", "once", "once: this call only", ceiling.Once, false}
+	choiceSession = choice{"session", "this session", "session: until this connection ends", ceiling.AlwaysThisSession, false}
+	choiceProject = choice{"project", "this project", "project: kept in ccrun.json", ceiling.AlwaysThisProject, false}
+	// choiceUnconfined is never folded into "once": a word, a label and
+	// a meaning of its own.
+	choiceUnconfined = choice{"unconfined", prompt.UnconfinedLabel,
+		"unconfined: " + prompt.UnconfinedLabel + ", this call only, with all your rights (every other choice runs it in the workspace sandbox)",
+		ceiling.Once, true}
+	choiceDeny = choice{"deny", "deny", "deny: do not run it", ceiling.Deny, false}
+
+	allChoices = []choice{choiceOnce, choiceSession, choiceProject, choiceUnconfined, choiceDeny}
+)
+
+// choicesOf is what the question about p offers, deny last: the grants the
+// decision allows, and "unconfined" — once, outside the sandbox — when
+// unconfined says so (the decision offers it, and the question can carry
+// the answer).
+func choicesOf(p *permission.Prompt, unconfined bool) []choice {
+	grants, _ := ccrun.Choices(p.Request, p.Decision, true)
+	var out []choice
+	for _, g := range grants {
+		for _, c := range allChoices {
+			if c.grant == g && !c.unconfined {
+				out = append(out, c)
+			}
+		}
+	}
+	if unconfined {
+		out = append(out, choiceUnconfined)
+	}
+	return append(out, choiceDeny)
 }
 
 // question is the elicitation that asks about p: the terminal prompt's
-// text, and a choice among the grants offered and deny. The footer and the
-// choice's description name the offered choices only.
-func question(p *permission.Prompt, offered []ceiling.Grant, describe func(string) string) *mcp.ElicitParams {
-	words := []string{}
+// text, and a choice among those offered. The footer and the choice's
+// description name the offered choices only; each choice has a label of
+// its own (enumNames), so that "unconfined" is shown as what it means.
+func question(p *permission.Prompt, offered []choice, describe func(string) string) *mcp.ElicitParams {
+	words, labels := []string{}, []string{}
 	var notes, meanings []string
-	for _, g := range offered {
-		w := grantWord(g)
-		words = append(words, w)
-		switch g {
-		case ceiling.Once:
-			meanings = append(meanings, "once: this call only")
-		case ceiling.AlwaysThisSession:
+	unconfined := false
+	for _, c := range offered {
+		words, labels, meanings = append(words, c.word), append(labels, c.label), append(meanings, c.meaning)
+		switch {
+		case c.unconfined:
+			unconfined = true
+			notes = append(notes, `"unconfined" runs this call alone outside the sandbox; no grant ever does`)
+		case c.grant == ceiling.AlwaysThisSession:
 			notes = append(notes, `"session" lasts as long as this MCP connection`)
-			meanings = append(meanings, "session: until this connection ends")
-		case ceiling.AlwaysThisProject:
+		case c.grant == ceiling.AlwaysThisProject:
 			notes = append(notes, `"project" is kept in ccrun.json`)
-			meanings = append(meanings, "project: kept in ccrun.json")
 		}
 	}
-	words = append(words, "deny")
-	meanings = append(meanings, "deny: do not run it")
+	if !unconfined && p.Decision.OfferUnconfined {
+		// the question cannot carry that answer: it says nothing of it
+		d := *p.Decision
+		d.OfferUnconfined = false
+		p = &permission.Prompt{Request: p.Request, Decision: &d}
+	}
 	msg := strings.TrimSpace(prompt.Render(p, true, describe))
 	if len(notes) > 0 {
 		msg += "\n\n(" + strings.Join(notes, "; ") + ".)"
@@ -767,46 +833,32 @@ func question(p *permission.Prompt, offered []ceiling.Grant, describe func(strin
 		"type":     "object",
 		"required": []string{"grant"},
 		"properties": map[string]any{
-			"grant": map[string]any{"type": "string", "title": "Allow?", "enum": words,
+			"grant": map[string]any{"type": "string", "title": "Allow?", "enum": words, "enumNames": labels,
 				"description": strings.Join(meanings, "; ")},
 		},
 	}
 	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}
 }
 
-func grantWord(g ceiling.Grant) string {
-	switch g {
-	case ceiling.Once:
-		return "once"
-	case ceiling.AlwaysThisSession:
-		return "session"
-	case ceiling.AlwaysThisProject:
-		return "project"
-	}
-	return "deny"
-}
-
-// grantOf reads a person's answer: accept with one of the offered grants,
-// else deny (declined, deny chosen). A cancelled question (dismissed, no
-// answer) is errCancelled; an accepted answer that is not on offer is an
-// error too: nothing runs on either.
-func grantOf(res *mcp.ElicitResult, offered []ceiling.Grant) (ceiling.Grant, error) {
+// choiceOf reads a person's answer: accept with one of the offered
+// choices, else deny (declined, deny chosen). A cancelled question
+// (dismissed, no answer) is errCancelled; an accepted answer that is not on
+// offer is an error too: nothing runs on either. Only the word
+// "unconfined" is unconfined: an accept of anything else never is.
+func choiceOf(res *mcp.ElicitResult, offered []choice) (choice, error) {
 	if res != nil && res.Action == "cancel" {
-		return ceiling.Deny, errCancelled
+		return choiceDeny, errCancelled
 	}
 	if res == nil || res.Action != "accept" {
-		return ceiling.Deny, nil
+		return choiceDeny, nil
 	}
 	w, _ := res.Content["grant"].(string)
-	if w == "deny" {
-		return ceiling.Deny, nil
-	}
-	for _, g := range offered {
-		if grantWord(g) == w {
-			return g, nil
+	for _, c := range offered {
+		if c.word == w {
+			return c, nil
 		}
 	}
-	return ceiling.Deny, fmt.Errorf("the answer %q was not on offer", w)
+	return choiceDeny, fmt.Errorf("the answer %q was not on offer", w)
 }
 
 // ticket is what a request state carries: the question asked, bound to
@@ -824,17 +876,18 @@ type ticket struct {
 
 // ask returns the input-required result that asks about chk.
 func (s *Server) ask(c *conn, name string, args json.RawMessage, chk *ccrun.Outcome) (*mcp.CallToolResult, error) {
-	offered, _ := ccrun.Choices(chk.Request, chk.Decision, true)
+	p := &permission.Prompt{Request: chk.Request, Decision: chk.Decision}
+	offered := choicesOf(p, chk.Decision.OfferUnconfined)
 	t := ticket{Conn: c.id, Tool: name, Args: argsDigest(args), Key: chk.Decision.Key.String(), Digest: chk.Request.Digest,
 		Nonce: rand.Text(), Issued: time.Now().UnixMilli()}
-	for _, g := range offered {
-		t.Offer = append(t.Offer, grantWord(g))
+	for _, c := range offered {
+		t.Offer = append(t.Offer, c.word)
 	}
 	state, err := s.seal(t)
 	if err != nil {
 		return nil, err
 	}
-	q := question(&permission.Prompt{Request: chk.Request, Decision: chk.Decision}, offered, s.describer())
+	q := question(p, offered, s.describer())
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalID: q}, RequestState: state}, nil
 }
 
@@ -906,18 +959,20 @@ func (s *Server) answerOf(c *conn, name string, args json.RawMessage, responses 
 	if !ok {
 		return nil, fmt.Errorf("the answer to ccrun's question is a %T, not an elicitation result", r)
 	}
-	var offered []ceiling.Grant
+	var offered []choice
 	for _, w := range t.Offer {
-		if g, err := ceiling.ParseGrant(w); err == nil {
-			offered = append(offered, g)
+		for _, c := range allChoices {
+			if c.word == w {
+				offered = append(offered, c)
+			}
 		}
 	}
-	g, err := grantOf(er, offered)
+	ch, err := choiceOf(er, offered)
 	cancelled := errors.Is(err, errCancelled)
 	if err != nil && !cancelled {
 		return nil, err
 	}
-	return &answer{key: t.Key, digest: t.Digest, grant: g, late: late, cancelled: cancelled}, nil
+	return &answer{key: t.Key, digest: t.Digest, grant: ch.grant, unconfined: ch.unconfined, late: late, cancelled: cancelled}, nil
 }
 
 // argsDigest is the sha256 of args in a canonical form (keys sorted,

@@ -22,7 +22,9 @@ import (
 //     found there is a ceiling violation, reported and never an allow;
 //  7. the session allowlist, with expiry;
 //  8. allow and ask rules, read-only command detection, mode × class;
-//  9. the approver; with none, a deny.
+//  9. the approver; with none, a deny. Where Sandboxed says the call
+//     runs in a sandbox, the person may also run it once outside it
+//     (UnconfinedApprover), and that choice is never a lasting grant.
 //
 // Steps 1, 2, 3, 5 and 8 are the Policy's; a nil Policy has no rules and
 // the default mode. A Gate is safe for concurrent use when its Approver is.
@@ -33,6 +35,12 @@ type Gate struct {
 	Approver Approver          // nil: nobody can be asked, so every ask is a deny
 	// Now is the clock for expiry; nil is time.Now.
 	Now func() time.Time
+	// Sandboxed reports whether req, once a person allows it, runs in a
+	// sandbox that the person may lift for that one call (the Runtime's
+	// workspace tier of an approved @shell command): Decide then offers
+	// the choice at an ask (Decision.OfferUnconfined). Nil: no call does,
+	// and the choice is never offered.
+	Sandboxed func(req *Request) bool
 }
 
 // defaultPolicy is the policy of a Gate without one: default mode, no rules.
@@ -63,6 +71,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 	d := &Decision{Key: key, Offer: ceiling.Of(req.Environment)}
 	decide := func(v Verdict, l Layer, rule, reason string) *Decision {
 		d.Verdict, d.Layer, d.Rule, d.Reason = v, l, rule, reason
+		d.OfferUnconfined = v == AskUser && g.Sandboxed != nil && g.Sandboxed(req)
 		return d
 	}
 	if !req.Environment.Valid() {
@@ -127,7 +136,13 @@ func (g *Gate) Authorize(ctx context.Context, req *Request) (*Decision, error) {
 
 // Resolve finishes what Decide started: for an ask it asks the approver and
 // keeps the grant, as Authorize does. d must be Decide's answer for req.
+//
+// When d offers it (OfferUnconfined) and the approver is an
+// UnconfinedApprover, the person may choose to run the call once outside
+// its sandbox: d.Unconfined is then set, with the grant Once. The choice
+// with any other grant is refused (a *UnconfinedError), and nothing runs.
 func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decision, error) {
+	d.Unconfined = false // only the answer below sets it
 	switch d.Verdict {
 	case Allow:
 		return d, nil
@@ -139,7 +154,17 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		d.Reason = "nobody to ask (" + d.Reason + ")"
 		return d, &DeniedError{Decision: d}
 	}
-	grant, err := g.Approver.Approve(ctx, &Prompt{Request: req, Decision: d})
+	var (
+		grant      Grant
+		unconfined bool
+		err        error
+	)
+	p := &Prompt{Request: req, Decision: d}
+	if ua, ok := g.Approver.(UnconfinedApprover); ok && d.OfferUnconfined {
+		grant, unconfined, err = ua.ApproveUnconfined(ctx, p)
+	} else {
+		grant, err = g.Approver.Approve(ctx, p)
+	}
 	d.Layer = LayerApprover
 	if err != nil {
 		d.Verdict, d.Grant = Refuse, Deny
@@ -151,6 +176,12 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		d.Verdict, d.Reason = Refuse, "denied by the person asked"
 		return d, &DeniedError{Decision: d}
 	}
+	if unconfined && grant != Once {
+		uerr := &UnconfinedError{Grant: grant}
+		d.Verdict, d.Reason = Refuse, uerr.Error()
+		d.Diagnostics = append(d.Diagnostics, uerr.Error())
+		return d, &DeniedError{Decision: d, Err: uerr}
+	}
 	if grant > d.Offer {
 		verr := ceiling.Check(req.Environment, d.Key.String(), grant)
 		if verr == nil { // within the ceiling, but past what was offered (dangerous path)
@@ -161,17 +192,20 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		return d, &DeniedError{Decision: d, Err: verr}
 	}
 	d.Verdict = Allow
-	switch grant {
-	case Once:
+	switch {
+	case unconfined:
+		d.Unconfined = true
+		d.Reason = "allowed once, outside the sandbox, by the person asked"
+	case grant == Once:
 		d.Reason = "allowed once by the person asked"
-	case AlwaysThisSession:
+	case grant == AlwaysThisSession:
 		d.Reason = "allowed for this session by the person asked"
 		if g.Session == nil {
 			d.Diagnostics = append(d.Diagnostics, "no session is open, so the grant lasts for this call only (start one with `ccrun session start`)")
 		} else if err := g.Session.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest}); err != nil {
 			d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("the session grant could not be kept: %v", err))
 		}
-	case AlwaysThisProject:
+	case grant == AlwaysThisProject:
 		d.Reason = "allowed for this project by the person asked"
 		if g.Project == nil {
 			d.Diagnostics = append(d.Diagnostics, "no project allowlist is open, so the grant lasts for this call only")
@@ -180,6 +214,17 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		}
 	}
 	return d, nil
+}
+
+// UnconfinedError is why an approver's answer was refused when it chose to
+// run a call outside its sandbox with a grant other than Once: that choice
+// is for one call, never a lasting grant.
+type UnconfinedError struct {
+	Grant Grant // what the approver answered with it
+}
+
+func (e *UnconfinedError) Error() string {
+	return fmt.Sprintf("running a call outside the sandbox is for this one call only (once), not %s", e.Grant)
 }
 
 // DeniedError is the error of a call the gate did not allow. It is of class

@@ -174,6 +174,18 @@ type Decision struct {
 	// Warnings are short notes for the person asked (destructive forms);
 	// they never change the decision.
 	Warnings []string `json:"warnings,omitempty"`
+	// OfferUnconfined says that the person asked may also choose to run
+	// this very call once outside the sandbox the caller would run it in
+	// (the Runtime's workspace tier of an approved @shell command), as a
+	// choice of its own: Gate.Sandboxed said so, at an ask. An approver
+	// offers it only through UnconfinedApprover. Default false: every
+	// approval runs the call in its sandbox.
+	OfferUnconfined bool `json:"offer_unconfined,omitempty"`
+	// Unconfined says that the person asked chose to run this call once
+	// outside its sandbox (UnconfinedApprover); Grant is then Once. Only
+	// Gate.Resolve sets it, for the one call asked about: a session or
+	// project grant, an allow rule, the mode and Decide never do.
+	Unconfined bool `json:"unconfined,omitempty"`
 }
 
 // Allowed reports whether the call may run.
@@ -190,6 +202,19 @@ type Prompt struct {
 // nobody could answer; the gate then denies.
 type Approver interface {
 	Approve(ctx context.Context, p *Prompt) (Grant, error)
+}
+
+// UnconfinedApprover is an Approver that can also answer "run this call
+// once outside the sandbox". The gate calls ApproveUnconfined instead of
+// Approve when the decision offers it (Decision.OfferUnconfined), and
+// Approve otherwise, so an approver that cannot show the choice as one of
+// its own (a wrapper that knows only Approve, an ApproverFunc) never
+// gives it. unconfined is true only for the person's explicit choice of
+// it, with Once: any other grant with it is refused by the gate, and
+// nothing runs.
+type UnconfinedApprover interface {
+	Approver
+	ApproveUnconfined(ctx context.Context, p *Prompt) (g Grant, unconfined bool, err error)
 }
 
 // ApproverFunc adapts a function to Approver.

@@ -183,10 +183,13 @@ The tool's exit code becomes ccrun's.`,
 			var approver permission.Approver
 			var term *prompt.Terminal
 			prompted := false // a person was asked at the terminal
-			if approve != "" {
+			if approve == "unconfined" {
+				approver = unconfinedApprover{}
+				a.loosenFlags = append(a.loosenFlags, "--approve unconfined")
+			} else if approve != "" {
 				g, err := ceiling.ParseGrant(approve)
 				if err != nil || g == ceiling.Deny {
-					return usagef("--approve %q: want once, session or project", approve)
+					return usagef("--approve %q: want once, session, project or unconfined", approve)
 				}
 				approver = fixedApprover(g)
 				// refused under the no-loosening lock (checkLock), however
@@ -194,10 +197,7 @@ The tool's exit code becomes ccrun's.`,
 				a.loosenFlags = append(a.loosenFlags, "--approve")
 			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
 				term = &prompt.Terminal{In: a.io.in, Out: a.io.err, ResetTerminal: true}
-				approver = permission.ApproverFunc(func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
-					prompted = true
-					return term.Approve(ctx, p)
-				})
+				approver = hookedApprover{next: term, before: func(*permission.Prompt) { prompted = true }}
 			}
 			layer, err := f.settings()
 			if err != nil {
@@ -213,11 +213,7 @@ The tool's exit code becomes ccrun's.`,
 			// the run (a stale grant would say so on every run).
 			shown := 0
 			if approver != nil {
-				next := approver
-				approver = permission.ApproverFunc(func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
-					shown = len(p.Decision.Diagnostics)
-					return next.Approve(ctx, p)
-				})
+				approver = hookedApprover{next: approver, before: func(p *permission.Prompt) { shown = len(p.Decision.Diagnostics) }}
 			}
 			rt, err := a.runtime(approver, layer, extra...)
 			if err != nil {
@@ -271,6 +267,9 @@ The tool's exit code becomes ccrun's.`,
 			for _, x := range out.Decision.Diagnostics[min(shown, len(out.Decision.Diagnostics)):] {
 				fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
 			}
+			if d := out.Decision; approve == "unconfined" && d.Layer == permission.LayerApprover && !d.Unconfined {
+				fmt.Fprintf(a.io.err, "ccrun: note: --approve unconfined: %s ran once in its sandbox: only a @shell command that would run in the workspace sandbox can run outside it (not with the sandbox off or required, nor where the kernel cannot confine)\n", d.Key)
+			}
 			switch r := out.Result; {
 			case r != nil && r.Reason != job.Exit:
 				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s\n", out.Tool, stopReason(r))
@@ -281,10 +280,10 @@ The tool's exit code becomes ccrun's.`,
 		},
 	}
 	f.register(c, true)
-	c.Flags().StringVar(&approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell)")
+	c.Flags().StringVar(&approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell), or unconfined: once, and a @shell command runs outside the workspace sandbox")
 	c.Flags().BoolVar(&worker, "wasm-worker", false, "run a @wasm guest in a worker process of its own, killed at the limits, at ~90 ms more per run (by default it runs in the project's warm server, ccrun-full wasm-server SOCKET, or in ccrun's own process where there is none)")
 	c.Flags().StringVar(&events, "events", "", "print each state transition as a JSON line on stderr: json")
-	_ = c.RegisterFlagCompletionFunc("approve", completeWords("once", "session", "project"))
+	_ = c.RegisterFlagCompletionFunc("approve", completeWords("once", "session", "project", "unconfined"))
 	_ = c.RegisterFlagCompletionFunc("events", completeWords("json"))
 	c.ValidArgsFunction = a.completeCapabilities
 	return c
@@ -402,6 +401,44 @@ type fixedApprover ceiling.Grant
 
 func (g fixedApprover) Approve(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 	return ceiling.Grant(g), nil
+}
+
+// unconfinedApprover is --approve unconfined: every ask is answered Once,
+// and the call asked about runs outside the workspace sandbox where the
+// gate offers that (permission.UnconfinedApprover); elsewhere — another
+// environment, the sandbox off or required, a step asked where the
+// command runs — it is a plain Once.
+type unconfinedApprover struct{}
+
+func (unconfinedApprover) Approve(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+	return ceiling.Once, nil
+}
+
+func (unconfinedApprover) ApproveUnconfined(context.Context, *permission.Prompt) (ceiling.Grant, bool, error) {
+	return ceiling.Once, true, nil
+}
+
+// hookedApprover calls before with each prompt, then next. It is an
+// UnconfinedApprover whatever next is, so that wrapping keeps a person's
+// choice to run a call outside its sandbox: when next cannot give that
+// choice, ApproveUnconfined is next's Approve.
+type hookedApprover struct {
+	next   permission.Approver
+	before func(*permission.Prompt)
+}
+
+func (h hookedApprover) Approve(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	h.before(p)
+	return h.next.Approve(ctx, p)
+}
+
+func (h hookedApprover) ApproveUnconfined(ctx context.Context, p *permission.Prompt) (ceiling.Grant, bool, error) {
+	h.before(p)
+	if u, ok := h.next.(permission.UnconfinedApprover); ok {
+		return u.ApproveUnconfined(ctx, p)
+	}
+	g, err := h.next.Approve(ctx, p)
+	return g, false, err
 }
 
 // runtime builds the Runtime for this run of the CLI.

@@ -23,6 +23,7 @@ func TestLockHasNoSideDoor(t *testing.T) {
 		args []string
 	}{
 		{"--approve", nil, []string{"exec", "--approve", "once", "--shell", "touch x"}},
+		{"--approve unconfined", nil, []string{"exec", "--approve", "unconfined", "--shell", "touch x"}},
 		{"--mode trust", nil, []string{"exec", "--mode", "trust", "--shell", "touch x"}},
 		{"--mode accept-edits", nil, []string{"exec", "--mode", "accept-edits", "--shell", "touch x"}},
 		{"--mode default over plan", nil, []string{"exec", "--mode", "default", "--shell", "touch x"}},

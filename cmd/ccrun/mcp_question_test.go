@@ -84,7 +84,7 @@ func TestMCPQuestionFooter(t *testing.T) {
 		offered string
 		project bool
 	}{
-		{"run_command", map[string]any{"command": "touch x"}, "once,session,deny", false},
+		{"run_command", map[string]any{"command": "touch x"}, shellOffer(), false},
 		{"run_wasm", map[string]any{"module": "hello.wasm"}, "once,session,project,deny", true},
 	} {
 		n := a.count()

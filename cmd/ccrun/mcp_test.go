@@ -313,8 +313,8 @@ func TestMCPAsk(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "once")); err != nil {
 				t.Fatalf("once: did not run: %v", err)
 			}
-			if got := a.offered(t, 0); strings.Join(got, ",") != "once,session,deny" {
-				t.Errorf("run_command offered %v, want once, session, deny (never project)", got)
+			if got := a.offered(t, 0); strings.Join(got, ",") != shellOffer() {
+				t.Errorf("run_command offered %v, want %s (never project)", got, shellOffer())
 			}
 			a.mu.Lock()
 			msg := a.asked[0].Message

@@ -13,6 +13,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
@@ -114,6 +115,24 @@ func inSession(t *testing.T, dir string) {
 	t.Setenv("CCRUN_SESSION", s.ID())
 }
 
+// uLetter is what a @shell prompt shows of the unconfined choice: offered
+// where the kernel gives the workspace tier (the sandbox on, as by
+// default).
+func uLetter() string {
+	if _, err := confine.Available(); err != nil {
+		return ""
+	}
+	return "[u] run once outside the sandbox  "
+}
+
+// uAnswer is the unconfined letter among the valid answers a prompt lists.
+func uAnswer() string {
+	if uLetter() == "" {
+		return ""
+	}
+	return "u, "
+}
+
 func wantScreen(t *testing.T, screen string, want, unwanted []string) {
 	t.Helper()
 	for _, w := range want {
@@ -140,11 +159,11 @@ func TestPromptShell(t *testing.T) {
 		`touch made\x1b[31m`, // the escape is shown, not sent to the terminal
 		// an operand that is not a plain word keys the whole text
 		`key:       run_command:"touch made\x1b[31m"` + "\r\n",
-		"allow? [o] once  [s] this session  [d] deny  (Enter: deny): ",
+		"allow? [o] once  [s] this session  " + uLetter() + "[d] deny  (Enter: deny): ",
 		`"this project" is not offered: a @shell command runs with your own rights`,
 		`"this session" covers this exact command only`,
 		`"p": "this project" is not offered`, // asked again, never taken
-		`"y": not an answer; answer o, s, d`,
+		`"y": not an answer; answer o, s, ` + uAnswer() + `d`,
 	}, []string{"[p]", "[1]", "made\x1b[31m"})
 	if _, err := os.Stat(filepath.Join(dir, "made\x1b[31m")); err != nil {
 		t.Errorf("the command did not run: %v", err)
@@ -161,7 +180,7 @@ func TestPromptNoSession(t *testing.T) {
 		t.Fatalf("exit %d, want %d; screen:\n%s", code, exitDenied, screen)
 	}
 	wantScreen(t, screen, []string{
-		"allow? [o] once  [d] deny  (Enter: deny): ",
+		"allow? [o] once  " + uLetter() + "[d] deny  (Enter: deny): ",
 		`"this session" is not offered: no session is running (start one with eval "$(ccrun session start)"`,
 		`"s": "this session" is not offered: no session is running`,
 		// the deny's hint says how to allow it, not "run it at a terminal"
@@ -255,7 +274,7 @@ func TestPromptDangerousPath(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, exitDenied)
 	}
 	wantScreen(t, screen, []string{
-		"allow? [o] once  [d] deny  (Enter: deny): ",
+		"allow? [o] once  " + uLetter() + "[d] deny  (Enter: deny): ",
 		`only "once" is offered: the call touches a dangerous path`,
 		`"s": only "once" is offered`,
 		"to allow it, run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)",

@@ -42,7 +42,10 @@ type Record struct {
 	Layer       string    `json:"layer,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
 	Grant       string    `json:"grant,omitempty"`
-	Diagnostics []string  `json:"diagnostics,omitempty"`
+	// Unconfined: the person asked chose to run this call once outside
+	// the sandbox of approved commands (decisions; Grant is Once).
+	Unconfined  bool     `json:"unconfined,omitempty"`
+	Diagnostics []string `json:"diagnostics,omitempty"`
 	// What the call carried beside its key (decisions): the command or
 	// what runs, its positional arguments, the variables it added, its
 	// working directory and where its stdin came from.

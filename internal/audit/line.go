@@ -31,6 +31,9 @@ func (r *Record) line() []byte {
 	b = field(b, "layer", r.Layer)
 	b = field(b, "reason", r.Reason)
 	b = field(b, "grant", r.Grant)
+	if r.Unconfined {
+		b = append(b, `,"unconfined":true`...)
+	}
 	b = list(b, "diagnostics", r.Diagnostics)
 	b = field(b, "display", r.Display)
 	b = list(b, "args", r.Args)

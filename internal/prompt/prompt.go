@@ -11,11 +11,14 @@
 // kept.
 //
 // The answers are letters that never change meaning: o (once), s (this
-// session), p (this project), d (deny); each is shown only when offered,
-// and Enter alone is the default, deny. Anything else is answered with what
-// is on offer, never taken silently. A @shell key is never offered "this
-// project", a call that touches a dangerous path is offered "once" only,
-// and "this session" is offered only when a session is running.
+// session), p (this project), u (run once outside the sandbox), d (deny);
+// each is shown only when offered, and Enter alone is the default, deny.
+// Anything else is answered with what is on offer, never taken silently. A
+// @shell key is never offered "this project", a call that touches a
+// dangerous path is offered "once" only, "this session" is offered only
+// when a session is running, and u only where the decision offers it
+// (permission.Decision.OfferUnconfined) and the prompt was asked through
+// ApproveUnconfined.
 package prompt
 
 import (
@@ -124,15 +127,25 @@ func Choices(req *permission.Request, d *permission.Decision, session bool) (off
 type answer struct {
 	letter, word, label string
 	grant               ceiling.Grant
+	unconfined          bool // Once, outside the sandbox
 }
 
 var answers = []answer{
-	{"o", "once", "once", ceiling.Once},
-	{"s", "session", "this session", ceiling.AlwaysThisSession},
-	{"p", "project", "this project", ceiling.AlwaysThisProject},
+	{"o", "once", "once", ceiling.Once, false},
+	{"s", "session", "this session", ceiling.AlwaysThisSession, false},
+	{"p", "project", "this project", ceiling.AlwaysThisProject, false},
 }
 
-var deny = answer{"d", "deny", "deny", ceiling.Deny}
+// Unconfined is the answer that runs the one call asked about outside the
+// sandbox, with the person's full rights: a letter and a text of its own,
+// never folded into "once".
+var unconfined = answer{"u", "unconfined", UnconfinedLabel, ceiling.Once, true}
+
+// UnconfinedLabel is what the unconfined choice says, on the terminal and
+// in the MCP question alike.
+const UnconfinedLabel = "run once outside the sandbox"
+
+var deny = answer{"d", "deny", "deny", ceiling.Deny, false}
 
 // Render writes what Approve shows for p, up to (not including) the
 // question, as text for a terminal. session says whether a session is
@@ -200,6 +213,13 @@ func Render(p *permission.Prompt, session bool, describe func(string) string) st
 	}
 	if c := covers(req, d, offered); c != "" {
 		fmt.Fprintf(&b, "  a grant:   %s\n", c)
+	}
+	if d.OfferUnconfined {
+		b.WriteString("  sandbox:   approved, it runs in the workspace sandbox: it writes only the project (not its\n" +
+			"             protected paths), its own TMPDIR and the directories the settings name, and reads\n" +
+			"             no dangerous path; what it starts stays inside\n")
+		fmt.Fprintf(&b, "  outside:   %q runs this call alone with all your rights;\n"+
+			"             the next call is sandboxed again, and no grant ever runs one outside\n", UnconfinedLabel)
 	}
 	for _, n := range notes {
 		fmt.Fprintf(&b, "  (%s)\n", n)
@@ -294,10 +314,29 @@ func question(offered []answer) string {
 }
 
 // Approve implements permission.Approver. Ctrl-C (the context cancelled)
-// returns ErrInterrupted, Ctrl-D ErrClosed; the gate denies either way.
+// returns ErrInterrupted, Ctrl-D ErrClosed; the gate denies either way. It
+// never offers u: only ApproveUnconfined can carry that answer.
 func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	g, _, err := t.approve(ctx, p, false)
+	return g, err
+}
+
+// ApproveUnconfined implements permission.UnconfinedApprover: Approve,
+// with the letter u ("run once outside the sandbox") offered besides when
+// the decision offers it. u answers Once, unconfined.
+func (t *Terminal) ApproveUnconfined(ctx context.Context, p *permission.Prompt) (ceiling.Grant, bool, error) {
+	return t.approve(ctx, p, p.Decision.OfferUnconfined)
+}
+
+func (t *Terminal) approve(ctx context.Context, p *permission.Prompt, offerUnconfined bool) (ceiling.Grant, bool, error) {
 	if t.r == nil {
 		t.r = bufio.NewReader(t.In)
+	}
+	if p.Decision.OfferUnconfined && !offerUnconfined {
+		// shown as what it is: a prompt that does not offer u says nothing of it
+		d := *p.Decision
+		d.OfferUnconfined = false
+		p = &permission.Prompt{Request: p.Request, Decision: &d}
 	}
 	grants, notes := Choices(p.Request, p.Decision, t.Session)
 	var offered []answer
@@ -308,13 +347,16 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 			}
 		}
 	}
+	if offerUnconfined {
+		offered = append(offered, unconfined)
+	}
 	offered = append(offered, deny)
 	text := Render(p, t.Session, t.Describe) + question(offered)
 	if t.ResetTerminal {
 		text = ResetSequence + text
 	}
 	if _, err := io.WriteString(t.Out, text); err != nil {
-		return ceiling.Deny, err
+		return ceiling.Deny, false, err
 	}
 	letters := make([]string, len(offered))
 	for i, a := range offered {
@@ -326,30 +368,34 @@ func (t *Terminal) Approve(ctx context.Context, p *permission.Prompt) (ceiling.G
 		switch {
 		case errors.Is(err, context.Canceled):
 			fmt.Fprintf(t.Out, "\n  denied: interrupted (Ctrl-C)\n")
-			return ceiling.Deny, fmt.Errorf("prompt: %w", ErrInterrupted)
+			return ceiling.Deny, false, fmt.Errorf("prompt: %w", ErrInterrupted)
 		case errors.Is(err, context.DeadlineExceeded):
 			fmt.Fprintf(t.Out, "\n  denied: no answer in time\n")
-			return ceiling.Deny, fmt.Errorf("prompt: no answer before the deadline: %w", err)
+			return ceiling.Deny, false, fmt.Errorf("prompt: no answer before the deadline: %w", err)
 		case errors.Is(err, io.EOF):
 			fmt.Fprintf(t.Out, "\n  denied: no answer (Ctrl-D)\n")
-			return ceiling.Deny, fmt.Errorf("prompt: %w", ErrClosed)
+			return ceiling.Deny, false, fmt.Errorf("prompt: %w", ErrClosed)
 		case err != nil:
 			fmt.Fprintln(t.Out)
-			return ceiling.Deny, fmt.Errorf("prompt: reading the answer: %w", err)
+			return ceiling.Deny, false, fmt.Errorf("prompt: reading the answer: %w", err)
 		}
 		ans := strings.ToLower(strings.TrimSpace(got))
 		if ans == "" {
-			return ceiling.Deny, nil
+			return ceiling.Deny, false, nil
 		}
 		for _, a := range offered {
 			if ans == a.letter || ans == a.word {
-				return a.grant, nil
+				return a.grant, a.unconfined, nil
 			}
 		}
 		why := "not an answer"
-		for _, a := range answers {
+		for _, a := range append(answers, unconfined) {
 			if ans == a.letter || ans == a.word {
 				why = fmt.Sprintf("%q is not offered here", a.label)
+				if a.unconfined {
+					why += " (only for a @shell command that would run in the workspace sandbox)"
+					break
+				}
 				for _, n := range notes {
 					if strings.Contains(n, `"`+a.label+`"`) || strings.HasPrefix(n, `only "once"`) {
 						why = n

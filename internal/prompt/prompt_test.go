@@ -218,3 +218,64 @@ func TestApproveDeadline(t *testing.T) {
 		t.Errorf("no deadline message; screen:\n%s", out.String())
 	}
 }
+
+// The unconfined choice has a letter and a text of its own, is offered
+// only through ApproveUnconfined where the decision offers it, and answers
+// Once; o stays confined; u is refused where it is not offered.
+func TestApproveUnconfined(t *testing.T) {
+	t.Parallel()
+	const letter = "[u] run once outside the sandbox"
+	for _, tc := range []struct {
+		name           string
+		offer          bool // Decision.OfferUnconfined
+		plain          bool // asked through Approve
+		input          string
+		want           ceiling.Grant
+		wantUnconfined bool
+		shows, hides   []string
+	}{
+		{name: "u", offer: true, input: "u\n", want: ceiling.Once, wantUnconfined: true,
+			shows: []string{"[o] once  [s] this session  " + letter + "  [d] deny  (Enter: deny): ", "sandbox:   approved, it runs in the workspace sandbox",
+				`outside:   "run once outside the sandbox" runs this call alone with all your rights;`}},
+		{name: "the word", offer: true, input: "Unconfined\n", want: ceiling.Once, wantUnconfined: true},
+		{name: "o stays confined", offer: true, input: "o\n", want: ceiling.Once, shows: []string{letter}},
+		{name: "s stays confined", offer: true, input: "s\n", want: ceiling.AlwaysThisSession, shows: []string{letter}},
+		{name: "not offered", input: "u\no\n", want: ceiling.Once,
+			shows: []string{`"u": "run once outside the sandbox" is not offered here (only for a @shell command that would run in the workspace sandbox)`},
+			hides: []string{letter, "sandbox:"}},
+		{name: "offered, asked through Approve", offer: true, plain: true, input: "u\nd\n", want: ceiling.Deny,
+			shows: []string{`"u": "run once outside the sandbox" is not offered here`}, hides: []string{letter, "outside:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := shellPrompt("make test")
+			p.Decision.OfferUnconfined = tc.offer
+			var out strings.Builder
+			term := &Terminal{In: strings.NewReader(tc.input), Out: &out, Session: true}
+			var got ceiling.Grant
+			var unconfined bool
+			var err error
+			if tc.plain {
+				got, err = term.Approve(context.Background(), p)
+			} else {
+				got, unconfined, err = term.ApproveUnconfined(context.Background(), p)
+			}
+			if err != nil || got != tc.want || unconfined != tc.wantUnconfined {
+				t.Fatalf("got %v unconfined=%v %v; want %v unconfined=%v; screen:\n%s", got, unconfined, err, tc.want, tc.wantUnconfined, out.String())
+			}
+			for _, s := range tc.shows {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("the prompt lacks %q; it showed:\n%s", s, out.String())
+				}
+			}
+			for _, s := range tc.hides {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("the prompt shows %q; it showed:\n%s", s, out.String())
+				}
+			}
+			if !p.Decision.OfferUnconfined && tc.offer {
+				t.Error("the prompt changed the decision it was shown")
+			}
+		})
+	}
+}
