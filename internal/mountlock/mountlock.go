@@ -16,7 +16,10 @@
 // write /p/a and /p/b run at once, and so do runs that only read. A
 // directory reached through a bind mount is known by its own identity, not
 // by the directories above its other name: a run that writes /home/u and
-// one that writes /mnt/x, a bind of /home/u/p, do not conflict.
+// one that writes /mnt/x, a bind of /home/u/p, do not conflict. A
+// directory removed during a run and another made that reuses its inode
+// number conflict with it: the new one's run waits for the old one's,
+// which reports the change when it ends.
 //
 // The locks are flock(2) on files of the lock directory (Dir), one file per
 // directory identity, taken in one order (the files' names, sorted), so
