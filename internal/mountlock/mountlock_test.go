@@ -36,10 +36,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("XDG_STATE_HOME", state)
+	TestCache = filepath.Join(state, "wasm-cache")
 	code := m.Run()
 	os.RemoveAll(state)
 	os.Exit(code)
 }
+
+// TestCache is the compilation cache the @wasm executors of the engine
+// tests share (engines_test.go), for the test binary's life: the guest is
+// compiled once.
+var TestCache string
 
 func holdMain(dir string) int {
 	lk, res, err := Begin(context.Background(), rw(dir), job.Limits{}.WithDefaults(), time.Now())
