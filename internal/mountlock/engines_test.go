@@ -47,7 +47,34 @@ var (
 	guestErr  error
 )
 
-func wasmEngine(t *testing.T) engine {
+func wasmEngine(t *testing.T) engine { return wasmWith(t) }
+
+// wasmWorker runs the guest in a worker process (a child of this test
+// binary, TestMain).
+func wasmWorker(t *testing.T) engine {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasmWith(t, wasm.WithWorkerProcess(exe))
+}
+
+// wasmServer runs the guest in a warm server this test binary starts
+// (TestMain), on a socket of its own.
+func wasmServer(t *testing.T) engine {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "ccrun-sock-") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return wasmWith(t, wasm.WithServer(filepath.Join(dir, "run", "wasm.sock"), exe))
+}
+
+func wasmWith(t *testing.T, opts ...wasm.Option) engine {
 	t.Helper()
 	guestOnce.Do(func() {
 		_, self, _, _ := runtime.Caller(0)
@@ -66,7 +93,7 @@ func wasmEngine(t *testing.T) engine {
 		t.Fatal(guestErr)
 	}
 	ctx := context.Background()
-	e, err := wasm.New(ctx, wasm.WithCacheDir(mountlock.TestCache))
+	e, err := wasm.New(ctx, append([]wasm.Option{wasm.WithCacheDir(testCache)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +201,11 @@ func held(t *testing.T, c <-chan ended, id string) *job.Result {
 	return e.res
 }
 
+// engines are the ways to run hold. The WaitFunc of a run in a worker or
+// the server is not told (it waits in another process): those hold only.
 func engines(t *testing.T) map[string]func(*testing.T) engine {
-	return map[string]func(*testing.T) engine{"wasm": wasmEngine, "docker": dockerEngine}
+	return map[string]func(*testing.T) engine{"wasm": wasmEngine, "docker": dockerEngine,
+		"wasm-worker": wasmWorker, "wasm-server": wasmServer}
 }
 
 // TestEnginesOneWriter: while a run of one engine has a directory mounted
@@ -184,7 +214,8 @@ func engines(t *testing.T) map[string]func(*testing.T) engine {
 // lets it go, which it does only once the second is seen waiting and not
 // started.
 func TestEnginesOneWriter(t *testing.T) {
-	for _, pair := range [][2]string{{"wasm", "wasm"}, {"wasm", "docker"}, {"docker", "wasm"}, {"docker", "docker"}} {
+	for _, pair := range [][2]string{{"wasm", "wasm"}, {"wasm", "docker"}, {"docker", "wasm"}, {"docker", "docker"},
+		{"wasm-worker", "wasm"}, {"wasm-worker", "docker"}, {"wasm-server", "wasm"}, {"wasm-server", "docker"}} {
 		t.Run(pair[0]+"_then_"+pair[1], func(t *testing.T) {
 			first, second := engines(t)[pair[0]](t), engines(t)[pair[1]](t)
 			dir := mountDir(t)

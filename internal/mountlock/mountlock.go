@@ -90,11 +90,21 @@ import (
 // rather than run unlocked.
 var ErrUnsafe = errdefs.ErrPermissionDenied.WithMessage("unsafe lock directory")
 
-// Dir is the lock directory: $XDG_STATE_HOME/ccrun/locks when
-// XDG_STATE_HOME is an absolute path, else ~/.local/state/ccrun/locks (as
-// the trust records and the audit log outside a project find the state
-// directory), else, with no home, os.TempDir()/ccrun-UID/locks.
+// DirEnv names the lock directory in the environment of ccrun's own
+// helper processes (the @wasm worker and warm server, whose environment
+// holds nothing else of their parent's): the process that starts one sets
+// it to its Dir, so that both lock in one directory.
+const DirEnv = "CCRUN_MOUNTLOCK_DIR"
+
+// Dir is the lock directory: $CCRUN_MOUNTLOCK_DIR (DirEnv) when it is an
+// absolute path; else $XDG_STATE_HOME/ccrun/locks when XDG_STATE_HOME is
+// one, else ~/.local/state/ccrun/locks (as the trust records and the
+// audit log outside a project find the state directory); else, with no
+// home, os.TempDir()/ccrun-UID/locks.
 func Dir() string {
+	if d := os.Getenv(DirEnv); filepath.IsAbs(d) {
+		return filepath.Clean(d)
+	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "ccrun", "locks")
 	}

@@ -21,44 +21,6 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// childEnv makes the test binary a child that holds the lock of the
-// directory it names until its stdin ends (TestOtherProcess).
-const childEnv = "CCRUN_MOUNTLOCK_TEST_HOLD"
-
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(childEnv); dir != "" {
-		os.Exit(holdMain(dir))
-	}
-	// Keep the tests' lock files out of the real state directory.
-	state, err := os.MkdirTemp("", "ccrun-mountlock-state-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
-	TestCache = filepath.Join(state, "wasm-cache")
-	code := m.Run()
-	os.RemoveAll(state)
-	os.Exit(code)
-}
-
-// TestCache is the compilation cache the @wasm executors of the engine
-// tests share (engines_test.go), for the test binary's life: the guest is
-// compiled once.
-var TestCache string
-
-func holdMain(dir string) int {
-	lk, res, err := Begin(context.Background(), rw(dir), job.Limits{}.WithDefaults(), time.Now())
-	if lk == nil {
-		fmt.Println("no lock:", res, err)
-		return 1
-	}
-	fmt.Println("locked")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	lk.End(nil, nil)
-	return 0
-}
-
 func rw(dirs ...string) []job.Mount {
 	var ms []job.Mount
 	for i, d := range dirs {
@@ -318,7 +280,7 @@ func TestOtherProcess(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	cmd.Env = append(os.Environ(), HoldEnv+"="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
