@@ -220,6 +220,7 @@ func (r *Runtime) auditExecution(t *tracker, req *permission.Request, res *job.R
 		rec.EndReason = string(res.Reason)
 		code := res.ExitCode
 		rec.ExitCode = &code
+		rec.Detail = res.Detail
 		rec.Outcome = "success"
 		if res.Reason == job.Cancelled {
 			rec.Outcome = "cancelled"

@@ -60,6 +60,10 @@ type Record struct {
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	DurationMS *int64 `json:"duration_ms,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Detail is the Result's: what the engine had to say about the run
+	// (a trap, protected paths removed, a wait for another run's mount, a
+	// mount changed from outside).
+	Detail string `json:"detail,omitempty"`
 }
 
 // DefaultMaxSize is the size at which the log is rotated.

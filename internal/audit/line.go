@@ -51,6 +51,7 @@ func (r *Record) line() []byte {
 		b = strconv.AppendInt(b, *r.DurationMS, 10)
 	}
 	b = field(b, "error", r.Error)
+	b = field(b, "detail", r.Detail)
 	return append(b, '}')
 }
 

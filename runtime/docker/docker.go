@@ -65,6 +65,7 @@ import (
 	"time"
 
 	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
@@ -259,10 +260,23 @@ func (e *Executor) labels() map[string]string {
 // read-only inside the container, and one the container made anyway is
 // removed after the run and named in the Result's Detail: see protection
 // and docs/docker.md. A run with a writable mount is never pooled.
+//
+// A run with a writable mount holds that directory's lock to its end
+// (internal/mountlock): a second run that writes it, here or in @wasm or
+// another process, waits, bounded by its timeout.
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	lk, early, err := mountlock.Begin(ctx, s.Mounts, s.Limits.WithDefaults(), time.Now())
+	if lk == nil {
+		return early, err
+	}
+	return lk.End(e.runProtected(ctx, s))
+}
+
+// runProtected is Run once the mounts are locked.
+func (e *Executor) runProtected(ctx context.Context, s Spec) (*job.Result, error) {
 	prot, err := protect(s)
 	if err != nil {
 		return nil, err

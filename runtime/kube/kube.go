@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube/internal/kapi"
@@ -344,13 +345,25 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 // OutputCap, Memory (the container was OOMKilled), or Cancelled. An error
 // means the program could not be run, or its pod was lost: invalid Spec
 // (ErrInvalidArgument), image on no node (ErrNotFound), API server or
-// node gone, pod evicted or deleted from outside (ErrUnavailable).
+// node gone, pod evicted or deleted from outside (ErrUnavailable). A run
+// with a writable mount holds that directory's lock from before the copy
+// in to after the copy back (internal/mountlock): a second run that writes
+// it waits, bounded by its timeout.
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	lim := s.Limits.WithDefaults()
 	begin := time.Now()
+	lk, early, err := mountlock.Begin(ctx, s.Mounts, lim, begin)
+	if lk == nil {
+		return early, err
+	}
+	return lk.End(e.runLocked(ctx, s, lim, begin))
+}
+
+// runLocked is Run once the writable mounts are locked.
+func (e *Executor) runLocked(ctx context.Context, s Spec, lim job.Limits, begin time.Time) (*job.Result, error) {
 	var in *mountSet
 	if len(s.Mounts) > 0 {
 		var err error

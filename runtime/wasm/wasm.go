@@ -33,6 +33,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/remote"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/rootfs"
@@ -315,6 +316,10 @@ type Spec struct {
 // Detail naming the trap and the function. Errors are ErrNotWasm,
 // ErrTruncated, ErrInvalidModule, ErrMissingStart, ErrInvalidSpec,
 // ErrClosed, or a failure to read Path.
+//
+// A run with a writable mount holds that directory's lock to its end
+// (internal/mountlock): a second run that writes it, here, in @docker or
+// in another process, waits, bounded by its timeout.
 func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error) {
 	start := time.Now()
 	e.mu.Lock()
@@ -410,6 +415,19 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		}()
 	}
 	mod := c.mod
+	// One writer at a time: the run holds its writable mounts' locks to its
+	// end (kept to the process's exit when the guest is left running).
+	lk, early, err := mountlock.Begin(ctx, s.Mounts, lim, start)
+	if lk == nil {
+		return early, err
+	}
+	defer func() {
+		if left {
+			lk.Keep()
+		} else {
+			res, err = lk.End(res, err)
+		}
+	}()
 
 	// The run's lifecycle is the Supervisor's; the stops cancel the
 	// context the guest runs on, which is the kill (wazero's interrupt

@@ -21,7 +21,8 @@ const WorkerParentEnv = remote.WorkerParentEnv
 
 // WithWorkerProcess runs each guest in a process of its own: exe (the
 // running program, from os.Executable, in practice) started again with
-// WorkerEnv=1, WorkerParentEnv=this process's pid and nothing else in its
+// WorkerEnv=1, WorkerParentEnv=this process's pid, the directory of the
+// locks of writable mounts (internal/mountlock) and nothing else in its
 // environment, whose main calls ServeWorker before anything else. A worker
 // dies with the process that started it (the kernel's parent-death signal,
 // SIGKILL, and a check of its parent once started). The worker runs the guest's compiled

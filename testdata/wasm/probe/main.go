@@ -17,6 +17,10 @@
 //	probe ls DIR           list DIR
 //	probe open N FILE      open FILE N times, keeping each open; print how
 //	                       many opened and the first error
+//	probe hold DIR ID      write DIR/started-ID, wait until DIR/go-ID exists,
+//	                       write DIR/ended-ID; exit 3 when another run's
+//	                       started-X without its ended-X is there, at the
+//	                       start or the end (two writers at once)
 package main
 
 import (
@@ -96,6 +100,38 @@ func main() {
 			files = append(files, f)
 		}
 		fmt.Println(len(files), err)
+	case "hold":
+		dir, id := os.Args[2], os.Args[3]
+		overlap := func() {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				x, ok := strings.CutPrefix(e.Name(), "started-")
+				if !ok || x == id {
+					continue
+				}
+				if _, err := os.Stat(dir + "/ended-" + x); err != nil {
+					fmt.Println("overlap", x)
+					os.Exit(3)
+				}
+			}
+		}
+		overlap()
+		if err := os.WriteFile(dir+"/started-"+id, nil, 0o644); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		for {
+			if _, err := os.Stat(dir + "/go-" + id); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		overlap()
+		if err := os.WriteFile(dir+"/ended-"+id, nil, 0o644); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("held", id)
 	case "ls":
 		ents, err := os.ReadDir(os.Args[2])
 		if err != nil {

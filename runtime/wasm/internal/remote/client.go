@@ -18,6 +18,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -48,7 +49,8 @@ func Dial(socket string) (*net.UnixConn, error) {
 // StartServer starts exe as the server at socket, with the disk cache in
 // cacheDir, detached (a session of its own, stdio on /dev/null, working
 // directory /), with nothing of this process's environment but the idle
-// time and the number of runs when set. Its arguments, which it does not
+// time and the number of runs when set, and the directory of the locks of
+// writable mounts (mountlock.DirEnv). Its arguments, which it does not
 // read (ServerEnv marks it), name it for ps: "wasm-server SOCKET".
 func StartServer(exe, socket, cacheDir string) error {
 	dir := filepath.Dir(socket)
@@ -56,7 +58,8 @@ func StartServer(exe, socket, cacheDir string) error {
 		return err
 	}
 	cmd := exec.Command(exe, "wasm-server", socket)
-	cmd.Env = []string{ServerEnv + "=1", serverSocketEnv + "=" + socket, serverCacheEnv + "=" + cacheDir}
+	cmd.Env = []string{ServerEnv + "=1", serverSocketEnv + "=" + socket, serverCacheEnv + "=" + cacheDir,
+		mountlock.DirEnv + "=" + mountlock.Dir()}
 	for _, k := range []string{ServerIdleEnv, ServerRunsEnv} {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)

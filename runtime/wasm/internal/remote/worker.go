@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmbin"
 )
@@ -124,7 +125,8 @@ func RunWorker(ctx context.Context, exe, cacheDir string, s Spec) (*job.Result, 
 	// The stops cancel runCtx, which kills the worker (SIGKILL).
 	sup.Start = func(runCtx context.Context, out *job.Capture) error {
 		cmd = exec.CommandContext(runCtx, exe)
-		cmd.Env = []string{WorkerEnv + "=1", WorkerParentEnv + "=" + strconv.Itoa(os.Getpid())}
+		cmd.Env = []string{WorkerEnv + "=1", WorkerParentEnv + "=" + strconv.Itoa(os.Getpid()),
+			mountlock.DirEnv + "=" + mountlock.Dir()} // the guest's run takes its mounts' locks there
 		cmd.SysProcAttr = workerProcAttr() // Pdeathsig: SIGKILL on Linux (procattr_linux.go)
 		if s.Streams.Stdin != nil {
 			cmd.Stdin = Stdin(runCtx, s.Streams.Stdin)
