@@ -377,8 +377,8 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 			if code != 0 && s.Confine != nil && s.Confine.Sweep != "" && note == "" && problem == "" {
 				// a refused write or read looks like any other failure
 				// to the program: say where it ran
-				detail = strings.TrimPrefix(detail+"; ran in the workspace sandbox: it writes only "+
-					strings.Join(s.Confine.Writable, ", ")+" (\"shell\": {\"writable\": [...]} in the user settings adds more) and reads no dangerous path", "; ")
+				detail = strings.TrimPrefix(detail+"; ran in the workspace sandbox: it writes only the project, its TMPDIR and the "+
+					"\"shell\": {\"writable\"} directories of the settings, and reads no dangerous path", "; ")
 			}
 			return job.Status{Code: code, Detail: detail}, nil
 		},
