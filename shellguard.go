@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/guard"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/shell"
@@ -109,11 +111,25 @@ func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Reque
 }
 
 // workspaceConfinement is shell.WorkspaceConfinement for inv's project.
+//
+// A project's .ccrun is made first (as the audit log would make it): it
+// is a protected path, so it must exist to be bound read-only, and what
+// ccrun itself writes there during the call (the audit log) is then no
+// path the command made, for the sweep to remove.
 func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*shell.Confinement, bool, error) {
 	home, _ := os.UserHomeDir()
 	project := r.dir
 	if project == "" {
 		project = inv.Dir
+	}
+	root := r
+	for root.parent != nil {
+		root = root.parent
+	}
+	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (isProject(r.dir) || root.auditLog == filepath.Join(dot, "audit.jsonl")) {
+		if err := dotccrun.Mkdir(dot, 0o700); err != nil {
+			return nil, false, err
+		}
 	}
 	return shell.WorkspaceConfinement(home, project, writable)
 }

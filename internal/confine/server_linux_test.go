@@ -37,11 +37,16 @@ func TestServer(t *testing.T) {
 	if _, _, ok := fromServer(p, abi); ok {
 		t.Fatal("a server answered before one was started")
 	}
-	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "the server's socket")
-
-	fd, rules, ok := fromServer(p, abi)
-	if !ok || rules == 0 {
-		t.Fatalf("no ruleset from the server (%d rules)", rules)
+	// the socket is there before the server listens on it: ask until it
+	// answers
+	var fd, rules int
+	waitFor(t, func() bool {
+		var err error
+		fd, rules, err = askServer(sock, p, abi)
+		return err == nil
+	}, "the server to answer")
+	if rules == 0 {
+		t.Fatalf("a ruleset of no rule from the server")
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"), withSeccomp: hasSeccomp}
 	defer rs.Close()
@@ -57,7 +62,7 @@ func TestServer(t *testing.T) {
 	// A secret made since: the server's kept ruleset is rebuilt.
 	mkdir(t, w.project+"/sub/.gnupg")
 	write(t, w.project+"/sub/.gnupg/secring", canary+"\n")
-	fd, rules, ok = fromServer(p, abi)
+	fd, rules, ok := fromServer(p, abi)
 	if !ok {
 		t.Fatal("no ruleset from the server the second time")
 	}
