@@ -615,12 +615,22 @@ func (f *rootFile) Readdir(n int) ([]esys.Dirent, esys.Errno) {
 	}
 	out := make([]esys.Dirent, 0, len(ents))
 	for _, e := range ents {
-		d := esys.Dirent{Name: e.Name(), Type: e.Type()}
-		if info, err := e.Info(); err == nil {
-			d.Ino = sys.NewStat_t(info).Ino
-		}
-		out = append(out, d)
+		out = append(out, esys.Dirent{Name: e.Name(), Type: e.Type()})
 	}
+	// Each entry's inode, by fstatat(2) in the directory's descriptor: an
+	// entry's Info looks it up by a path (the file's name, which for a
+	// file the walk opened is the guest's).
+	rc, err := f.f.SyscallConn()
+	if err != nil {
+		return out, 0
+	}
+	_ = rc.Control(func(fd uintptr) {
+		for i := range out {
+			if st, err := lstatAt(int(fd), out[i].Name); err == nil {
+				out[i].Ino = st.Ino
+			}
+		}
+	})
 	return out, 0
 }
 
