@@ -25,57 +25,57 @@ const opRaceDuration = time.Second
 // raceOps are the changes TestSwapRaceOps makes through x, over and over:
 // each would change .git (a file, a mode, a time, a directory) were it
 // redirected there. Each returns whether its change went through.
-var raceOps = map[string]func(fs esys.FS) bool{
-	"write": func(fs esys.FS) bool {
-		return write(fs, "x/config", esys.O_WRONLY|esys.O_CREAT|esys.O_TRUNC)
+var raceOps = map[string]func(m esys.FS) bool{
+	"write": func(m esys.FS) bool {
+		return write(m, "x/config", esys.O_WRONLY|esys.O_CREAT|esys.O_TRUNC)
 	},
-	"create": func(fs esys.FS) bool {
-		ok := write(fs, "x/hooks/pre-commit", esys.O_WRONLY|esys.O_CREAT|esys.O_EXCL)
-		_ = fs.Unlink("x/hooks/pre-commit")
+	"create": func(m esys.FS) bool {
+		ok := write(m, "x/hooks/pre-commit", esys.O_WRONLY|esys.O_CREAT|esys.O_EXCL)
+		_ = m.Unlink("x/hooks/pre-commit")
 		return ok
 	},
-	"mkdir": func(fs esys.FS) bool {
-		ok := fs.Mkdir("x/hooks/d", 0o755) == 0
-		_ = fs.Rmdir("x/hooks/d")
+	"mkdir": func(m esys.FS) bool {
+		ok := m.Mkdir("x/hooks/d", 0o755) == 0
+		_ = m.Rmdir("x/hooks/d")
 		return ok
 	},
-	"rmdir": func(fs esys.FS) bool {
-		ok := fs.Rmdir("x/hooks/sub") == 0
-		_ = fs.Mkdir("x/hooks/sub", 0o755)
+	"rmdir": func(m esys.FS) bool {
+		ok := m.Rmdir("x/hooks/sub") == 0
+		_ = m.Mkdir("x/hooks/sub", 0o755)
 		return ok
 	},
-	"unlink": func(fs esys.FS) bool {
-		ok := fs.Unlink("x/config") == 0
-		write(fs, "x/config", esys.O_WRONLY|esys.O_CREAT)
+	"unlink": func(m esys.FS) bool {
+		ok := m.Unlink("x/config") == 0
+		write(m, "x/config", esys.O_WRONLY|esys.O_CREAT)
 		return ok
 	},
-	"rename onto": func(fs esys.FS) bool {
-		write(fs, "x/f", esys.O_WRONLY|esys.O_CREAT)
-		return fs.Rename("x/f", "x/config") == 0
+	"rename onto": func(m esys.FS) bool {
+		write(m, "x/f", esys.O_WRONLY|esys.O_CREAT)
+		return m.Rename("x/f", "x/config") == 0
 	},
-	"rename from": func(fs esys.FS) bool {
-		ok := fs.Rename("x/config", "x/moved") == 0
-		_ = fs.Rename("x/moved", "x/config")
+	"rename from": func(m esys.FS) bool {
+		ok := m.Rename("x/config", "x/moved") == 0
+		_ = m.Rename("x/moved", "x/config")
 		return ok
 	},
-	"link": func(fs esys.FS) bool {
-		ok := fs.Link("x/f", "x/hooks/pre-commit") == 0
-		_ = fs.Unlink("x/hooks/pre-commit")
+	"link": func(m esys.FS) bool {
+		ok := m.Link("x/f", "x/hooks/pre-commit") == 0
+		_ = m.Unlink("x/hooks/pre-commit")
 		return ok
 	},
-	"symlink": func(fs esys.FS) bool {
-		ok := fs.Symlink("../f", "x/hooks/pre-commit") == 0
-		_ = fs.Unlink("x/hooks/pre-commit")
+	"symlink": func(m esys.FS) bool {
+		ok := m.Symlink("../f", "x/hooks/pre-commit") == 0
+		_ = m.Unlink("x/hooks/pre-commit")
 		return ok
 	},
-	"chmod": func(fs esys.FS) bool { return fs.Chmod("x/config", 0o600) == 0 },
-	"utimes": func(fs esys.FS) bool {
-		return fs.Utimens("x/config", 1e9, 1e9) == 0
+	"chmod": func(m esys.FS) bool { return m.Chmod("x/config", 0o600) == 0 },
+	"utimes": func(m esys.FS) bool {
+		return m.Utimens("x/config", 1e9, 1e9) == 0
 	},
 	// (A file opened read-only cannot be truncated: ftruncate(2) refuses
 	// its descriptor.)
-	"futimes opened read-only": func(fs esys.FS) bool {
-		f, e := fs.OpenFile("x/config", esys.O_RDONLY, 0)
+	"futimes opened read-only": func(m esys.FS) bool {
+		f, e := m.OpenFile("x/config", esys.O_RDONLY, 0)
 		if e != 0 {
 			return false
 		}
@@ -84,8 +84,8 @@ var raceOps = map[string]func(fs esys.FS) bool{
 	},
 }
 
-func write(fs esys.FS, name string, flag esys.Oflag) bool {
-	f, e := fs.OpenFile(name, flag, 0o644)
+func write(m esys.FS, name string, flag esys.Oflag) bool {
+	f, e := m.OpenFile(name, flag, 0o644)
 	if e != 0 {
 		return false
 	}
