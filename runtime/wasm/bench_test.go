@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,6 +150,60 @@ func BenchmarkTimeout(b *testing.B) {
 				worst = max(worst, res.Duration-s.Limits.Timeout)
 			}
 			b.ReportMetric(float64(worst.Microseconds())/1000, "worst-overshoot-ms")
+		})
+	}
+}
+
+// writeLoopFiles is how many files BenchmarkWriteLoop writes per run.
+const writeLoopFiles = 10_000
+
+// BenchmarkWriteLoop is the @wasm write path: one run of a guest writing
+// writeLoopFiles small files (100 directories of 100) through a writable
+// mount, every open resolved and checked against the protected paths.
+// "create" starts from an empty mount; "overwrite" writes the same files
+// again. The figure of docs/wasm.md ("Writable mounts"):
+//
+//	go test -run '^$' -bench WriteLoop -benchtime 10x ./runtime/wasm/
+func BenchmarkWriteLoop(b *testing.B) {
+	e := benchExecutor(b)
+	spec := func(dir string) Spec {
+		return Spec{Module: guests["probe"], Name: "probe", Args: []string{"write", fmt.Sprint(writeLoopFiles), "/w"},
+			Mounts: []job.Mount{{Host: dir, Guest: "/w", Writable: true}}}
+	}
+	run := func(b *testing.B, s Spec) time.Duration {
+		t := time.Now()
+		res, err := e.Run(context.Background(), s)
+		d := time.Since(t)
+		if err != nil || !res.OK() {
+			b.Fatalf("%v %+v %s", err, res, res.Stdout)
+		}
+		return d
+	}
+	if res, err := e.Run(context.Background(), probe("args")); err != nil || !res.OK() {
+		b.Fatalf("warm-up: %v %+v", err, res)
+	}
+	for _, tc := range []struct {
+		name  string
+		fresh bool // a new, empty mount for each run
+	}{{"create", true}, {"overwrite", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			if !tc.fresh {
+				run(b, spec(dir))
+			}
+			var ds []time.Duration
+			for b.Loop() {
+				d := dir
+				if tc.fresh {
+					b.StopTimer()
+					d = b.TempDir()
+					b.StartTimer()
+				}
+				ds = append(ds, run(b, spec(d)))
+			}
+			slices.Sort(ds)
+			b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/writeLoopFiles/1000, "µs/file")
 		})
 	}
 }

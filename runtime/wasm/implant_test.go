@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -406,8 +407,10 @@ func BenchmarkGuardScan(b *testing.B) {
 	defer r.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := rootfs.New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, new(atomic.Int64)); err != nil {
+		mfs, err := rootfs.New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, new(atomic.Int64))
+		if err != nil {
 			b.Fatal(err)
 		}
+		_ = mfs.(io.Closer).Close()
 	}
 }

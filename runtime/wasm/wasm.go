@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -634,7 +635,11 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 	cfg = cfg.WithStdin(remote.Stdin(runCtx, s.Streams.Stdin))
 
 	var roots []*os.Root
+	var closers []io.Closer // the mounts' file systems that hold descriptors
 	closeAll := func() {
+		for _, c := range closers {
+			_ = c.Close()
+		}
 		for _, r := range roots {
 			_ = r.Close()
 		}
@@ -671,6 +676,9 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("wasm: mount %s: %w", m, err)
+		}
+		if c, ok := mfs.(io.Closer); ok {
+			closers = append(closers, c)
 		}
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mfs, g)
 	}

@@ -27,13 +27,20 @@
 //	escape symlink-only DIR TARGET LINK  create LINK -> TARGET, nothing more
 //	escape link-only DIR1 OLD DIR2 NEW   hard-link OLD to NEW, nothing more
 //	escape symlink-write DIR TARGET LINK DATA  create LINK -> TARGET, then write DATA through LINK
+//	escape race-write DIR SECONDS     for SECONDS, write x/config and create x/hooks/pre-commit
+//	                                  over and over; print how many writes landed and how many were refused
+//	escape race-swap DIR SECONDS TARGET  make the link y -> TARGET, then for SECONDS swap the
+//	                                  directory x and the link y with renames (x to z, y to x,
+//	                                  x to y, z to x); print how many rounds were done
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -312,8 +319,64 @@ func main() {
 			blocked("link", e)
 		}
 		fmt.Println("DONE: linked")
+	case "race-write":
+		raceWrite(a[1], seconds(a[2]))
+	case "race-swap":
+		raceSwap(a[1], seconds(a[2]), a[3])
 	default:
 		fmt.Println("unknown attack", a[0])
 		os.Exit(2)
 	}
+}
+
+func seconds(s string) time.Duration {
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		fmt.Println("SETUP: seconds:", err)
+		os.Exit(2)
+	}
+	return time.Duration(n * float64(time.Second))
+}
+
+// raceWrite writes DIR/x/config and creates DIR/x/hooks/pre-commit, the
+// way a program would (Go's os package), until d has passed, while
+// something else swaps x with a link to a git directory.
+func raceWrite(dir string, d time.Duration) {
+	wrote, refused := 0, 0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for _, p := range []string{dir + "/x/config", dir + "/x/hooks/pre-commit"} {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+			if err != nil {
+				refused++
+				continue
+			}
+			if _, err := f.Write([]byte("PLANTED\n")); err != nil {
+				refused++
+			} else {
+				wrote++
+			}
+			_ = f.Close()
+		}
+	}
+	fmt.Printf("DONE: wrote %d refused %d\n", wrote, refused)
+}
+
+// raceSwap makes DIR/y a link to target and swaps the directory x with
+// it until d has passed: the other writer, a second sandbox sharing the
+// directory. Each rename is one WASI call; in between, x is a directory,
+// missing, or the link.
+func raceSwap(dir string, d time.Duration, target string) {
+	if err := os.Symlink(target, dir+"/y"); err != nil {
+		blockedErr("symlink", err)
+	}
+	rounds, failed := 0, 0
+	steps := [][2]string{{"x", "z"}, {"y", "x"}, {"x", "y"}, {"z", "x"}}
+	for end := time.Now().Add(d); time.Now().Before(end); rounds++ {
+		for _, s := range steps {
+			if err := os.Rename(dir+"/"+s[0], dir+"/"+s[1]); err != nil {
+				failed++
+			}
+		}
+	}
+	fmt.Printf("DONE: rounds %d failed %d\n", rounds, failed)
 }

@@ -21,6 +21,9 @@
 //	                       write DIR/ended-ID; exit 3 when another run's
 //	                       started-X without its ended-X is there, at the
 //	                       start or the end (two writers at once)
+//	probe write N DIR      write N small files under DIR, 100 to a
+//	                       directory (DIR/d0/f0...), making the directories
+//	                       that are missing; print how many
 package main
 
 import (
@@ -132,6 +135,22 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("held", id)
+	case "write":
+		n, _ := strconv.Atoi(os.Args[2])
+		for i := range n {
+			d := fmt.Sprintf("%s/d%d", os.Args[3], i/100)
+			if i%100 == 0 {
+				if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+					fmt.Println("error:", err)
+					os.Exit(1)
+				}
+			}
+			if err := os.WriteFile(fmt.Sprintf("%s/f%d", d, i%100), []byte("data\n"), 0o644); err != nil {
+				fmt.Println("error:", err)
+				os.Exit(1)
+			}
+		}
+		fmt.Println(n)
 	case "ls":
 		ents, err := os.ReadDir(os.Args[2])
 		if err != nil {

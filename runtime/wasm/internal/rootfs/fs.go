@@ -1,10 +1,35 @@
 // Package rootfs is the file system a @wasm guest sees at each of its
-// mounts: a host directory reached only through an *os.Root, so that no
+// mounts: a host directory reached only from a descriptor of it, so that no
 // path, symbolic link or hard link leads outside it, with a writable
 // mount's protected paths (job.Mount.Protected) kept read-only by a guard.
 // It implements wazero's experimental sys.FS, and Instantiate wraps a few
 // of wazero's WASI preview 1 host functions where their answers differ
 // from the specification (see docs/wasm.md, "WASI conformance").
+//
+// A read-only mount is read through an *os.Root. On a writable one, every
+// path the guest opens, creates, renames, links, removes, makes a
+// directory at, changes the mode or times of, is resolved as part of that
+// operation (walker): one component at a time from the mount's root, each
+// directory opened in the one before it without following a link, the
+// change then made in the last directory opened, on the last name, never
+// following a link itself. The protected-path check is made on the
+// components that walk reached (implantGuard.protected), not on the path
+// the guest gave nor on one resolved before, so that another writer —
+// another process, another sandbox with the directory mounted, swapping a
+// directory with a link to .git at any moment — cannot turn an allowed
+// change into a protected one.
+//
+// Symbolic links inside the mount are followed, as the kernel and os.Root
+// would (a guest's tools make and use them): the walk reads each link in
+// the directory it holds and walks its target on from there, so that the
+// components checked are the ones resolved, wherever the links point. A
+// link that leads out of the mount (an absolute target, ".." past the
+// root) is EPERM. Refusing every link (openat2's RESOLVE_NO_SYMLINKS)
+// would be simpler and is no safer: a followed link is checked on where
+// it led.
+//
+// The package is for Unix systems (Linux, macOS): the walk is openat(2)
+// and the *at calls.
 package rootfs
 
 import (
@@ -15,10 +40,10 @@ import (
 	"path"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	esys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
+	"golang.org/x/sys/unix"
 
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -28,11 +53,20 @@ import (
 // writable. open counts the files the run holds open, all its mounts
 // together, against MaxOpen. An error (a bad implant list, a mount too big
 // to check) is the caller's to class.
+//
+// The file system of a writable mount holds a descriptor of r's directory
+// until its Close (an io.Closer); r stays the caller's to close.
 func New(r *os.Root, m job.Mount, open *atomic.Int64) (esys.FS, error) {
 	fs := &rootFS{root: r, writable: m.Writable, open: (*budget)(open)}
 	if m.Writable {
-		g, err := newGuard(r, m)
+		d, err := r.Open(".")
 		if err != nil {
+			return nil, err
+		}
+		fs.dir, fs.w = d, walker{root: int(d.Fd())}
+		g, err := newGuard(r, fs.w, m)
+		if err != nil {
+			_ = d.Close()
 			return nil, err
 		}
 		fs.guard = g
@@ -40,44 +74,50 @@ func New(r *os.Root, m job.Mount, open *atomic.Int64) (esys.FS, error) {
 	return fs, nil
 }
 
-// rootFS is the file system a guest sees at one mount. Every lookup goes
-// through an *os.Root, which resolves each path component itself and
-// refuses to leave the mounted directory, whether by "..", by an absolute
-// path, or by a symbolic link (one that was already there, or one the guest
-// made) pointing out. wazero's own directory mounts (sysfs.DirFS) join the
-// guest path onto the host path and let the kernel follow symbolic links,
-// which leaves the tree; see docs/wasm.md.
+// Close releases the descriptor a writable mount's walks start from.
+func (r *rootFS) Close() error {
+	if r.dir == nil {
+		return nil
+	}
+	return r.dir.Close()
+}
+
+// rootFS is the file system a guest sees at one mount. Every lookup
+// resolves each path component itself and refuses to leave the mounted
+// directory, whether by "..", by an absolute path, or by a symbolic link
+// (one that was already there, or one the guest made) pointing out: an
+// *os.Root's on a read-only mount, a walker's on a writable one. wazero's
+// own directory mounts (sysfs.DirFS) join the guest path onto the host
+// path and let the kernel follow symbolic links, which leaves the tree;
+// see docs/wasm.md.
 //
 // A read-only rootFS refuses every change with EROFS before touching the
 // host. A writable one still refuses to create a symbolic link whose target
 // is absolute or climbs out of the mount, so that nothing the guest leaves
 // behind points the host (or a later run) outside the mount; and its guard
 // refuses, with EACCES, every change to a protected path (.git/config,
-// .envrc, ccrun.local.json...: see implantGuard).
+// .envrc, ccrun.local.json...: see implantGuard), judged on the path the
+// change's own walk reached.
 //
-// A rootFS is used by one module instance; os.Root is safe for concurrent
-// use, so instances never share state through it beyond the host directory.
+// A rootFS is used by one module instance; os.Root and the walks are safe
+// for concurrent use, so instances never share state through them beyond
+// the host directory.
 type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
 	writable bool
 	open     *budget       // shared by the run's mounts
 	guard    *implantGuard // set on a writable mount
+	dir      *os.File      // a writable mount's root directory, where its walks start
+	w        walker
 }
 
-// check runs the guard's check, when there is one, under the mount's
-// lock; the caller makes its change and then calls unlock, which is never
-// nil.
-func (r *rootFS) check(f func(*implantGuard) esys.Errno) (unlock func(), e esys.Errno) {
-	if r.guard == nil {
-		return func() {}, 0
-	}
-	unlock = r.guard.hold()
-	if e := f(r.guard); e != 0 {
-		unlock()
-		return func() {}, e
-	}
-	return unlock, 0
+// change runs f, the walk, check and change of one operation on a
+// writable mount, under the mount's lock.
+func (r *rootFS) change(f func() esys.Errno) esys.Errno {
+	unlock := r.guard.hold()
+	defer unlock()
+	return f()
 }
 
 // MaxOpen is the most files and directories one run may hold open at
@@ -140,38 +180,31 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 	if flag&esys.O_DIRECTORY != 0 && flag&(esys.O_WRONLY|esys.O_RDWR) != 0 {
 		return nil, esys.EISDIR
 	}
-	if flag&esys.O_NOFOLLOW != 0 {
-		if st, err := r.root.Lstat(name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-			return nil, esys.ELOOP
-		}
-	}
 	// Past the budget the guest gets EAGAIN: wazero's errors have no
 	// EMFILE.
-	unlock := func() {}
-	if flag&writeFlags != 0 {
-		var e esys.Errno
-		unlock, e = r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, flag&esys.O_NOFOLLOW == 0) })
-		if e != 0 {
-			return nil, e
-		}
-	}
-	defer unlock()
 	if !r.open.take() {
 		return nil, esys.EAGAIN
 	}
-	f, e := r.openFile(name, flag, perm)
+	var f *rootFile
+	var e esys.Errno
+	switch {
+	case !r.writable:
+		f, e = r.openRoot(name, flag, perm)
+	case flag&writeFlags != 0:
+		e = r.change(func() esys.Errno { f, e = r.openWalked(name, flag, perm); return e })
+	default:
+		f, e = r.openWalked(name, flag, perm)
+	}
 	if e != 0 {
 		r.open.give()
 		return nil, e
 	}
 	f.open = r.open
-	if flag&writeFlags == 0 && r.guard != nil {
-		f.guard, f.name = r.guard, name
-	}
 	return f, 0
 }
 
-func (r *rootFS) openFile(name string, flag esys.Oflag, perm fs.FileMode) (*rootFile, esys.Errno) {
+// osFlags are the open(2) flags of wazero's flag.
+func osFlags(flag esys.Oflag) int {
 	var of int
 	switch {
 	case flag&esys.O_RDWR != 0:
@@ -196,14 +229,71 @@ func (r *rootFS) openFile(name string, flag esys.Oflag, perm fs.FileMode) (*root
 	if flag&(esys.O_SYNC|esys.O_DSYNC|esys.O_RSYNC) != 0 {
 		of |= os.O_SYNC
 	}
-	f, err := r.root.OpenFile(name, of, perm)
-	if err != nil {
-		e := errno(err)
-		if e == esys.ENOTDIR && flag&esys.O_DIRECTORY == 0 {
-			e = esys.ENOENT
+	return of
+}
+
+// openRoot opens name on a read-only mount, through the os.Root.
+func (r *rootFS) openRoot(name string, flag esys.Oflag, perm fs.FileMode) (*rootFile, esys.Errno) {
+	if flag&esys.O_NOFOLLOW != 0 {
+		if st, err := r.root.Lstat(name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, esys.ELOOP
 		}
-		return nil, e
 	}
+	f, err := r.root.OpenFile(name, osFlags(flag), perm)
+	if err != nil {
+		return nil, openErrno(errno(err), flag)
+	}
+	return r.newFile(f, flag, nil)
+}
+
+// openWalked opens name on a writable mount: walked from the mount's root,
+// refused when it is opened for writing and the path the walk reached is
+// protected, opened in the directory the walk reached without following a
+// link (one the guest follows is walked on, and checked again where it
+// leads).
+func (r *rootFS) openWalked(name string, flag esys.Oflag, perm fs.FileMode) (*rootFile, esys.Errno) {
+	of := osFlags(flag) | unix.O_NOFOLLOW
+	if flag&esys.O_DIRECTORY != 0 {
+		of |= unix.O_DIRECTORY
+	}
+	var f *os.File
+	var comps []string
+	e := r.w.walk(name, 0, func(at reached) (string, esys.Errno) {
+		if flag&writeFlags != 0 {
+			if e := r.guard.refuse(at); e != 0 {
+				return "", e
+			}
+		}
+		fd, err := openAt(at.dir, at.name, of, uint32(perm.Perm()))
+		if err != nil {
+			if t, ok := linkAt(at.dir, at.name, err); ok {
+				if flag&esys.O_NOFOLLOW != 0 {
+					return "", esys.ELOOP
+				}
+				return t, 0
+			}
+			return "", errno(err)
+		}
+		f, comps = os.NewFile(uintptr(fd), name), at.comps
+		return "", 0
+	})
+	if e != 0 {
+		return nil, openErrno(e, flag)
+	}
+	return r.newFile(f, flag, comps)
+}
+
+// openErrno is the errno of a failed open: ENOTDIR for a path through a
+// file is ENOENT unless a directory was asked for.
+func openErrno(e esys.Errno, flag esys.Oflag) esys.Errno {
+	if e == esys.ENOTDIR && flag&esys.O_DIRECTORY == 0 {
+		return esys.ENOENT
+	}
+	return e
+}
+
+// newFile wraps f, opened with flag (at comps, on a writable mount).
+func (r *rootFS) newFile(f *os.File, flag esys.Oflag, comps []string) (*rootFile, esys.Errno) {
 	st, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
@@ -213,8 +303,9 @@ func (r *rootFS) openFile(name string, flag esys.Oflag, perm fs.FileMode) (*root
 		_ = f.Close()
 		return nil, esys.ENOTDIR
 	}
+	of := osFlags(flag)
 	return &rootFile{seeker: seeker[int64]{sf: f, dir: st.IsDir()}, f: f, st: st, append: of&os.O_APPEND != 0, ro: !r.writable,
-		writes: of&(os.O_WRONLY|os.O_RDWR) != 0}, 0
+		writes: of&(os.O_WRONLY|os.O_RDWR) != 0, guard: r.guard, comps: comps}, 0
 }
 
 func (r *rootFS) Lstat(p string) (sys.Stat_t, esys.Errno) {
@@ -237,57 +328,71 @@ func (r *rootFS) Mkdir(p string, perm fs.FileMode) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(p, false) })
-	if e != 0 {
+	return r.change(func() esys.Errno {
+		e := r.w.walk(rel(p), walkNoSlash, func(at reached) (string, esys.Errno) {
+			if e := r.guard.refuse(at); e != 0 {
+				return "", e
+			}
+			return "", errno(ignoringEINTR(func() error { return unix.Mkdirat(at.dir, at.name, uint32(perm.Perm())) }))
+		})
+		if e == esys.ENOTDIR {
+			e = esys.ENOENT
+		}
 		return e
+	})
+}
+
+// following is an operation that follows a symbolic link at the last
+// name: f is called on a name that is not one (or no longer is one: then
+// f, which does not follow, acts on the link itself).
+func following(f op) op {
+	return func(at reached) (string, esys.Errno) {
+		if t, ok := readlinkAt(at.dir, at.name); ok {
+			return t, 0
+		}
+		return f(at)
 	}
-	defer unlock()
-	e = errno(r.root.Mkdir(rel(p), perm))
-	if e == esys.ENOTDIR {
-		e = esys.ENOENT
-	}
-	return e
 }
 
 func (r *rootFS) Chmod(p string, perm fs.FileMode) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(p, true) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	return errno(r.root.Chmod(rel(p), perm))
+	return r.change(func() esys.Errno {
+		return r.w.walk(rel(p), 0, following(func(at reached) (string, esys.Errno) {
+			if e := r.guard.refuse(at); e != 0 {
+				return "", e
+			}
+			return "", errno(ignoringEINTR(func() error {
+				return unix.Fchmodat(at.dir, at.name, uint32(perm.Perm()), unix.AT_SYMLINK_NOFOLLOW)
+			}))
+		}))
+	})
 }
 
 func (r *rootFS) Rename(from, to string) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	from, to = rel(from), rel(to)
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuseRename(from, to) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	err := r.root.Rename(from, to)
-	if errors.Is(err, syscall.EEXIST) {
-		// os.Root, like os.Rename, will not replace a directory, which
-		// rename(2) does when it is empty. Do it in two steps.
-		src, e1 := r.root.Lstat(from)
-		dst, e2 := r.root.Lstat(to)
-		if e1 == nil && e2 == nil && dst.IsDir() {
-			if !src.IsDir() {
-				return esys.EISDIR
-			}
-			if err := r.root.Remove(to); err != nil { // fails unless empty
-				return errno(err)
-			}
-			err = r.root.Rename(from, to)
-		}
-	}
-	return errno(err)
+	return r.change(func() esys.Errno {
+		return r.w.walk(rel(from), 0, func(o reached) (string, esys.Errno) {
+			return "", r.w.walk(rel(to), walkCreatingDir, func(n reached) (string, esys.Errno) {
+				if n.slash {
+					// "to/" names a directory: from must be one.
+					if st, err := lstatAt(o.dir, o.name); err != nil {
+						return "", errno(err)
+					} else if !isDir(st) {
+						return "", esys.ENOTDIR
+					}
+				}
+				if e := r.guard.refuseRename(o, n); e != 0 {
+					return "", e
+				}
+				// renameat(2) replaces an empty directory, as rename(2).
+				return "", errno(ignoringEINTR(func() error { return unix.Renameat(o.dir, o.name, n.dir, n.name) }))
+			})
+		})
+	})
 }
 
 func (r *rootFS) Rmdir(p string) esys.Errno { return r.remove(p, true) }
@@ -300,35 +405,44 @@ func (r *rootFS) remove(p string, dir bool) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	name := rel(p)
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, false) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	st, err := r.root.Lstat(name)
-	if err != nil {
-		return errno(err)
-	}
-	switch {
-	case dir && !st.IsDir():
-		return esys.ENOTDIR
-	case !dir && st.IsDir():
-		return esys.EISDIR
-	}
-	return errno(r.root.Remove(name))
+	return r.change(func() esys.Errno {
+		return r.w.walk(rel(p), 0, func(at reached) (string, esys.Errno) {
+			if e := r.guard.refuse(at); e != 0 {
+				return "", e
+			}
+			st, err := lstatAt(at.dir, at.name)
+			if err != nil {
+				return "", errno(err)
+			}
+			flags := 0
+			switch {
+			case dir && !isDir(st):
+				return "", esys.ENOTDIR
+			case !dir && isDir(st):
+				return "", esys.EISDIR
+			case dir:
+				flags = unix.AT_REMOVEDIR
+			}
+			return "", errno(ignoringEINTR(func() error { return unix.Unlinkat(at.dir, at.name, flags) }))
+		})
+	})
 }
 
+// Link links oldPath, not following a symbolic link there, as link(2).
 func (r *rootFS) Link(oldPath, newPath string) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuseLink(rel(oldPath), rel(newPath)) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	return errno(r.root.Link(rel(oldPath), rel(newPath)))
+	return r.change(func() esys.Errno {
+		return r.w.walk(rel(oldPath), 0, func(o reached) (string, esys.Errno) {
+			return "", r.w.walk(rel(newPath), 0, func(n reached) (string, esys.Errno) {
+				if e := r.guard.refuseLink(o, n); e != 0 {
+					return "", e
+				}
+				return "", errno(ignoringEINTR(func() error { return unix.Linkat(o.dir, o.name, n.dir, n.name, 0) }))
+			})
+		})
+	})
 }
 
 // Symlink refuses a target that is absolute or that, read from the link's
@@ -338,18 +452,20 @@ func (r *rootFS) Symlink(target, link string) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	if path.IsAbs(target) || target == "" {
+	if target == "" || path.IsAbs(target) {
 		return esys.EPERM
 	}
-	if !fs.ValidPath(path.Join(path.Dir(rel(link)), target)) {
-		return esys.EPERM
-	}
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuseSymlink(target, rel(link)) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	return errno(r.root.Symlink(target, rel(link)))
+	return r.change(func() esys.Errno {
+		return r.w.walk(rel(link), 0, func(at reached) (string, esys.Errno) {
+			if escapes(dirOf(at.comps), target) {
+				return "", esys.EPERM
+			}
+			if e := r.guard.refuseSymlink(target, at); e != 0 {
+				return "", e
+			}
+			return "", errno(ignoringEINTR(func() error { return unix.Symlinkat(target, at.dir, at.name) }))
+		})
+	})
 }
 
 func (r *rootFS) Readlink(p string) (string, esys.Errno) {
@@ -364,25 +480,27 @@ func (r *rootFS) Utimens(p string, atim, mtim int64) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	name := rel(p)
-	unlock, e := r.check(func(g *implantGuard) esys.Errno { return g.refuse(name, true) })
-	if e != 0 {
-		return e
-	}
-	defer unlock()
-	st, err := r.root.Stat(name)
-	if err != nil {
-		return errno(err)
-	}
-	cur := sys.NewStat_t(st)
-	return errno(r.root.Chtimes(name, utime(atim, cur.Atim), utime(mtim, cur.Mtim)))
+	return r.change(func() esys.Errno {
+		return r.w.walk(rel(p), 0, following(func(at reached) (string, esys.Errno) {
+			if e := r.guard.refuse(at); e != 0 {
+				return "", e
+			}
+			st, err := lstatAt(at.dir, at.name)
+			if err != nil {
+				return "", errno(err)
+			}
+			ts := []unix.Timespec{utime(atim, st.Atim), utime(mtim, st.Mtim)}
+			return "", errno(ignoringEINTR(func() error { return unix.UtimesNanoAt(at.dir, at.name, ts, unix.AT_SYMLINK_NOFOLLOW) }))
+		}))
+	})
 }
 
-func utime(t, cur int64) time.Time {
+// utime is wazero's time t, or cur for UTIME_OMIT.
+func utime(t int64, cur unix.Timespec) unix.Timespec {
 	if t == esys.UTIME_OMIT {
-		t = cur
+		return cur
 	}
-	return time.Unix(0, t)
+	return unix.NsecToTimespec(t)
 }
 
 // rootFile is an open file or directory of a rootFS. It only ever acts on
@@ -398,22 +516,21 @@ type rootFile struct {
 	append bool
 	ro     bool // opened from a read-only mount: no change, not even metadata
 	writes bool // opened for writing
-	// guard and name are set on a file of a writable mount opened for
-	// reading only: its times and size change only when name is not
-	// protected. (Opening a protected path for writing is refused.)
+	// guard and comps are set on a file of a writable mount: comps is the
+	// path its open walked to, and its times and size change only when
+	// that is not protected. (Opening a protected path for writing is
+	// refused; one opened for reading is not.)
 	guard *implantGuard
-	name  string
+	comps []string
 }
 
-// refuse returns EACCES when f was opened for reading from a protected
-// path of a writable mount.
+// refuse returns EACCES when f was opened from a protected path of a
+// writable mount (for reading: for writing it was refused).
 func (f *rootFile) refuse() esys.Errno {
-	if f.guard == nil {
+	if f.guard == nil || !f.guard.protected(f.comps) {
 		return 0
 	}
-	unlock := f.guard.hold()
-	defer unlock()
-	return f.guard.refuse(f.name, true)
+	return esys.EACCES
 }
 
 func (f *rootFile) Dev() (uint64, esys.Errno) { return sys.NewStat_t(f.st).Dev, 0 }
@@ -498,12 +615,22 @@ func (f *rootFile) Readdir(n int) ([]esys.Dirent, esys.Errno) {
 	}
 	out := make([]esys.Dirent, 0, len(ents))
 	for _, e := range ents {
-		d := esys.Dirent{Name: e.Name(), Type: e.Type()}
-		if info, err := e.Info(); err == nil {
-			d.Ino = sys.NewStat_t(info).Ino
-		}
-		out = append(out, d)
+		out = append(out, esys.Dirent{Name: e.Name(), Type: e.Type()})
 	}
+	// Each entry's inode, by fstatat(2) in the directory's descriptor: an
+	// entry's Info looks it up by a path (the file's name, which for a
+	// file the walk opened is the guest's).
+	rc, err := f.f.SyscallConn()
+	if err != nil {
+		return out, 0
+	}
+	_ = rc.Control(func(fd uintptr) {
+		for i := range out {
+			if st, err := lstatAt(int(fd), out[i].Name); err == nil {
+				out[i].Ino = st.Ino
+			}
+		}
+	})
 	return out, 0
 }
 

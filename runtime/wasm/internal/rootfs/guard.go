@@ -8,9 +8,11 @@ import (
 	"path"
 	"strings"
 
+	esys "github.com/tetratelabs/wazero/experimental/sys"
+	"golang.org/x/sys/unix"
+
 	"github.com/ccrun/ccrun/internal/sensitive"
 	"github.com/ccrun/ccrun/runtime/job"
-	esys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // implantGuard keeps a writable mount's protected paths
@@ -20,22 +22,29 @@ import (
 // rename onto or from, link or symbolic link to or at, removal, mkdir,
 // utimes or chmod. Reads work.
 //
-// Each check is made on the path as the host will name it, with the
-// symbolic links inside the mount resolved (a link alias -> .git makes
-// alias/config the host's .git/config), and on the names that links the
-// host already had give to what they point at (a link .git -> real.git
-// makes real.git/config the host's .git/config: see scanAliases). A guest
-// cannot add such a name: a link may not be made, moved or hard-linked at
-// a path a protected one could lie under (sensitive.Above, ".git",
-// ".config"), and a directory is renamed only when nothing protected is
-// in it, at its old place or its new one.
+// Each check is made on the path a walk reached (walker: the directories
+// opened one by one from the mount's root, the symbolic links inside the
+// mount read and followed on the way, then the last name), in the same
+// walk as the change and on the directory the change is made in: a link
+// alias -> .git makes alias/config the walk's .git/config, whoever made
+// the link and whenever. It is made too on the names that links the host
+// already had give to what they point at (a link .git -> real.git makes
+// real.git/config the host's .git/config: see scanAliases). A guest cannot
+// add such a name: a link may not be made, moved or hard-linked at a path
+// a protected one could lie under (sensitive.Above: ".git", ".config"), a
+// directory may neither take nor leave such a name, and a directory is
+// renamed only when nothing protected is in it, at its old place or its
+// new one.
 //
 // Check and change happen under an exclusive flock(2) of the mount's root
 // directory, so that two guests sharing the mount (in one process or in
-// two workers) cannot swap a link between one's check and its change.
+// two workers) do not interleave a directory's check and its rename. A
+// writer the lock does not cover (another process, a sandbox with another
+// mount) cannot redirect a change: the walk is the change's own.
 type implantGuard struct {
 	m       job.Mount
 	root    *os.Root
+	w       walker
 	aliases []alias
 }
 
@@ -61,11 +70,11 @@ var errTooBig = errors.New("too many entries")
 
 // newGuard prepares the guard of a writable mount: it scans the mount for
 // links at protected names.
-func newGuard(r *os.Root, m job.Mount) (*implantGuard, error) {
+func newGuard(r *os.Root, w walker, m job.Mount) (*implantGuard, error) {
 	if err := m.CheckImplants(); err != nil {
 		return nil, err
 	}
-	g := &implantGuard{m: m, root: r}
+	g := &implantGuard{m: m, root: r, w: w}
 	if err := g.scanAliases(); err != nil {
 		return nil, fmt.Errorf("check for protected paths: %w", err)
 	}
@@ -102,8 +111,8 @@ func (g *implantGuard) scanAliases() error {
 				if !g.covered(p) && !sensitive.Above(p) {
 					continue
 				}
-				if t, e := g.resolve(p, true); e == 0 && t != p {
-					g.aliases = append(g.aliases, alias{target: t, link: p})
+				if t, e := g.resolve(p); e == 0 && join(t) != p {
+					g.aliases = append(g.aliases, alias{target: join(t), link: p})
 				}
 			case e.IsDir():
 				if err := walk(p, depth+1); err != nil {
@@ -125,9 +134,15 @@ func (g *implantGuard) covered(p string) bool {
 	return ok
 }
 
-// protected reports whether p, resolved, is protected under its own name
-// or under a name an alias gives it.
-func (g *implantGuard) protected(p string) bool {
+// protected reports whether comps, a path of the mount as a walk reached
+// it (the directories walked, then the last name), is protected: under
+// its own name, or under a name an alias gives it. It is the one place
+// where what a guest may change is judged; every refusal below asks it.
+func (g *implantGuard) protected(comps []string) bool {
+	if len(comps) == 0 {
+		return false // the mount's root
+	}
+	p := strings.Join(comps, "/")
 	if g.covered(p) {
 		return true
 	}
@@ -139,11 +154,16 @@ func (g *implantGuard) protected(p string) bool {
 	return false
 }
 
-// above reports whether something under p, resolved, could be protected
-// (p is protected or could hold protected paths, under its name or an
-// alias's): no link may be placed there.
-func (g *implantGuard) above(p string) bool {
-	if g.protected(p) || sensitive.Above(p) {
+// above reports whether something under comps (as a walk reached it)
+// could be protected: comps is protected, or could hold protected paths,
+// under its name or an alias's. No link may be placed there, and no
+// directory may take or leave such a name.
+func (g *implantGuard) above(comps []string) bool {
+	if g.protected(comps) {
+		return true
+	}
+	p := join(comps)
+	if sensitive.Above(p) {
 		return true
 	}
 	for _, a := range g.aliases {
@@ -152,6 +172,14 @@ func (g *implantGuard) above(p string) bool {
 		}
 	}
 	return false
+}
+
+// join is comps as a path relative to the mount ("." for none).
+func join(comps []string) string {
+	if len(comps) == 0 {
+		return "."
+	}
+	return strings.Join(comps, "/")
 }
 
 // below returns p relative to dir when p is dir or under it.
@@ -168,70 +196,21 @@ func below(p, dir string) (string, bool) {
 	return "", false
 }
 
-// resolve returns name (relative to the mount, as wazero gives it) with
-// the symbolic links of its directories resolved, and of its last
-// component too when followLast: the path, relative to the mount and
-// clean, the host names the file by. A missing last component is kept
-// as it is; a missing directory is ENOENT. A path leading out is EPERM,
-// as os.Root refuses it.
-func (g *implantGuard) resolve(name string, followLast bool) (string, esys.Errno) {
-	todo := split(name)
-	var done []string
-	hops := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) == 0 {
-				return "", esys.EPERM
-			}
-			done = done[:len(done)-1]
-			continue
+// resolve walks p (relative to the mount) and returns the components the
+// walk reached, a symbolic link at the end followed: the path the host
+// names the file by. A missing last component is kept as it is; a missing
+// directory is ENOENT, a path leading out EPERM.
+func (g *implantGuard) resolve(p string) ([]string, esys.Errno) {
+	var comps []string
+	e := g.w.walk(p, 0, func(at reached) (string, esys.Errno) {
+		if t, ok := readlinkAt(at.dir, at.name); ok {
+			return t, 0
 		}
-		last := len(todo) == 0
-		p := strings.Join(append(done, c), "/")
-		if last && !followLast {
-			done = append(done, c)
-			break
-		}
-		st, err := g.root.Lstat(p)
-		if err != nil {
-			if !last {
-				e := errno(err)
-				if e == esys.ENOTDIR {
-					e = esys.ENOENT
-				}
-				return "", e
-			}
-			done = append(done, c)
-			continue
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			done = append(done, c)
-			continue
-		}
-		if hops++; hops > maxLinkHops {
-			return "", esys.ELOOP
-		}
-		t, err := g.root.Readlink(p)
-		if err != nil {
-			return "", errno(err)
-		}
-		if path.IsAbs(t) {
-			return "", esys.EPERM
-		}
-		todo = append(split(t), todo...)
-	}
-	if len(done) == 0 {
-		return ".", 0
-	}
-	return strings.Join(done, "/"), 0
+		comps = at.comps
+		return "", 0
+	})
+	return comps, e
 }
-
-func split(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
 
 // hold takes the mount's lock for one check and its change. The lock is
 // on a descriptor of its own, so that it serializes this run's guests
@@ -248,90 +227,60 @@ func (g *implantGuard) hold() (unlock func()) {
 	}
 }
 
-// refuse returns EACCES when the resolved name is protected, and the
-// resolution's errno when it failed.
-func (g *implantGuard) refuse(name string, followLast bool) esys.Errno {
-	if g.covered(rel(name)) {
-		return esys.EACCES
-	}
-	p, e := g.resolve(name, followLast)
-	if e != 0 {
-		return e
-	}
-	if g.protected(p) {
+// refuse returns EACCES when the path a walk reached is protected.
+func (g *implantGuard) refuse(at reached) esys.Errno {
+	if g.protected(at.comps) {
 		return esys.EACCES
 	}
 	return 0
 }
 
-// refuseLinkAt returns EACCES when a symbolic link (or a hard link of
-// one) may not be placed at name: the path, or something under it, could
-// be protected.
-func (g *implantGuard) refuseLinkAt(name string) esys.Errno {
-	if g.above(rel(name)) {
+// refuseRename checks a rename of o to n: neither may be protected; a
+// link may not land where a protected path could lie under it; a
+// directory may neither take nor leave such a name (what another writer
+// puts in an empty directory after the check would be planted), and may
+// hold nothing protected at its old place or its new one.
+func (g *implantGuard) refuseRename(o, n reached) esys.Errno {
+	if g.protected(o.comps) || g.protected(n.comps) {
 		return esys.EACCES
 	}
-	p, e := g.resolve(name, false)
-	if e != 0 {
-		return e
-	}
-	if g.above(p) {
-		return esys.EACCES
-	}
-	return 0
-}
-
-// refuseRename checks a rename of from to to: neither may be protected,
-// a link may not land where a protected path could lie under it, and a
-// directory may hold nothing protected at its old place or its new one.
-func (g *implantGuard) refuseRename(from, to string) esys.Errno {
-	if e := g.refuse(from, false); e != 0 {
-		return e
-	}
-	if e := g.refuse(to, false); e != 0 {
-		return e
-	}
-	src, e := g.resolve(from, false)
-	if e != 0 {
-		return e
-	}
-	dst, e := g.resolve(to, false)
-	if e != 0 {
-		return e
-	}
-	st, err := g.root.Lstat(src)
+	st, err := lstatAt(o.dir, o.name)
 	if err != nil {
 		return errno(err)
 	}
 	switch {
-	case st.Mode()&fs.ModeSymlink != 0:
-		if g.above(dst) {
+	case isLink(st):
+		if g.above(n.comps) {
 			return esys.EACCES
 		}
-	case st.IsDir():
+	case isDir(st):
+		if g.above(o.comps) || g.above(n.comps) {
+			return esys.EACCES
+		}
 		// Its entries move too: none may be protected where it was (that
 		// would remove it from the host's view) or where it goes (a
-		// directory of ours renamed to .git).
-		return g.refuseTree(src, dst)
+		// directory of ours renamed to an alias's target).
+		return g.refuseTree(o, n.comps)
 	}
 	return 0
 }
 
-// refuseTree walks directory src (not following links) and refuses when
-// an entry is protected at src or would be at dst, or is a link that would
-// land above a protected path; or when it holds more than
-// maxRenameEntries entries (too many to check: the guest can still move
-// them one by one).
-func (g *implantGuard) refuseTree(src, dst string) esys.Errno {
+// refuseTree walks the directory o (each directory opened in the one
+// before it, links not followed) and refuses when an entry is protected
+// where it is or would be under dst, or is a link that would land above a
+// protected path; or when it holds more than maxRenameEntries entries (too
+// many to check: the guest can still move them one by one).
+func (g *implantGuard) refuseTree(o reached, dst []string) esys.Errno {
 	n := 0
-	var walk func(rel string) esys.Errno
-	walk = func(r string) esys.Errno {
-		f, err := g.root.Open(path.Join(src, r))
+	var walk func(dir int, name string, src, dst []string) esys.Errno
+	walk = func(dir int, name string, src, dst []string) esys.Errno {
+		fd, err := openAt(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			return errno(err)
 		}
+		f := os.NewFile(uintptr(fd), name)
+		defer f.Close()
 		ents, err := f.ReadDir(-1)
-		_ = f.Close()
 		if err != nil {
 			return errno(err)
 		}
@@ -339,65 +288,99 @@ func (g *implantGuard) refuseTree(src, dst string) esys.Errno {
 			if n++; n > maxRenameEntries {
 				return esys.EACCES
 			}
-			sub := path.Join(r, e.Name())
-			if g.protected(path.Join(src, sub)) || g.protected(path.Join(dst, sub)) {
+			s, d := appendComp(src, e.Name()), appendComp(dst, e.Name())
+			if g.protected(s) || g.protected(d) {
 				return esys.EACCES
 			}
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
-				if g.above(path.Join(dst, sub)) {
+				if g.above(d) {
 					return esys.EACCES
 				}
 			case e.IsDir():
-				if e := walk(sub); e != 0 {
+				if e := walk(fd, e.Name(), s, d); e != 0 {
 					return e
 				}
 			}
 		}
 		return 0
 	}
-	return walk(".")
+	return walk(o.dir, o.name, o.comps, dst)
 }
 
-// refuseLink checks a hard link of old at new: old (its last link not
-// followed, as link(2)) may not be protected, nor what it names when it
-// is a symbolic link; new may not be protected, nor, for a link, above a
-// protected path.
-func (g *implantGuard) refuseLink(old, new string) esys.Errno {
-	if e := g.refuse(old, false); e != 0 {
-		return e
+// appendComp is comps with c after it, in a slice of its own.
+func appendComp(comps []string, c string) []string {
+	return append(comps[:len(comps):len(comps)], c)
+}
+
+// dirOf is the directory part of a walked path.
+func dirOf(comps []string) []string {
+	if len(comps) == 0 {
+		return nil
 	}
-	// What a symbolic link at old names, followed, is protected too; a
-	// link that loops names no file.
-	if e := g.refuse(old, true); e != 0 && e != esys.ELOOP {
-		return e
+	return comps[:len(comps)-1]
+}
+
+// refuseLink checks a hard link of o at n: o (its last link not followed,
+// as link(2)) may not be protected, nor what it names when it is a
+// symbolic link; n may not be protected. A symbolic link linked at n is a
+// link made there: as Symlink, it may not lie above a protected path, nor
+// point, read from n's directory, out of the mount.
+func (g *implantGuard) refuseLink(o, n reached) esys.Errno {
+	if g.protected(o.comps) || g.protected(n.comps) {
+		return esys.EACCES
 	}
-	if e := g.refuse(new, false); e != 0 {
-		return e
+	st, err := lstatAt(o.dir, o.name)
+	if err != nil || !isLink(st) {
+		return 0 // linkat(2) answers
 	}
-	src, e := g.resolve(old, false)
-	if e != 0 {
-		return e
+	target, ok := readlinkAt(o.dir, o.name)
+	if !ok {
+		return esys.ENOENT
 	}
-	if st, err := g.root.Lstat(src); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		return g.refuseLinkAt(new)
+	// What it names, followed from where it is, is protected too; a link
+	// that loops names no file.
+	comps, e := g.resolve(strings.Join(append(dirOf(o.comps), target), "/"))
+	switch {
+	case e == esys.ELOOP:
+	case e != 0:
+		return e
+	case g.protected(comps):
+		return esys.EACCES
+	}
+	if escapes(dirOf(n.comps), target) {
+		return esys.EPERM
+	}
+	if g.above(n.comps) {
+		return esys.EACCES
 	}
 	return 0
 }
 
-// refuseSymlink checks a symbolic link at link to target: link may not be
-// at or above a protected path, and target, read from the link's
-// directory, may not name a protected one.
-func (g *implantGuard) refuseSymlink(target, link string) esys.Errno {
-	if e := g.refuseLinkAt(link); e != 0 {
-		return e
+// escapes reports whether a symbolic link to target in the directory dir
+// (walked components) would point outside the mount, or anywhere but
+// inside it by a relative path.
+func escapes(dir []string, target string) bool {
+	if target == "" || path.IsAbs(target) {
+		return true
 	}
-	dir, e := g.resolve(path.Dir(rel(link)), true)
-	if e != 0 {
-		return e
+	return !fs.ValidPath(path.Join(join(dir), target))
+}
+
+// refuseSymlink checks a symbolic link to target at at: at may not be at
+// or above a protected path, and target, read from at's directory, may not
+// name a protected one.
+func (g *implantGuard) refuseSymlink(target string, at reached) esys.Errno {
+	if g.above(at.comps) {
+		return esys.EACCES
 	}
-	if e := g.refuse(path.Join(dir, target), true); e != 0 && e != esys.ENOENT {
+	comps, e := g.resolve(strings.Join(append(dirOf(at.comps), target), "/"))
+	switch {
+	case e == esys.ENOENT:
+	case e != 0:
 		return e
+	case g.protected(comps):
+		return esys.EACCES
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package rootfs
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,7 @@ func TestWASIWrappers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer fs.(io.Closer).Close()
 
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
