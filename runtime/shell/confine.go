@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -258,14 +260,27 @@ func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 // when a protected path is a symbolic link, the project cannot be
 // listed, or where nothing can be confined.
 func WorkspaceConfinement(home, project string, writable []string) (c *Confinement, complete bool, err error) {
-	tmp, err := os.MkdirTemp("", "ccrun-call-")
+	// The calls' temporary directories share one parent, which the
+	// ruleset grants: a ruleset that named each call's own would be built
+	// anew for every call, where one kept (in process, or by the
+	// confinement server) takes a fraction of a millisecond. So a command
+	// could write another running call's TMPDIR; each is removed when its
+	// call ends.
+	parent := filepath.Join(os.TempDir(), "ccrun-calls-"+strconv.Itoa(os.Getuid()))
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, false, fmt.Errorf("workspace: temporary directory: %w", err)
+	}
+	if fi, err := os.Lstat(parent); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return nil, false, fmt.Errorf("workspace: temporary directory %s: not a directory of this user's alone", parent)
+	}
+	tmp, err := os.MkdirTemp(parent, "call-")
 	if err != nil {
 		return nil, false, fmt.Errorf("workspace: temporary directory: %w", err)
 	}
 	for _, w := range writable {
 		_ = os.MkdirAll(w, 0o755) // a cache not made yet: Landlock can only grant what exists
 	}
-	p, complete, err := confine.Workspace(home, project, tmp, writable...)
+	p, complete, err := confine.Workspace(home, project, parent, writable...)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, false, err
@@ -273,6 +288,12 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
 		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project,
 		partial: !complete}, complete, nil
+}
+
+// ownedByMe reports whether fi belongs to this process's user.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 // sweep removes what Sweep says, and returns what it did and what it
