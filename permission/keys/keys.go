@@ -37,7 +37,7 @@ var ErrInvalidKey = errdefs.ErrInvalidArgument.WithMessage("invalid permission k
 // A Key whose action is quoted is exact: it is matched only by a pattern of
 // the very same text (for run_command: of the same command, however spaced
 // or quoted), never by a wildcard. Compound shell commands key that
-// way, by their whole canonical text (seed 000 ADR 0036), and so do
+// way, by their whole canonical text, and so do
 // wrappers (timeout 60 true) and simple commands whose detail is not a
 // plain word (rm *.log):
 //

@@ -232,15 +232,16 @@ var ErrConfineUnavailable = confine.ErrUnavailable
 func ConfineAvailable() (abi int, err error) { return confine.Available() }
 
 // ReadOnlyConfinement is the confinement of a command that runs because it
-// was judged read-only and nobody was asked: the dangerous paths of the
-// table (internal/sensitive, its Leak rows) found under home and under each
-// of dirs (give the project root and the working directory), and the
-// absolute ones such as /etc/shadow, are hidden, and so are /proc/PID of
-// every process and the raw devices under /dev (null, zero, full, random,
-// urandom and the terminals stay);
-// nothing but /dev/null and the terminals (/dev/tty, /dev/pts) may be
-// written. The globs of the table (id_rsa*, *.pem, .env.*) are expanded
-// now; build it for each run.
+// was judged read-only and nobody was asked (internal/confine.ReadOnly):
+// the home directories are hidden but for dirs (give the project root and
+// the working directory), git's user configuration and the $PATH
+// directories in them, which are searched to any depth for the dangerous
+// paths of the table (internal/sensitive, its Leak rows), each found
+// hidden; the absolute ones such as /etc/shadow are hidden, and so are
+// /proc/PID of every process and the raw devices under /dev (null, zero,
+// full, random, urandom and the terminals stay); nothing but /dev/null and
+// the terminals (/dev/tty, /dev/pts) may be written. The search is made
+// when the ruleset is built; build it for each run.
 func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 	p := confine.ReadOnly(home, dirs...)
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses, Private: p.Private, Search: p.Search}
