@@ -101,7 +101,10 @@ func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Reque
 	if c == nil || c.Sweep == "" { // none, or the read-only tier's
 		var err error
 		if c, _, err = r.workspaceConfinement(inv, writable); err != nil {
-			return fail(fmt.Sprintf("the workspace sandbox cannot be built (%v)", err))
+			// not the kernel's lack but the project's shape (a protected
+			// path that is a symbolic link, which a committed file can be):
+			// running unconfined would let a repository turn the tier off
+			return nil, fmt.Errorf("not run: the workspace sandbox cannot be built (%v): %w", err, ErrUnavailable)
 		}
 	}
 	if c.Partial() {

@@ -162,3 +162,20 @@ func TestSandboxControls(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxNotTurnedOffByASymlink: a committed symbolic link at a
+// protected name (.vscode) cannot be bound read-only, and the approved
+// command is then refused: a repository cannot turn the tier off.
+func TestSandboxNotTurnedOffByASymlink(t *testing.T) {
+	needKernelSandbox(t)
+	fakeHome(t)
+	project := hostileRepo(t, nil, map[string]string{"elsewhere/settings.json": "{}\n"}, map[string]string{".vscode": "elsewhere"})
+	outside := filepath.Join(t.TempDir(), "outside")
+	_, errOut, code := ccrunIn(t, project, "exec", "--approve", "once", "--shell", "echo x > "+outside)
+	if code == 0 || !strings.Contains(errOut, "workspace sandbox cannot be built") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("the command ran unconfined")
+	}
+}
