@@ -15,6 +15,8 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -70,10 +72,10 @@ func TestBackendCapability(t *testing.T) {
 	var asked atomic.Int32
 	var answer atomic.Value
 	var prompted atomic.Pointer[permission.Prompt]
-	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		asked.Add(1)
 		prompted.Store(p)
-		return answer.Load().(permission.Grant), nil
+		return answer.Load().(ceiling.Grant), nil
 	})
 	b := &box{}
 	rt := boxRuntime(t, dir, b, ccrun.WithApprover(approver))
@@ -106,13 +108,13 @@ func TestBackendCapability(t *testing.T) {
 		t.Fatalf("bad input: %v, asked %d, ran %d; want an invalid input, before the gate", err, asked.Load(), b.runs.Load())
 	}
 	// denied: asked as the capability, and nothing runs
-	answer.Store(permission.Deny)
+	answer.Store(ceiling.Deny)
 	if _, err := rt.Exec(ctx, call(`{"who": "me"}`)); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != 1 || b.runs.Load() != 0 {
 		t.Fatalf("denied: %v, asked %d, ran %d", err, asked.Load(), b.runs.Load())
 	}
 	p := prompted.Load()
 	if key := p.Request.Permission.Key().String(); key != "capability:box-cap" || p.Request.Environment != boxEnv ||
-		p.Request.Digest != capa.Digest || p.Decision.Offer != permission.AlwaysThisSession {
+		p.Request.Digest != capa.Digest || p.Decision.Offer != ceiling.AlwaysThisSession {
 		t.Fatalf("asked about %s in %s, digest %s, offered %s; want capability:box-cap in %s, the capability's digest %s, AlwaysThisSession",
 			key, p.Request.Environment, p.Request.Digest, p.Decision.Offer, boxEnv, capa.Digest)
 	}
@@ -125,11 +127,11 @@ func TestBackendCapability(t *testing.T) {
 	b.network = false
 	// past its ceiling: a project grant is refused, at the prompt and
 	// through Grant, and nothing is written or run
-	answer.Store(permission.AlwaysThisProject)
+	answer.Store(ceiling.AlwaysThisProject)
 	if _, err := rt.Exec(ctx, call(`{"who": "me"}`)); !errors.Is(err, ccrun.ErrCeilingViolation) || b.runs.Load() != 0 {
 		t.Fatalf("AlwaysThisProject: %v, ran %d; want a ceiling violation", err, b.runs.Load())
 	}
-	if _, err := rt.Grant(ctx, permission.MustParsePattern("capability:box-cap"), ceiling.AlwaysThisProject); !errors.Is(err, ccrun.ErrCeilingViolation) {
+	if _, err := rt.Grant(ctx, keys.MustParsePattern("capability:box-cap"), ceiling.AlwaysThisProject); !errors.Is(err, ccrun.ErrCeilingViolation) {
 		t.Errorf("Grant for the project: %v; want a ceiling violation", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ccrun.json")); err == nil {
@@ -138,7 +140,7 @@ func TestBackendCapability(t *testing.T) {
 
 	// allowed for the session: runs through the backend, with the entry
 	// and the input, and is not asked again
-	answer.Store(permission.AlwaysThisSession)
+	answer.Store(ceiling.AlwaysThisSession)
 	out, err := rt.Exec(ctx, call(`{"who": "me"}`))
 	if err != nil || out.Result == nil || string(out.Result.Stdout) != "hello from the box\n" || out.Tool != "box-cap" || out.Request.Environment != boxEnv {
 		t.Fatalf("allowed: %v %+v", err, out)
@@ -160,7 +162,7 @@ func TestBackendCapability(t *testing.T) {
 	if out, err := rt.Check(call(`{"who": "me"}`)); err != nil || out.Decision.Verdict != permission.AskUser {
 		t.Fatalf("Check of the changed manifest: %v %+v; want ask", err, out.Decision)
 	}
-	answer.Store(permission.Deny)
+	answer.Store(ceiling.Deny)
 	if _, err := rt.Exec(ctx, call(`{"who": "me"}`)); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != n+1 || b.runs.Load() != 2 {
 		t.Fatalf("changed manifest: %v, asked %d (want %d), ran %d", err, asked.Load(), n+1, b.runs.Load())
 	}
@@ -171,7 +173,7 @@ func TestBackendCapability(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.block = true
-	answer.Store(permission.Once)
+	answer.Store(ceiling.Once)
 	if out, err := rt.Exec(ctx, call(`{"who": "me"}`)); err != nil || out.Result.Reason != job.Timeout {
 		t.Fatalf("timeout: %v %+v", err, out.Result)
 	}
@@ -197,9 +199,9 @@ func TestBackendCapabilityNotHere(t *testing.T) {
 	writeBoxCapability(t, dir, boxCapability)
 	boxRuntime(t, t.TempDir(), &box{}) // registers boxEnv for the process
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), ccrun.WithTrustDir(t.TempDir()),
-		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			t.Error("asked about a capability nothing here can run")
-			return permission.Once, nil
+			return ceiling.Once, nil
 		})))
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +255,7 @@ func TestBackendCapabilityFromRepository(t *testing.T) {
 		t.Fatal("a cloned repository is trusted")
 	}
 	out, err := rt.Check(call)
-	if err != nil || out.Decision.Verdict != permission.AskUser || !slices.Contains(out.Decision.Diagnostics, permission.NotTrusted) {
+	if err != nil || out.Decision.Verdict != permission.AskUser || !slices.Contains(out.Decision.Diagnostics, allowlist.NotTrusted) {
 		t.Fatalf("untrusted: %v %+v; want ask, saying the project is not trusted", err, out.Decision)
 	}
 	if _, err := rt.Exec(ctx, call); !errors.Is(err, ccrun.ErrPermissionDenied) || b.runs.Load() != 0 {

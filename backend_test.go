@@ -13,6 +13,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -62,7 +63,7 @@ func (b *box) Prepare(_ context.Context, inv *ccrun.Invocation) (*ccrun.Prepared
 	}
 	inv.Plan = &boxPlan{content: content}
 	return &ccrun.Prepared{
-		Key:     permission.Key{Tool: "run_box", Action: filepath.Base(path)},
+		Key:     keys.Key{Tool: "run_box", Action: filepath.Base(path)},
 		Display: "box " + filepath.Base(path),
 		Digest:  ccrun.ContentDigest(content, inv.Mounts, "", inv.Args, inv.Env),
 		Network: b.network,
@@ -107,12 +108,12 @@ func TestBackendSeam(t *testing.T) {
 	}
 	var asked atomic.Int32
 	var answer atomic.Value
-	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		asked.Add(1)
-		if p.Request.Environment != boxEnv || p.Decision.Offer != permission.AlwaysThisSession {
+		if p.Request.Environment != boxEnv || p.Decision.Offer != ceiling.AlwaysThisSession {
 			t.Errorf("asked about %s, offered %s; want %s, AlwaysThisSession", p.Request.Environment, p.Decision.Offer, boxEnv)
 		}
-		return answer.Load().(permission.Grant), nil
+		return answer.Load().(ceiling.Grant), nil
 	})
 	b := &box{}
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), ccrun.WithApprover(approver),
@@ -125,17 +126,17 @@ func TestBackendSeam(t *testing.T) {
 	ctx := context.Background()
 
 	// denied: asked, and nothing runs
-	answer.Store(permission.Deny)
+	answer.Store(ceiling.Deny)
 	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != 1 || b.runs.Load() != 0 {
 		t.Fatalf("denied: %v, asked %d, ran %d", err, asked.Load(), b.runs.Load())
 	}
 	// past its ceiling: a project grant is a violation, and nothing runs
-	answer.Store(permission.AlwaysThisProject)
+	answer.Store(ceiling.AlwaysThisProject)
 	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrCeilingViolation) || b.runs.Load() != 0 {
 		t.Fatalf("AlwaysThisProject: %v, ran %d; want a ceiling violation", err, b.runs.Load())
 	}
 	// allowed for the session: runs, and is not asked again
-	answer.Store(permission.AlwaysThisSession)
+	answer.Store(ceiling.AlwaysThisSession)
 	out, err := rt.Exec(ctx, call())
 	if err != nil || string(out.Result.Stdout) != "hello\n" || out.Request.Environment != boxEnv {
 		t.Fatalf("allowed: %v %+v", err, out)
@@ -148,7 +149,7 @@ func TestBackendSeam(t *testing.T) {
 	if err := os.WriteFile(file, []byte("changed\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	answer.Store(permission.Deny)
+	answer.Store(ceiling.Deny)
 	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != n+1 {
 		t.Fatalf("changed content: %v, asked %d; want asked again and denied", err, asked.Load())
 	}
@@ -160,7 +161,7 @@ func TestBackendSeam(t *testing.T) {
 	// run that would not end of itself, and say so whatever the backend
 	// claimed
 	b.block = true
-	answer.Store(permission.Once)
+	answer.Store(ceiling.Once)
 	slow := call()
 	slow.Limits.Timeout = 100 * time.Millisecond
 	if out, err := rt.Exec(ctx, slow); err != nil || out.Result.Reason != job.Timeout || out.Result.ExitCode != job.TimeoutExit {
@@ -186,9 +187,9 @@ func TestBackendFailsClosed(t *testing.T) {
 	t.Parallel()
 	asked := false
 	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
-		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			asked = true
-			return permission.Once, nil
+			return ceiling.Once, nil
 		})))
 	if err != nil {
 		t.Fatal(err)

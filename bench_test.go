@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 )
 
 func benchRuntime(b *testing.B) *ccrun.Runtime {
 	b.Helper()
 	rt, err := ccrun.New(ccrun.WithProjectDir(b.TempDir()), ccrun.WithAuditLog(""),
-		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
-			return permission.AlwaysThisSession, nil
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+			return ceiling.AlwaysThisSession, nil
 		})))
 	if err != nil {
 		b.Fatal(err)

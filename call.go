@@ -17,6 +17,7 @@ import (
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // The built-in tools. A capability is a tool of its own name.
@@ -427,12 +428,12 @@ func stdinSource(in io.Reader) string {
 // a source that holds the home directory or the system's secrets, a
 // protected path a writable mount is let change. Either is asked, Once
 // only.
-func describeMount(m job.Mount, home string) (string, []permission.Finding) {
+func describeMount(m job.Mount, home string) (string, []shellcmd.Finding) {
 	mode := "ro"
 	if m.Writable {
 		mode = "rw"
 	}
-	var found []permission.Finding
+	var found []shellcmd.Finding
 	src := m.Host
 	real, dangerous, err := m.Dangerous(home)
 	switch {
@@ -442,7 +443,7 @@ func describeMount(m job.Mount, home string) (string, []permission.Finding) {
 		src += " → " + real
 	}
 	if dangerous {
-		found = append(found, permission.Finding{Given: m.Host, Resolved: real, Kind: permission.DangerLeak,
+		found = append(found, shellcmd.Finding{Given: m.Host, Resolved: real, Kind: shellcmd.DangerLeak,
 			What: "a mount that holds the home directory or the system's keys and credentials"})
 	}
 	line := fmt.Sprintf("%s at %s (%s)", src, m.Guest, mode)
@@ -452,7 +453,7 @@ func describeMount(m job.Mount, home string) (string, []permission.Finding) {
 	if m.Writable && len(m.Implants) > 0 {
 		line += ", may change the protected paths " + strings.Join(m.Implants, ", ")
 		for _, p := range m.Implants {
-			found = append(found, permission.Finding{Given: filepath.Join(m.Host, p), Kind: permission.DangerImplant,
+			found = append(found, shellcmd.Finding{Given: filepath.Join(m.Host, p), Kind: shellcmd.DangerImplant,
 				What: "a protected path the sandbox may change (code the host may run later)"})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -124,7 +125,7 @@ type CallOptions struct {
 	// Session is the session allowlist whose grants count for this call,
 	// and where a "this session" answer is kept. Nil: none, so a session
 	// grant lasts for this call only.
-	Session *permission.SessionAllowlist
+	Session *allowlist.SessionAllowlist
 	// Events, when not nil, is also given each transition of this call,
 	// on the goroutine running it, after the Runtime's subscribers.
 	Events func(Event)

@@ -11,6 +11,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 func toolRuntime(t *testing.T, opts ...ccrun.Option) *ccrun.Runtime {
@@ -130,8 +131,8 @@ func TestExecWithSession(t *testing.T) {
 		asked++
 		return ceiling.AlwaysThisSession, nil
 	})
-	one, two := permission.NewSessionAllowlist(), permission.NewSessionAllowlist()
-	run := func(s *permission.SessionAllowlist, a permission.Approver) error {
+	one, two := allowlist.NewSessionAllowlist(), allowlist.NewSessionAllowlist()
+	run := func(s *allowlist.SessionAllowlist, a permission.Approver) error {
 		call, err := rt.CallFromTool("run_command", json.RawMessage(`{"command":"touch x"}`))
 		if err != nil {
 			t.Fatal(err)

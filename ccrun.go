@@ -30,6 +30,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
@@ -104,7 +105,7 @@ func WithApprover(a permission.Approver) Option {
 
 // WithSession sets the session allowlist. Default: a fresh in-memory one,
 // which lasts as long as the Runtime.
-func WithSession(s *permission.SessionAllowlist) Option {
+func WithSession(s *allowlist.SessionAllowlist) Option {
 	return func(r *Runtime) error { r.gate.Session = s; return nil }
 }
 
@@ -199,7 +200,7 @@ func New(opts ...Option) (*Runtime, error) {
 		r.gate.Policy = pol
 	}
 	if r.gate.Session == nil {
-		r.gate.Session = permission.NewSessionAllowlist()
+		r.gate.Session = allowlist.NewSessionAllowlist()
 	}
 	// A person asked about an approved @shell command may run it once
 	// outside the workspace tier (UnconfinedApprover).

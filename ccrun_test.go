@@ -35,8 +35,8 @@ func (r *recorder) Execute(ctx context.Context, inv *ccrun.Invocation) (*job.Res
 	return &job.Result{Reason: job.Exit}, nil
 }
 
-func grant(g permission.Grant) permission.Approver {
-	return permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) { return g, nil })
+func grant(g ceiling.Grant) permission.Approver {
+	return permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) { return g, nil })
 }
 
 func newRuntime(t *testing.T, opts ...ccrun.Option) (*ccrun.Runtime, *recorder, []ccrun.State) {
@@ -64,7 +64,7 @@ func states(rt *ccrun.Runtime) *[]ccrun.State {
 
 func TestEventsOfAnApprovedCall(t *testing.T) {
 	t.Parallel()
-	rt, rec, _ := newRuntime(t, ccrun.WithApprover(grant(permission.Once)))
+	rt, rec, _ := newRuntime(t, ccrun.WithApprover(grant(ceiling.Once)))
 	got := states(rt)
 	if _, err := rt.Exec(context.Background(), &ccrun.Call{Command: "touch x"}); err != nil {
 		t.Fatal(err)
@@ -84,8 +84,8 @@ func TestDeniedNeverExecutes(t *testing.T) {
 	t.Parallel()
 	for name, opt := range map[string]ccrun.Option{
 		"nobody to ask":           func(*ccrun.Runtime) error { return nil },
-		"person denies":           ccrun.WithApprover(grant(permission.Deny)),
-		"project grant for shell": ccrun.WithApprover(grant(permission.AlwaysThisProject)),
+		"person denies":           ccrun.WithApprover(grant(ceiling.Deny)),
+		"project grant for shell": ccrun.WithApprover(grant(ceiling.AlwaysThisProject)),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -108,7 +108,7 @@ func TestDeniedNeverExecutes(t *testing.T) {
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	rt, _, _ := newRuntime(t, ccrun.WithProjectDir(dir), ccrun.WithApprover(grant(permission.AlwaysThisSession)))
+	rt, _, _ := newRuntime(t, ccrun.WithProjectDir(dir), ccrun.WithApprover(grant(ceiling.AlwaysThisSession)))
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := rt.Exec(ctx, &ccrun.Call{Command: "make test"}); err != nil {
@@ -164,7 +164,7 @@ func TestInvalidCalls(t *testing.T) {
 // Many goroutines run calls on one Runtime at once (run with -race).
 func TestConcurrentExec(t *testing.T) {
 	t.Parallel()
-	rt, rec, _ := newRuntime(t, ccrun.WithApprover(grant(permission.AlwaysThisSession)))
+	rt, rec, _ := newRuntime(t, ccrun.WithApprover(grant(ceiling.AlwaysThisSession)))
 	var wg sync.WaitGroup
 	for i := 0; i < 16; i++ {
 		wg.Add(1)
@@ -259,9 +259,9 @@ func TestModuleChangedIsAskedAgain(t *testing.T) {
 	}
 	asked := 0
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithWasmOptions(wasm.WithCacheDir("")),
-		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			asked++
-			return permission.AlwaysThisSession, nil
+			return ceiling.AlwaysThisSession, nil
 		})))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // TrustState is what a project's own files loosen past the defaults and
@@ -29,7 +30,7 @@ type TrustState struct {
 	// By says how: "nothing to trust", "record" (ccrun trust), "digest"
 	// (WithTrustDigest, CCRUN_TRUST_DIGEST); "" when not trusted.
 	By string `json:"by,omitempty"`
-	// Reason is permission.NotTrusted when not trusted; "" otherwise.
+	// Reason is allowlist.NotTrusted when not trusted; "" otherwise.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -68,7 +69,7 @@ func validTrustDigest(d string) bool {
 	return true
 }
 
-// trustKeeper is the permission.Trust of one project: its record in the
+// trustKeeper is the allowlist.Trust of one project: its record in the
 // store and the CI digest.
 type trustKeeper struct {
 	store  *trust.Store // nil: no records
@@ -92,10 +93,10 @@ func (k *trustKeeper) how(d string) string {
 	return ""
 }
 
-// Trusted implements permission.Trust.
+// Trusted implements allowlist.Trust.
 func (k *trustKeeper) Trusted(d string) bool { return k.how(d) != "" }
 
-// Rebind implements permission.Trust.
+// Rebind implements allowlist.Trust.
 func (k *trustKeeper) Rebind(prev, next string) error {
 	if k.store == nil {
 		return errors.New("no directory to keep trust records in (set XDG_STATE_HOME)")
@@ -149,7 +150,7 @@ func (r *Runtime) loadFiles() error {
 	st.By = keeper.how(st.Digest)
 	st.Trusted = st.By != ""
 	if !st.Trusted {
-		st.Reason = permission.NotTrusted
+		st.Reason = allowlist.NotTrusted
 		for i, s := range layers {
 			if s.Origin == permission.OriginProject || s.Origin == permission.OriginLocal {
 				layers[i] = s.Untrusted()
@@ -170,7 +171,7 @@ func (r *Runtime) loadFiles() error {
 	r.trust, r.files = st, layers
 	if r.gate.Project == nil {
 		// from the bytes the settings layer read: ccrun.json is read once
-		p, err := permission.OpenProject(permission.ProjectFile(r.dir), project, keeper, loc.Local, st.Digest)
+		p, err := permission.OpenProject(allowlist.ProjectFile(r.dir), project, keeper, loc.Local, st.Digest)
 		if err != nil {
 			return err
 		}

@@ -17,11 +17,14 @@ import (
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube"
 	"github.com/ccrun/ccrun/runtime/shell"
 	"github.com/ccrun/ccrun/runtime/wasm"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // TestErrorClasses checks that every named error of the packages is of
@@ -48,13 +51,13 @@ func TestErrorClasses(t *testing.T) {
 		{"ceiling.ErrUnknownGrant", ceiling.ErrUnknownGrant, "invalid argument"},
 		{"ceiling.ErrViolation", ceiling.ErrViolation, "permission denied"},
 		{"a ceiling.Violation", ceiling.Check(ceiling.Shell, "run_command:git", ceiling.AlwaysThisProject), "permission denied"},
-		{"permission.ErrInvalidKey", permission.ErrInvalidKey, "invalid argument"},
-		{"permission.ErrInvalidEntry", permission.ErrInvalidEntry, "invalid argument"},
-		{"permission.ErrSessionNotFound", permission.ErrSessionNotFound, "not found"},
-		{"permission.ErrUnsafeStorage", permission.ErrUnsafeStorage, "permission denied"},
-		{"permission.ErrNotTrusted", permission.ErrNotTrusted, "permission denied"},
+		{"ErrInvalidKey", keys.ErrInvalidKey, "invalid argument"},
+		{"ErrInvalidEntry", allowlist.ErrInvalidEntry, "invalid argument"},
+		{"ErrSessionNotFound", allowlist.ErrSessionNotFound, "not found"},
+		{"ErrUnsafeStorage", allowlist.ErrUnsafeStorage, "permission denied"},
+		{"ErrNotTrusted", allowlist.ErrNotTrusted, "permission denied"},
 		{"permission.ErrDepthExceeded", permission.ErrDepthExceeded, "permission denied"},
-		{"permission.ErrUnparsable", permission.ErrUnparsable, "invalid argument"},
+		{"ErrUnparsable", shellcmd.ErrUnparsable, "invalid argument"},
 		{"capabilities.ErrInvalidManifest", capabilities.ErrInvalidManifest, "invalid config"},
 		{"a capabilities.ManifestError", &capabilities.ManifestError{Errors: []*capabilities.FieldError{{Message: "x"}}}, "invalid config"},
 		{"capabilities.ErrNotFound", capabilities.ErrNotFound, "not found"},
@@ -95,7 +98,7 @@ func TestErrorClasses(t *testing.T) {
 		})
 	}
 	// Names within a class stay apart: the two ErrInvalidSpec are two.
-	if errors.Is(wasm.ErrInvalidSpec, shell.ErrInvalidSpec) || errors.Is(capabilities.ErrNotFound, permission.ErrSessionNotFound) {
+	if errors.Is(wasm.ErrInvalidSpec, shell.ErrInvalidSpec) || errors.Is(capabilities.ErrNotFound, allowlist.ErrSessionNotFound) {
 		t.Error("two named errors of one class match each other")
 	}
 	// Ctrl-C at the prompt is of no class above: it is the caller's cancel.
@@ -119,7 +122,7 @@ func TestErrorClasses(t *testing.T) {
 func TestNoEngineIsUnavailable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
 	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
-		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			return ceiling.Once, nil
 		})))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // A Go program registers a tool of its own: write_file, keyed
@@ -39,7 +40,7 @@ func ExampleWithTool() {
 			"properties":{"path":{"type":"string"},"content":{"type":"string"}}}`),
 		Class: permission.ClassWrite,
 		Permission: func(in json.RawMessage) (permission.Permission, error) {
-			k := permission.Key{Tool: "write_file", Action: filepath.ToSlash(parse(in).Path)}
+			k := keys.Key{Tool: "write_file", Action: filepath.ToSlash(parse(in).Path)}
 			if !k.Valid() {
 				k.Exact = true
 			}

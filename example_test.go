@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 )
 
@@ -16,9 +17,9 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "ccrun-example")
 	defer os.RemoveAll(dir)
 
-	ask := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+	ask := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		fmt.Println("asked for", p.Decision.Key)
-		return permission.Once, nil
+		return ceiling.Once, nil
 	})
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(ask))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -105,7 +106,7 @@ func TestExecutorsAgree(t *testing.T) {
 				engine = kubeOrSkip(t) // the Kubernetes engine of @docker (kube_test.go)
 			}
 			rt, err := ccrun.New(append(engine, ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
-				func(context.Context, *permission.Prompt) (permission.Grant, error) { return permission.Once, nil })))...)
+				func(context.Context, *permission.Prompt) (ceiling.Grant, error) { return ceiling.Once, nil })))...)
 			if err != nil {
 				t.Fatal(err)
 			}

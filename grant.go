@@ -6,6 +6,8 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // Grant keeps a grant of p, as a person's "always" at the prompt does but
@@ -24,46 +26,46 @@ import (
 // sub-agent's runtime makes it ErrPermissionDenied. In a project the
 // person has not trusted, a project grant is kept in the file but counts
 // only once the person trusts the project (Trust).
-func (r *Runtime) Grant(ctx context.Context, p permission.Pattern, scope ceiling.Grant) (permission.Entry, error) {
+func (r *Runtime) Grant(ctx context.Context, p keys.Pattern, scope ceiling.Grant) (allowlist.Entry, error) {
 	if err := ctx.Err(); err != nil {
-		return permission.Entry{}, err
+		return allowlist.Entry{}, err
 	}
 	if r.parent != nil {
-		return permission.Entry{}, fmt.Errorf("grant %s: a sub-agent cannot grant: %w", p, ErrPermissionDenied)
+		return allowlist.Entry{}, fmt.Errorf("grant %s: a sub-agent cannot grant: %w", p, ErrPermissionDenied)
 	}
 	if by, locked := r.LoosenLock(); locked {
-		return permission.Entry{}, fmt.Errorf("grant %s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person grants at the prompt, or edits the settings: %w", p, by, ErrPermissionDenied)
+		return allowlist.Entry{}, fmt.Errorf("grant %s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person grants at the prompt, or edits the settings: %w", p, by, ErrPermissionDenied)
 	}
 	env, capa, err := r.EnvironmentOf(p)
 	if err != nil {
-		return permission.Entry{}, err
+		return allowlist.Entry{}, err
 	}
-	e := permission.Entry{Pattern: p, Grant: scope, Expiry: permission.Never, Environment: env}
+	e := allowlist.Entry{Pattern: p, Grant: scope, Expiry: allowlist.Never, Environment: env}
 	if capa != nil {
 		e.Digest = capa.Digest
 	}
 	if err := ceiling.Check(env, p.String(), scope); err != nil {
-		return permission.Entry{}, fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+		return allowlist.Entry{}, fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 	}
 	switch scope {
 	case ceiling.AlwaysThisProject:
 		if r.gate.Project == nil {
-			return permission.Entry{}, fmt.Errorf("grant %s: no project allowlist: %w", p, ErrUnavailable)
+			return allowlist.Entry{}, fmt.Errorf("grant %s: no project allowlist: %w", p, ErrUnavailable)
 		}
 		err = r.gate.Project.Add(e)
 	case ceiling.AlwaysThisSession:
 		err = r.gate.Session.Add(e)
 	default:
-		return permission.Entry{}, fmt.Errorf("grant %s: scope %s: want AlwaysThisSession or AlwaysThisProject: %w", p, scope, ErrInvalidArgument)
+		return allowlist.Entry{}, fmt.Errorf("grant %s: scope %s: want AlwaysThisSession or AlwaysThisProject: %w", p, scope, ErrInvalidArgument)
 	}
 	if err != nil {
-		return permission.Entry{}, err
+		return allowlist.Entry{}, err
 	}
 	e.Environment = ""
 	return e, nil
 }
 
-// Revoke removes the grant of pattern (as permission.ParsePattern reads
+// Revoke removes the grant of pattern (as keys.ParsePattern reads
 // it) from the project allowlist, and reports whether there was one.
 // Session grants are not revoked one by one: they end with the session.
 func (r *Runtime) Revoke(pattern string) (removed bool, err error) {
@@ -101,7 +103,7 @@ type Allowlist struct {
 }
 
 // RuleProblem is an allow, ask or deny rule of a settings layer that
-// matches nothing as written (permission.CheckPattern): an exact
+// matches nothing as written (keys.CheckPattern): an exact
 // run_command rule whose text is not a compound command that parses.
 type RuleProblem struct {
 	Kind string // allow, ask or deny
@@ -112,7 +114,7 @@ type RuleProblem struct {
 // AllowlistEntry is one entry of the project allowlist and what Lint
 // found about it.
 type AllowlistEntry struct {
-	permission.Entry
+	allowlist.Entry
 	// Problem, when set, makes the entry wrong: a key of no known form
 	// (ErrUnknownKey), a grant past the ceiling (ErrCeilingViolation), a
 	// capability that is gone. Such an entry allows nothing.
@@ -138,7 +140,7 @@ func (a *Allowlist) Problems() int {
 // Lint checks every entry of the project allowlist — its key form, the
 // ceiling of its environment, whether a capability grant still matches
 // the capability — and the rules of the settings layers
-// (permission.CheckPattern). It returns every entry with what it found;
+// (keys.CheckPattern). It returns every entry with what it found;
 // when there is any problem, the error is of class ErrInvalidConfig too
 // (the problems are in the Allowlist, not in the error).
 func (r *Runtime) Lint() (*Allowlist, error) {
@@ -157,7 +159,7 @@ func (r *Runtime) Lint() (*Allowlist, error) {
 			rules []permission.Rule
 		}{{"allow", allow}, {"ask", ask}, {"deny", deny}} {
 			for _, rule := range l.rules {
-				if err := permission.CheckPattern(rule.Pattern); err != nil {
+				if err := keys.CheckPattern(rule.Pattern); err != nil {
 					a.Rules = append(a.Rules, RuleProblem{Kind: l.kind, Rule: rule, Problem: err})
 				}
 			}
@@ -176,7 +178,7 @@ func (r *Runtime) Lint() (*Allowlist, error) {
 // lintEntry checks one project entry: an unknown key form or a grant past
 // the ceiling is a problem; a capability that changed since approval is a
 // warning.
-func (r *Runtime) lintEntry(e permission.Entry) (warning string, problem error) {
+func (r *Runtime) lintEntry(e allowlist.Entry) (warning string, problem error) {
 	env, capa, err := r.EnvironmentOf(e.Pattern)
 	if err != nil {
 		return "", err

@@ -12,6 +12,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // TestSessionGrantOfNarrowedKeyRuns: a session grant of a command keyed by
@@ -36,7 +37,7 @@ func TestSessionGrantOfNarrowedKeyRuns(t *testing.T) {
 	defer rt.Close()
 	ctx := context.Background()
 	for _, p := range []string{`run_command:"rm *.log"`, `run_command:"timeout 60 true"`} {
-		if _, err := rt.Grant(ctx, permission.MustParsePattern(p), ceiling.AlwaysThisSession); err != nil {
+		if _, err := rt.Grant(ctx, keys.MustParsePattern(p), ceiling.AlwaysThisSession); err != nil {
 			t.Fatalf("Grant %s: %v", p, err)
 		}
 	}
@@ -87,7 +88,7 @@ func TestSessionGrantOfOptionsRuns(t *testing.T) {
 	if !granted.Key.Exact {
 		t.Fatalf("rm -f a.log keys as %s, want exact", granted.Key)
 	}
-	if _, err := rt.Grant(ctx, permission.PatternOf(granted.Key), ceiling.AlwaysThisSession); err != nil {
+	if _, err := rt.Grant(ctx, keys.PatternOf(granted.Key), ceiling.AlwaysThisSession); err != nil {
 		t.Fatalf("Grant %s: %v", granted.Key, err)
 	}
 	for _, src := range []string{"rm -rf sub", "rm -f sub/keep", "rm -rf", "rm a.log -rf sub"} {
@@ -122,7 +123,7 @@ func TestSessionGrantOfBareCommandRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []string
-	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		asked = append(asked, p.Decision.Key.String())
 		if p.Decision.Key.String() == "run_command:git" {
 			return ceiling.AlwaysThisSession, nil
@@ -139,7 +140,7 @@ func TestSessionGrantOfBareCommandRuns(t *testing.T) {
 	if bare.Key.String() != "run_command:make" {
 		t.Fatalf("make keys as %s, want run_command:make", bare.Key)
 	}
-	e, err := rt.Grant(ctx, permission.PatternOf(bare.Key), ceiling.AlwaysThisSession)
+	e, err := rt.Grant(ctx, keys.PatternOf(bare.Key), ceiling.AlwaysThisSession)
 	if err != nil {
 		t.Fatalf("Grant %s: %v", bare.Key, err)
 	}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // TestGrant: the library checks a grant against the ceiling itself, for
@@ -41,7 +42,7 @@ func TestGrant(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			e, err := rt.Grant(context.Background(), permission.MustParsePattern(tc.pattern), tc.scope)
+			e, err := rt.Grant(context.Background(), keys.MustParsePattern(tc.pattern), tc.scope)
 			if tc.want != nil {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("Grant: %v, want %v", err, tc.want)
@@ -74,13 +75,13 @@ func TestGrant(t *testing.T) {
 func TestProjectAllowlistAddChecksTheCeiling(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ccrun.json")
-	p, err := permission.LoadProject(path)
+	p, err := allowlist.LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []permission.Entry{
-		{Pattern: permission.MustParsePattern("run_command:make"), Grant: ceiling.AlwaysThisProject},
-		{Pattern: permission.MustParsePattern("capability:fmt"), Grant: ceiling.AlwaysThisProject, Environment: ceiling.Shell},
+	for _, e := range []allowlist.Entry{
+		{Pattern: keys.MustParsePattern("run_command:make"), Grant: ceiling.AlwaysThisProject},
+		{Pattern: keys.MustParsePattern("capability:fmt"), Grant: ceiling.AlwaysThisProject, Environment: ceiling.Shell},
 	} {
 		if err := p.Add(e); !errors.Is(err, ceiling.ErrViolation) {
 			t.Errorf("Add(%s, %s): %v, want a ceiling violation", e, e.Environment, err)
@@ -89,7 +90,7 @@ func TestProjectAllowlistAddChecksTheCeiling(t *testing.T) {
 	if _, err := os.Stat(path); err == nil {
 		t.Error("a refused entry was written")
 	}
-	if err := p.Add(permission.Entry{Pattern: permission.MustParsePattern("capability:fmt"), Grant: ceiling.AlwaysThisProject, Environment: ceiling.Wasm}); err != nil {
+	if err := p.Add(allowlist.Entry{Pattern: keys.MustParsePattern("capability:fmt"), Grant: ceiling.AlwaysThisProject, Environment: ceiling.Wasm}); err != nil {
 		t.Errorf("Add of a @wasm capability: %v", err)
 	}
 }
@@ -125,7 +126,7 @@ func TestLint(t *testing.T) {
 	for _, k := range []string{"run_command:git", "nosuch:thing"} {
 		// the project is not trusted: the change is written, and the
 		// error says it counts once the person trusts the project
-		if ok, err := rt.Revoke(k); !ok || (err != nil && !errors.Is(err, permission.ErrNotTrusted)) {
+		if ok, err := rt.Revoke(k); !ok || (err != nil && !errors.Is(err, allowlist.ErrNotTrusted)) {
 			t.Errorf("Revoke(%s) = %v, %v; want true, nil or ErrNotTrusted", k, ok, err)
 		}
 	}
@@ -155,7 +156,7 @@ func TestGrantLockedAndSubAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sub.Grant(context.Background(), permission.MustParsePattern("run_wasm:a.wasm"), ceiling.AlwaysThisProject); !errors.Is(err, ccrun.ErrPermissionDenied) {
+	if _, err := sub.Grant(context.Background(), keys.MustParsePattern("run_wasm:a.wasm"), ceiling.AlwaysThisProject); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Errorf("sub-agent Grant: %v, want ErrPermissionDenied", err)
 	}
 	locked := t.TempDir()
@@ -167,7 +168,7 @@ func TestGrantLockedAndSubAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lrt.Close()
-	if _, err := lrt.Grant(context.Background(), permission.MustParsePattern("run_wasm:a.wasm"), ceiling.AlwaysThisProject); !errors.Is(err, ccrun.ErrPermissionDenied) {
+	if _, err := lrt.Grant(context.Background(), keys.MustParsePattern("run_wasm:a.wasm"), ceiling.AlwaysThisProject); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Errorf("Grant under no-loosening: %v, want ErrPermissionDenied", err)
 	}
 }

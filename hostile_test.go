@@ -10,6 +10,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/internal/hostile"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -27,7 +28,7 @@ func TestHostileShellLibrary(t *testing.T) {
 				before := hostile.Snapshot(t, c, project)
 				layer := &permission.Settings{Origin: permission.OriginFlags, Name: "test", Mode: permission.Mode(mode)}
 				for i := 0; i+1 < len(c.Flags); i += 2 {
-					p, err := permission.ParsePattern(c.Flags[i+1])
+					p, err := keys.ParsePattern(c.Flags[i+1])
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/ceiling"
 )
 
 // A run in a fresh repository leaves `git status` as it found it: the audit
@@ -23,7 +23,7 @@ func TestProjectLeftClean(t *testing.T) {
 	if out, err := exec.Command(git, "-C", dir, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	rt, _, _ := newRuntime(t, ccrun.WithProjectDir(dir), ccrun.WithApprover(grant(permission.Once)))
+	rt, _, _ := newRuntime(t, ccrun.WithProjectDir(dir), ccrun.WithApprover(grant(ceiling.Once)))
 	if _, err := rt.Exec(context.Background(), &ccrun.Call{Command: "make test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestNoProjectWritesNothingHere(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Chdir(wd) })
 	rec := &recorder{}
-	rt, err := ccrun.New(ccrun.WithApprover(grant(permission.Once)), ccrun.WithExecutor("@shell", rec))
+	rt, err := ccrun.New(ccrun.WithApprover(grant(ceiling.Once)), ccrun.WithExecutor("@shell", rec))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
 )
@@ -46,10 +47,10 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 
 	var asked atomic.Int32
 	var answer atomic.Value
-	answer.Store(permission.AlwaysThisProject)
-	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+	answer.Store(ceiling.AlwaysThisProject)
+	approver := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		asked.Add(1)
-		return answer.Load().(permission.Grant), nil
+		return answer.Load().(ceiling.Grant), nil
 	})
 	dir := t.TempDir()
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(approver), ccrun.WithAuditLog(""))
@@ -74,7 +75,7 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 	}
 
 	point(idB)
-	answer.Store(permission.Deny)
+	answer.Store(ceiling.Deny)
 	if v, err := variant(); !errors.Is(err, permission.ErrPermissionDenied) || asked.Load() != 2 {
 		t.Fatalf("tag moved to another image: %q %v, asked %d times; want asked again and denied", v, err, asked.Load())
 	}
@@ -95,10 +96,10 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 	// asked about A: A, the image approved, is what runs.
 	moved := false
 	racer, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
-		ccrun.WithApprover(permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+		ccrun.WithApprover(permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			point(idB)
 			moved = true
-			return permission.Once, nil
+			return ceiling.Once, nil
 		})))
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +122,9 @@ func TestDockerRefusedWithoutEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked := false
-	approver := permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
+	approver := permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 		asked = true
-		return permission.Once, nil
+		return ceiling.Once, nil
 	})
 	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver), ccrun.WithSettings(deny))
 	if err != nil {

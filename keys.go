@@ -7,7 +7,7 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // ErrUnknownKey is the class of EnvironmentOf's error: a key pattern that
@@ -19,7 +19,7 @@ var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 // also returns the capability (whose digest a project grant is bound to).
 // A pattern with a wildcard in a capability's name, or of a tool ccrun does
 // not know, is an error of class ErrUnknownKey.
-func (r *Runtime) EnvironmentOf(p permission.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
+func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
 	switch p.Tool {
 	case ToolRunCommand:
 		return ceiling.Shell, nil, nil

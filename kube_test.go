@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/kube"
@@ -70,12 +71,12 @@ func TestKubeGrantBoundToImage(t *testing.T) {
 	var mu sync.Mutex
 	var shown []string
 	rt, err := ccrun.New(append(engine, ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
-		func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+		func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			asked.Add(1)
 			mu.Lock()
 			shown = append(shown, p.Request.Display)
 			mu.Unlock()
-			return permission.AlwaysThisSession, nil
+			return ceiling.AlwaysThisSession, nil
 		})))...)
 	if err != nil {
 		t.Fatal(err)

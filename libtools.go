@@ -12,6 +12,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -195,7 +196,7 @@ func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation)
 	if err := t.schema.Validate(v); err != nil {
 		return fmt.Errorf("call: %s: input: %v: %w", t.Name, err, ErrInvalidCall)
 	}
-	perm := permission.Ask(permission.Key{Tool: t.Name, Action: "call"})
+	perm := permission.Ask(keys.Key{Tool: t.Name, Action: "call"})
 	if t.Permission != nil {
 		p, err := t.Permission(input)
 		if err != nil {

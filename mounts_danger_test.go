@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -31,7 +33,7 @@ func TestMountsAskedOnce(t *testing.T) {
   "entry": {"module": "m.wasm"}, "mounts": [{"host": ".", "guest": "/p", "rw": true, "implants": [".git/hooks"]}]}`)
 	os.WriteFile(filepath.Join(dir, ".ccrun", "capabilities", "hooks", "m.wasm"), emptyModule, 0o644)
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
-		Allow: []permission.Pattern{permission.MustParsePattern("run_wasm:*"), permission.MustParsePattern("capability:*")}}))
+		Allow: []keys.Pattern{keys.MustParsePattern("run_wasm:*"), keys.MustParsePattern("capability:*")}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestMountsAskedOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := out.Decision
-			if d.Verdict != permission.AskUser || d.Offer != permission.Once || d.Layer != permission.LayerDangerous {
+			if d.Verdict != permission.AskUser || d.Offer != ceiling.Once || d.Layer != permission.LayerDangerous {
 				t.Errorf("decision %s at %s offering %s (%s); want ask at dangerous-path offering Once", d.Verdict, d.Layer, d.Offer, d.Reason)
 			}
 			if !strings.Contains(strings.Join(out.Request.Mounts, "\n"), tc.want) {
@@ -83,7 +85,7 @@ func TestMountRepositorySaid(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "wt", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bare", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
-		Allow: []permission.Pattern{permission.MustParsePattern("run_wasm:*")}}))
+		Allow: []keys.Pattern{keys.MustParsePattern("run_wasm:*")}}))
 	if err != nil {
 		t.Fatal(err)
 	}

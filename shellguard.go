@@ -32,7 +32,7 @@ func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *I
 		}
 	}
 	if a := g.Approver; a != nil { // the call's approver (ExecWith), else the Runtime's
-		cfg.Ask = func(ctx context.Context, p *permission.Prompt) (permission.Grant, error) {
+		cfg.Ask = func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			p.Request.Environment = ceiling.Shell
 			grant, err := a.Approve(ctx, p)
 			return grant, err

@@ -11,8 +11,10 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 func TestMain(m *testing.M) {
@@ -66,10 +68,10 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	rt := open()
 	st := rt.Trust()
 	wantLines := []string{"ccrun.json: allow rule run_wasm:*", "ccrun.local.json: mode trust", `ccrun.local.json: env.pass "*"`}
-	if st.Trusted || st.Reason != permission.NotTrusted || !slices.Equal(st.Loosens, wantLines) {
+	if st.Trusted || st.Reason != allowlist.NotTrusted || !slices.Equal(st.Loosens, wantLines) {
 		t.Fatalf("TrustState: %+v", st)
 	}
-	if d := decide(rt, call); d.Verdict != permission.AskUser || !slices.Contains(d.Diagnostics, permission.NotTrusted) {
+	if d := decide(rt, call); d.Verdict != permission.AskUser || !slices.Contains(d.Diagnostics, allowlist.NotTrusted) {
 		t.Fatalf("untrusted: %s %q", d.Verdict, d.Diagnostics)
 	}
 	if d := decide(rt, &ccrun.Call{Command: "rm -rf x"}); d.Verdict != permission.Refuse {
@@ -98,8 +100,8 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	}
 	write("ccrun.json", `{"permissions": {"deny": ["run_command:rm"]}}`) // a hand edit: untrusted again
 	write("ccrun.local.json", `{"env": {"pass": ["*"]}}`)                // and no mode: a call is asked
-	rt = open(ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
-		return permission.AlwaysThisProject, nil
+	rt = open(ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+		return ceiling.AlwaysThisProject, nil
 	})))
 	if rt.Trust().Trusted {
 		t.Fatal("trusted after a hand edit")
@@ -110,8 +112,8 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	rt = open(ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
-		return permission.AlwaysThisProject, nil
+	rt = open(ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+		return ceiling.AlwaysThisProject, nil
 	})))
 	out, err := rt.Exec(context.Background(), &ccrun.Call{Module: mod})
 	if err != nil {

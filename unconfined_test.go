@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
@@ -31,20 +32,20 @@ func needTier(t *testing.T) {
 // unconfined, and records how it was asked.
 type chooser struct {
 	mu         sync.Mutex
-	grant      permission.Grant
+	grant      ceiling.Grant
 	unconfined bool
 	plain      int    // Approve calls
 	offered    []bool // ApproveUnconfined calls: what the decision offered
 }
 
-func (c *chooser) Approve(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+func (c *chooser) Approve(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.plain++
 	return c.grant, nil
 }
 
-func (c *chooser) ApproveUnconfined(_ context.Context, p *permission.Prompt) (permission.Grant, bool, error) {
+func (c *chooser) ApproveUnconfined(_ context.Context, p *permission.Prompt) (ceiling.Grant, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offered = append(c.offered, p.Decision.OfferUnconfined)
@@ -109,7 +110,7 @@ func decisionLines(t *testing.T, path string) []map[string]any {
 func TestUnconfinedSessionGrantStaysInTier(t *testing.T) {
 	needTier(t)
 	tierHome(t, "")
-	a := &chooser{grant: permission.AlwaysThisSession}
+	a := &chooser{grant: ceiling.AlwaysThisSession}
 	rt, log := tierRuntime(t, a)
 	outside := filepath.Join(t.TempDir(), "outside")
 	for i := range 2 {
@@ -145,14 +146,14 @@ func TestUnconfinedSessionGrantStaysInTier(t *testing.T) {
 func TestUnconfinedOnce(t *testing.T) {
 	needTier(t)
 	tierHome(t, "")
-	a := &chooser{grant: permission.Once, unconfined: true}
+	a := &chooser{grant: ceiling.Once, unconfined: true}
 	rt, log := tierRuntime(t, a)
 	outside := filepath.Join(t.TempDir(), "outside")
 	out, err := rt.Exec(context.Background(), &ccrun.Call{Command: "echo x > " + outside})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out.Decision.Unconfined || out.Decision.Grant != permission.Once || !out.Result.OK() {
+	if !out.Decision.Unconfined || out.Decision.Grant != ceiling.Once || !out.Result.OK() {
 		t.Fatalf("unconfined=%v grant %s exit %d (%s); want an unconfined Once that ran", out.Decision.Unconfined, out.Decision.Grant, out.Result.ExitCode, out.Result.Stderr)
 	}
 	if b, err := os.ReadFile(outside); err != nil || string(b) != "x\n" {
@@ -164,7 +165,7 @@ func TestUnconfinedOnce(t *testing.T) {
 	}
 
 	a.mu.Lock()
-	a.grant = permission.AlwaysThisSession
+	a.grant = ceiling.AlwaysThisSession
 	a.mu.Unlock()
 	other := filepath.Join(t.TempDir(), "other")
 	out, err = rt.Exec(context.Background(), &ccrun.Call{Command: "echo y > " + other})
@@ -177,7 +178,7 @@ func TestUnconfinedOnce(t *testing.T) {
 	}
 	// nothing was kept: asked again, a plain Once runs it in the tier
 	a.mu.Lock()
-	a.grant, a.unconfined = permission.Once, false
+	a.grant, a.unconfined = ceiling.Once, false
 	a.mu.Unlock()
 	out, err = rt.Exec(context.Background(), &ccrun.Call{Command: "echo y > " + other})
 	if err != nil || out.Decision.Layer != permission.LayerApprover || out.Decision.Unconfined || out.Result.OK() {
@@ -193,7 +194,7 @@ func TestUnconfinedNotOfferedWithoutTier(t *testing.T) {
 	for _, sandbox := range []string{"off", "required"} {
 		t.Run(sandbox, func(t *testing.T) {
 			tierHome(t, `{"shell": {"sandbox": "`+sandbox+`"}}`)
-			a := &chooser{grant: permission.Once, unconfined: true}
+			a := &chooser{grant: ceiling.Once, unconfined: true}
 			rt, _ := tierRuntime(t, a)
 			out, err := rt.Exec(context.Background(), &ccrun.Call{Command: "touch made"})
 			if err != nil {

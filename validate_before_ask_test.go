@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm"
@@ -24,9 +25,9 @@ func TestRefusedBeforeAsking(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "v2.wasm"), []byte("\x00asm\x0d\x00\x01\x00"), 0o644)
 	var asked atomic.Int32
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(permission.ApproverFunc(
-		func(ctx context.Context, p *permission.Prompt) (permission.Grant, error) {
+		func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			asked.Add(1)
-			return permission.AlwaysThisProject, nil
+			return ceiling.AlwaysThisProject, nil
 		})))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // KeyTool is the tool segment of every capability's permission key.
@@ -40,6 +41,6 @@ func (c *Capability) Tool() Tool {
 // Key returns the capability's permission key, capability:<name>. The
 // digest is not part of it: the gate binds a grant to Digest separately
 // (permission.Request.Digest).
-func (c *Capability) Key() permission.Key {
-	return permission.Key{Tool: KeyTool, Action: c.Manifest.Name}
+func (c *Capability) Key() keys.Key {
+	return keys.Key{Tool: KeyTool, Action: c.Manifest.Name}
 }

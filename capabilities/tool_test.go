@@ -5,6 +5,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 func TestToolAndKey(t *testing.T) {
@@ -23,10 +24,10 @@ func TestToolAndKey(t *testing.T) {
 	if got := k.String(); got != "capability:fmt-json" {
 		t.Errorf("Key() = %q; want capability:fmt-json", got)
 	}
-	if back, err := permission.ParseKey(k.String()); err != nil || back != k {
+	if back, err := keys.ParseKey(k.String()); err != nil || back != k {
 		t.Errorf("ParseKey(%q) = %v, %v; want the key back", k, back, err)
 	}
-	if !permission.MustParsePattern("capability:*").Match(k) || permission.MustParsePattern("capability:fmt").Match(k) {
+	if !keys.MustParsePattern("capability:*").Match(k) || keys.MustParsePattern("capability:fmt").Match(k) {
 		t.Error("capability patterns do not match as keys should")
 	}
 

@@ -13,7 +13,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -22,7 +22,7 @@ import (
 type mcpBox struct{ runs atomic.Int32 }
 
 func (b *mcpBox) Prepare(_ context.Context, inv *ccrun.Invocation) (*ccrun.Prepared, error) {
-	return &ccrun.Prepared{Key: permission.Key{Tool: "run_mcpbox", Action: inv.Target}, Display: inv.Target}, nil
+	return &ccrun.Prepared{Key: keys.Key{Tool: "run_mcpbox", Action: inv.Target}, Display: inv.Target}, nil
 }
 
 func (b *mcpBox) Run(context.Context, *ccrun.Invocation) (*job.Result, error) {

@@ -55,7 +55,10 @@ import (
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // ToolCapabilityCreate is the built-in tool that writes a new capability.
@@ -139,7 +142,7 @@ type Server struct {
 type conn struct {
 	id      string
 	ss      *mcp.ServerSession
-	session *permission.SessionAllowlist
+	session *allowlist.SessionAllowlist
 	// ctx is done when the connection's calls are to stop: its Serve's
 	// context is done, or CancelCalls was called.
 	ctx    context.Context
@@ -392,7 +395,7 @@ func (s *Server) conn(ss *mcp.ServerSession) *conn {
 	if c, ok := s.conns[ss]; ok {
 		return c
 	}
-	c := &conn{id: rand.Text(), ss: ss, session: permission.NewSessionAllowlist()}
+	c := &conn{id: rand.Text(), ss: ss, session: allowlist.NewSessionAllowlist()}
 	c.ctx, c.cancel = context.WithCancel(s.base)
 	s.conns[ss] = c
 	go func() {
@@ -1106,7 +1109,7 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 	case req.Environment == ceiling.Shell:
 		// The rule of this key only: run_command:make:"" for make, as
 		// run_command:make would allow make deploy too.
-		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", permission.PatternOf(d.Key).String())
+		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", keys.PatternOf(d.Key).String())
 	case !req.Environment.Sandboxed():
 		// an environment a Go program registered: its ceiling is the session
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project", key)
@@ -1122,7 +1125,7 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 }
 
 // show escapes a name for text.
-func show(s string) string { return permission.Escape(s) }
+func show(s string) string { return shellcmd.Escape(s) }
 
 // resultSchema is the output schema of every gated tool (Result).
 const resultSchema = `{"type":"object","required":["outcome","tool"],"properties":{

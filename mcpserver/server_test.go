@@ -14,6 +14,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/mcpserver"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // serve connects a go-sdk client to a Server of rt over in-memory
@@ -54,7 +55,7 @@ func TestLibraryToolsServed(t *testing.T) {
 				Permission: func(in json.RawMessage) (permission.Permission, error) {
 					var a struct{ Text string }
 					_ = json.Unmarshal(in, &a)
-					return permission.Ask(permission.Key{Tool: "note", Action: a.Text}), nil
+					return permission.Ask(keys.Key{Tool: "note", Action: a.Text}), nil
 				},
 				Execute: func(_ context.Context, in json.RawMessage, stdout, _ io.Writer) error {
 					ran.Add(1)

@@ -5,7 +5,8 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // ReadOnlyArgv reports whether one program invocation is read-only: argv
@@ -28,24 +29,17 @@ func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
 // word, an option before the first operand and options with no operand
 // make the key the exact one of that text, as for any compound command;
 // no words key as run_command:"#empty".
-func KeyOfArgv(argv []string) Key {
+func KeyOfArgv(argv []string) keys.Key {
 	if len(argv) == 0 {
-		return Key{Tool: ShellTool, Action: CanonicalEmpty, Exact: true}
+		return keys.Key{Tool: keys.ShellTool, Action: shellcmd.CanonicalEmpty, Exact: true}
 	}
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		q, err := syntax.Quote(a, ShellVariant)
+		q, err := syntax.Quote(a, shellcmd.Variant)
 		if err != nil {
-			return Key{Tool: ShellTool, Action: UnparsedPrefix + strings.Join(argv, " "), Exact: true}
+			return keys.Key{Tool: keys.ShellTool, Action: shellcmd.UnparsedPrefix + strings.Join(argv, " "), Exact: true}
 		}
 		words[i] = q
 	}
 	return ParseCommand(strings.Join(words, " ")).Key
 }
-
-// RunsPrograms reports whether setting the environment variable name can
-// change what programs run (git's GIT_CONFIG_*, BASH_ENV, LD_PRELOAD,
-// PAGER, PATH…), and why: the one table, shellcmd.EnvTable, that the gate
-// and the exec-time guard both read. A call or command setting such a
-// variable is never read-only.
-func RunsPrograms(name string) (reason string, ok bool) { return shellcmd.RunsPrograms(name) }

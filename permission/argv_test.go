@@ -6,7 +6,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 func TestReadOnlyArgv(t *testing.T) {
@@ -75,12 +75,12 @@ func TestRunsPrograms(t *testing.T) {
 		"CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", "RUSTFLAGS", "CGO_CFLAGS", "GOENV", "GOTOOLCHAIN",
 		"npm_config_script_shell", "NPM_CONFIG_NODE_OPTIONS", "KUBECONFIG", "DOCKER_CONFIG", "AWS_CONFIG_FILE",
 		"VIMINIT", "EXINIT"} {
-		if why, ok := RunsPrograms(name); !ok || why == "" {
+		if why, ok := shellcmd.RunsPrograms(name); !ok || why == "" {
 			t.Errorf("RunsPrograms(%q) = %q, %v; want a reason, true", name, why, ok)
 		}
 	}
 	for _, name := range []string{"LANG", "LC_ALL", "TZ", "NO_COLOR", "COLUMNS", "FOO"} {
-		if why, ok := RunsPrograms(name); ok {
+		if why, ok := shellcmd.RunsPrograms(name); ok {
 			t.Errorf("RunsPrograms(%q) = %q, true; want false", name, why)
 		}
 	}

@@ -1,6 +1,10 @@
 package permission
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ccrun/ccrun/permission/keys"
+)
 
 // go test -run '^$' -bench ParseCommand -benchmem ./permission/
 
@@ -34,8 +38,8 @@ func BenchmarkParseCommandCompoundReprinted(b *testing.B) {
 }
 
 func BenchmarkPatternMatch(b *testing.B) {
-	p := MustParsePattern("run_command:git:*")
-	k := MustParseKey("run_command:git:push")
+	p := keys.MustParsePattern("run_command:git:*")
+	k := keys.MustParseKey("run_command:git:push")
 	b.ReportAllocs()
 	for b.Loop() {
 		if !p.Match(k) {
@@ -45,8 +49,8 @@ func BenchmarkPatternMatch(b *testing.B) {
 }
 
 func BenchmarkPatternMatchGlob(b *testing.B) {
-	p := MustParsePattern("write_file:src/**/*_test.go")
-	k := MustParseKey("write_file:src/permission/internal/key_test.go")
+	p := keys.MustParsePattern("write_file:src/**/*_test.go")
+	k := keys.MustParseKey("write_file:src/permission/internal/key_test.go")
 	b.ReportAllocs()
 	for b.Loop() {
 		if !p.Match(k) {
@@ -58,7 +62,7 @@ func BenchmarkPatternMatchGlob(b *testing.B) {
 func BenchmarkParseKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseKey(`run_command:"git status && git push origin main"`); err != nil {
+		if _, err := keys.ParseKey(`run_command:"git status && git push origin main"`); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,40 +4,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/permission/keys"
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/shellcmd"
 )
-
-// ShellVariant is the shell language ParseCommand reads: Bash, as the
-// @shell executor (mvdan.cc/sh/v3/interp) runs bash-like syntax.
-const ShellVariant = shellcmd.Variant
-
-// ShellTool is the tool name of the keys ParseCommand makes.
-const ShellTool = keys.ShellTool
-
-// Canonical texts that no printer output can equal: the printer never
-// starts its output with '#', since comments are dropped when parsing and a
-// word starting with '#' is printed escaped or quoted.
-const (
-	// CanonicalEmpty is the canonical text (and exact key action) of a
-	// command with no statement at all: empty, blank or only comments.
-	CanonicalEmpty = shellcmd.CanonicalEmpty
-	// UnparsedPrefix starts the canonical text (and exact key action) of a
-	// command that does not parse; the source follows it unchanged.
-	UnparsedPrefix = shellcmd.UnparsedPrefix
-)
-
-// Limits on the text ParseCommand parses (shellcmd.MaxBytes,
-// shellcmd.MaxOperators); longer or denser text is keyed as unparsed.
-const (
-	// MaxCommandBytes is the longest text ParseCommand parses: 1 MiB.
-	MaxCommandBytes = shellcmd.MaxBytes
-	// MaxCommandOperators is the most operator bytes the text may hold: 8192.
-	MaxCommandOperators = shellcmd.MaxOperators
-)
-
-// ErrUnparsable is the class of Command.Err: the text is not a shell
-// program ParseCommand accepts.
-var ErrUnparsable = shellcmd.ErrUnparsable
 
 // Command is a shell command as the gate and the @shell executor see it:
 // parsed once, keyed from that parse, and run from that same parse.
@@ -72,7 +40,7 @@ type Command struct {
 	// detail is a plain word (or that has none), and the exact key
 	// run_command:"CANONICAL" for a compound one and for a simple one
 	// whose detail no plain word can name (see ParseCommand).
-	Key Key
+	Key keys.Key
 	// Program and Args are the words of a simple command (empty for a
 	// compound one). Program is after quote removal. Args[i] is the
 	// argument's value after quote removal when Literal[i] is set, and
@@ -153,17 +121,9 @@ func ParseCommand(src string) *Command {
 	c := &Command{Source: p.Source, File: p.File, Canonical: p.Canonical, Compound: p.Compound,
 		Program: p.Program, Args: p.Args, Literal: p.Literal, Err: p.Err}
 	if p.Exact {
-		c.Key = Key{Tool: ShellTool, Action: p.Canonical, Exact: true}
+		c.Key = keys.Key{Tool: keys.ShellTool, Action: p.Canonical, Exact: true}
 	} else {
-		c.Key = Key{Tool: ShellTool, Action: p.Program, Detail: p.Detail}
+		c.Key = keys.Key{Tool: keys.ShellTool, Action: p.Program, Detail: p.Detail}
 	}
 	return c
 }
-
-// Escape returns s for showing to a person on one line: printable ASCII
-// is kept as is, except the backslash, written \\; every other character
-// is escaped as in a Go string literal (\n, \t, \x1b, \u0456, \U0001f600),
-// and so is each byte that is not valid UTF-8 (\xff). Two different
-// strings never escape to the same text. Escape is for display only; it
-// is not shell quoting.
-func Escape(s string) string { return shellcmd.Escape(s) }

@@ -12,7 +12,8 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // keyTests are commands and how they key. For a simple command want is the
@@ -183,10 +184,10 @@ var exactKeyTests = []struct{ src, canonical string }{
 func TestParseCommandExactKeys(t *testing.T) {
 	t.Parallel()
 	for _, tt := range exactKeyTests {
-		t.Run(Escape(tt.src), func(t *testing.T) {
+		t.Run(shellcmd.Escape(tt.src), func(t *testing.T) {
 			t.Parallel()
 			c := ParseCommand(tt.src)
-			want := Key{Tool: ShellTool, Action: tt.canonical, Exact: true}
+			want := keys.Key{Tool: keys.ShellTool, Action: tt.canonical, Exact: true}
 			if c.Compound || c.Key != want || c.Canonical != tt.canonical {
 				t.Fatalf("Compound %v, Key %s, Canonical %q; want simple, %s", c.Compound, c.Key, c.Canonical, want)
 			}
@@ -204,7 +205,7 @@ func TestParseCommandKeys(t *testing.T) {
 		t.Fatalf("only %d commands in keyTests, want at least 60", len(keyTests))
 	}
 	for _, tt := range keyTests {
-		t.Run(Escape(tt.src), func(t *testing.T) {
+		t.Run(shellcmd.Escape(tt.src), func(t *testing.T) {
 			t.Parallel()
 			c := ParseCommand(tt.src)
 			if c.Compound != tt.compound {
@@ -217,7 +218,7 @@ func TestParseCommandKeys(t *testing.T) {
 				t.Fatalf("key %#v is not valid", c.Key)
 			}
 			if tt.compound {
-				want := Key{Tool: ShellTool, Action: tt.want, Exact: true}
+				want := keys.Key{Tool: keys.ShellTool, Action: tt.want, Exact: true}
 				if c.Canonical != tt.want || c.Key != want {
 					t.Fatalf("Canonical = %q, Key = %s; want %q, %s", c.Canonical, c.Key, tt.want, want)
 				}
@@ -244,26 +245,26 @@ func TestParseCommandKeys(t *testing.T) {
 func checkCommand(t *testing.T, c *Command) {
 	t.Helper()
 	k := c.Key
-	if !k.Valid() || k.Tool != ShellTool {
+	if !k.Valid() || k.Tool != keys.ShellTool {
 		t.Fatalf("key %#v is not a valid run_command key", k)
 	}
-	back, err := ParseKey(k.String())
+	back, err := keys.ParseKey(k.String())
 	if err != nil || back != k {
 		t.Fatalf("ParseKey(%s) = %#v, %v; want %#v", k, back, err, k)
 	}
-	if s := Escape(c.Source) + Escape(c.Canonical) + k.String(); !printable(s) {
+	if s := shellcmd.Escape(c.Source) + shellcmd.Escape(c.Canonical) + k.String(); !printable(s) {
 		t.Fatalf("shown text %q is not printable ASCII", s)
 	}
 	switch {
 	case c.Err != nil:
-		if !errors.Is(c.Err, ErrUnparsable) || c.File != nil || !c.Compound ||
-			c.Canonical != UnparsedPrefix+c.Source || k.Action != c.Canonical || !k.Exact {
+		if !errors.Is(c.Err, shellcmd.ErrUnparsable) || c.File != nil || !c.Compound ||
+			c.Canonical != shellcmd.UnparsedPrefix+c.Source || k.Action != c.Canonical || !k.Exact {
 			t.Fatalf("unparsed command %#v is not keyed as one", c)
 		}
 	case c.File == nil:
 		t.Fatalf("parsed command %q has no File", c.Source)
 	case len(c.File.Stmts) == 0:
-		if !c.Compound || c.Canonical != CanonicalEmpty || k.Action != CanonicalEmpty || !k.Exact {
+		if !c.Compound || c.Canonical != shellcmd.CanonicalEmpty || k.Action != shellcmd.CanonicalEmpty || !k.Exact {
 			t.Fatalf("empty command %#v is not keyed as one", c)
 		}
 	case c.Compound || k.Exact:
@@ -275,7 +276,7 @@ func checkCommand(t *testing.T, c *Command) {
 		}
 		// The tree that runs is the parse of the canonical text, and it is
 		// the tree of the source: the printer changed nothing that runs.
-		src, err := syntax.NewParser(syntax.Variant(ShellVariant)).Parse(strings.NewReader(c.Source), "")
+		src, err := syntax.NewParser(syntax.Variant(shellcmd.Variant)).Parse(strings.NewReader(c.Source), "")
 		if err != nil {
 			t.Fatalf("source %q does not parse: %v", c.Source, err)
 		}
@@ -290,7 +291,7 @@ func checkCommand(t *testing.T, c *Command) {
 		if k.Detail != "" && !bare(k.Detail, false) {
 			t.Fatalf("simple command %q has detail %q, not bare", c.Source, k.Detail)
 		}
-		if !MustParsePattern("run_command:*").Match(k) || !(Pattern{Tool: ShellTool, Action: c.Program}).Match(k) {
+		if !keys.MustParsePattern("run_command:*").Match(k) || !(keys.Pattern{Tool: keys.ShellTool, Action: c.Program}).Match(k) {
 			t.Fatalf("simple key %s not matched by run_command:* or run_command:%s", k, c.Program)
 		}
 	}
@@ -303,7 +304,7 @@ func checkCommand(t *testing.T, c *Command) {
 			pats = append(pats, "run_command:"+w, "run_command:"+w+":*")
 		}
 		for _, s := range pats {
-			p, err := ParsePattern(s)
+			p, err := keys.ParsePattern(s)
 			if err != nil {
 				continue
 			}
@@ -311,7 +312,7 @@ func checkCommand(t *testing.T, c *Command) {
 				t.Fatalf("pattern %s matches compound key %s", s, k)
 			}
 		}
-		if !PatternOf(k).Match(k) {
+		if !keys.PatternOf(k).Match(k) {
 			t.Fatalf("the exact pattern of %s does not match it", k)
 		}
 	}
@@ -320,7 +321,9 @@ func checkCommand(t *testing.T, c *Command) {
 func bareRune(r rune) bool { return r < 0x80 && bare(string(r), false) }
 
 // bare reports whether s is written without quotes as a key's action.
-func bare(s string, _ bool) bool { return s != "" && (Key{Tool: "t", Action: s}).String() == "t:"+s }
+func bare(s string, _ bool) bool {
+	return s != "" && (keys.Key{Tool: "t", Action: s}).String() == "t:"+s
+}
 
 func printable(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -409,12 +412,12 @@ func TestCompoundKeysDistinct(t *testing.T) {
 		{"#unparsed:echo 'a", "echo 'a", "echo 'a ", "#empty", ""},
 	}
 	for _, group := range groups {
-		seen := map[Key]string{}
+		seen := map[keys.Key]string{}
 		for _, src := range group {
 			c := ParseCommand(src)
 			checkCommand(t, c)
 			if other, ok := seen[c.Key]; ok && other != src {
-				if c.Key.Action == CanonicalEmpty && strings.TrimSpace(strings.TrimPrefix(other, "#")) != "" {
+				if c.Key.Action == shellcmd.CanonicalEmpty && strings.TrimSpace(strings.TrimPrefix(other, "#")) != "" {
 					continue // comments and nothing: both run nothing
 				}
 				t.Errorf("%q and %q share the key %s", other, src, c.Key)
@@ -476,7 +479,7 @@ func TestParseCommandMatching(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
 			t.Parallel()
-			p := MustParsePattern(tt.pattern)
+			p := keys.MustParsePattern(tt.pattern)
 			want := map[string]bool{}
 			for _, m := range tt.match {
 				want[m] = true
@@ -507,15 +510,15 @@ func TestEscape(t *testing.T) {
 		{"\ufffd", `\ufffd`},
 		{"", ""},
 	} {
-		if got := Escape(tt.in); got != tt.want {
+		if got := shellcmd.Escape(tt.in); got != tt.want {
 			t.Errorf("Escape(%q) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 	// Escape is one to one: the escaped text reads back with strconv.
 	for _, s := range []string{"a\\x1b", "a\x1b", `\u0456`, "\u0456", "\xff", `\xff`, "\"'`"} {
-		back, err := strconv.Unquote(`"` + strings.ReplaceAll(Escape(s), `"`, `\"`) + `"`)
+		back, err := strconv.Unquote(`"` + strings.ReplaceAll(shellcmd.Escape(s), `"`, `\"`) + `"`)
 		if err != nil || back != s {
-			t.Errorf("Escape(%q) = %s reads back as %q, %v", s, Escape(s), back, err)
+			t.Errorf("Escape(%q) = %s reads back as %q, %v", s, shellcmd.Escape(s), back, err)
 		}
 	}
 }
@@ -558,11 +561,11 @@ func TestParseCommandDeepNesting(t *testing.T) {
 		{"echo `echo ", "x", "`"},
 	}
 	for _, sh := range shapes {
-		t.Run(Escape(sh.open), func(t *testing.T) {
+		t.Run(shellcmd.Escape(sh.open), func(t *testing.T) {
 			t.Parallel()
 			deep := strings.Repeat(sh.open, 200000) + sh.mid + strings.Repeat(sh.close, 200000)
 			c := ParseCommand(deep)
-			if !errors.Is(c.Err, ErrUnparsable) || c.File != nil || c.Key.Action != UnparsedPrefix+deep {
+			if !errors.Is(c.Err, shellcmd.ErrUnparsable) || c.File != nil || c.Key.Action != shellcmd.UnparsedPrefix+deep {
 				t.Fatalf("200000 levels of %q: Err = %v, want unparsed", sh.open, c.Err)
 			}
 			ok := strings.Repeat(sh.open, 500) + sh.mid + strings.Repeat(sh.close, 500)
@@ -571,12 +574,12 @@ func TestParseCommandDeepNesting(t *testing.T) {
 			}
 		})
 	}
-	if c := ParseCommand(strings.Repeat("x", MaxCommandBytes+1)); c.Err == nil {
-		t.Errorf("a command of %d bytes parsed", MaxCommandBytes+1)
+	if c := ParseCommand(strings.Repeat("x", shellcmd.MaxBytes+1)); c.Err == nil {
+		t.Errorf("a command of %d bytes parsed", shellcmd.MaxBytes+1)
 	}
-	within := strings.Repeat("(", MaxCommandOperators/2) + "x" + strings.Repeat(")", MaxCommandOperators/2)
+	within := strings.Repeat("(", shellcmd.MaxOperators/2) + "x" + strings.Repeat(")", shellcmd.MaxOperators/2)
 	if c := ParseCommand(within); c.Err != nil || !c.Compound {
-		t.Errorf("%d nested subshells: %v, want a compound command", MaxCommandOperators/2, c.Err)
+		t.Errorf("%d nested subshells: %v, want a compound command", shellcmd.MaxOperators/2, c.Err)
 	}
 	body := strings.Repeat("func f(a, b int) { return g(a) }\n", 100)
 	if c := ParseCommand("cat <<'EOF' >f.go\n" + body + "EOF"); c.Err != nil {

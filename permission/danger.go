@@ -3,25 +3,9 @@ package permission
 import (
 	"strings"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/shellcmd"
 )
-
-// DangerKind says why a path is dangerous (seed 003).
-type DangerKind = shellcmd.DangerKind
-
-// The kinds.
-const (
-	// DangerLeak: reading it puts a secret in the conversation, writing it
-	// replaces a credential. Asked for reads and writes.
-	DangerLeak = shellcmd.DangerLeak
-	// DangerImplant: one write makes something run later, every time (a
-	// shell rc file, a git hook, an editor's or agent's config, ccrun's own
-	// config). Asked for writes.
-	DangerImplant = shellcmd.DangerImplant
-)
-
-// Finding is one dangerous path a call touches (shellcmd.Finding).
-type Finding = shellcmd.Finding
 
 // DangerousPaths lists the dangerous paths req touches: in req.Paths, and,
 // for a shell command, in every word of it and in its positional arguments
@@ -36,7 +20,7 @@ type Finding = shellcmd.Finding
 // A call with any finding is always asked, whatever the mode, grants or
 // allow rules, and only Once is offered (AskDangerous). DangerousPaths is
 // safe for concurrent use.
-func DangerousPaths(req *Request, projectDir, home string) []Finding {
+func DangerousPaths(req *Request, projectDir, home string) []shellcmd.Finding {
 	t := shellcmd.Target{Paths: req.Paths, WritePaths: !(req.Class == ClassRead || req.Class == ClassInternal)}
 	if isShell(req) {
 		t.Shell, t.Args = true, req.Args
@@ -53,7 +37,7 @@ func DangerousPaths(req *Request, projectDir, home string) []Finding {
 // AskDangerous is the decision of the gate's step 5 when DangerousPaths
 // found something: ask, offering Once only — never a session or project
 // grant, so that one "always" cannot become a lasting back door.
-func AskDangerous(findings []Finding) Decision {
+func AskDangerous(findings []shellcmd.Finding) Decision {
 	parts := make([]string, len(findings))
 	for i, f := range findings {
 		parts[i] = f.String()
@@ -62,6 +46,6 @@ func AskDangerous(findings []Finding) Decision {
 		Verdict: AskUser,
 		Layer:   LayerDangerous,
 		Reason:  "touches a dangerous path: " + strings.Join(parts, "; "),
-		Offer:   Once,
+		Offer:   ceiling.Once,
 	}
 }

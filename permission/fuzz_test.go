@@ -1,6 +1,11 @@
 package permission
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
+)
 
 // FuzzParseCommand checks, for any text, what checkCommand checks: no
 // panic; a valid key that prints and parses back to itself; a compound
@@ -21,13 +26,13 @@ func FuzzParseCommand(f *testing.F) {
 		if again := ParseCommand(src); again.Key != c.Key || again.Canonical != c.Canonical {
 			t.Fatalf("keyed %q twice: %s then %s", src, c.Key, again.Key)
 		}
-		if c.Compound && c.Err == nil && c.Canonical != CanonicalEmpty {
+		if c.Compound && c.Err == nil && c.Canonical != shellcmd.CanonicalEmpty {
 			if again := ParseCommand(c.Canonical); again.Compound && again.Key != c.Key {
 				t.Fatalf("%q keys as %s, its canonical text %q as %s", src, c.Key, c.Canonical, again.Key)
 			}
 			// A rule written as the command's text is its key's pattern.
-			rule := Key{Tool: ShellTool, Action: src, Exact: true}.String()
-			if p, err := ParsePattern(rule); err == nil && !p.Match(c.Key) {
+			rule := keys.Key{Tool: keys.ShellTool, Action: src, Exact: true}.String()
+			if p, err := keys.ParsePattern(rule); err == nil && !p.Match(c.Key) {
 				t.Fatalf("rule %s does not match the key %s of its own text", rule, c.Key)
 			}
 		}

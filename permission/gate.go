@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // Gate decides whether calls may run. It runs the order of DESIGN.md "The
@@ -29,10 +31,10 @@ import (
 // Steps 1, 2, 3, 5 and 8 are the Policy's; a nil Policy has no rules and
 // the default mode. A Gate is safe for concurrent use when its Approver is.
 type Gate struct {
-	Project  *ProjectAllowlist // nil: none
-	Session  *SessionAllowlist // nil: none; a session grant is then kept for the call only
-	Policy   *Policy           // nil: no rules, default mode
-	Approver Approver          // nil: nobody can be asked, so every ask is a deny
+	Project  *allowlist.ProjectAllowlist // nil: none
+	Session  *allowlist.SessionAllowlist // nil: none; a session grant is then kept for the call only
+	Policy   *Policy                     // nil: no rules, default mode
+	Approver Approver                    // nil: nobody can be asked, so every ask is a deny
 	// Now is the clock for expiry; nil is time.Now.
 	Now func() time.Time
 	// Sandboxed reports whether req, once a person allows it, runs in a
@@ -87,7 +89,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 		return decide(Refuse, LayerDirective, "", why)
 	}
 	if rule, why, ok := pol.DenyUnsure(req); ok {
-		d.Offer = Once
+		d.Offer = ceiling.Once
 		return decide(AskUser, LayerDenyRule, rule, why)
 	}
 	d.Warnings = Warnings(req)
@@ -95,7 +97,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 		return decide(Allow, LayerNone, "", "the tool has no side effects (permission None)")
 	}
 	if found := pol.Dangerous(req); len(found) > 0 {
-		d.Offer = Once
+		d.Offer = ceiling.Once
 		return decide(AskUser, LayerDangerous, "", "touches a dangerous path: "+found[0].String())
 	}
 	now := g.now()
@@ -155,7 +157,7 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		return d, &DeniedError{Decision: d}
 	}
 	var (
-		grant      Grant
+		grant      ceiling.Grant
 		unconfined bool
 		err        error
 	)
@@ -167,16 +169,16 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 	}
 	d.Layer = LayerApprover
 	if err != nil {
-		d.Verdict, d.Grant = Refuse, Deny
+		d.Verdict, d.Grant = Refuse, ceiling.Deny
 		d.Reason = fmt.Sprintf("nobody answered: %v", err)
 		return d, &DeniedError{Decision: d, Err: err}
 	}
 	d.Grant = grant
-	if grant == Deny {
+	if grant == ceiling.Deny {
 		d.Verdict, d.Reason = Refuse, "denied by the person asked"
 		return d, &DeniedError{Decision: d}
 	}
-	if unconfined && grant != Once {
+	if unconfined && grant != ceiling.Once {
 		uerr := &UnconfinedError{Grant: grant}
 		d.Verdict, d.Reason = Refuse, uerr.Error()
 		d.Diagnostics = append(d.Diagnostics, uerr.Error())
@@ -196,20 +198,20 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 	case unconfined:
 		d.Unconfined = true
 		d.Reason = "allowed once, outside the sandbox, by the person asked"
-	case grant == Once:
+	case grant == ceiling.Once:
 		d.Reason = "allowed once by the person asked"
-	case grant == AlwaysThisSession:
+	case grant == ceiling.AlwaysThisSession:
 		d.Reason = "allowed for this session by the person asked"
 		if g.Session == nil {
 			d.Diagnostics = append(d.Diagnostics, "no session is open, so the grant lasts for this call only (start one with `ccrun session start`)")
-		} else if err := g.Session.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest}); err != nil {
+		} else if err := g.Session.Add(allowlist.Entry{Pattern: keys.PatternOf(d.Key), Grant: grant, Expiry: allowlist.Never, Digest: req.Digest}); err != nil {
 			d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("the session grant could not be kept: %v", err))
 		}
-	case grant == AlwaysThisProject:
+	case grant == ceiling.AlwaysThisProject:
 		d.Reason = "allowed for this project by the person asked"
 		if g.Project == nil {
 			d.Diagnostics = append(d.Diagnostics, "no project allowlist is open, so the grant lasts for this call only")
-		} else if err := g.Project.Add(Entry{Pattern: PatternOf(d.Key), Grant: grant, Expiry: Never, Digest: req.Digest, Environment: req.Environment}); err != nil {
+		} else if err := g.Project.Add(allowlist.Entry{Pattern: keys.PatternOf(d.Key), Grant: grant, Expiry: allowlist.Never, Digest: req.Digest, Environment: req.Environment}); err != nil {
 			d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("the project grant could not be kept: %v", err))
 		}
 	}
@@ -220,7 +222,7 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 // run a call outside its sandbox with a grant other than Once: that choice
 // is for one call, never a lasting grant.
 type UnconfinedError struct {
-	Grant Grant // what the approver answered with it
+	Grant ceiling.Grant // what the approver answered with it
 }
 
 func (e *UnconfinedError) Error() string {

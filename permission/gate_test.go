@@ -11,6 +11,8 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 const digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -18,18 +20,18 @@ const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 
 // answer is an approver that always gives g and counts how often it was asked.
 type answer struct {
-	g     permission.Grant
+	g     ceiling.Grant
 	asked int
 	last  *permission.Prompt
 }
 
-func (a *answer) Approve(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+func (a *answer) Approve(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 	a.asked++
 	a.last = p
 	return a.g, nil
 }
 
-func project(t *testing.T, content string) *permission.ProjectAllowlist {
+func project(t *testing.T, content string) *allowlist.ProjectAllowlist {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ccrun.json")
 	if content != "" {
@@ -37,7 +39,7 @@ func project(t *testing.T, content string) *permission.ProjectAllowlist {
 			t.Fatal(err)
 		}
 	}
-	p, err := permission.LoadProject(path)
+	p, err := allowlist.LoadProject(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +48,12 @@ func project(t *testing.T, content string) *permission.ProjectAllowlist {
 
 func shellReq(key string) *permission.Request {
 	return &permission.Request{Tool: "run_command", Environment: ceiling.Shell, Class: permission.ClassExec,
-		Permission: permission.Ask(permission.MustParseKey(key))}
+		Permission: permission.Ask(keys.MustParseKey(key))}
 }
 
 func wasmReq(key, digest string) *permission.Request {
 	return &permission.Request{Tool: "fmt-json", Environment: ceiling.Wasm, Class: permission.ClassExec,
-		Permission: permission.Ask(permission.MustParseKey(key)), Digest: digest}
+		Permission: permission.Ask(keys.MustParseKey(key)), Digest: digest}
 }
 
 func TestNonePermissionAllows(t *testing.T) {
@@ -79,8 +81,8 @@ func TestCeilingProjectAllowlistShellKey(t *testing.T) {
 	}
 
 	// The session allowlist is still consulted after the violation.
-	s := permission.NewSessionAllowlist()
-	if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:git"), Grant: permission.AlwaysThisSession}); err != nil {
+	s := allowlist.NewSessionAllowlist()
+	if err := s.Add(allowlist.Entry{Pattern: keys.MustParsePattern("run_command:git"), Grant: ceiling.AlwaysThisSession}); err != nil {
 		t.Fatal(err)
 	}
 	g.Session = s
@@ -104,7 +106,7 @@ func TestCeilingProjectAllowlistShellKey(t *testing.T) {
 func TestCeilingProjectGrantOnShellKey(t *testing.T) {
 	t.Parallel()
 	p := project(t, "")
-	a := &answer{g: permission.AlwaysThisProject}
+	a := &answer{g: ceiling.AlwaysThisProject}
 	g := &permission.Gate{Project: p, Approver: a}
 	d, err := g.Authorize(context.Background(), shellReq("run_command:git"))
 	var v *ceiling.Violation
@@ -114,13 +116,13 @@ func TestCeilingProjectGrantOnShellKey(t *testing.T) {
 	if d.Allowed() {
 		t.Fatal("allowed")
 	}
-	if v.Environment != ceiling.Shell || v.Ceiling != permission.AlwaysThisSession {
+	if v.Environment != ceiling.Shell || v.Ceiling != ceiling.AlwaysThisSession {
 		t.Errorf("violation %+v", v)
 	}
 	if n := len(p.Entries()); n != 0 {
 		t.Errorf("%d entries written to the project allowlist, want 0", n)
 	}
-	if a.last.Decision.Offer != permission.AlwaysThisSession {
+	if a.last.Decision.Offer != ceiling.AlwaysThisSession {
 		t.Errorf("offer %s for a shell key, want AlwaysThisSession", a.last.Decision.Offer)
 	}
 }
@@ -128,14 +130,14 @@ func TestCeilingProjectGrantOnShellKey(t *testing.T) {
 func TestProjectGrantSandboxedBoundToDigest(t *testing.T) {
 	t.Parallel()
 	p := project(t, `{"mode": "default"}`)
-	a := &answer{g: permission.AlwaysThisProject}
+	a := &answer{g: ceiling.AlwaysThisProject}
 	g := &permission.Gate{Project: p, Approver: a}
 	ctx := context.Background()
 	if _, err := g.Authorize(ctx, wasmReq("capability:fmt-json", digestA)); err != nil {
 		t.Fatal(err)
 	}
 	// A second process: reload the file.
-	p2, err := permission.LoadProject(p.Path())
+	p2, err := allowlist.LoadProject(p.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +163,8 @@ func TestProjectGrantSandboxedBoundToDigest(t *testing.T) {
 func TestSessionGrantExpires(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_000_000, 0)
-	s := permission.NewSessionAllowlist(permission.WithSessionClock(func() time.Time { return now }))
-	if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:make"), Grant: permission.AlwaysThisSession, Expiry: now.Unix() + 10}); err != nil {
+	s := allowlist.NewSessionAllowlist(allowlist.WithSessionClock(func() time.Time { return now }))
+	if err := s.Add(allowlist.Entry{Pattern: keys.MustParsePattern("run_command:make"), Grant: ceiling.AlwaysThisSession, Expiry: now.Unix() + 10}); err != nil {
 		t.Fatal(err)
 	}
 	g := &permission.Gate{Session: s, Now: func() time.Time { return now }}
@@ -177,8 +179,8 @@ func TestSessionGrantExpires(t *testing.T) {
 
 func TestSessionGrantKept(t *testing.T) {
 	t.Parallel()
-	s := permission.NewSessionAllowlist()
-	a := &answer{g: permission.AlwaysThisSession}
+	s := allowlist.NewSessionAllowlist()
+	a := &answer{g: ceiling.AlwaysThisSession}
 	g := &permission.Gate{Session: s, Approver: a}
 	for i := 0; i < 3; i++ {
 		if _, err := g.Authorize(context.Background(), shellReq("run_command:make:test")); err != nil {
@@ -205,7 +207,7 @@ func TestNobodyToAskDenies(t *testing.T) {
 
 func TestApproverDeny(t *testing.T) {
 	t.Parallel()
-	_, err := (&permission.Gate{Approver: &answer{g: permission.Deny}}).Authorize(context.Background(), shellReq("run_command:rm"))
+	_, err := (&permission.Gate{Approver: &answer{g: ceiling.Deny}}).Authorize(context.Background(), shellReq("run_command:rm"))
 	if !errors.Is(err, permission.ErrPermissionDenied) {
 		t.Fatalf("err = %v", err)
 	}
@@ -213,7 +215,7 @@ func TestApproverDeny(t *testing.T) {
 
 func TestUnknownEnvironmentDenied(t *testing.T) {
 	t.Parallel()
-	d := (&permission.Gate{}).Decide(&permission.Request{Tool: "x", Environment: "@python", Permission: permission.Ask(permission.MustParseKey("x:y"))})
+	d := (&permission.Gate{}).Decide(&permission.Request{Tool: "x", Environment: "@python", Permission: permission.Ask(keys.MustParseKey("x:y"))})
 	if d.Verdict != permission.Refuse {
 		t.Fatalf("got %s", d.Verdict)
 	}
@@ -227,14 +229,14 @@ func containsFold(s, sub string) bool {
 // then run the gate's steps (policy, project and session allowlists).
 func benchDecision(b *testing.B, src string) {
 	p := project(&testing.T{}, `{"allowlist": {"capability:fmt-json": "AlwaysThisProject"}}`)
-	s := permission.NewSessionAllowlist()
+	s := allowlist.NewSessionAllowlist()
 	for _, k := range []string{"run_command:make:test", "run_command:go", "run_command:npm:*"} {
-		if err := s.Add(permission.Entry{Pattern: permission.MustParsePattern(k), Grant: permission.AlwaysThisSession}); err != nil {
+		if err := s.Add(allowlist.Entry{Pattern: keys.MustParsePattern(k), Grant: ceiling.AlwaysThisSession}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
-		Origin: permission.OriginUser, Deny: []permission.Pattern{permission.MustParsePattern("run_command:git:push")},
+		Origin: permission.OriginUser, Deny: []keys.Pattern{keys.MustParsePattern("run_command:git:push")},
 	}}})
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,9 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 func commandReq(src string) *permission.Request {
@@ -38,10 +41,10 @@ func TestSessionGrantOfNarrowedKey(t *testing.T) {
 		{"make -C a build", nil, []string{"make -C a deploy", "make -C b build", "make build"}},
 		{"rm -f build", nil, []string{"rm -rf build", "rm build"}},
 	} {
-		t.Run(permission.Escape(tc.granted), func(t *testing.T) {
+		t.Run(shellcmd.Escape(tc.granted), func(t *testing.T) {
 			t.Parallel()
-			a := &answer{g: permission.AlwaysThisSession}
-			g := &permission.Gate{Session: permission.NewSessionAllowlist(), Approver: a}
+			a := &answer{g: ceiling.AlwaysThisSession}
+			g := &permission.Gate{Session: allowlist.NewSessionAllowlist(), Approver: a}
 			if _, err := g.Authorize(context.Background(), commandReq(tc.granted)); err != nil {
 				t.Fatalf("granting %q: %v", tc.granted, err)
 			}
@@ -65,10 +68,10 @@ func TestSessionGrantOfNarrowedKey(t *testing.T) {
 // still look inside.
 func TestBroadRulesDoNotCoverNarrowedKeys(t *testing.T) {
 	t.Parallel()
-	pats := func(ss ...string) []permission.Pattern {
-		var out []permission.Pattern
+	pats := func(ss ...string) []keys.Pattern {
+		var out []keys.Pattern
 		for _, s := range ss {
-			out = append(out, permission.MustParsePattern(s))
+			out = append(out, keys.MustParsePattern(s))
 		}
 		return out
 	}

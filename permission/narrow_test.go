@@ -4,7 +4,8 @@ import (
 	"path"
 	"testing"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // narrowPairs are commands a red team keyed alike, or keyed so that a
@@ -95,7 +96,7 @@ var narrowPairs = [][2]string{
 func TestNarrowKeys(t *testing.T) {
 	t.Parallel()
 	for _, pair := range narrowPairs {
-		t.Run(Escape(pair[0])+" vs "+Escape(pair[1]), func(t *testing.T) {
+		t.Run(shellcmd.Escape(pair[0])+" vs "+shellcmd.Escape(pair[1]), func(t *testing.T) {
 			t.Parallel()
 			a, b := ParseCommand(pair[0]), ParseCommand(pair[1])
 			checkCommand(t, a)
@@ -105,9 +106,9 @@ func TestNarrowKeys(t *testing.T) {
 			}
 			for _, c := range [][2]*Command{{a, b}, {b, a}} {
 				granted, other := c[0], c[1]
-				pats := []Pattern{PatternOf(granted.Key)}
-				if p, err := ParsePattern(PatternOf(granted.Key).String()); err != nil {
-					t.Fatalf("the grant %s of %q does not read back: %v", PatternOf(granted.Key), granted.Source, err)
+				pats := []keys.Pattern{keys.PatternOf(granted.Key)}
+				if p, err := keys.ParsePattern(keys.PatternOf(granted.Key).String()); err != nil {
+					t.Fatalf("the grant %s of %q does not read back: %v", keys.PatternOf(granted.Key), granted.Source, err)
 				} else {
 					pats = append(pats, p)
 				}
@@ -146,16 +147,16 @@ func TestNarrowedKeysAreExact(t *testing.T) {
 				src, c.Compound, c.Key, c.Program)
 		}
 		for _, s := range []string{"run_command:*", "run_command:**", "run_command:" + path.Base(c.Program), "run_command:" + path.Base(c.Program) + ":*"} {
-			if p, err := ParsePattern(s); err == nil && p.Match(c.Key) {
+			if p, err := keys.ParsePattern(s); err == nil && p.Match(c.Key) {
 				t.Errorf("%s matches %q (key %s)", s, src, c.Key)
 			}
 		}
 		// A rule written as that command is a valid rule of it.
-		p, err := ParsePattern(`run_command:` + quoteKey(src))
+		p, err := keys.ParsePattern(`run_command:` + quoteKey(src))
 		if err != nil {
 			t.Fatalf("%q as a rule: %v", src, err)
 		}
-		if err := CheckPattern(p); err != nil {
+		if err := keys.CheckPattern(p); err != nil {
 			t.Errorf("CheckPattern(%s) = %v, want nil: the command is keyed exactly", p, err)
 		}
 		if !p.Match(c.Key) {
@@ -164,7 +165,7 @@ func TestNarrowedKeysAreExact(t *testing.T) {
 	}
 }
 
-func quoteKey(s string) string { return Key{Tool: "t", Action: s, Exact: true}.String()[2:] }
+func quoteKey(s string) string { return keys.Key{Tool: "t", Action: s, Exact: true}.String()[2:] }
 
 // TestKeyControls: commands whose detail is a plain word with no option
 // before it (options after it, and git's options that change nothing,

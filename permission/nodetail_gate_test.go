@@ -6,6 +6,9 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // TestSessionGrantOfBareCommand: a person who answers "this session" for
@@ -24,10 +27,10 @@ func TestSessionGrantOfBareCommand(t *testing.T) {
 		{"git --no-pager", []string{"git"}, []string{"git push --force", "git --no-pager commit"}},
 		{"./deploy.sh", nil, []string{"./deploy.sh prod", "./deploy.sh -f"}},
 	} {
-		t.Run(permission.Escape(tc.granted), func(t *testing.T) {
+		t.Run(shellcmd.Escape(tc.granted), func(t *testing.T) {
 			t.Parallel()
-			a := &answer{g: permission.AlwaysThisSession}
-			s := permission.NewSessionAllowlist()
+			a := &answer{g: ceiling.AlwaysThisSession}
+			s := allowlist.NewSessionAllowlist()
 			g := &permission.Gate{Session: s, Approver: a}
 			if _, err := g.Authorize(context.Background(), commandReq(tc.granted)); err != nil {
 				t.Fatalf("granting %q: %v", tc.granted, err)
@@ -73,12 +76,12 @@ func TestRuleOfBareProgramCoversDetails(t *testing.T) {
 				t.Fatal(err)
 			}
 			pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
-				Origin: permission.OriginFlags, Name: "flags", Allow: []permission.Pattern{p}}}})
+				Origin: permission.OriginFlags, Name: "flags", Allow: []keys.Pattern{p}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := permission.NewSessionAllowlist()
-			if err := s.Add(permission.Entry{Pattern: p, Grant: permission.AlwaysThisSession}); err != nil {
+			s := allowlist.NewSessionAllowlist()
+			if err := s.Add(allowlist.Entry{Pattern: p, Grant: ceiling.AlwaysThisSession}); err != nil {
 				t.Fatal(err)
 			}
 			for name, g := range map[string]*permission.Gate{
@@ -106,7 +109,7 @@ func TestRuleOfBareProgramCoversDetails(t *testing.T) {
 // bound to the image's ID).
 func TestGrantOfBareKeyOtherTools(t *testing.T) {
 	t.Parallel()
-	a := &answer{g: permission.AlwaysThisProject}
+	a := &answer{g: ceiling.AlwaysThisProject}
 	proj := project(t, "")
 	g := &permission.Gate{Project: proj, Approver: a}
 	if _, err := g.Authorize(context.Background(), wasmReq("capability:fmt-json", digestA)); err != nil {
@@ -127,7 +130,7 @@ func TestGrantOfBareKeyOtherTools(t *testing.T) {
 func TestRuleOfNoDetailIsNotToolWide(t *testing.T) {
 	t.Parallel()
 	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
-		Origin: permission.OriginFlags, Name: "flags", Deny: []permission.Pattern{permission.MustParsePattern(`note:*:""`)}}}})
+		Origin: permission.OriginFlags, Name: "flags", Deny: []keys.Pattern{keys.MustParsePattern(`note:*:""`)}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +139,7 @@ func TestRuleOfNoDetailIsNotToolWide(t *testing.T) {
 	}
 	req := func(k string) *permission.Request {
 		return &permission.Request{Tool: "note", Environment: ceiling.Shell, Class: permission.ClassWrite,
-			Permission: permission.Ask(permission.MustParseKey(k))}
+			Permission: permission.Ask(keys.MustParseKey(k))}
 	}
 	g := &permission.Gate{Policy: pol}
 	if d := g.Decide(req("note:a")); d.Layer != permission.LayerDenyRule {

@@ -2,7 +2,7 @@ package permission
 
 import (
 	"github.com/ccrun/ccrun/permission/keys"
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/shellcmd"
 
 	"fmt"
 	"os"
@@ -341,7 +341,7 @@ func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string, ker
 				return c, false, "read-only, but " + v.Kernel + ", and this machine has no kernel layer (Landlock) to contain it", true
 			case v.ReadOnly:
 				if given := p.beyond(req, f); given != "" {
-					why = "read-only, but it names " + Escape(given) + ", outside the project in a home directory, which a command that nobody approved does not read"
+					why = "read-only, but it names " + shellcmd.Escape(given) + ", outside the project in a home directory, which a command that nobody approved does not read"
 					if v.Kernel != "" {
 						why += " (and " + v.Kernel + ")"
 					}
@@ -415,7 +415,7 @@ func (p *Policy) Restricted(req *Request) (reason string, ok bool) {
 // Dangerous is the gate's step 5: the dangerous paths req touches (see
 // DangerousPaths), taken against the policy's project and home
 // directories. Any finding means: ask, offering Once only (AskDangerous).
-func (p *Policy) Dangerous(req *Request) []Finding {
+func (p *Policy) Dangerous(req *Request) []shellcmd.Finding {
 	return DangerousPaths(req, p.projectDir, p.home)
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 func TestModeMatrix(t *testing.T) {
@@ -28,7 +30,7 @@ func TestModeMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				req := &Request{Tool: "some_tool", Class: c, Permission: Ask(Key{Tool: "some_tool", Action: "x"})}
+				req := &Request{Tool: "some_tool", Class: c, Permission: Ask(keys.Key{Tool: "some_tool", Action: "x"})}
 				got, layer, _ := p.Decide(req)
 				if got != want[m][i] || layer != LayerMode {
 					t.Errorf("Decide in %s for %s = %s %s, want %s mode", m, c, got, layer, want[m][i])
@@ -60,9 +62,9 @@ func TestParseMode(t *testing.T) {
 	}
 }
 
-func mustRules(t *testing.T, rules ...string) []Pattern {
+func mustRules(t *testing.T, rules ...string) []keys.Pattern {
 	t.Helper()
-	var out []Pattern
+	var out []keys.Pattern
 	for _, r := range rules {
 		p, err := ParseRule(r)
 		if err != nil {
@@ -79,7 +81,7 @@ func simpleShell(prog, detail string) *Request {
 		src += " " + detail
 	}
 	return &Request{Tool: "run_command", Environment: "@shell", Class: ClassExec,
-		Permission: Ask(Key{Tool: "run_command", Action: prog, Detail: detail}), Command: &Command{Source: src}}
+		Permission: Ask(keys.Key{Tool: "run_command", Action: prog, Detail: detail}), Command: &Command{Source: src}}
 }
 
 func TestManagedDenyCannotBeLifted(t *testing.T) {
@@ -151,7 +153,7 @@ func TestDenyBeatsAskBeatsAllow(t *testing.T) {
 				t.Fatal(err)
 			}
 			wf := func(path string) *Request {
-				return &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(Key{Tool: "write_file", Action: path})}
+				return &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(keys.Key{Tool: "write_file", Action: path})}
 			}
 			if _, ok := p.DenyRule(wf("docs/secret.md")); !ok {
 				t.Error("deny of docs/secret.md not applied")
@@ -272,7 +274,7 @@ func TestAllowNeverLooksInside(t *testing.T) {
 	}
 	// an allow rule of the exact compound key does allow it
 	exact := shellRequest("git status && npm publish")
-	q, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginLocal, Allow: []Pattern{PatternOf(exact.Permission.Key())}}}})
+	q, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginLocal, Allow: []keys.Pattern{keys.PatternOf(exact.Permission.Key())}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,9 +301,9 @@ func TestRestricted(t *testing.T) {
 	t.Parallel()
 	trust, _ := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginFlags, Mode: ModeTrust}}})
 	plan, _ := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginFlags, Mode: ModePlan}}})
-	write := &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(Key{Tool: "write_file", Action: "a.go"})}
+	write := &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(keys.Key{Tool: "write_file", Action: "a.go"})}
 	read := &Request{Tool: "read_file", Class: ClassRead}
-	net := &Request{Tool: "web_fetch", Class: ClassNetwork, Permission: Ask(Key{Tool: "web_fetch", Action: "example.com"})}
+	net := &Request{Tool: "web_fetch", Class: ClassNetwork, Permission: Ask(keys.Key{Tool: "web_fetch", Action: "example.com"})}
 	tests := []struct {
 		p      *Policy
 		req    *Request
@@ -349,7 +351,7 @@ func TestProjectFileCannotLoosen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shellCap := &Request{Tool: "fmt", Environment: "@shell", Class: ClassExec, Permission: Ask(Key{Tool: "capability", Action: "fmt"})}
+	shellCap := &Request{Tool: "fmt", Environment: "@shell", Class: ClassExec, Permission: Ask(keys.Key{Tool: "capability", Action: "fmt"})}
 	if v, _, why := p.Decide(shellCap); v == Allow {
 		t.Errorf("committed allow rule allowed @shell code: %s", why)
 	}
@@ -363,7 +365,7 @@ func TestProjectFileCannotLoosen(t *testing.T) {
 	if v, _, _ := p.Decide(&noEnv); v == Allow {
 		t.Error("committed allow rule allowed a call whose environment is not said")
 	}
-	doc := &Request{Tool: "write_file", Environment: "@shell", Class: ClassWrite, Permission: Ask(Key{Tool: "write_file", Action: "docs/a.md"})}
+	doc := &Request{Tool: "write_file", Environment: "@shell", Class: ClassWrite, Permission: Ask(keys.Key{Tool: "write_file", Action: "docs/a.md"})}
 	if v, _, _ := p.Decide(doc); v != Allow {
 		t.Errorf("docs write = %s, want allow", v)
 	}
@@ -381,7 +383,7 @@ func TestVisibleAndScope(t *testing.T) {
 		}
 	}
 	// denied again at execution
-	if _, ok := p.DenyRule(&Request{Tool: "web_fetch", Class: ClassNetwork, Permission: Ask(Key{Tool: "web_fetch", Action: "example.com"})}); !ok {
+	if _, ok := p.DenyRule(&Request{Tool: "web_fetch", Class: ClassNetwork, Permission: Ask(keys.Key{Tool: "web_fetch", Action: "example.com"})}); !ok {
 		t.Error("hidden tool not denied at execution")
 	}
 	if _, ok := p.DenyRule(&Request{Tool: "evil-tool", Class: ClassRead}); !ok {
@@ -399,7 +401,7 @@ func TestSubAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(Key{Tool: "write_file", Action: "a.go"})}
+	write := &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(keys.Key{Tool: "write_file", Action: "a.go"})}
 	if ok, _ := child.InScope(write); ok {
 		t.Error("sub-agent may call a write tool")
 	}
@@ -425,7 +427,7 @@ func ExamplePolicy_SubAgent() {
 	child, _ := parent.SubAgent()
 
 	write := &Request{Tool: "write_file", Class: ClassWrite,
-		Permission: Ask(MustParseKey("write_file:main.go"))}
+		Permission: Ask(keys.MustParseKey("write_file:main.go"))}
 	ok, reason := child.InScope(write)
 	fmt.Println(ok, reason)
 
@@ -450,7 +452,7 @@ func ExamplePolicy_Decide() {
 
 	for _, cmd := range []string{"git log --oneline -5", "git commit -m x && git push", "npm test && npm publish", "make"} {
 		req := &Request{Tool: "run_command", Class: ClassExec, Command: &Command{Source: cmd},
-			Permission: Ask(Key{Tool: "run_command", Action: cmd, Exact: true})}
+			Permission: Ask(keys.Key{Tool: "run_command", Action: cmd, Exact: true})}
 		if rule, denied := p.DenyRule(req); denied {
 			fmt.Printf("%-28s deny  (%s)\n", cmd, rule)
 			continue
@@ -467,9 +469,9 @@ func ExamplePolicy_Decide() {
 
 func BenchmarkDecide(b *testing.B) {
 	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser,
-		Deny:  []Pattern{MustParsePattern("run_command:git:push"), MustParsePattern("run_command:rm")},
-		Ask:   []Pattern{MustParsePattern("run_command:npm:publish")},
-		Allow: []Pattern{MustParsePattern("run_command:go")}}}})
+		Deny:  []keys.Pattern{keys.MustParsePattern("run_command:git:push"), keys.MustParsePattern("run_command:rm")},
+		Ask:   []keys.Pattern{keys.MustParsePattern("run_command:npm:publish")},
+		Allow: []keys.Pattern{keys.MustParsePattern("run_command:go")}}}})
 	if err != nil {
 		b.Fatal(err)
 	}

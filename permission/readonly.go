@@ -3,7 +3,7 @@ package permission
 import (
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // IsReadOnly reports whether running f cannot change anything: no file is

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/permission/keys"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -233,7 +234,7 @@ func shellRequest(src string) *Request {
 	return &Request{
 		Tool:        "run_command",
 		Environment: "@shell",
-		Permission:  Ask(Key{Tool: "run_command", Action: src, Exact: true}),
+		Permission:  Ask(keys.Key{Tool: "run_command", Action: src, Exact: true}),
 		Class:       ClassExec,
 		Command:     &Command{Source: src},
 	}

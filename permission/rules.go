@@ -8,13 +8,13 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/permission/keys"
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // Rule is one allow, ask or deny entry of a settings layer: a key pattern
 // and where it was written (a file name, "flags", "session").
 type Rule struct {
-	Pattern Pattern
+	Pattern keys.Pattern
 	Source  string
 	Origin  Origin // the settings layer it came from
 }
@@ -31,20 +31,20 @@ func (r Rule) String() string {
 // line. It is ParsePattern plus one shorthand: a bare tool name (write_file)
 // stands for every call of that tool (write_file:*). A rule that cannot
 // match anything is an error of class ErrInvalidConfig (and ErrInvalidKey).
-func ParseRule(s string) (Pattern, error) {
+func ParseRule(s string) (keys.Pattern, error) {
 	if !strings.Contains(s, ":") && keys.BareTool(s) {
 		s += ":*"
 	}
-	p, err := ParsePattern(s)
+	p, err := keys.ParsePattern(s)
 	if err != nil {
-		return Pattern{}, fmt.Errorf("rule %q: %w: %w", s, ErrInvalidConfig, err)
+		return keys.Pattern{}, fmt.Errorf("rule %q: %w: %w", s, ErrInvalidConfig, err)
 	}
 	return p, nil
 }
 
 // toolWide reports whether p covers every call of its tool (tool:* or
 // tool:**; not tool:*:"", the calls without detail).
-func toolWide(p Pattern) bool {
+func toolWide(p keys.Pattern) bool {
 	return !p.Exact && !p.NoDetail() && (p.Action == "*" || p.Action == "**") &&
 		(p.Detail == "" || p.Detail == "*" || p.Detail == "**")
 }
@@ -53,9 +53,9 @@ func toolWide(p Pattern) bool {
 const shellTool = keys.ShellTool
 
 // requestKey returns the key req asks under, or the zero Key for None.
-func requestKey(req *Request) Key {
+func requestKey(req *Request) keys.Key {
 	if req.Permission.IsNone() {
-		return Key{}
+		return keys.Key{}
 	}
 	return req.Permission.Key()
 }
@@ -102,7 +102,7 @@ func parseFile(src string) (*syntax.File, bool) {
 // (/usr/bin/git is git); a detail matches when ANY argument equals it or
 // any argument is not literal (it might expand to it), so flags before a
 // subcommand (git -C dir push) do not hide it.
-func matchSegment(p Pattern, seg shellcmd.Segment) bool {
+func matchSegment(p keys.Pattern, seg shellcmd.Segment) bool {
 	if p.Tool != shellTool || p.Exact || seg.Unsure != "" {
 		return false // an unsure segment is neither matched nor not (unsureInside)
 	}
@@ -130,7 +130,7 @@ func matchSegment(p Pattern, seg shellcmd.Segment) bool {
 
 // looseMatch: the rule's program is one of the words, and its detail
 // (when it has one) another.
-func looseMatch(p Pattern, seg shellcmd.Segment) bool {
+func looseMatch(p keys.Pattern, seg shellcmd.Segment) bool {
 	found := false
 	for _, w := range seg.Argv {
 		if keys.Glob(p.Action, w.Val) || keys.Glob(p.Action, path.Base(w.Val)) {
@@ -175,7 +175,7 @@ func (in *inside) segments() ([]shellcmd.Segment, bool) {
 // key, every call of its tool, or, for a shell command, any command
 // anywhere in it. A shell command whose text does not parse matches every
 // run_command rule.
-func matchInside(p Pattern, in *inside) bool {
+func matchInside(p keys.Pattern, in *inside) bool {
 	req := in.req
 	k := requestKey(req)
 	if k.Tool != "" && p.Match(k) {
@@ -221,7 +221,7 @@ func unsureInside(in *inside) string {
 
 // matchOwn reports whether an allow rule covers req: its own key only,
 // never a command inside a compound one (seed 000 ADR 0036).
-func matchOwn(p Pattern, req *Request) bool {
+func matchOwn(p keys.Pattern, req *Request) bool {
 	k := requestKey(req)
 	if k.Tool == "" {
 		return toolWide(p) && p.Tool == req.Tool

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 func TestParseRule(t *testing.T) {
@@ -21,7 +22,7 @@ func TestParseRule(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "run_command:", "*:x", "run_command:git status", `run_command:"unterminated`} {
-		if _, err := ParseRule(bad); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, ErrInvalidKey) {
+		if _, err := ParseRule(bad); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("ParseRule(%q) error = %v, want ErrInvalidConfig and ErrInvalidKey", bad, err)
 		}
 	}
@@ -64,10 +65,10 @@ func TestParseRuleCompoundSpellings(t *testing.T) {
 			if k := ParseCommand(tt.command).Key; !p.Match(k) {
 				t.Errorf("ParseRule(%s) = %s does not match %q, keyed %s", tt.rule, p, tt.command, k)
 			}
-			if err := CheckPattern(p); err != nil {
+			if err := keys.CheckPattern(p); err != nil {
 				t.Errorf("CheckPattern(%s) = %v, want nil", p, err)
 			}
-			if again := MustParsePattern(p.String()); again != p {
+			if again := keys.MustParsePattern(p.String()); again != p {
 				t.Errorf("ParsePattern(%s) = %s: not the same pattern", p, again)
 			}
 		})
@@ -96,20 +97,20 @@ func TestParseRuleNotACommand(t *testing.T) {
 			if got := p.String(); got != rule {
 				t.Errorf("ParseRule(%s) = %s, want it as written", rule, got)
 			}
-			err = CheckPattern(p)
+			err = keys.CheckPattern(p)
 			if shellcmd.NotParsed(p.Action) {
 				if err != nil {
 					t.Errorf("CheckPattern(%s) = %v, want nil", p, err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalidKey) {
+			if !errors.Is(err, keys.ErrInvalidKey) {
 				t.Errorf("CheckPattern(%s) = %v, want class ErrInvalidKey", p, err)
 			}
 		})
 	}
 	for _, rule := range []string{"run_command:git:push", "run_command:*", "write_file:src/**", `capability:"a b"`, `run_command:"x":y`} {
-		if err := CheckPattern(MustParsePattern(rule)); err != nil {
+		if err := keys.CheckPattern(keys.MustParsePattern(rule)); err != nil {
 			t.Errorf("CheckPattern(%s) = %v, want nil", rule, err)
 		}
 	}
@@ -121,8 +122,8 @@ func FuzzPolicy(f *testing.F) {
 		f.Add(e.Command)
 	}
 	p, err := NewPolicy(PolicyConfig{ProjectDir: "/nonexistent/project", Home: "/nonexistent/home", Layers: []*Settings{{Origin: OriginUser,
-		Deny: []Pattern{MustParsePattern("run_command:git:push")}, Ask: []Pattern{MustParsePattern("run_command:npm")},
-		Allow: []Pattern{MustParsePattern("run_command:*")}}}})
+		Deny: []keys.Pattern{keys.MustParsePattern("run_command:git:push")}, Ask: []keys.Pattern{keys.MustParsePattern("run_command:npm")},
+		Allow: []keys.Pattern{keys.MustParsePattern("run_command:*")}}}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // Origin names a settings layer. Rules of every origin merge; the origin
@@ -67,7 +68,7 @@ type Settings struct {
 	// Mode is the layer's mode; "" when it does not set one.
 	Mode Mode
 	// Allow, Ask and Deny are the layer's rules.
-	Allow, Ask, Deny []Pattern
+	Allow, Ask, Deny []keys.Pattern
 	// Allowlist is the raw "allowlist" member; nil when absent.
 	Allowlist json.RawMessage
 	// Env is the raw "env" member; nil when absent.
@@ -257,7 +258,7 @@ func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) 
 		return err
 	}
 	for _, m := range members {
-		var dst *[]Pattern
+		var dst *[]keys.Pattern
 		switch m.Name {
 		case "allow":
 			dst = &s.Allow
@@ -597,7 +598,7 @@ func FlagSettings(mode string, allow, ask, deny []string) (*Settings, error) {
 	for _, l := range []struct {
 		flag string
 		in   []string
-		out  *[]Pattern
+		out  *[]keys.Pattern
 	}{{"--allow", allow, &s.Allow}, {"--ask", ask, &s.Ask}, {"--deny", deny, &s.Deny}} {
 		for _, r := range l.in {
 			p, err := ParseRule(r)

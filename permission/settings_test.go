@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -31,7 +32,7 @@ func TestParseSettings(t *testing.T) {
 	if s.Mode != ModeDefault {
 		t.Errorf("mode = %s", s.Mode)
 	}
-	str := func(ps []Pattern) []string {
+	str := func(ps []keys.Pattern) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.String())

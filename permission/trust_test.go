@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -173,13 +176,13 @@ func TestProjectFileOfAnotherUser(t *testing.T) {
 		t.Skip("needs root to chown")
 	}
 	t.Parallel()
-	path := ProjectFile(t.TempDir())
+	path := allowlist.ProjectFile(t.TempDir())
 	alMust(t, os.WriteFile(path, []byte(`{"permissions": {"allow": ["run_wasm:*"]}}`), 0o644))
 	alMust(t, os.Chown(path, 65534, 65534))
 	if _, err := LoadSettings(path, OriginProject); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("LoadSettings: %v, want ErrInvalidConfig and fs.ErrPermission", err)
 	}
-	if _, err := LoadProject(path); !errors.Is(err, fs.ErrPermission) {
+	if _, err := allowlist.LoadProject(path); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("LoadProject: %v, want fs.ErrPermission", err)
 	}
 	// The user's own config is the user's: not checked this way (it is in
@@ -233,16 +236,16 @@ var errSkip = errors.New("skip")
 func TestProjectAllowlistTrust(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	path := ProjectFile(dir)
+	path := allowlist.ProjectFile(dir)
 	local := filepath.Join(dir, "ccrun.local.json")
 	alMust(t, os.WriteFile(path, []byte(`{"allowlist": {"run_wasm:a": "AlwaysThisProject"}}`), 0o644))
 	tr := &memTrust{ok: map[string]bool{}}
-	p, err := LoadProject(path)
+	p, err := allowlist.LoadProject(path)
 	alMust(t, err)
 	alMust(t, SetProjectTrust(p, tr, local))
-	key := MustParseKey("run_wasm:a")
+	key := keys.MustParseKey("run_wasm:a")
 	now := time.Now()
-	if m := p.Lookup(key, "", now); m.OK || len(m.Problems) != 1 || m.Problems[0] != NotTrusted || p.Untrusted() != NotTrusted {
+	if m := p.Lookup(key, "", now); m.OK || len(m.Problems) != 1 || m.Problems[0] != allowlist.NotTrusted || p.Untrusted() != allowlist.NotTrusted {
 		t.Fatalf("untrusted: %+v (%q)", m, p.Untrusted())
 	}
 	l, err := ReadLoosening(dir)
@@ -254,15 +257,15 @@ func TestProjectAllowlistTrust(t *testing.T) {
 	}
 
 	// A grant ccrun writes carries the trust along.
-	alMust(t, p.Add(Entry{Pattern: MustParsePattern("run_wasm:b"), Grant: AlwaysThisProject}))
-	if m := p.Lookup(MustParseKey("run_wasm:b"), "", now); !m.OK {
+	alMust(t, p.Add(allowlist.Entry{Pattern: keys.MustParsePattern("run_wasm:b"), Grant: ceiling.AlwaysThisProject}))
+	if m := p.Lookup(keys.MustParseKey("run_wasm:b"), "", now); !m.OK {
 		t.Fatalf("after a grant: %+v", m)
 	}
 	if tr.Trusted(l.Digest()) {
 		t.Error("the old digest is still trusted after the rebind")
 	}
 	// A second process sees the same.
-	q, err := LoadProject(path)
+	q, err := allowlist.LoadProject(path)
 	alMust(t, err)
 	alMust(t, SetProjectTrust(q, tr, local))
 	if m := q.Lookup(key, "", now); !m.OK {
@@ -276,11 +279,11 @@ func TestProjectAllowlistTrust(t *testing.T) {
 		t.Fatal("allowed with an unreviewed ccrun.local.json")
 	}
 	// A grant now is written but does not count, and says so.
-	err = p.Add(Entry{Pattern: MustParsePattern("run_wasm:c"), Grant: AlwaysThisProject})
-	if !errors.Is(err, ErrNotTrusted) {
+	err = p.Add(allowlist.Entry{Pattern: keys.MustParsePattern("run_wasm:c"), Grant: ceiling.AlwaysThisProject})
+	if !errors.Is(err, allowlist.ErrNotTrusted) {
 		t.Errorf("grant in an untrusted project: %v, want ErrNotTrusted", err)
 	}
-	if m := p.Lookup(MustParseKey("run_wasm:c"), "", now); m.OK {
+	if m := p.Lookup(keys.MustParseKey("run_wasm:c"), "", now); m.OK {
 		t.Error("a grant counted in an untrusted project")
 	}
 	alMust(t, os.Remove(local))

@@ -7,21 +7,8 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission/allowlist"
-)
-
-// Grant and Environment are the ceiling package's, repeated here so that
-// most callers need only this package.
-type (
-	Grant       = ceiling.Grant
-	Environment = ceiling.Environment
-)
-
-// The grants a person can give, from ceiling.
-const (
-	Deny              = ceiling.Deny
-	Once              = ceiling.Once
-	AlwaysThisSession = ceiling.AlwaysThisSession
-	AlwaysThisProject = ceiling.AlwaysThisProject
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // Error classes of this package. Test them with errors.Is.
@@ -36,7 +23,7 @@ var (
 // Permission is what a tool call asks for: None (a call with no side
 // effects, never asked) or Ask(key). The zero Permission is None.
 type Permission struct {
-	key Key
+	key keys.Key
 	ask bool
 }
 
@@ -44,13 +31,13 @@ type Permission struct {
 func None() Permission { return Permission{} }
 
 // Ask is the permission of a call that must be allowed under key k.
-func Ask(k Key) Permission { return Permission{key: k, ask: true} }
+func Ask(k keys.Key) Permission { return Permission{key: k, ask: true} }
 
 // IsNone reports whether p is None.
 func (p Permission) IsNone() bool { return !p.ask }
 
 // Key returns the key p asks under; the zero Key for None.
-func (p Permission) Key() Key { return p.key }
+func (p Permission) Key() keys.Key { return p.key }
 
 // Class is what kind of effect a tool has (seed 003's table; seed 002's
 // Read / Preview / Write / Command / Unknown).
@@ -81,10 +68,10 @@ const (
 
 // Request is one call put before the gate.
 type Request struct {
-	Tool        string      // the tool's name: run_command, write_file, or a capability's name
-	Environment Environment // where the call would run
-	Permission  Permission  // None, or Ask(key)
-	Class       Class       // what kind of effect it has; "" is ClassUnknown
+	Tool        string              // the tool's name: run_command, write_file, or a capability's name
+	Environment ceiling.Environment // where the call would run
+	Permission  Permission          // None, or Ask(key)
+	Class       Class               // what kind of effect it has; "" is ClassUnknown
 	// Command is the parsed shell command for run_command calls; nil otherwise.
 	Command *Command
 	// Paths are the file paths the call names (tool arguments, mounts), as given.
@@ -123,7 +110,7 @@ type Request struct {
 	// holds the home directory, a protected path a manifest lets a sandbox
 	// write): the gate's step 5 counts them with what it finds, so the call
 	// is asked and only Once is offered.
-	Dangerous []Finding
+	Dangerous []shellcmd.Finding
 }
 
 // Layer names the step of the gate that decided (DESIGN.md "The gate").
@@ -157,17 +144,17 @@ const (
 
 // Decision is what the gate decided, and why.
 type Decision struct {
-	Verdict Verdict `json:"verdict"`
-	Key     Key     `json:"key"`   // the key asked under (zero for None)
-	Layer   Layer   `json:"layer"` // the step that decided
-	Reason  string  `json:"reason"`
+	Verdict Verdict  `json:"verdict"`
+	Key     keys.Key `json:"key"`   // the key asked under (zero for None)
+	Layer   Layer    `json:"layer"` // the step that decided
+	Reason  string   `json:"reason"`
 	// Rule is the rule or allowlist entry that decided, as written, if any.
 	Rule string `json:"rule,omitempty"`
 	// Grant is what the approver chose, when one was asked.
-	Grant Grant `json:"grant,omitempty"`
+	Grant ceiling.Grant `json:"grant,omitempty"`
 	// Offer is the highest grant that may be offered when asking
 	// (Once for dangerous paths, the environment's ceiling otherwise).
-	Offer Grant `json:"offer"`
+	Offer ceiling.Grant `json:"offer"`
 	// Diagnostics are problems found on the way that did not decide but
 	// must be shown: ceiling violations, expired or outdated grants.
 	Diagnostics []string `json:"diagnostics,omitempty"`
@@ -201,7 +188,7 @@ type Prompt struct {
 // a policy. It returns the grant chosen (Deny to refuse). An error means
 // nobody could answer; the gate then denies.
 type Approver interface {
-	Approve(ctx context.Context, p *Prompt) (Grant, error)
+	Approve(ctx context.Context, p *Prompt) (ceiling.Grant, error)
 }
 
 // UnconfinedApprover is an Approver that can also answer "run this call
@@ -214,11 +201,13 @@ type Approver interface {
 // nothing runs.
 type UnconfinedApprover interface {
 	Approver
-	ApproveUnconfined(ctx context.Context, p *Prompt) (g Grant, unconfined bool, err error)
+	ApproveUnconfined(ctx context.Context, p *Prompt) (g ceiling.Grant, unconfined bool, err error)
 }
 
 // ApproverFunc adapts a function to Approver.
-type ApproverFunc func(ctx context.Context, p *Prompt) (Grant, error)
+type ApproverFunc func(ctx context.Context, p *Prompt) (ceiling.Grant, error)
 
 // Approve calls f.
-func (f ApproverFunc) Approve(ctx context.Context, p *Prompt) (Grant, error) { return f(ctx, p) }
+func (f ApproverFunc) Approve(ctx context.Context, p *Prompt) (ceiling.Grant, error) {
+	return f(ctx, p)
+}

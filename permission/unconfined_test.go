@@ -8,23 +8,24 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // unconfinedAnswer is an UnconfinedApprover that always answers g with
 // unconfined u, and records which method the gate called.
 type unconfinedAnswer struct {
-	g                permission.Grant
+	g                ceiling.Grant
 	u                bool
 	plain, offered   int
 	lastOfferedWhile bool
 }
 
-func (a *unconfinedAnswer) Approve(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+func (a *unconfinedAnswer) Approve(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 	a.plain++
 	return a.g, nil
 }
 
-func (a *unconfinedAnswer) ApproveUnconfined(_ context.Context, p *permission.Prompt) (permission.Grant, bool, error) {
+func (a *unconfinedAnswer) ApproveUnconfined(_ context.Context, p *permission.Prompt) (ceiling.Grant, bool, error) {
 	a.offered++
 	a.lastOfferedWhile = p.Decision.OfferUnconfined
 	return a.g, a.u, nil
@@ -39,18 +40,18 @@ func TestUnconfinedOnceOnly(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name           string
-		grant          permission.Grant
+		grant          ceiling.Grant
 		wantVerdict    permission.Verdict
 		wantUnconfined bool
 	}{
-		{"once", permission.Once, permission.Allow, true},
-		{"session", permission.AlwaysThisSession, permission.Refuse, false},
-		{"project", permission.AlwaysThisProject, permission.Refuse, false},
+		{"once", ceiling.Once, permission.Allow, true},
+		{"session", ceiling.AlwaysThisSession, permission.Refuse, false},
+		{"project", ceiling.AlwaysThisProject, permission.Refuse, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			a := &unconfinedAnswer{g: tc.grant, u: true}
-			s := permission.NewSessionAllowlist()
+			s := allowlist.NewSessionAllowlist()
 			g := &permission.Gate{Session: s, Approver: a, Sandboxed: shellOnly}
 			d, err := g.Authorize(context.Background(), shellReq("run_command:make:test"))
 			if a.offered != 1 || a.plain != 0 || !a.lastOfferedWhile {
@@ -78,10 +79,10 @@ func TestUnconfinedOnceOnly(t *testing.T) {
 // allows is not unconfined, and nobody is asked.
 func TestUnconfinedNeverFromSessionGrant(t *testing.T) {
 	t.Parallel()
-	a := &unconfinedAnswer{g: permission.AlwaysThisSession}
-	g := &permission.Gate{Session: permission.NewSessionAllowlist(), Approver: a, Sandboxed: shellOnly}
+	a := &unconfinedAnswer{g: ceiling.AlwaysThisSession}
+	g := &permission.Gate{Session: allowlist.NewSessionAllowlist(), Approver: a, Sandboxed: shellOnly}
 	d, err := g.Authorize(context.Background(), shellReq("run_command:make:test"))
-	if err != nil || d.Unconfined || d.Grant != permission.AlwaysThisSession {
+	if err != nil || d.Unconfined || d.Grant != ceiling.AlwaysThisSession {
 		t.Fatalf("first: %+v, %v", d, err)
 	}
 	d, err = g.Authorize(context.Background(), shellReq("run_command:make:test"))
@@ -115,7 +116,7 @@ func TestUnconfinedOfferedOnlyWhereSandboxed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := &unconfinedAnswer{g: permission.Once, u: true}
+			a := &unconfinedAnswer{g: ceiling.Once, u: true}
 			g := &permission.Gate{Approver: a, Sandboxed: tc.sandboxed}
 			d, err := g.Authorize(context.Background(), tc.req)
 			if err != nil || d.Unconfined || d.OfferUnconfined || a.offered != 0 || a.plain != 1 {
@@ -139,8 +140,8 @@ func TestUnconfinedOfferedOnlyWhereSandboxed(t *testing.T) {
 	}
 	// An approver that knows only Approve (an ApproverFunc) is never
 	// asked for it, and its Once is confined.
-	g = &permission.Gate{Sandboxed: shellOnly, Approver: permission.ApproverFunc(func(context.Context, *permission.Prompt) (permission.Grant, error) {
-		return permission.Once, nil
+	g = &permission.Gate{Sandboxed: shellOnly, Approver: permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+		return ceiling.Once, nil
 	})}
 	if d, err := g.Authorize(context.Background(), shellReq("run_command:make:test")); err != nil || !d.OfferUnconfined || d.Unconfined {
 		t.Fatalf("ApproverFunc: offer=%v unconfined=%v %v; want offered, not taken", d.OfferUnconfined, d.Unconfined, err)

@@ -1,6 +1,11 @@
 package permission
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/keys"
+)
 
 // TestDenyInsideDivergentText: a deny rule looking inside bash -c text that
 // bash may read unlike mvdan/sh neither matches nor misses: it is asked,
@@ -8,7 +13,7 @@ import "testing"
 func TestDenyInsideDivergentText(t *testing.T) {
 	t.Parallel()
 	pol, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust,
-		Deny: []Pattern{MustParsePattern("run_command:rm")}}}})
+		Deny: []keys.Pattern{keys.MustParsePattern("run_command:rm")}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +29,7 @@ func TestDenyInsideDivergentText(t *testing.T) {
 		"env -S 'echo \\x'",
 	} {
 		d := g.Decide(shellRequest(cmd))
-		if d.Verdict != AskUser || d.Layer != LayerDenyRule || d.Offer != Once {
+		if d.Verdict != AskUser || d.Layer != LayerDenyRule || d.Offer != ceiling.Once {
 			t.Errorf("Decide(%q) = %s %s offer %s (%s), want ask deny-rule offer once", cmd, d.Verdict, d.Layer, d.Offer, d.Reason)
 		}
 	}

@@ -1,6 +1,6 @@
 package permission
 
-import "github.com/ccrun/ccrun/permission/shellcmd"
+import "github.com/ccrun/ccrun/shellcmd"
 
 // Warnings returns short notes for the person asked about a shell command
 // of a destructive form (seed 003 DestructiveCommandWarning: rm -rf, git

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // resolved compiles the published schema in file.
@@ -276,6 +277,6 @@ func openProjectAllowlist(t *testing.T, data string) error {
 	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := permission.LoadProject(filepath.Join(dir, "ccrun.json"))
+	_, err := allowlist.LoadProject(filepath.Join(dir, "ccrun.json"))
 	return err
 }

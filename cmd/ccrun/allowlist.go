@@ -9,7 +9,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 func (a *app) allowlistCommand() *cobra.Command {
@@ -29,7 +29,7 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
   ccrun allowlist add 'run_command:git:*' --scope session`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			p, err := permission.ParsePattern(args[0])
+			p, err := keys.ParsePattern(args[0])
 			if err != nil {
 				return usageError{err}
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 func (a *app) capabilityCommand() *cobra.Command {
@@ -44,7 +44,7 @@ func (a *app) capabilityCommand() *cobra.Command {
 				}
 			} else {
 				for _, c := range caps {
-					fmt.Fprintf(a.io.out, "%-24s %-8s %s\n", c.Manifest.Name, c.Manifest.Environment, permission.Escape(c.Manifest.Description))
+					fmt.Fprintf(a.io.out, "%-24s %-8s %s\n", c.Manifest.Name, c.Manifest.Environment, shellcmd.Escape(c.Manifest.Description))
 				}
 				for _, err := range errs {
 					fmt.Fprintf(a.io.err, "ccrun: %v\n", err)

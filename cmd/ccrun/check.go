@@ -8,8 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // checkReport is what `ccrun check --json` prints. Its fields are stable:
@@ -55,7 +58,7 @@ decision could be made; the JSON fields are stable.`,
 			if err != nil {
 				return err
 			}
-			sess := permission.NewSessionAllowlist()
+			sess := allowlist.NewSessionAllowlist()
 			if cur, err := a.liveSession(); err != nil {
 				return err
 			} else if cur != nil {
@@ -66,11 +69,11 @@ decision could be made; the JSON fields are stable.`,
 				}
 			}
 			for _, k := range sessionAllow {
-				p, err := permission.ParsePattern(k)
+				p, err := keys.ParsePattern(k)
 				if err != nil {
 					return usagef("--session-allow: %w", err)
 				}
-				if err := sess.Add(permission.Entry{Pattern: p, Grant: permission.AlwaysThisSession}); err != nil {
+				if err := sess.Add(allowlist.Entry{Pattern: p, Grant: ceiling.AlwaysThisSession}); err != nil {
 					return usagef("--session-allow %s: %w", k, err)
 				}
 			}
@@ -126,8 +129,8 @@ func checkReportOf(out *ccrun.Outcome) checkReport {
 // compoundKey reports whether k, the key of req, is the exact key of a
 // compound command (or of text that does not parse), not of a simple
 // command keyed by its whole text (rm *.log, ls -la, timeout 60 true).
-func compoundKey(req *permission.Request, k permission.Key) bool {
-	if !k.Exact || k.Tool != permission.ShellTool {
+func compoundKey(req *permission.Request, k keys.Key) bool {
+	if !k.Exact || k.Tool != keys.ShellTool {
 		return false
 	}
 	if req.Command != nil {

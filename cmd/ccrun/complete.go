@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun/capabilities"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // completeWords completes a flag from a fixed list of values.
@@ -37,7 +37,7 @@ func (a *app) completeCapabilities(c *cobra.Command, args []string, prefix strin
 	var out []string
 	for _, cp := range caps {
 		if strings.HasPrefix(cp.Manifest.Name, prefix) {
-			out = append(out, cp.Manifest.Name+"\t"+permission.Escape(cp.Manifest.Description))
+			out = append(out, cp.Manifest.Name+"\t"+shellcmd.Escape(cp.Manifest.Description))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

@@ -14,6 +14,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // demoCommand runs ccrun's main job on an embedded default: it writes the
@@ -41,10 +42,10 @@ func (a *app) demoCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(w, "capability %s (a bundled WASI module)\n", capDir)
-			ask := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (permission.Grant, error) {
+			ask := permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 				fmt.Fprintf(w, "gate asks: %s (%s) under %s; the demo answers %s\n",
-					p.Request.Tool, p.Request.Environment, p.Decision.Key, permission.AlwaysThisProject)
-				return permission.AlwaysThisProject, nil
+					p.Request.Tool, p.Request.Environment, p.Decision.Key, ceiling.AlwaysThisProject)
+				return ceiling.AlwaysThisProject, nil
 			})
 			// The demo's trust records stay in its own directory: a record
 			// for a project the demo then deletes would outlive it.
@@ -64,7 +65,7 @@ func (a *app) demoCommand() *cobra.Command {
 				fmt.Fprintf(w, "decision: %s by %s (%s); exit %d in %s\n", d.Verdict, d.Layer, d.Reason,
 					out.Result.ExitCode, out.Result.Duration.Round(1000))
 			}
-			data, err := os.ReadFile(permission.ProjectFile(dir))
+			data, err := os.ReadFile(allowlist.ProjectFile(dir))
 			if err != nil {
 				return err
 			}

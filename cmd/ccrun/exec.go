@@ -21,6 +21,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -377,7 +378,7 @@ func explain(out *ccrun.Outcome, err error, prompted bool) error {
 	case d.Offer == ceiling.Once:
 		how = "it touches a dangerous path, so only a person at a terminal or --approve once can allow it"
 	case out.Request.Environment == ceiling.Shell:
-		how = fmt.Sprintf("run it at a terminal, pass --approve once|session, or in a session: ccrun allowlist add %s --scope session", shellQuote(permission.PatternOf(d.Key).String()))
+		how = fmt.Sprintf("run it at a terminal, pass --approve once|session, or in a session: ccrun allowlist add %s --scope session", shellQuote(keys.PatternOf(d.Key).String()))
 	default:
 		how = fmt.Sprintf("run it at a terminal, pass --approve once|session|project, or: ccrun allowlist add '%s' --scope project", d.Key)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 func (a *app) gcCommand() *cobra.Command {
@@ -64,7 +64,7 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 			if err != nil {
 				note(err)
 			}
-			ids, err := permission.PruneSessions(sessionDir())
+			ids, err := allowlist.PruneSessions(sessionDir())
 			for _, id := range ids {
 				r.Sessions = append(r.Sessions, id)
 				say("removed expired session %s\n", id)

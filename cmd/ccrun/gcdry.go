@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // gcReport is `ccrun gc --json`.
@@ -53,7 +53,7 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 	if err != nil {
 		note(err)
 	}
-	ids, err := permission.ExpiredSessions(sessionDir())
+	ids, err := allowlist.ExpiredSessions(sessionDir())
 	plan.Sessions = append(plan.Sessions, ids...)
 	if err != nil {
 		note(err)

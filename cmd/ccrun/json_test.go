@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // requiredKeys lists the JSON members of struct type t that are always
@@ -68,14 +70,14 @@ func TestJSONOutputs(t *testing.T) {
 	if _, stderr, code := ccrunIn(t, dir, "capability", "new", "hi", "--env", "@wasm"); code != 0 {
 		t.Fatalf("scaffold: %s", stderr)
 	}
-	live, err := permission.StartSession(sd, time.Hour)
+	live, err := allowlist.StartSession(sd, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := live.Add(permission.Entry{Pattern: permission.MustParsePattern("run_command:make"), Grant: permission.AlwaysThisSession}); err != nil {
+	if err := live.Add(allowlist.Entry{Pattern: keys.MustParsePattern("run_command:make"), Grant: ceiling.AlwaysThisSession}); err != nil {
 		t.Fatal(err)
 	}
-	gone, err := permission.StartSession(sd, time.Hour)
+	gone, err := allowlist.StartSession(sd, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

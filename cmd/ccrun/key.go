@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 func (a *app) keyCommand() *cobra.Command {
@@ -38,7 +40,7 @@ wildcard. Give the command as one argument, quoted.`,
 			// The rule and the grant of this key only: for a command with
 			// no operand, the pattern of no detail (run_command:make:""),
 			// as the prompt grants it; run_command:make is every make.
-			pat := permission.PatternOf(cmd.Key).String()
+			pat := keys.PatternOf(cmd.Key).String()
 			var rule strings.Builder
 			enc := json.NewEncoder(&rule)
 			enc.SetEscapeHTML(false)
@@ -59,14 +61,14 @@ wildcard. Give the command as one argument, quoted.`,
 				fmt.Fprintln(w, "          (compound: only a rule of this command matches it, however spaced or quoted; run_command:* does not)")
 			case r.Exact:
 				fmt.Fprintf(w, "          (keyed by its whole text: only a rule of this command matches it, however spaced or quoted; run_command:* and run_command:%s do not)\n",
-					permission.Escape(cmd.Program))
+					shellcmd.Escape(cmd.Program))
 			}
 			fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
 			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(pat))
 			fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(pat))
 			if !r.Exact {
-				broad := permission.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
-				fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, permission.Escape(cmd.Key.Action))
+				broad := keys.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
+				fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, shellcmd.Escape(cmd.Key.Action))
 			}
 			return nil
 		},

@@ -13,6 +13,8 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -82,9 +84,9 @@ type keyReport struct {
 	Parses   bool   `json:"parses"`   // false: the text is not a shell command and cannot run
 }
 
-func entryOf(e permission.Entry) entryReport {
+func entryOf(e allowlist.Entry) entryReport {
 	r := entryReport{Key: e.Pattern.String(), Grant: e.Grant.String(), Digest: e.Digest}
-	if e.Expiry != permission.Never {
+	if e.Expiry != allowlist.Never {
 		r.Expires = time.Unix(e.Expiry, 0).UTC().Format(time.RFC3339)
 	}
 	return r
@@ -130,7 +132,7 @@ func stopReason(r *job.Result) string {
 // personHint says, after a person denied a call at the prompt, how to
 // allow it another time.
 func personHint(req *permission.Request, d *permission.Decision) string {
-	k := shellQuote(permission.PatternOf(d.Key).String()) // the grant of the key: make is run_command:make:""
+	k := shellQuote(keys.PatternOf(d.Key).String()) // the grant of the key: make is run_command:make:""
 	switch {
 	case d.Offer == ceiling.Once:
 		return "run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)"

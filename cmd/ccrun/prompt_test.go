@@ -16,7 +16,7 @@ import (
 	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/testimage"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // The question every prompt ends with.
@@ -108,7 +108,7 @@ func inSession(t *testing.T, dir string) {
 	t.Helper()
 	sd := filepath.Join(dir, ".sessions")
 	t.Setenv("CCRUN_SESSION_DIR", sd)
-	s, err := permission.StartSession(sd, time.Hour)
+	s, err := allowlist.StartSession(sd, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/internal/suggest"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -22,8 +22,8 @@ type app struct {
 	args       []string // as given to run: completion reads what was typed
 	projectDir string
 	result     *job.Result
-	session    *permission.SessionAllowlist // the running session, once runtime has opened it
-	noted      bool                         // an unusable CCRUN_SESSION was reported
+	session    *allowlist.SessionAllowlist // the running session, once runtime has opened it
+	noted      bool                        // an unusable CCRUN_SESSION was reported
 
 	// trustDigest is --trust-digest; loosenFlags names the loosening
 	// flags given besides --approve, --mode and --allow (see checkLock).
@@ -120,12 +120,12 @@ func (a *app) project() (string, error) {
 
 // session opens the session named by $CCRUN_SESSION, or returns nil when
 // none is set.
-func openSession() (*permission.SessionAllowlist, error) {
+func openSession() (*allowlist.SessionAllowlist, error) {
 	id := os.Getenv("CCRUN_SESSION")
 	if id == "" {
 		return nil, nil
 	}
-	s, err := permission.OpenSession(sessionDir(), id)
+	s, err := allowlist.OpenSession(sessionDir(), id)
 	if err != nil {
 		return nil, fmt.Errorf("CCRUN_SESSION=%s: %w (start a new one: eval \"$(ccrun session start)\", or unset CCRUN_SESSION)", id, err)
 	}
@@ -136,7 +136,7 @@ func sessionDir() string {
 	if d := os.Getenv("CCRUN_SESSION_DIR"); d != "" {
 		return d
 	}
-	return permission.DefaultSessionDir()
+	return allowlist.DefaultSessionDir()
 }
 
 // flagSuggestion adds to an unknown flag's error the flags of c it was

@@ -6,9 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/spf13/cobra"
-
-	"github.com/ccrun/ccrun/permission"
 )
 
 // liveSession opens the session named by $CCRUN_SESSION. One that expired,
@@ -16,10 +15,10 @@ import (
 // without a session (nil): read-only commands still run, grants are asked.
 // An id that is not a session id, or storage someone else could touch, is
 // an error.
-func (a *app) liveSession() (*permission.SessionAllowlist, error) {
+func (a *app) liveSession() (*allowlist.SessionAllowlist, error) {
 	id := os.Getenv("CCRUN_SESSION")
 	s, err := openSession()
-	if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
+	if err != nil && errors.Is(err, allowlist.ErrSessionNotFound) && validID(id) {
 		if !a.noted {
 			a.noted = true
 			fmt.Fprintf(a.io.err, "ccrun: note: %s; going on without a session: its grants no longer count (start a new one: eval \"$(ccrun session start)\", or unset CCRUN_SESSION)\n", sessionGone(id, err))
@@ -74,7 +73,7 @@ and ccrun goes on without it: grants are asked again.`,
 			if lifetime <= 0 {
 				return usagef("--lifetime %s: must be positive", lifetime)
 			}
-			s, err := permission.StartSession(sessionDir(), lifetime)
+			s, err := allowlist.StartSession(sessionDir(), lifetime)
 			if err != nil {
 				return err
 			}
@@ -88,7 +87,7 @@ and ccrun goes on without it: grants are asked again.`,
 			return nil
 		},
 	}
-	start.Flags().DurationVar(&lifetime, "lifetime", permission.DefaultSessionLifetime, "how long the session lasts")
+	start.Flags().DurationVar(&lifetime, "lifetime", allowlist.DefaultSessionLifetime, "how long the session lasts")
 	end := &cobra.Command{
 		Use:     "end",
 		Short:   "End the session named by $CCRUN_SESSION, dropping its grants, and print the line to eval",
@@ -100,7 +99,7 @@ and ccrun goes on without it: grants are asked again.`,
 				return usagef("no session: CCRUN_SESSION is not set")
 			}
 			s, err := openSession()
-			if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
+			if err != nil && errors.Is(err, allowlist.ErrSessionNotFound) && validID(id) {
 				fmt.Fprintf(a.io.err, "ccrun: %s: nothing to end\n", sessionGone(id, err))
 				fmt.Fprintln(a.io.out, "unset CCRUN_SESSION")
 				return nil
@@ -161,7 +160,7 @@ func (a *app) sessionStatus() (*sessionReport, error) {
 		return r, nil
 	}
 	s, err := openSession()
-	if err != nil && errors.Is(err, permission.ErrSessionNotFound) && validID(id) {
+	if err != nil && errors.Is(err, allowlist.ErrSessionNotFound) && validID(id) {
 		r.Reason = sessionGone(id, err)
 		return r, nil
 	}

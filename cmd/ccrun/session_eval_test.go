@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/creack/pty"
-
-	"github.com/ccrun/ccrun/permission"
 )
 
 // TestSessionEval: what session start and end print on stdout is shell
@@ -91,7 +90,7 @@ func TestSessionStartOnTerminal(t *testing.T) {
 	}, nil)
 
 	t.Setenv("CCRUN_SESSION", id)
-	if _, err := permission.OpenSession(sessionDir(), id); err != nil {
+	if _, err := allowlist.OpenSession(sessionDir(), id); err != nil {
 		t.Fatalf("the session started on the terminal is not there: %v", err)
 	}
 	screen, code = onTerminal(t, "session", "end")
@@ -99,7 +98,7 @@ func TestSessionStartOnTerminal(t *testing.T) {
 		t.Fatalf("session end: exit %d\n%s", code, screen)
 	}
 	wantScreen(t, screen, []string{"ended session " + id, "this shell still has CCRUN_SESSION"}, nil)
-	if _, err := permission.OpenSession(sessionDir(), id); err == nil {
+	if _, err := allowlist.OpenSession(sessionDir(), id); err == nil {
 		t.Fatalf("session %s still open after the end it suggested", id)
 	}
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // status draws one line on a terminal's stderr with the call's state and
@@ -74,7 +74,7 @@ func (s *status) compile(module string, compiling bool) {
 	defer s.mu.Unlock()
 	s.compiling = ""
 	if compiling {
-		s.compiling = permission.Escape(module) // a manifest's name: no control character reaches the terminal
+		s.compiling = shellcmd.Escape(module) // a manifest's name: no control character reaches the terminal
 	}
 }
 

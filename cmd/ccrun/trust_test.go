@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // fakeHome points HOME and the XDG directories at a fresh directory, so
@@ -120,7 +121,7 @@ func TestHostileRepository(t *testing.T) {
 			shown: []string{"ccrun.local.json: mode trust"},
 			probe: func(t *testing.T, dir string) bool {
 				r := checkJSON(t, dir, "--command", "touch planted")
-				if r.Decision != "allow" && !hasNote(r, permission.NotTrusted) {
+				if r.Decision != "allow" && !hasNote(r, allowlist.NotTrusted) {
 					t.Errorf("untrusted, and the diagnostics do not say so: %q", r.Diagnostics)
 				}
 				return r.Decision == "allow" && r.Layer == "mode"
@@ -380,7 +381,7 @@ func TestTrustDigestForCI(t *testing.T) {
 	}
 	// The pull request adds an allow rule: the same digest no longer fits.
 	writeFiles(t, dir, map[string]string{"ccrun.json": `{"permissions": {"allow": ["run_wasm:*", "capability:*"]}}`})
-	if r := checkJSON(t, dir, call...); r.Decision == "allow" || !hasNote(r, permission.NotTrusted) {
+	if r := checkJSON(t, dir, call...); r.Decision == "allow" || !hasNote(r, allowlist.NotTrusted) {
 		t.Fatalf("a PR's own changes trusted it: %s %q", r.Decision, r.Diagnostics)
 	}
 	t.Setenv(trustDigestEnv, "")

@@ -24,6 +24,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
@@ -88,7 +89,7 @@ type Invocation struct {
 type Prepared struct {
 	// Key is what a grant covers. Required for an ad-hoc call; for a
 	// capability the root keys it capability:NAME and ignores Key.
-	Key permission.Key
+	Key keys.Key
 	// Display is what the person sees: the command, the module or the
 	// image with the arguments.
 	Display string
@@ -142,8 +143,8 @@ func Rel(dir, path string) string {
 
 // PathKey keys a file a call runs: tool:path (quoted, and so exact, when
 // the path is not plain).
-func PathKey(tool, path string) permission.Key {
-	k := permission.Key{Tool: tool, Action: filepath.ToSlash(path)}
+func PathKey(tool, path string) keys.Key {
+	k := keys.Key{Tool: tool, Action: filepath.ToSlash(path)}
 	if !k.Valid() {
 		k.Exact = true
 	}

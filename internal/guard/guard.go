@@ -46,8 +46,9 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // Scope is what the decision that let a call run covers.
@@ -63,32 +64,32 @@ const (
 
 // ScopeOf returns the scope of an allow decision, and the pattern that
 // allowed it for Pattern.
-func ScopeOf(d *permission.Decision) (Scope, permission.Pattern) {
+func ScopeOf(d *permission.Decision) (Scope, keys.Pattern) {
 	switch d.Layer {
 	case permission.LayerApprover:
-		return Person, permission.Pattern{}
+		return Person, keys.Pattern{}
 	case permission.LayerProject, permission.LayerSession, permission.LayerAllowRule:
 		// "PATTERN" or "PATTERN (SOURCE)"; an exact pattern's command may
 		// hold " (" itself.
-		if p, err := permission.ParsePattern(d.Rule); err == nil {
+		if p, err := keys.ParsePattern(d.Rule); err == nil {
 			return Pattern, p
 		}
 		if i := strings.LastIndex(d.Rule, " ("); i >= 0 {
-			if p, err := permission.ParsePattern(d.Rule[:i]); err == nil {
+			if p, err := keys.ParsePattern(d.Rule[:i]); err == nil {
 				return Pattern, p
 			}
 		}
-		return ReadOnly, permission.Pattern{} // fail closed: the narrowest scope
+		return ReadOnly, keys.Pattern{} // fail closed: the narrowest scope
 	case permission.LayerMode:
-		return Mode, permission.Pattern{}
+		return Mode, keys.Pattern{}
 	}
-	return ReadOnly, permission.Pattern{}
+	return ReadOnly, keys.Pattern{}
 }
 
 // Config is what a Guard enforces.
 type Config struct {
 	Scope   Scope
-	Pattern permission.Pattern // for Scope Pattern
+	Pattern keys.Pattern // for Scope Pattern
 	// Policy holds the deny rules and the mode; nil: the default policy.
 	Policy *permission.Policy
 	// ProjectDir is the project root (programs found under it are not
@@ -104,7 +105,7 @@ type Config struct {
 	BaseEnv []string
 	// Ask asks a person about one step, offering Once; nil: nobody can be
 	// asked, and a step outside the scope is refused.
-	Ask func(ctx context.Context, p *permission.Prompt) (permission.Grant, error)
+	Ask func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error)
 }
 
 // Guard checks a run's steps; see the package documentation.
@@ -133,7 +134,7 @@ func New(cfg Config) *Guard {
 			g.base[k] = v
 		}
 	}
-	if cfg.Scope == Pattern && cfg.Pattern.Exact && cfg.Pattern.Tool == permission.ShellTool {
+	if cfg.Scope == Pattern && cfg.Pattern.Exact && cfg.Pattern.Tool == keys.ShellTool {
 		g.argvs = writtenCommands(cfg.Pattern.Action)
 	}
 	return g
@@ -261,12 +262,12 @@ func (r *Refusal) Is(target error) bool { return target == permission.ErrPermiss
 func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
 	text, err := quote(p.Argv)
 	if err != nil {
-		return &Refusal{What: permission.Escape(strings.Join(p.Argv, " ")), Reason: err.Error()}
+		return &Refusal{What: shellcmd.Escape(strings.Join(p.Argv, " ")), Reason: err.Error()}
 	}
 	cmd := permission.ParseCommand(text)
 	req := &permission.Request{Tool: "run_command", Environment: ceiling.Shell, Permission: permission.Ask(cmd.Key),
 		Class: permission.ClassExec, Command: cmd, Display: text, Dir: p.Dir, Env: g.added(p.Env)}
-	what := permission.Escape(text)
+	what := shellcmd.Escape(text)
 	if rule, ok := g.cfg.Policy.DenyRule(req); ok {
 		return &Refusal{What: what, Reason: "denied by rule " + rule}
 	}
@@ -286,7 +287,7 @@ func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
 		// whoever allowed the program did not see that code.
 		for _, kv := range req.Env {
 			name, _, _ := strings.Cut(kv, "=")
-			if why, ok := permission.RunsPrograms(name); ok {
+			if why, ok := shellcmd.RunsPrograms(name); ok {
 				return g.ask(ctx, req, fmt.Sprintf("%s is set (%s)", name, why))
 			}
 		}
@@ -330,7 +331,7 @@ func (g *Guard) readOnly(ctx context.Context, p shell.Program, req *permission.R
 		return why
 	}
 	if g.realProject != "" && within(g.realProject, p.Path) {
-		return fmt.Sprintf("%s is a program of the project (%s), not of the system", permission.Escape(p.Argv[0]), permission.Escape(p.Path))
+		return fmt.Sprintf("%s is a program of the project (%s), not of the system", shellcmd.Escape(p.Argv[0]), shellcmd.Escape(p.Path))
 	}
 	return ""
 }
@@ -342,19 +343,19 @@ func (g *Guard) Open(ctx context.Context, path string, flag int) error {
 	if write {
 		class = permission.ClassWrite
 	}
-	req := &permission.Request{Tool: "open", Environment: ceiling.Shell, Permission: permission.Ask(permission.Key{Tool: "open", Action: "file"}),
+	req := &permission.Request{Tool: "open", Environment: ceiling.Shell, Permission: permission.Ask(keys.Key{Tool: "open", Action: "file"}),
 		Class: class, Paths: []string{path}, Display: path}
 	if found := g.dangerous(permission.DangerousPaths(req, "/", g.cfg.Home)); len(found) > 0 {
 		return g.ask(ctx, req, "touches a dangerous path: "+found[0].String())
 	}
 	if write && g.cfg.Scope == ReadOnly && !terminalOrNull(path) {
-		return g.ask(ctx, req, "writes "+permission.Escape(path)+", and the command was allowed as read-only")
+		return g.ask(ctx, req, "writes "+shellcmd.Escape(path)+", and the command was allowed as read-only")
 	}
 	return nil
 }
 
 // dangerous drops the findings a person approved.
-func (g *Guard) dangerous(found []permission.Finding) []permission.Finding {
+func (g *Guard) dangerous(found []shellcmd.Finding) []shellcmd.Finding {
 	out := found[:0:0]
 	for _, f := range found {
 		ok := false
@@ -374,7 +375,7 @@ func (g *Guard) dangerous(found []permission.Finding) []permission.Finding {
 // ask puts one step to the person, Once only; with nobody to ask, or any
 // answer but Once or more, the step is refused.
 func (g *Guard) ask(ctx context.Context, req *permission.Request, why string) error {
-	what := permission.Escape(req.Display)
+	what := shellcmd.Escape(req.Display)
 	hint := "it runs only if a person approves this step; run the call at a terminal, or write a command whose words say what it does"
 	if g.cfg.Ask == nil {
 		return &Refusal{What: what, Reason: why, Hint: hint}
@@ -382,12 +383,12 @@ func (g *Guard) ask(ctx context.Context, req *permission.Request, why string) er
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	d := &permission.Decision{Verdict: permission.AskUser, Key: req.Permission.Key(), Layer: LayerExecution,
-		Reason: "at execution: " + why, Offer: permission.Once}
+		Reason: "at execution: " + why, Offer: ceiling.Once}
 	grant, err := g.cfg.Ask(ctx, &permission.Prompt{Request: req, Decision: d})
 	if err != nil {
 		return &Refusal{What: what, Reason: why + "; nobody answered: " + err.Error()}
 	}
-	if grant < permission.Once {
+	if grant < ceiling.Once {
 		return &Refusal{What: what, Reason: why + "; denied by the person asked"}
 	}
 	return nil

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
 
@@ -125,12 +127,12 @@ func TestRefusalClass(t *testing.T) {
 	}
 	// Asked, and approved once.
 	asked := 0
-	g = New(Config{Scope: ReadOnly, Ask: func(ctx context.Context, p *permission.Prompt) (permission.Grant, error) {
+	g = New(Config{Scope: ReadOnly, Ask: func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		asked++
-		if p.Decision.Offer != permission.Once {
+		if p.Decision.Offer != ceiling.Once {
 			t.Errorf("offer %v, want once", p.Decision.Offer)
 		}
-		return permission.Once, nil
+		return ceiling.Once, nil
 	}})
 	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "x"}, Path: "/bin/rm", Dir: t.TempDir()}); err != nil || asked != 1 {
 		t.Errorf("approved once: %v, asked %d", err, asked)
@@ -167,7 +169,7 @@ func BenchmarkGuardExec(b *testing.B) {
 // with other words is not covered.
 func TestCompoundRuleCoversItsCommands(t *testing.T) {
 	t.Parallel()
-	pat := permission.MustParsePattern(`run_command:"'touch' a && touch \"b c\" | wc -l; echo $X"`)
+	pat := keys.MustParsePattern(`run_command:"'touch' a && touch \"b c\" | wc -l; echo $X"`)
 	g := New(Config{Scope: Pattern, Pattern: pat})
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -187,7 +189,7 @@ func TestCompoundRuleCoversItsCommands(t *testing.T) {
 		}
 	}
 	// A simple command's pattern keeps its meaning: its key, nothing more.
-	g = New(Config{Scope: Pattern, Pattern: permission.MustParsePattern("run_command:touch:a")})
+	g = New(Config{Scope: Pattern, Pattern: keys.MustParsePattern("run_command:touch:a")})
 	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "a"}, Path: "/usr/bin/rm", Dir: dir}); err == nil {
 		t.Error("rm a allowed under run_command:touch:a")
 	}
@@ -330,7 +332,7 @@ func TestExactGrantCoversItsExpansion(t *testing.T) {
 		{`run_command:"rm *.log && rm *.tmp"`, []string{"rm", "x.tmp"}, true},
 		{`run_command:"rm *.log && rm *.tmp"`, []string{"rm", "x.tmp", "y.log"}, false},
 	} {
-		pat := permission.MustParsePattern(tc.pattern)
+		pat := keys.MustParsePattern(tc.pattern)
 		g := New(Config{Scope: Pattern, Pattern: pat})
 		err := g.Exec(context.Background(), shell.Program{Argv: tc.argv, Path: "/usr/bin/" + tc.argv[0], Dir: dir})
 		if got := err == nil; got != tc.ok {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // Errors Approve returns when nobody answered; the gate then denies. Test
@@ -154,15 +155,15 @@ func Render(p *permission.Prompt, session bool, describe func(string) string) st
 	req, d := p.Request, p.Decision
 	offered, notes := Choices(req, d, session)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nccrun: %s (%s) asks to run\n", permission.Escape(req.Tool), req.Environment)
+	fmt.Fprintf(&b, "\nccrun: %s (%s) asks to run\n", shellcmd.Escape(req.Tool), req.Environment)
 	if describe != nil {
 		if s := describe(req.Tool); s != "" {
-			fmt.Fprintf(&b, "  about:     %s\n", permission.Escape(s))
+			fmt.Fprintf(&b, "  about:     %s\n", shellcmd.Escape(s))
 		}
 	}
 	if req.Display != "" {
 		for _, line := range strings.Split(req.Display, "\n") {
-			fmt.Fprintf(&b, "    %s\n", permission.Escape(line))
+			fmt.Fprintf(&b, "    %s\n", shellcmd.Escape(line))
 		}
 	}
 	if len(req.Args) > 0 {
@@ -174,13 +175,13 @@ func Render(p *permission.Prompt, session bool, describe func(string) string) st
 	}
 	for _, kv := range req.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "  env:       %s=%s\n", permission.Escape(k), strconv.QuoteToASCII(v))
+		fmt.Fprintf(&b, "  env:       %s=%s\n", shellcmd.Escape(k), strconv.QuoteToASCII(v))
 	}
 	if req.Dir != "" {
 		fmt.Fprintf(&b, "  dir:       %s\n", resolved(req.Dir))
 	}
 	if req.Stdin != "" {
-		fmt.Fprintf(&b, "  stdin:     %s\n", permission.Escape(req.Stdin))
+		fmt.Fprintf(&b, "  stdin:     %s\n", shellcmd.Escape(req.Stdin))
 	}
 	if len(req.Mounts) > 0 {
 		for _, m := range req.Mounts {
@@ -251,7 +252,7 @@ func covers(req *permission.Request, d *permission.Decision, offered []ceiling.G
 	case req.Tool == "run_wasm":
 		return lasting + " covers every run of this module (these bytes) with these mounts, whatever its arguments"
 	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command" && d.Key.Detail == "":
-		return fmt.Sprintf("%s covers the key %s only: %s with no operand, not with one", lasting, d.Key, permission.Escape(d.Key.Action))
+		return fmt.Sprintf("%s covers the key %s only: %s with no operand, not with one", lasting, d.Key, shellcmd.Escape(d.Key.Action))
 	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command":
 		return fmt.Sprintf("%s covers every command under the key %s, whatever its further arguments", lasting, d.Key)
 	case req.Tool == "run_command":
@@ -280,13 +281,13 @@ func mountMode(req *permission.Request, path string) string {
 // resolved shows path escaped, followed by where it really points when a
 // symlink makes that differ.
 func resolved(path string) string {
-	s := permission.Escape(path)
+	s := shellcmd.Escape(path)
 	real, err := filepath.EvalSymlinks(path)
 	switch {
 	case err != nil:
 		return s + " (does not exist)"
 	case filepath.IsAbs(path) && real != filepath.Clean(path):
-		return s + " → " + permission.Escape(real)
+		return s + " → " + shellcmd.Escape(real)
 	}
 	return s
 }
@@ -296,7 +297,7 @@ func resolved(path string) string {
 func own(s string) string {
 	parts := strings.Split(s, "→")
 	for i, p := range parts {
-		parts[i] = permission.Escape(p)
+		parts[i] = shellcmd.Escape(p)
 	}
 	return strings.Join(parts, "→")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 func shellPrompt(cmd string) *permission.Prompt {
@@ -128,7 +129,7 @@ func TestRenderShowsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "gone")
-	key := permission.MustParseKey("run_docker:busybox:latest")
+	key := keys.MustParseKey("run_docker:busybox:latest")
 	p := &permission.Prompt{
 		Request: &permission.Request{
 			Tool: "run_docker", Environment: ceiling.Docker, Permission: permission.Ask(key),

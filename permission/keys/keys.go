@@ -14,7 +14,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
-	"github.com/ccrun/ccrun/permission/shellcmd"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // ShellTool is the tool of shell commands: its keys are command keys

@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/ccrun/ccrun/internal/backend"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -122,13 +122,13 @@ func (b *Backend) Close() error { return b.e.Close(Engine.Close) }
 
 // imageKey keys an image as TOOL:NAME[:TAG], so run_docker:NAME:* and
 // run_docker:NAME cover every tag of NAME.
-func imageKey(tool, image string) permission.Key {
-	k := permission.Key{Tool: tool, Action: image}
+func imageKey(tool, image string) keys.Key {
+	k := keys.Key{Tool: tool, Action: image}
 	if i := strings.LastIndexByte(image, ':'); i > 0 && !strings.Contains(image[i:], "/") {
 		k.Action, k.Detail = image[:i], image[i+1:]
 	}
-	if !k.Valid() || (k.Detail != "" && !(permission.Key{Tool: "t", Action: k.Detail}).Valid()) {
-		k = permission.Key{Tool: tool, Action: image, Exact: true}
+	if !k.Valid() || (k.Detail != "" && !(keys.Key{Tool: "t", Action: k.Detail}).Valid()) {
+		k = keys.Key{Tool: tool, Action: image, Exact: true}
 	}
 	return k
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // Backend prepares and runs @shell calls. It is safe for concurrent use.
@@ -79,7 +80,7 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 	}
 	cmd := permission.ParseCommand(inv.Target)
 	if cmd.File == nil {
-		return nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", permission.Escape(inv.Target), backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", shellcmd.Escape(inv.Target), backend.ErrInvalidCall)
 	}
 	inv.Command, inv.Dir = cmd, inv.ProjectDir
 	p := &backend.Prepared{Key: cmd.Key, Command: cmd, Display: inv.Target, Dir: inv.ProjectDir}
