@@ -14,6 +14,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
@@ -133,7 +134,7 @@ func TestNoEngineIsUnavailable(t *testing.T) {
 	if !errors.Is(err, ccrun.ErrUnavailable) {
 		t.Errorf("Exec with no engine: %v, want ErrUnavailable", err)
 	}
-	if _, err := ccrun.CollectContainers(context.Background(), false); !errors.Is(err, ccrun.ErrUnavailable) {
+	if _, err := housekeep.CollectContainers(context.Background(), false); !errors.Is(err, ccrun.ErrUnavailable) {
 		t.Errorf("CollectContainers with no engine: %v, want ErrUnavailable", err)
 	}
 }

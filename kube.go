@@ -3,7 +3,6 @@
 package ccrun
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,28 +190,3 @@ func DefaultDockerEngine() (engine, from string, opts []kube.Option, err error) 
 	}
 	return c.engine, c.from, c.opts, nil
 }
-
-// CollectPods is CollectContainers for the Kubernetes engine: it deletes
-// the pods of ccrun in the namespace opts name (default: the kubeconfig
-// context's) whose owner was a process of this host that is gone, and
-// those past their expiry annotation; with pool, also the warm pods.
-func CollectPods(ctx context.Context, pool bool, opts ...kube.Option) ([]string, error) {
-	e, err := kube.New(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	removed, err := e.GC(ctx)
-	if pool && err == nil {
-		var n int
-		n, err = e.DrainPool(ctx)
-		if n > 0 {
-			removed = append(removed, fmt.Sprintf("%d warm pods", n))
-		}
-	}
-	return removed, err
-}
-
-// PodOwnerLabel is the label of a pod of the Kubernetes engine that holds
-// the pid of the ccrun process that owns it (what CollectPods reads).
-const PodOwnerLabel = kube.LabelPID

@@ -13,8 +13,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
-	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // doctorReport is what `ccrun doctor --json` prints. Its fields are
@@ -152,7 +152,7 @@ func doctor(ctx context.Context) doctorReport {
 func dockerInfo(ctx context.Context) dockerReport {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	host, err := ccrun.DockerHost(ctx)
+	host, err := housekeep.DockerHost(ctx)
 	if err != nil {
 		return dockerReport{Error: err.Error()}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -22,12 +23,12 @@ import (
 
 // dockerRefillCmd is the hidden first argument under which ccrun refills a
 // @docker warm pool in a process of its own, so that the run that used a
-// pooled container exits at once (ccrun.ServeHelper serves it).
-const dockerRefillCmd = ccrun.RefillArg
+// pooled container exits at once (housekeep.Serve serves it).
+const dockerRefillCmd = housekeep.RefillArg
 
 // serveHelper serves a @wasm worker of `exec --wasm-worker`, the warm
 // @wasm server, and the detached refill of a warm container pool.
-func serveHelper(args []string) (code int, ok bool) { return ccrun.ServeHelper(args) }
+func serveHelper(args []string) (code int, ok bool) { return housekeep.Serve(args) }
 
 // commands are ccrun's commands: the gate's, and those of the engines.
 func (a *app) commands() []*cobra.Command {
@@ -52,19 +53,19 @@ func (a *app) execEngines(engine string, worker bool) ([]ccrun.Option, error) {
 		if err != nil {
 			return nil, err
 		}
-		extra = append(extra, ccrun.WithWasmWorker(exe))
+		extra = append(extra, housekeep.WasmWorker(exe))
 	} else if oneShotProcess {
 		// This process runs one call and exits: a @wasm guest runs
 		// here at full speed, and a limit that stops it returns at
 		// once (the guest goes with the process). Should reporting
 		// it then hang, the hook ends the process with its code.
-		extra = append(extra, ccrun.WithWasmOneShot(func(r *job.Result) {
+		extra = append(extra, housekeep.WasmOneShot((func(r *job.Result) {
 			os.Exit(exitCode(r, nil))
-		}))
+		})))
 		// And the guest goes first to the project's warm server,
 		// which has the module compiled already (runtime(); off
 		// with CCRUN_WASM_SERVER=0).
-		a.wasmServer = os.Getenv(ccrun.WasmServerEnv) != "0"
+		a.wasmServer = os.Getenv(housekeep.WasmServerEnv) != "0"
 	}
 	return extra, nil
 }
@@ -75,12 +76,12 @@ func (a *app) execEngines(engine string, worker bool) ([]ccrun.Option, error) {
 func (a *app) runtimeEngines(dir string) []ccrun.Option {
 	var opts []ccrun.Option
 	if isTerminal(a.io.err) {
-		opts = append(opts, ccrun.WithPullProgress(a.io.err))
+		opts = append(opts, housekeep.PullProgress(a.io.err))
 	}
 	if exe, err := os.Executable(); err == nil {
-		opts = append(opts, ccrun.WithDetachedRefill(exe))
+		opts = append(opts, housekeep.DetachedRefill(exe))
 		if a.wasmServer {
-			opts = append(opts, ccrun.WithWasmServer(exe, dir))
+			opts = append(opts, housekeep.WasmServer(exe, dir))
 		}
 	}
 	return opts
@@ -88,7 +89,7 @@ func (a *app) runtimeEngines(dir string) []ccrun.Option {
 
 // withCompileProgress shows a @wasm module's compilation on st.
 func withCompileProgress(ctx context.Context, st *status) context.Context {
-	return ccrun.WithCompileProgress(ctx, st.compile)
+	return housekeep.WithCompileProgress(ctx, st.compile)
 }
 
 // checkImage refuses an image reference the engine could not read, before

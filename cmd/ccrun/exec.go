@@ -19,6 +19,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/outlive"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
@@ -178,7 +179,7 @@ The tool's exit code becomes ccrun's.`,
 			}
 			sigs := newSignals(c.Context())
 			defer sigs.stop()
-			if ccrun.MayOutlive(call) {
+			if outlive.May(call) {
 				sigs.start() // beside the gate's work: in before the run
 			}
 			var approver permission.Approver
@@ -247,14 +248,14 @@ The tool's exit code becomes ccrun's.`,
 			}
 			// The call's context is the signals' from the start; their
 			// handler is in before a person is prompted, before a run that
-			// may leave something behind (ccrun.MayOutlive), and before
-			// each program of a script of builtins (ccrun.WithBeforeStart).
+			// may leave something behind (mayOutlive), and before
+			// each program of a script of builtins (outlive.WithBeforeStart).
 			defer rt.Subscribe(func(e ccrun.Event) {
 				if e.State == ccrun.AwaitingApproval && term != nil || e.State == ccrun.Scheduled && sigs.started() {
 					sigs.install()
 				}
 			})()
-			ctx := ccrun.WithBeforeStart(sigs.ctx, sigs.install)
+			ctx := outlive.WithBeforeStart(sigs.ctx, sigs.install)
 			if st != nil {
 				ctx = withCompileProgress(ctx, st)
 			}
@@ -297,11 +298,11 @@ The tool's exit code becomes ccrun's.`,
 // it (a fifth of a new process's ~3 ms here, with their exit), so it goes
 // in only where a signal's default action, which ends ccrun at once, would
 // leave something of the call behind: before a prompt, and before a run
-// that may leave something (ccrun.MayOutlive), beside the gate's work. Elsewhere
+// that may leave something (mayOutlive), beside the gate's work. Elsewhere
 // a signal ends ccrun by its default action and the call with it, and the
 // audit log has the call's decision but no execution line. A @shell script
 // of builtins that starts a program after all gets the handling first
-// (ccrun.WithBeforeStart).
+// (outlive.WithBeforeStart).
 type signals struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
@@ -57,7 +58,7 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 			if err != nil {
 				note(err)
 			}
-			socks, err := ccrun.CollectWasmSockets() // of @wasm servers that were killed
+			socks, err := housekeep.CollectWasmSockets() // of @wasm servers that were killed
 			for _, s := range socks {
 				say("removed stale wasm server socket %s\n", s)
 			}
@@ -80,7 +81,7 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 					say("removed %s\n", p)
 				}
 			}
-			removed, err := ccrun.CollectContainers(c.Context(), pool)
+			removed, err := housekeep.CollectContainers(c.Context(), pool)
 			r.Containers = append(r.Containers, removed...)
 			for _, id := range removed {
 				say("removed %s\n", id)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
@@ -65,7 +66,7 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 	if err == nil && kind == ccrun.EngineKubernetes {
 		note(errors.New("pods on Kubernetes are not listed by --dry-run; ccrun gc removes those a killed ccrun left"))
 	}
-	listed, err := ccrun.GarbageContainers(ctx, pool)
+	listed, err := housekeep.GarbageContainers(ctx, pool)
 	plan.Containers = append(plan.Containers, listed...)
 	if err != nil {
 		note(fmt.Errorf("containers not listed: %w", err))

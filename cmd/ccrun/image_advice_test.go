@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // TestImageNotFoundAdvice: an image the engine does not have, on `ccrun
@@ -17,7 +17,7 @@ import (
 func TestImageNotFoundAdvice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := ccrun.DockerHost(ctx); err != nil {
+	if _, err := housekeep.DockerHost(ctx); err != nil {
 		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
 			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
 		}

@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // engineReport says where a @docker call would run: the engine, what
 // chose it, and for Kubernetes the cluster and whether it answers.
 type engineReport struct {
-	Engine  string         `json:"engine"` // "docker" or "kubernetes"
-	From    string         `json:"from"`   // "default", "flag" or the settings file
-	Cluster *ccrun.Cluster `json:"cluster,omitempty"`
-	Answers bool           `json:"answers"`
-	Error   string         `json:"error,omitempty"`
+	Engine  string             `json:"engine"` // "docker" or "kubernetes"
+	From    string             `json:"from"`   // "default", "flag" or the settings file
+	Cluster *housekeep.Cluster `json:"cluster,omitempty"`
+	Answers bool               `json:"answers"`
+	Error   string             `json:"error,omitempty"`
 	// NetworkPolicy is whether network "none" is enforced; ccrun cannot
 	// tell from the API whether the network plugin enforces policies.
 	NetworkPolicy string `json:"network_policy,omitempty"`
@@ -42,7 +43,7 @@ func engineInfo(ctx context.Context, flag string) engineReport {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := ccrun.ClusterInfo(ctx, opts...)
+	c, err := housekeep.ClusterInfo(ctx, opts...)
 	r.Cluster = &c
 	if err != nil {
 		r.Error = err.Error()
@@ -79,7 +80,7 @@ func collectPods(ctx context.Context, flag string, pool bool) ([]string, error) 
 	if err != nil || engine != ccrun.EngineKubernetes {
 		return nil, err
 	}
-	pods, err := ccrun.CollectPods(ctx, pool, opts...)
+	pods, err := housekeep.CollectPods(ctx, pool, opts...)
 	for i := range pods {
 		pods[i] = "pod " + pods[i]
 	}

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/housekeep"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/ccrun/ccrun"
 )
 
 // kubeCLI points the CLI at the test cluster (KUBECONFIG, as kubectl
@@ -96,7 +95,7 @@ func TestKubeGCAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	sel := ccrun.PodOwnerLabel + "=" + strconv.Itoa(cmd.Process.Pid)
+	sel := housekeep.PodOwnerLabel + "=" + strconv.Itoa(cmd.Process.Pid)
 	var name string
 	for deadline := time.Now().Add(time.Minute); name == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		l, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: sel})

@@ -5,9 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/ccrun/ccrun"
 )
 
 // asCCRun, set to 1 in the environment, makes the test binary run as
@@ -16,7 +15,7 @@ import (
 const asCCRun = "CCRUN_TEST_AS_CCRUN"
 
 func TestMain(m *testing.M) {
-	if code, ok := ccrun.ServeHelper(os.Args[1:]); ok {
+	if code, ok := housekeep.Serve(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	if os.Getenv(asCCRun) == "1" {

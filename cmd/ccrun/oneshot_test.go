@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // A real ccrun binary runs a CPU-bound guest in its own process without
@@ -21,7 +21,7 @@ func TestOneShotThroughCLI(t *testing.T) {
 		t.Skip("builds ccrun and a guest")
 	}
 	dir := t.TempDir()
-	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), ccrun.WasmServerEnv+"=0")
+	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), housekeep.WasmServerEnv+"=0")
 	ccrun := loopGuest(t, dir, env)
 	if stderr, code := ccrun("--", "x"); code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // refillOverdue is how long a detached docker refiller may live before
@@ -105,8 +105,8 @@ func orphaned(p helperProc, uid int) (string, bool) {
 	if p.uid != uid || p.euid != uid {
 		return "", false
 	}
-	if v, _ := envValue(p.env, ccrun.WasmWorkerEnv); v == "1" {
-		parent, ok := envValue(p.env, ccrun.WasmWorkerParentEnv)
+	if v, _ := envValue(p.env, housekeep.WasmWorkerEnv); v == "1" {
+		parent, ok := envValue(p.env, housekeep.WasmWorkerParentEnv)
 		if !ok { // a worker of an older ccrun: orphaned once reparented to init
 			return "wasm worker", p.ppid == 1
 		}

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/housekeep"
 	"golang.org/x/sys/unix"
-
-	"github.com/ccrun/ccrun"
 )
 
 // Which helper processes gc ends: only this user's, only a worker whose
@@ -22,9 +21,9 @@ import (
 func TestOrphaned(t *testing.T) {
 	const me = 1000
 	worker := func(parent string, ppid int) helperProc {
-		env := []string{"PATH=/bin", ccrun.WasmWorkerEnv + "=1"}
+		env := []string{"PATH=/bin", housekeep.WasmWorkerEnv + "=1"}
 		if parent != "" {
-			env = append(env, ccrun.WasmWorkerParentEnv+"="+parent)
+			env = append(env, housekeep.WasmWorkerParentEnv+"="+parent)
 		}
 		return helperProc{uid: me, euid: me, ppid: ppid, env: env, argv: []string{"ccrun"}}
 	}
@@ -47,8 +46,8 @@ func TestOrphaned(t *testing.T) {
 		{"worker of an older ccrun, reparented", worker("", 1), true},
 		{"another user's worker", other, false},
 		{"a worker running set-uid", setuid, false},
-		{"marker not 1", helperProc{uid: me, euid: me, ppid: 1, env: []string{ccrun.WasmWorkerEnv + "=0"}}, false},
-		{"marker as a substring", helperProc{uid: me, euid: me, ppid: 1, env: []string{"X" + ccrun.WasmWorkerEnv + "=1"}}, false},
+		{"marker not 1", helperProc{uid: me, euid: me, ppid: 1, env: []string{housekeep.WasmWorkerEnv + "=0"}}, false},
+		{"marker as a substring", helperProc{uid: me, euid: me, ppid: 1, env: []string{"X" + housekeep.WasmWorkerEnv + "=1"}}, false},
 		{"young refiller", refiller(time.Minute), false},
 		{"overdue refiller", refiller(time.Hour), true},
 		{"refiller of unknown age", refiller(-1), false},
@@ -67,7 +66,7 @@ func TestOrphaned(t *testing.T) {
 func startMarked(t *testing.T, parent string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
-	cmd.Env = []string{ccrun.WasmWorkerEnv + "=1", ccrun.WasmWorkerParentEnv + "=" + parent}
+	cmd.Env = []string{housekeep.WasmWorkerEnv + "=1", housekeep.WasmWorkerParentEnv + "=" + parent}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +120,7 @@ func TestWorkerChecksParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = []string{ccrun.WasmWorkerEnv + "=1", ccrun.WasmWorkerParentEnv + "=1"}
+	cmd.Env = []string{housekeep.WasmWorkerEnv + "=1", housekeep.WasmWorkerParentEnv + "=1"}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	err = cmd.Run()
@@ -153,7 +152,7 @@ func workerOf(t *testing.T, pid int) int {
 				continue
 			}
 			if p, ok := readProc(n); ok && p.ppid == pid {
-				if v, _ := envValue(p.env, ccrun.WasmWorkerEnv); v == "1" {
+				if v, _ := envValue(p.env, housekeep.WasmWorkerEnv); v == "1" {
 					return n
 				}
 			}
@@ -178,7 +177,7 @@ func TestWorkerDiesWithCcrun(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "--project-dir", dir, "exec", "--approve", "once", "--wasm-worker", "--timeout", "10m", "--wasm", "loop.wasm")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), ccrun.WasmServerEnv+"=0")
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "CCRUN_SESSION_DIR="+filepath.Join(t.TempDir(), "s"), housekeep.WasmServerEnv+"=0")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

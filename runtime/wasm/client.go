@@ -33,7 +33,7 @@ const ServerOptInEnv = "CCRUN_WASM_SERVER"
 // limits, isolation (a fresh instance per run) and results as in
 // process; cancelling ctx or the client going away stops it. Ignored with
 // WithWorkerProcess. Default: off (a program that does not call
-// ServeHelper, or ServeDefault when IsServer, must not be started as one).
+// ServeDefault when IsServer, must not be started as one).
 func WithServer(socket, exe string) Option {
 	return func(c *config) error {
 		if socket == "" {

@@ -1,13 +1,17 @@
-package ccrun
+// Package outlive says whether a call's run could outlive the process
+// that runs it, for a front end that runs one call and exits (ccrun exec)
+// and handles signals only when it must.
+package outlive
 
 import (
 	"context"
 
+	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
 
-// MayOutlive reports whether something of c's run could outlive the
+// May reports whether something of c's run could outlive the
 // process that runs it when a signal's default action ends that process
 // at once: a container, a program's process group. A front end that runs
 // one call and exits (ccrun exec) handles Ctrl-C and SIGTERM for such a
@@ -18,9 +22,9 @@ import (
 // otherwise), a worker dies with its parent (Pdeathsig), and a guest in
 // the process dies with it. Not a @shell script of builtins alone, which
 // starts no program (the parse the gate keys and the executor runs):
-// should it start one after all, WithBeforeStart's function runs first. A
+// should it start one after all, the function of shell.WithBeforeStart runs first. A
 // capability may: its environment is read later.
-func MayOutlive(c *Call) bool {
+func May(c *ccrun.Call) bool {
 	switch {
 	case c.Module != "":
 		return false
@@ -34,7 +38,7 @@ func MayOutlive(c *Call) bool {
 // WithBeforeStart returns a copy of ctx under which a @shell call's run
 // calls f before it starts each program, and waits for it: where a front
 // end installs what must be in place before anything of a run can outlive
-// its process, for a call MayOutlive said nothing would. f is called for
+// its process, for a call May said nothing would. f is called for
 // every program, from as many goroutines as start programs at once: make
 // it safe for that, and cheap once it has run.
 func WithBeforeStart(ctx context.Context, f func()) context.Context {

@@ -1,9 +1,10 @@
-package ccrun_test
+package outlive_test
 
 import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/outlive"
 )
 
 // TestMayOutlive: what a signal's default action could leave behind, by
@@ -29,8 +30,8 @@ func TestMayOutlive(t *testing.T) {
 		{ccrun.Call{Capability: "fmt"}, true},                // its environment is read later
 		{ccrun.Call{Tool: "lib", Input: []byte("{}")}, true}, // a library tool: whatever it does
 	} {
-		if got := ccrun.MayOutlive(&tc.c); got != tc.want {
-			t.Errorf("MayOutlive(%+v) = %v, want %v", tc.c, got, tc.want)
+		if got := outlive.May(&tc.c); got != tc.want {
+			t.Errorf("outlive.May(%+v) = %v, want %v", tc.c, got, tc.want)
 		}
 	}
 }
