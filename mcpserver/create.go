@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -242,23 +241,15 @@ func (s *Server) create(a createArgs, replaced *bool) (*capabilities.Capability,
 // inside its directory, names what a host tool would read as its
 // configuration or code: a row of the implant table at any depth
 // (sensitive.Under: .envrc, .vscode/, ccrun.local.json, .gitattributes,
-// .gitmodules, .git/config, .git/hooks/), or anything git would take for a
-// repository's parts: a .git entry at any depth (a directory or a gitfile
-// "gitdir: ..."), and a commondir, gitdir, HEAD or config.worktree file
-// (what git reads in a directory it takes for a repository).
+// .gitmodules, .git/config, .git/hooks/), or what git would take for a
+// repository's parts by name (sensitive.GitNamed: a .git at any depth,
+// HEAD, commondir, gitdir, config.worktree, packed-refs), in any case.
 func hostConfig(rel string) (string, bool) {
 	if r, ok := sensitive.Under(rel); ok {
 		return r.What, true
 	}
-	for _, c := range strings.Split(rel, "/") {
-		switch c {
-		case ".git":
-			return "a git repository or gitfile", true
-		}
-	}
-	switch path.Base(rel) {
-	case "commondir", "gitdir", "HEAD", "config.worktree", "packed-refs":
-		return "a file git reads in a repository", true
+	if r, ok := sensitive.GitNamed(rel); ok {
+		return r.What, true
 	}
 	return "", false
 }

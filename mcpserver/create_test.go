@@ -25,7 +25,8 @@ func TestCreateRefusesHostConfig(t *testing.T) {
 	cs := serve(t, rt, nil, "")
 	for _, p := range []string{".git/config", ".git/hooks/pre-commit", ".envrc", ".vscode/tasks.json",
 		"ccrun.local.json", ".gitattributes", ".gitmodules", "sub/.git", "sub/.git/commondir", "evil/HEAD",
-		"evil/commondir", "x/gitdir", ".claude/settings.json", "sub/.envrc", ".mcp.json"} {
+		"evil/commondir", "x/gitdir", ".claude/settings.json", "sub/.envrc", ".mcp.json",
+		".GIT/config", "Sub/.Git", "evil/head", "x/config.worktree", "x/packed-refs", ".EnvRC", ".VSCode/tasks.json"} {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "capability_create", Arguments: map[string]any{
 			"manifest": map[string]any{"name": "evil", "description": "d", "environment": "@wasm", "entry": map[string]any{"module": "m.wasm"}},
 			"files": []map[string]any{{"path": "m.wasm", "content": "AGFzbQEAAAA=", "encoding": "base64"},

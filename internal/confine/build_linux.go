@@ -533,7 +533,7 @@ func search(dir string, budget *int, stamps *[]stamp) *node {
 			switch {
 			case sensitive.FirstComps(kcs, false) >= 0:
 				it.n.child(e.name).hidden = true
-			case e.typ == unix.DT_DIR && e.name != ".git":
+			case e.typ == unix.DT_DIR && !sensitive.IsGit(e.name):
 				queue = append(queue, item{it.n.child(e.name), path.Join(it.rel, e.name), kcs})
 			}
 		}
@@ -821,7 +821,7 @@ func walkRows(dir string, limit int, links bool) (leaks, implants []string, comp
 			// in a .git directory, only where a row may lie beneath
 			// (.git/objects/info/alternates), not the objects themselves
 			if rel := path.Join(it.rel, e.name); e.typ == unix.DT_DIR && (!it.inGit || sensitive.Above(rel)) {
-				queue = append(queue, item{rel, kcs, it.inGit || e.name == ".git"})
+				queue = append(queue, item{rel, kcs, it.inGit || sensitive.IsGit(e.name)})
 			}
 		}
 	}

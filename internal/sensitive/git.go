@@ -50,12 +50,18 @@ func GitShapes() []Row { return []Row{gitFileRow, gitDirRow} }
 // GitMark reports whether name is one of the entries that make a
 // directory a repository to git: HEAD, objects, refs, commondir.
 func GitMark(name string) bool {
-	switch name {
-	case "HEAD", "objects", "refs", "commondir":
+	switch strings.ToLower(name) {
+	case "head", "objects", "refs", "commondir":
 		return true
 	}
 	return false
 }
+
+// IsGit reports whether name is .git, in any case: on a file system that
+// folds case (macOS's, Windows', a vfat or casefold mount) git finds a
+// .GIT as its .git. Every name of the table matches in any case, for the
+// same reason: the check errs towards protection where case matters.
+func IsGit(name string) bool { return strings.EqualFold(name, ".git") }
 
 // GitLike reports whether git takes a directory for a repository, given
 // has, which says whether the directory holds an entry of a name: it
@@ -81,7 +87,7 @@ func GitMade(names []string, had func(name string) bool) []string {
 	n := 0
 	for _, name := range names {
 		switch {
-		case name == ".git" && !had(name):
+		case IsGit(name) && !had(name):
 			out = append(out, name)
 		case GitMark(name) && n < len(marks):
 			marks[n] = name
@@ -90,7 +96,7 @@ func GitMade(names []string, had func(name string) bool) []string {
 	}
 	has := func(name string) bool {
 		for _, m := range marks[:n] {
-			if m == name {
+			if strings.EqualFold(m, name) {
 				return true
 			}
 		}
@@ -135,7 +141,8 @@ func Git(fsys FS, rel string) (Row, bool) {
 	comps := strings.Split(rel, "/")
 	last := comps[len(comps)-1]
 	parent := join(comps[:len(comps)-1]...)
-	if last == ".git" {
+	lc := lower(comps)
+	if IsGit(last) {
 		st, err := fsys.Lstat(rel)
 		switch {
 		case err == nil:
@@ -147,16 +154,16 @@ func Git(fsys FS, rel string) (Row, bool) {
 		}
 	}
 	t := built()
-	for i, c := range comps {
+	for i, c := range lc {
 		if _, ok := t.gitFirst[c]; !ok {
 			continue
 		}
-		if r, ok := t.gitRow(comps[i:]); ok && GitDir(fsys, join(comps[:i]...)) {
+		if r, ok := t.gitRow(lc[i:]); ok && GitDir(fsys, join(comps[:i]...)) {
 			return r, true
 		}
 	}
 	if GitMark(last) && !exists(fsys, rel) {
-		has := func(name string) bool { return name == last || exists(fsys, join(parent, name)) }
+		has := func(name string) bool { return strings.EqualFold(name, last) || exists(fsys, join(parent, name)) }
 		if GitLike(has) {
 			return gitDirRow, true
 		}
@@ -165,7 +172,7 @@ func Git(fsys FS, rel string) (Row, bool) {
 }
 
 // gitRow returns the row under .git/ that covers comps, a path relative
-// to a repository's directory.
+// to a repository's directory, in lower case.
 func (t *table) gitRow(comps []string) (Row, bool) {
 	for _, i := range t.gitFirst[comps[0]] {
 		r := t.rows[i]
@@ -217,4 +224,26 @@ func isDir(fsys FS, p string) bool {
 	}
 	st, err := fsys.Lstat(p)
 	return err == nil && st.IsDir()
+}
+
+// GitNamed reports whether rel, a slash-separated path a writer is about
+// to make, names by its names alone something git reads as a repository's
+// parts, in any case: a .git at any depth (a directory, or a gitfile
+// "gitdir: ..."), or a last component git reads in a directory it takes
+// for a repository (HEAD, commondir, gitdir, config.worktree,
+// packed-refs). For a writer that sees no tree, only names (a file a
+// person did not review, written by ccrun itself); Git answers for one
+// that can look.
+func GitNamed(rel string) (Row, bool) {
+	comps := strings.Split(strings.Trim(path.Clean("/"+rel), "/"), "/")
+	for _, c := range comps {
+		if IsGit(c) {
+			return gitFileRow, true
+		}
+	}
+	switch strings.ToLower(comps[len(comps)-1]) {
+	case "head", "commondir", "gitdir", "config.worktree", "packed-refs":
+		return gitDirRow, true
+	}
+	return Row{}, false
 }

@@ -53,6 +53,7 @@ type name struct {
 }
 
 func compile(pat string) name {
+	pat = strings.ToLower(pat)
 	switch {
 	case !isGlob(pat):
 		return name{lit: pat, kind: 'l'}
@@ -63,6 +64,8 @@ func compile(pat string) name {
 	return name{lit: pat, kind: 'g'}
 }
 
+// match reports whether the name matches s, a component already in lower
+// case (lower).
 func (n name) match(s string) bool {
 	switch n.kind {
 	case 'l':
@@ -129,9 +132,10 @@ func builtFn() *table {
 	t := &table{rows: rows, index: make(map[string][]int, len(rows)), gitFirst: map[string][]int{}}
 	for i, r := range rows {
 		if !r.Abs && len(r.Seq) > 1 && r.Seq[0] == ".git" {
-			t.gitFirst[r.Seq[1]] = append(t.gitFirst[r.Seq[1]], i)
+			k := strings.ToLower(r.Seq[1])
+			t.gitFirst[k] = append(t.gitFirst[k], i)
 		}
-		first, last := r.Seq[0], r.Seq[len(r.Seq)-1]
+		first, last := strings.ToLower(r.Seq[0]), strings.ToLower(r.Seq[len(r.Seq)-1])
 		switch {
 		case !isGlob(first):
 			t.index[first] = append(t.index[first], i)
@@ -257,7 +261,25 @@ func tableRows() []Row {
 
 // MatchComps reports whether the row covers a path already cut into its
 // components (an absolute path, without the leading empty one).
-func (r Row) MatchComps(comps []string) bool {
+func (r Row) MatchComps(comps []string) bool { return r.matchLower(lower(comps)) }
+
+// lower returns comps in lower case: comps itself when they are already.
+func lower(comps []string) []string {
+	for i, c := range comps {
+		if l := strings.ToLower(c); l != c {
+			out := slices.Clone(comps)
+			out[i] = l
+			for j := i + 1; j < len(out); j++ {
+				out[j] = strings.ToLower(out[j])
+			}
+			return out
+		}
+	}
+	return comps
+}
+
+// matchLower is MatchComps for components already in lower case.
+func (r Row) matchLower(comps []string) bool {
 	n := len(r.Seq)
 	for i := 0; i+n <= len(comps); i++ {
 		if r.Abs && i > 0 {
@@ -293,7 +315,8 @@ func (r Row) MatchPattern(comps []string) bool {
 		}
 		ok := true
 		for j, name := range r.Seq {
-			c := comps[i+j]
+			c := strings.ToLower(comps[i+j])
+			name = strings.ToLower(name)
 			m1, _ := path.Match(name, c)
 			m2, _ := path.Match(c, name)
 			if !(m1 || m2) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(c, ".")) {
@@ -330,6 +353,7 @@ func First(p string, write bool) int {
 // absolute path, without the leading empty one): what a walk of a tree
 // keeps as it goes down. comps must not be empty.
 func FirstComps(comps []string, write bool) int {
+	comps = lower(comps)
 	t := built()
 	rs := t.rows
 	best := -1
@@ -337,7 +361,7 @@ func FirstComps(comps []string, write bool) int {
 		if (best >= 0 && i >= best) || (rs[i].Kind == Implant && !write) {
 			return
 		}
-		if rs[i].MatchComps(comps) {
+		if rs[i].matchLower(comps) {
 			best = i
 		}
 	}

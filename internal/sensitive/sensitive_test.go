@@ -107,3 +107,54 @@ func TestDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestAnyCase: on a file system that folds case (macOS's, Windows', a
+// casefold or vfat mount) .GIT/hooks is .git/hooks and .SSH is .ssh, so
+// every name of the table matches in any case, and git's marks too.
+func TestAnyCase(t *testing.T) {
+	for _, tc := range []struct {
+		path  string
+		write bool
+		kind  Kind
+	}{
+		{"/home/u/.SSH/id_rsa", false, Leak},
+		{"/home/u/.Ssh/config", false, Leak},
+		{"/srv/app/DEPLOY.PEM", false, Leak},
+		{"/srv/app/ID_RSA.pub", false, Leak},
+		{"/srv/app/.ENV.production", false, Leak},
+		{"/home/u/.nuget/nuget/nuget.config", false, Leak},
+		{"/p/.GIT/hooks/pre-commit", true, Implant},
+		{"/p/.Git/config", true, Implant},
+		{"/p/sub/.git/HOOKS/x", true, Implant},
+		{"/p/.ENVRC", true, Implant},
+		{"/p/CCRUN.LOCAL.JSON", true, Implant},
+		{"/p/src/Main.go", true, ""},
+	} {
+		r, ok := Match(tc.path, tc.write)
+		got := Kind("")
+		if ok {
+			got = r.Kind
+		}
+		if got != tc.kind {
+			t.Errorf("Match(%q, write=%v) = %q (%s), want %q", tc.path, tc.write, got, r.Pattern(), tc.kind)
+		}
+	}
+	for rel, want := range map[string]bool{".GIT/config": true, ".VSCode/tasks.json": true, "Sub/.EnvRC": true, "SRC/x.go": false} {
+		if _, got := Under(rel); got != want {
+			t.Errorf("Under(%q) = %v, want %v", rel, got, want)
+		}
+	}
+	for _, n := range []string{"HEAD", "head", "Objects", "REFS", "CommonDir"} {
+		if !GitMark(n) {
+			t.Errorf("GitMark(%q) = false", n)
+		}
+	}
+	for _, n := range []string{".git", ".GIT", ".Git"} {
+		if !IsGit(n) {
+			t.Errorf("IsGit(%q) = false", n)
+		}
+	}
+	if got := GitMade([]string{".GIT", "head", "Objects", "refs"}, func(string) bool { return false }); len(got) != 4 {
+		t.Errorf("GitMade of a .GIT and a repository in other cases = %q, want all four", got)
+	}
+}
