@@ -9,7 +9,7 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// State is where a call is in the pipeline (seed 004 §1):
+// State is where a call is in the pipeline (README.md, "The gate"):
 //
 //	validating → awaiting_approval? → scheduled → executing → success | error | cancelled
 //

@@ -10,8 +10,8 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
-// Gate decides whether calls may run. It runs the order of DESIGN.md "The
-// gate", first match wins:
+// Gate decides whether calls may run. It runs this order (the README's
+// "The gate" says it for users), first match wins:
 //
 //  1. scope: a tool outside the caller's scope is denied;
 //  2. deny rules, from every settings layer; where text handed to
