@@ -222,6 +222,7 @@ type Violation struct {
 	Ceiling     Grant // the most the environment allows
 }
 
+// Error says which key went past its environment's ceiling, and how far.
 func (v *Violation) Error() string {
 	return fmt.Sprintf("ceiling violation: %s is a %s key, which can be granted at most %s, not %s",
 		v.Key, v.Environment, v.Ceiling, v.Grant)

@@ -225,6 +225,7 @@ type UnconfinedError struct {
 	Grant ceiling.Grant // what the approver answered with it
 }
 
+// Error says that running outside the sandbox is for one call only.
 func (e *UnconfinedError) Error() string {
 	return fmt.Sprintf("running a call outside the sandbox is for this one call only (once), not %s", e.Grant)
 }
@@ -237,6 +238,8 @@ type DeniedError struct {
 	Err      error
 }
 
+// Error names the denied key, the gate's step and its reason, then the
+// cause if there is one.
 func (e *DeniedError) Error() string {
 	msg := fmt.Sprintf("permission denied: %s (%s: %s)", e.Decision.Key, e.Decision.Layer, e.Decision.Reason)
 	if e.Err != nil {

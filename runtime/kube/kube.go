@@ -249,10 +249,13 @@ func (e *Executor) clientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
 }
 
-// Server is the API server's address, Context the kubeconfig context (""
-// in-cluster), Namespace where the pods run.
-func (e *Executor) Server() string    { return e.server }
-func (e *Executor) Context() string   { return e.context }
+// Server is the API server's address.
+func (e *Executor) Server() string { return e.server }
+
+// Context is the kubeconfig context the executor uses; "" in-cluster.
+func (e *Executor) Context() string { return e.context }
+
+// Namespace is where the executor's pods run.
 func (e *Executor) Namespace() string { return e.namespace }
 
 // Close waits for the warm pool's background work (refills, deletions of
