@@ -325,7 +325,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		undo.Release(cctx)
+		undo.Run(cctx)
 	}()
 	// Attach and wait live as long as the run, whatever the caller does.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -393,7 +393,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
-		undo.Release(cctx)
+		undo.Run(cctx)
 	}()
 	labels := e.labels(s.Network)
 	name := "ccrun-" + labels[LabelCall]
