@@ -113,7 +113,7 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	case res.OK():
 		t.emit(Success, d)
 	default:
-		t.emit(Failed, d)
+		t.emit(Error, d)
 	}
 	return t.out, nil
 }
@@ -187,7 +187,7 @@ func (t *tracker) publish(e Event) {
 }
 
 func (t *tracker) fail(err error) error {
-	s := Failed
+	s := Error
 	if errors.Is(err, context.Canceled) {
 		s = Cancelled
 	}
