@@ -55,7 +55,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -262,7 +262,7 @@ func (e *Executor) Namespace() string { return e.namespace }
 // used pods) at most 3 s, then cancels what is left; warm pods stay for the
 // next process (DrainPool removes them). Run must not be called after.
 func (e *Executor) Close() error {
-	container.WaitAtMost(&e.bgWork, 3*time.Second)
+	ctr.WaitAtMost(&e.bgWork, 3*time.Second)
 	e.stop()
 	return nil
 }
@@ -389,7 +389,7 @@ func (e *Executor) runLocked(ctx context.Context, s Spec, lim job.Limits, begin 
 }
 
 func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin time.Time, in *mountSet) (*job.Result, error) {
-	var undo container.Cleanup
+	var undo ctr.Cleanup
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
