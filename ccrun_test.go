@@ -98,8 +98,8 @@ func TestDeniedNeverExecutes(t *testing.T) {
 			if rec.runs != 0 || out.Result != nil {
 				t.Fatal("a denied call reached the executor")
 			}
-			if last := (*got)[len(*got)-1]; last != ccrun.Failed {
-				t.Errorf("last state %s, want %s", last, ccrun.Failed)
+			if last := (*got)[len(*got)-1]; last != ccrun.Error {
+				t.Errorf("last state %s, want %s", last, ccrun.Error)
 			}
 		})
 	}

@@ -13,8 +13,7 @@ import (
 )
 
 // TrustState is what a project's own files loosen past the defaults and
-// whether that counts (DESIGN.md "Trust comes from the person, not from
-// files"). While a project is not trusted, its deny and ask rules apply and
+// whether that counts (README.md, "Workspace trust"). While a project is not trusted, its deny and ask rules apply and
 // its allow rules, allowlist, mode above default and env.pass do not.
 type TrustState struct {
 	// Dir is the project's real path, as trust records name it.

@@ -9,26 +9,26 @@ import (
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// State is where a call is in the pipeline (seed 004 §1):
+// State is where a call is in the pipeline (README.md, "The gate"):
 //
 //	validating → awaiting_approval? → scheduled → executing → success | error | cancelled
 //
 // A call the gate denies goes from validating (or awaiting_approval) to error.
 type State string
 
-// The states of a call.
+// The states of a call. Each Go name is its value's.
 const (
 	Validating       State = "validating"
 	AwaitingApproval State = "awaiting_approval"
 	Scheduled        State = "scheduled"
 	Executing        State = "executing"
 	Success          State = "success"
-	Failed           State = "error"
+	Error            State = "error" // denied, failed, or did not exit 0 by itself
 	Cancelled        State = "cancelled"
 )
 
 // Final reports whether s ends a call.
-func (s State) Final() bool { return s == Success || s == Failed || s == Cancelled }
+func (s State) Final() bool { return s == Success || s == Error || s == Cancelled }
 
 // Event is one transition of one call.
 type Event struct {

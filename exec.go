@@ -113,10 +113,14 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	case res.OK():
 		t.emit(Success, d)
 	default:
-		t.emit(Failed, d)
+		t.emit(Error, d)
 	}
 	return t.out, nil
 }
+
+// checkResolveTimeout bounds what Check may wait for a backend's binding
+// (an image lookup, which never pulls).
+const checkResolveTimeout = 10 * time.Second
 
 // Check prepares c and runs the gate's steps without asking anyone and
 // without running anything: the decision `ccrun exec` would take with
@@ -127,11 +131,6 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 // says so in its diagnostics, and no grant bound to an image matches.
 //
 // Check is CheckContext with context.Background().
-
-// checkResolveTimeout bounds what Check may wait for a backend's binding
-// (an image lookup, which never pulls).
-const checkResolveTimeout = 10 * time.Second
-
 func (r *Runtime) Check(c *Call) (*Outcome, error) { return r.check(context.Background(), c, r.gate) }
 
 // CheckContext is Check under ctx: the lookup of a @docker call's image,
@@ -188,7 +187,7 @@ func (t *tracker) publish(e Event) {
 }
 
 func (t *tracker) fail(err error) error {
-	s := Failed
+	s := Error
 	if errors.Is(err, context.Canceled) {
 		s = Cancelled
 	}

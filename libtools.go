@@ -17,8 +17,8 @@ import (
 )
 
 // Tool is a tool a Go program gives its Runtime (WithTool), beside the
-// built-in ones and the project's capabilities (seed 000 §4.4: a tool has a
-// permission function that is asked before its execute function).
+// built-in ones and the project's capabilities: what its Permission says is
+// decided by the gate before its Execute may run.
 //
 // A call of it goes through the same pipeline as any other: its input is
 // validated against InputSchema, the gate decides on what Permission says

@@ -55,7 +55,7 @@ func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
 	return out, errs
 }
 
-// SubAgent returns a Runtime for a sub-agent of this one (seed 000 §4.8):
+// SubAgent returns a Runtime for a sub-agent of this one:
 // it shares the project, the executors, the approver and the audit log, and
 // its policy sees only tools that never ask (any other call is denied by
 // the gate's scope step), keeps this Runtime's deny and ask rules, and

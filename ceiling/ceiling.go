@@ -3,7 +3,7 @@
 // a grant, the highest grant each environment may reach, and the error that
 // says a grant went past it. Nothing else.
 //
-// The rule comes from seed 000 §4.3: a @shell tool runs with the user's own
+// The reason: a @shell tool runs with the user's own
 // rights, so a grant for it never outlives the session; a @wasm or @docker
 // tool is confined by its sandbox, so a project may trust it for good.
 //
@@ -222,6 +222,7 @@ type Violation struct {
 	Ceiling     Grant // the most the environment allows
 }
 
+// Error says which key went past its environment's ceiling, and how far.
 func (v *Violation) Error() string {
 	return fmt.Sprintf("ceiling violation: %s is a %s key, which can be granted at most %s, not %s",
 		v.Key, v.Environment, v.Ceiling, v.Grant)

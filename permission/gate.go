@@ -10,8 +10,8 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
-// Gate decides whether calls may run. It runs the order of DESIGN.md "The
-// gate", first match wins:
+// Gate decides whether calls may run. It runs this order (the README's
+// "The gate" says it for users), first match wins:
 //
 //  1. scope: a tool outside the caller's scope is denied;
 //  2. deny rules, from every settings layer; where text handed to
@@ -225,6 +225,7 @@ type UnconfinedError struct {
 	Grant ceiling.Grant // what the approver answered with it
 }
 
+// Error says that running outside the sandbox is for one call only.
 func (e *UnconfinedError) Error() string {
 	return fmt.Sprintf("running a call outside the sandbox is for this one call only (once), not %s", e.Grant)
 }
@@ -237,6 +238,8 @@ type DeniedError struct {
 	Err      error
 }
 
+// Error names the denied key, the gate's step and its reason, then the
+// cause if there is one.
 func (e *DeniedError) Error() string {
 	msg := fmt.Sprintf("permission denied: %s (%s: %s)", e.Decision.Key, e.Decision.Layer, e.Decision.Reason)
 	if e.Err != nil {

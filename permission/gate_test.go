@@ -65,7 +65,8 @@ func TestNonePermissionAllows(t *testing.T) {
 	}
 }
 
-// Checkpoint one of the ceiling (seed 000 §4.7, step 2): a @shell key found
+// The ceiling's first checkpoint, where the project allowlist is read (the
+// gate's step 6; the second is where a grant is written): a @shell key found
 // in the project allowlist — a hand edit — is reported, never an allow, and
 // the lookup goes on to the session allowlist and then asks.
 func TestCeilingProjectAllowlistShellKey(t *testing.T) {

@@ -14,8 +14,7 @@ import (
 )
 
 // Mode is the default stance of the gate for calls no rule, allowlist or
-// read-only detection has decided (seed 002 modes, seed 003 modes, seed 004
-// modes). The zero Mode is ModeDefault.
+// read-only detection has decided. The zero Mode is ModeDefault.
 //
 // The mode × class matrix (also in docs/policy.md):
 //
@@ -41,7 +40,7 @@ const (
 // Modes lists the modes from strictest to loosest.
 var Modes = []Mode{ModePlan, ModeDefault, ModeAcceptEdits, ModeTrust}
 
-// ParseMode reads a mode's name or one of the seeds' names for it
+// ParseMode reads a mode's name or one of the names other tools give it
 // (case-insensitive):
 //
 //	plan:          plan, strict, safe, read-only
@@ -49,10 +48,10 @@ var Modes = []Mode{ModePlan, ModeDefault, ModeAcceptEdits, ModeTrust}
 //	accept-edits:  accept-edits, accept_edits, acceptEdits, edit, edits
 //	trust:         trust, auto, solo, yolo
 //
-// "safe" (seed 002: everything asks) and "strict" (seed 003: exec and
+// "safe" (elsewhere: everything asks) and "strict" (elsewhere: exec and
 // network denied, writes asked) map to plan, which is stricter than both:
-// what a person calls safe must not be looser than they meant. "auto" is
-// seed 004's 自动模式 (everything allowed), not codebot's alias of
+// what a person calls safe must not be looser than they meant. "auto"
+// means everything allowed, as it does elsewhere, not an alias of
 // accept-edits. The empty string is ModeDefault. Anything else is an error
 // of class ErrInvalidConfig.
 func ParseMode(s string) (Mode, error) {
@@ -112,7 +111,7 @@ func (m Mode) Verdict(c Class) Verdict {
 }
 
 // ErrDepthExceeded is the class of the error of SubAgent on a policy that
-// is already a sub-agent's: sub-agents are one level deep (seed 000 §4.8).
+// is already a sub-agent's: sub-agents are one level deep.
 var ErrDepthExceeded = errdefs.ErrPermissionDenied.WithMessage("sub-agent depth exceeded")
 
 // MaxSubAgentDepth is how deep sub-agents nest: a sub-agent cannot derive
@@ -141,7 +140,7 @@ type PolicyConfig struct {
 }
 
 // Policy is the merged settings of every layer and the hooks the gate
-// calls at its steps 1, 2, 3, 5 and 8 (DESIGN.md "The gate"). A Policy is
+// calls at its steps 1, 2, 3, 5 and 8 (Gate; docs/policy.md). A Policy is
 // immutable and safe for concurrent use; WithMode and SubAgent return new
 // ones.
 type Policy struct {
@@ -255,8 +254,8 @@ func (p *Policy) SubAgent() (*Policy, error) {
 // Visible reports whether a tool is listed to the caller at all: its scope
 // sees it (none: the tool's permission is None), and no deny rule covers
 // every call of it (tool:* — or capability:NAME for a capability named
-// NAME). The gate denies such a tool again at execution (seed 004 §3: deny
-// is applied twice, in case the tool was registered later).
+// NAME). The gate denies such a tool again at execution: deny is applied
+// twice, in case the tool was registered after the list was made.
 func (p *Policy) Visible(tool string, none bool) bool {
 	if !p.scope.Sees(none) {
 		return false
@@ -470,7 +469,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 	}
 	v = p.mode.Verdict(class)
 	if v == Allow && p.mode == ModeTrust && isShell(req) {
-		// seed 002's Solo mode: everything but clearly dangerous commands
+		// trust mode allows everything but clearly destructive commands
 		if w := Warnings(req); len(w) > 0 {
 			return AskUser, LayerMode, fmt.Sprintf("mode %s asks for destructive commands: %s%s", p.mode, strings.Join(w, "; "), note)
 		}

@@ -220,7 +220,8 @@ func unsureInside(in *inside) string {
 }
 
 // matchOwn reports whether an allow rule covers req: its own key only,
-// never a command inside a compound one (seed 000 ADR 0036).
+// never a command inside a compound one: a grant of git must not cover
+// git pull && git push --force (README.md, "Keys").
 func matchOwn(p keys.Pattern, req *Request) bool {
 	k := requestKey(req)
 	if k.Tool == "" {

@@ -2,8 +2,8 @@ package permission
 
 import "fmt"
 
-// Scope decides which tools a caller sees (seed 002 Tool Scope, seed 000
-// §4.8). A tool outside the caller's scope is not listed to it and is
+// Scope decides which tools a caller sees (a sub-agent's policy has
+// ScopeReadOnly; docs/policy.md). A tool outside the caller's scope is not listed to it and is
 // denied at the gate's first step. The zero Scope is ScopeFull.
 type Scope string
 

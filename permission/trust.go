@@ -11,8 +11,8 @@ import (
 
 // Loosening is what a project's own files (ccrun.json, ccrun.local.json)
 // loosen past the defaults, one line each (Settings.Loosens). It counts
-// only once the person trusted exactly these lines (DESIGN.md "Trust comes
-// from the person, not from files").
+// only once the person trusted exactly these lines (README.md, "Workspace
+// trust").
 type Loosening struct {
 	// Lines are what the files loosen, prefixed with the file's base name,
 	// in file order: ccrun.json first, then ccrun.local.json.

@@ -3,7 +3,7 @@ package permission
 import "testing"
 
 // TestTrustAsksDestructive: trust mode allows everything but what carries
-// a destructive warning (seed 002 Solo mode).
+// a destructive warning.
 func TestTrustAsksDestructive(t *testing.T) {
 	t.Parallel()
 	p, err := NewPolicy(PolicyConfig{Layers: []*Settings{{Origin: OriginUser, Mode: ModeTrust}}})

@@ -39,8 +39,8 @@ func (p Permission) IsNone() bool { return !p.ask }
 // Key returns the key p asks under; the zero Key for None.
 func (p Permission) Key() keys.Key { return p.key }
 
-// Class is what kind of effect a tool has (seed 003's table; seed 002's
-// Read / Preview / Write / Command / Unknown).
+// Class is what kind of effect a tool has: the columns of the mode × class
+// matrix (Mode; docs/policy.md, "Modes × classes").
 type Class string
 
 // The classes. Unknown is treated as the most dangerous.
@@ -53,8 +53,9 @@ const (
 	ClassUnknown  Class = "unknown"  // anything not declared
 )
 
-// Directive narrows what one call or turn may do, whatever the mode (seed
-// 002 ExecutionDirective). The zero Directive narrows nothing.
+// Directive narrows what one call or turn may do, whatever the mode
+// (docs/policy.md, "Directives, scopes, sub-agents"). The zero Directive
+// narrows nothing.
 type Directive string
 
 // The directives.
@@ -113,7 +114,7 @@ type Request struct {
 	Dangerous []shellcmd.Finding
 }
 
-// Layer names the step of the gate that decided (DESIGN.md "The gate").
+// Layer names the step of the gate that decided (Gate lists the steps).
 type Layer string
 
 // The layers, in the gate's order.

@@ -13,7 +13,8 @@ import (
 	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
-// DangerKind says why a path is dangerous (seed 003).
+// DangerKind says why a path is dangerous (docs/policy.md, "Dangerous
+// paths").
 type DangerKind string
 
 // The kinds.

@@ -35,8 +35,7 @@ type Verdict struct {
 
 // ReadOnly reports whether running f cannot change anything: no file is
 // written, no program but the listed readers is run, nothing runs in the
-// background. It is conservative on purpose (seed 003 isReadonlyBash, seed
-// 002 CommandRisk): a false "no" costs a keystroke, a false "yes" is a
+// background. It is conservative on purpose: a false "no" costs a keystroke, a false "yes" is a
 // hole. When it says no, reason says why, for the person asked. It is
 // Classify with no positional arguments and no environment.
 //

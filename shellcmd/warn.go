@@ -11,11 +11,10 @@ import (
 )
 
 // Warnings returns short notes for the person asked about a shell command
-// of a destructive form (seed 003 DestructiveCommandWarning): rm -rf,
-// git reset --hard, git push --force, git clean -f, DROP TABLE,
-// terraform destroy, kubectl delete, sudo, chmod -R 777, dd of=, mkfs, a
-// fork bomb, curl … | sh… found anywhere in the command (every segment, substitutions,
-// bash -c, eval, wrappers). Warnings never change a decision; they err
+// of a destructive form: rm -rf, git reset --hard, git push --force, git
+// clean -f, DROP TABLE, terraform destroy, kubectl delete, sudo, chmod -R
+// 777, dd of=, mkfs, a fork bomb, curl … | sh… found anywhere in the
+// command (every segment, substitutions, bash -c, eval, wrappers). Warnings never change a decision; they err
 // towards warning (git clean -nf warns too). f is the parse of source;
 // nil when it does not parse (then source is searched as text).
 func Warnings(f *syntax.File, source string) []string {

@@ -1,10 +1,10 @@
 package once
 
-import "github.com/ccrun/ccrun/internal/container"
+import "github.com/ccrun/ccrun/internal/ctr"
 
 // ELF is once as a static x86-64 ELF executable (the one architecture it
 // is written for), a few hundred bytes.
-func ELF() []byte { return container.ELF64(container.EMX8664, code) }
+func ELF() []byte { return ctr.ELF64(ctr.EMX8664, code) }
 
 // code is once's machine code, as testdata/once.s assembles to.
 var code = []byte{

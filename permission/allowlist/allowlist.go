@@ -209,6 +209,8 @@ type ConfigError struct {
 	Err    error  // what is wrong
 }
 
+// Error places the problem in its file (file:line:column when it has a
+// place) and ends with ErrInvalidConfig's text.
 func (e *ConfigError) Error() string {
 	if e.Line == 0 {
 		return fmt.Sprintf("%s: %v: %v", e.File, e.Err, ErrInvalidConfig)

@@ -64,7 +64,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
@@ -235,7 +235,7 @@ func (e *Executor) Host() string { return e.host }
 // next refill of its pool, by GC or by DrainPool. Run must not be called
 // after.
 func (e *Executor) Close() error {
-	shared.WaitAtMost(&e.bgWork, closeWait)
+	ctr.WaitAtMost(&e.bgWork, closeWait)
 	e.stop()
 	return e.eng.Close()
 }
@@ -321,11 +321,11 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 		}
 	}
 
-	var undo shared.Cleanup
+	var undo ctr.Cleanup
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		undo.Release(cctx)
+		undo.Run(cctx)
 	}()
 	// Attach and wait live as long as the run, whatever the caller does.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))

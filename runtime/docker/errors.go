@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
-	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 )
@@ -30,7 +30,7 @@ var (
 // newError is an error of class with a message a person can act on and,
 // when there is one, the engine's own error as its cause.
 func newError(class error, cause error, format string, args ...any) error {
-	return shared.NewError(class, cause, format, args...)
+	return ctr.NewError(class, cause, format, args...)
 }
 
 // TestImageRepo is the repository of ccrun's own test images, built from
@@ -40,7 +40,7 @@ const TestImageRepo = "ccrun-test"
 // imageNotFound is the ErrNotFound error for the image ref names: what
 // happened (msg), the engine's error, and the command that gets the image.
 func imageNotFound(ref, msg string, cause error, pulled bool) error {
-	return &shared.Error{Class: ErrNotFound, Msg: msg, Cause: cause, Hint: imageAdvice(ref, pulled)}
+	return &ctr.Error{Class: ErrNotFound, Msg: msg, Cause: cause, Hint: imageAdvice(ref, pulled)}
 }
 
 // imageAdvice names the command that gets the image ref names: `make

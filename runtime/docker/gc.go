@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"os"
 	"strconv"
 	"strings"
@@ -23,11 +23,11 @@ type owner struct {
 
 func self() owner {
 	pid := os.Getpid()
-	return owner{pid: pid, start: shared.ProcStart(pid)}
+	return owner{pid: pid, start: ctr.ProcStart(pid)}
 }
 
 // alive reports whether o still runs on this host.
-func (o owner) alive() bool { return shared.Alive(o.pid, o.start) }
+func (o owner) alive() bool { return ctr.Alive(o.pid, o.start) }
 
 // claimedPrefix starts the name of a pooled container once a run claims
 // it: ccrun-run.PID.START.RANDOM names the claiming process, which the

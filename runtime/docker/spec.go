@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -15,13 +15,13 @@ import (
 
 // PullPolicy says when Run pulls the image from its registry: the pull
 // policy of both engines of @docker. The zero value means PullMissing.
-type PullPolicy = shared.PullPolicy
+type PullPolicy = ctr.PullPolicy
 
 // The pull policies.
 const (
-	PullMissing = shared.PullMissing // pull only when the image is not local (default)
-	PullNever   = shared.PullNever   // never pull: a missing image is ErrNotFound
-	PullAlways  = shared.PullAlways  // pull before every run; a failed pull fails the run
+	PullMissing = ctr.PullMissing // pull only when the image is not local (default)
+	PullNever   = ctr.PullNever   // never pull: a missing image is ErrNotFound
+	PullAlways  = ctr.PullAlways  // pull before every run; a failed pull fails the run
 )
 
 // Defaults of the hardened container.
@@ -44,7 +44,7 @@ const (
 // the package documentation for what it costs; User may be a name the
 // image knows (default DefaultUser). Its zero fields mean the hardened
 // defaults; a field that loosens them is listed by Loosens.
-type Spec shared.Spec
+type Spec ctr.Spec
 
 // Loosens lists, for a person approving the run, every way s differs from
 // the hardened defaults in what the program may reach. Nil: it loosens

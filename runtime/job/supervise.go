@@ -112,6 +112,7 @@ type Status struct {
 // run was stopped.
 type StopError struct{ Reason Reason }
 
+// Error says why the run was stopped.
 func (e *StopError) Error() string { return "run stopped: " + string(e.Reason) }
 
 // ErrNoWait is returned by Run for a Supervisor without Wait.

@@ -7,7 +7,7 @@ import (
 	"net"
 	"syscall"
 
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/containerd/errdefs"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -33,7 +33,7 @@ var (
 // newError is an error of class with a message a person can act on and,
 // when there is one, the cause underneath.
 func newError(class, cause error, format string, args ...any) error {
-	return container.NewError(class, cause, format, args...)
+	return ctr.NewError(class, cause, format, args...)
 }
 
 // unavailable is the error for an API server that does not answer.

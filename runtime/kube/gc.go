@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,9 +15,9 @@ import (
 )
 
 // owner names a process: its pid and its start time.
-type owner = container.Owner
+type owner = ctr.Owner
 
-func self() owner { return container.Self() }
+func self() owner { return ctr.Self() }
 
 var labelUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"runtime"
 
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/once"
 )
 
@@ -16,7 +16,7 @@ import (
 // built here from its machine code.
 const (
 	helpersDir = "/.ccrun"
-	// holdPath is container.Holder, which blocks in pause(2) for ever:
+	// holdPath is ctr.Holder, which blocks in pause(2) for ever:
 	// the program of the copy container of a pod whose mounts are copied,
 	// into which tar is exec'd. (The run container's program is once:
 	// internal/once.)
@@ -32,7 +32,7 @@ func helpers() map[string][]byte {
 	if runtime.GOARCH != "amd64" {
 		return nil
 	}
-	return map[string][]byte{"hold": container.Holder(), "once": once.ELF()}
+	return map[string][]byte{"hold": ctr.Holder(), "once": once.ELF()}
 }
 
 // helpersName is the name of the ConfigMap holding the helpers: it names

@@ -55,7 +55,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -249,17 +249,20 @@ func (e *Executor) clientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
 }
 
-// Server is the API server's address, Context the kubeconfig context (""
-// in-cluster), Namespace where the pods run.
-func (e *Executor) Server() string    { return e.server }
-func (e *Executor) Context() string   { return e.context }
+// Server is the API server's address.
+func (e *Executor) Server() string { return e.server }
+
+// Context is the kubeconfig context the executor uses; "" in-cluster.
+func (e *Executor) Context() string { return e.context }
+
+// Namespace is where the executor's pods run.
 func (e *Executor) Namespace() string { return e.namespace }
 
 // Close waits for the warm pool's background work (refills, deletions of
 // used pods) at most 3 s, then cancels what is left; warm pods stay for the
 // next process (DrainPool removes them). Run must not be called after.
 func (e *Executor) Close() error {
-	container.WaitAtMost(&e.bgWork, 3*time.Second)
+	ctr.WaitAtMost(&e.bgWork, 3*time.Second)
 	e.stop()
 	return nil
 }
@@ -386,11 +389,11 @@ func (e *Executor) runLocked(ctx context.Context, s Spec, lim job.Limits, begin 
 }
 
 func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin time.Time, in *mountSet) (*job.Result, error) {
-	var undo container.Cleanup
+	var undo ctr.Cleanup
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
-		undo.Release(cctx)
+		undo.Run(cctx)
 	}()
 	labels := e.labels(s.Network)
 	name := "ccrun-" + labels[LabelCall]

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
@@ -20,13 +20,13 @@ import (
 
 // PullPolicy says when the node pulls the image: the pull policy of both
 // engines of @docker. The zero value means PullMissing.
-type PullPolicy = container.PullPolicy
+type PullPolicy = ctr.PullPolicy
 
 // The pull policies, each as the pod's imagePullPolicy.
 const (
-	PullMissing = container.PullMissing // IfNotPresent (default)
-	PullNever   = container.PullNever   // Never: the image must be on the node already
-	PullAlways  = container.PullAlways  // Always
+	PullMissing = ctr.PullMissing // IfNotPresent (default)
+	PullNever   = ctr.PullNever   // Never: the image must be on the node already
+	PullAlways  = ctr.PullAlways  // Always
 )
 
 // Defaults of the hardened pod.
@@ -58,7 +58,7 @@ const (
 // and a call with mounts runs cold; User is numeric
 // (default 65534:65534). Its zero fields mean the hardened defaults; a
 // field that loosens them is listed by Loosens.
-type Spec container.Spec
+type Spec ctr.Spec
 
 // Loosens lists, for the person approving the run, every way s differs
 // from the hardened defaults in what the program may reach.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -26,15 +26,15 @@ import (
 )
 
 // TestHelpers: the helpers ConfigMap holds the holder of
-// internal/container (run there) and once (run by internal/once), each a
+// internal/ctr (run there) and once (run by internal/once), each a
 // static executable of one segment.
 func TestHelpers(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("helpers are built for amd64 only")
 	}
 	h := helpers()
-	if !bytes.Equal(h["hold"], container.Holder()) {
-		t.Error("the hold helper is not container.Holder")
+	if !bytes.Equal(h["hold"], ctr.Holder()) {
+		t.Error("the hold helper is not ctr.Holder")
 	}
 	for _, name := range []string{"hold", "once"} {
 		f, err := elf.NewFile(bytes.NewReader(h[name]))

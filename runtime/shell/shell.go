@@ -268,11 +268,6 @@ func (s *Spec) validate() error {
 	return nil
 }
 
-// Run runs s.Script and returns how it ended. A script that exits non-zero,
-// times out, writes too much or is cancelled through ctx is a Result, not an
-// error; Run returns an error only for an invalid Spec (ErrInvalidSpec) or
-// when the executor itself fails (ErrExecutor). When Run returns, every
-// process the run started is gone.
 // beforeStartKey is the context key of WithBeforeStart's function.
 type beforeStartKey struct{}
 
@@ -288,6 +283,11 @@ func WithBeforeStart(ctx context.Context, f func()) context.Context {
 	return context.WithValue(ctx, beforeStartKey{}, f)
 }
 
+// Run runs s.Script and returns how it ended. A script that exits non-zero,
+// times out, writes too much or is cancelled through ctx is a Result, not an
+// error; Run returns an error only for an invalid Spec (ErrInvalidSpec) or
+// when the executor itself fails (ErrExecutor). When Run returns, every
+// process the run started is gone.
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("shell: %w", err)

@@ -6,15 +6,15 @@ import (
 	"strings"
 
 	"github.com/ccrun/ccrun/internal/backend"
-	"github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube"
 )
 
 // spec is the program of inv in image, for either engine.
-func spec(inv *backend.Invocation, image string, pull container.PullPolicy, pool bool) container.Spec {
-	return container.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
+func spec(inv *backend.Invocation, image string, pull ctr.PullPolicy, pool bool) ctr.Spec {
+	return ctr.Spec{Image: image, Cmd: inv.Args, Env: inv.Env, Mounts: inv.Mounts,
 		Dir: inv.Dir, Streams: inv.Streams, Limits: inv.Limits, Network: inv.Network, Pool: pool, Pull: pull}
 }
 

@@ -1,4 +1,4 @@
-package container
+package ctr
 
 import (
 	"context"
@@ -43,8 +43,8 @@ func TestCleanup(t *testing.T) {
 	for i := range 3 {
 		c.Push(func(context.Context) { got = append(got, i) })
 	}
-	c.Release(context.Background())
+	c.Run(context.Background())
 	if want := []int{2, 1, 0}; !slices.Equal(got, want) {
-		t.Errorf("released %v, want %v", got, want)
+		t.Errorf("ran %v, want %v", got, want)
 	}
 }

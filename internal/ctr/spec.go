@@ -1,4 +1,4 @@
-package container
+package ctr
 
 import "github.com/ccrun/ccrun/runtime/job"
 

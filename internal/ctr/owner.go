@@ -1,12 +1,12 @@
-// Package container holds what the two engines of ccrun's @docker
+// Package ctr holds what the two container engines of ccrun's @docker
 // environment (runtime/docker on the Docker Engine, runtime/kube on
 // Kubernetes) share, so that neither imports the other: the Spec both take
 // (each engine's Spec is this type, with its own methods) and its
 // PullPolicy, the classed Error they return, the cleanup stack of a
-// half-built sandbox, the owner of what they create (a process named by
+// sandbox, the owner of what they create (a process named by
 // its pid and start time), and the static helper programs (Holder, the
 // ELF64 wrapper).
-package container
+package ctr
 
 import (
 	"bytes"

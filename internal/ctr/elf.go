@@ -1,4 +1,4 @@
-package container
+package ctr
 
 import (
 	"encoding/binary"
