@@ -3,7 +3,8 @@
 //
 // By default a container has no network (only a loopback device), a
 // read-only root filesystem, no capabilities, no-new-privileges, the
-// engine's default seccomp profile, a non-root user (65534:65534), an init
+// engine's default seccomp profile, a non-root user (the caller's uid and
+// gid, or 65534:65534 when the caller is root: WithDefaultUser), an init
 // process as PID 1 (docker-init), pids, memory (no swap) and CPU limits, and
 // a writable /tmp of 64 MiB on tmpfs. Mounts are read-only unless declared
 // writable. A Spec loosens a default only by saying so, and Spec.Loosens
@@ -111,6 +112,8 @@ type Executor struct {
 	pullTimeout time.Duration
 	poolDir     string
 	detach      []string // WithDetachedRefill's program and arguments
+	user        string   // what a Spec that names no User runs as (WithDefaultUser, callerUser)
+	asRoot      bool     // user is DefaultUser because this process is root
 
 	bgWork    sync.WaitGroup // refills, removals of used pooled containers
 	refillMu  sync.Mutex
@@ -216,6 +219,9 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 	e.eng.NegotiateAPIVersionPing(ping)
 	e.hostname, _ = os.Hostname()
 	e.owner = self()
+	if e.user == "" {
+		e.user, e.asRoot = callerUser(os.Geteuid(), os.Getegid()), os.Geteuid() == 0
+	}
 	if e.poolDir == "" {
 		if dir, err := os.UserCacheDir(); err == nil {
 			e.poolDir = filepath.Join(dir, "ccrun")
@@ -264,15 +270,29 @@ func (e *Executor) labels() map[string]string {
 // A run with a writable mount holds that directory's lock to its end
 // (internal/mountlock): a second run that writes it, here or in @wasm or
 // another process, waits, bounded by its timeout.
+//
+// A Spec that names no User runs as the caller's uid and gid, or as
+// 65534:65534 when the caller is root (WithDefaultUser). A writable mount
+// whose directory that user may not write is named in the Result's
+// Detail, with why.
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	asRoot := false
+	if s.User == "" {
+		s.User, asRoot = e.user, e.asRoot
+	}
+	note := unwritable(s, asRoot) // as the container will find it
 	lk, early, err := mountlock.Begin(ctx, s.Mounts, s.Limits.WithDefaults(), time.Now())
 	if lk == nil {
 		return early, err
 	}
-	return lk.End(e.runProtected(ctx, s))
+	res, err := lk.End(e.runProtected(ctx, s))
+	if note != "" && res != nil {
+		res.Detail = strings.TrimPrefix(res.Detail+"; "+note, "; ")
+	}
+	return res, err
 }
 
 // runProtected is Run once the mounts are locked.

@@ -23,8 +23,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(refillEnv) != "" {
 		os.Exit(RefillMain())
 	}
-	if os.Getenv(childEnv) != "" || os.Getenv(permChildEnv) != "" {
-		os.Exit(m.Run()) // a child of TestGCAfterKill or TestSocketPermission: no setup
+	if os.Getenv(childEnv) != "" || os.Getenv(permChildEnv) != "" || os.Getenv(userChildEnv) != "" {
+		os.Exit(m.Run()) // a child of TestGCAfterKill, TestSocketPermission or TestCallerWrites: no setup
 	}
 	if err := setup(); err != nil {
 		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {

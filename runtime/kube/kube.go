@@ -3,7 +3,8 @@
 // Same Spec and Run shape as runtime/docker; only where the container runs
 // differs.
 //
-// One call is one pod: non-root (65534), all capabilities dropped, no
+// One call is one pod: non-root (65534; a pod with mounts: the caller's
+// uid and gid, unless it is root), all capabilities dropped, no
 // privilege escalation, a read-only root filesystem, seccomp
 // RuntimeDefault, no service-account token, no service links, no host
 // namespace or path, CPU, memory and ephemeral-storage limits from the
@@ -101,6 +102,7 @@ type Executor struct {
 	hostname  string
 	owner     owner
 	mountMax  int64
+	user      string // the user of a pod with mounts whose Spec names none: the caller's ("" for root: DefaultUID)
 
 	// configuration from options
 	kubeconfig string
@@ -236,6 +238,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 	}
 	e.hostname, _ = os.Hostname()
 	e.owner = self()
+	e.user = callerUser(os.Geteuid(), os.Getegid())
 	e.bg, e.stop = context.WithCancel(context.WithoutCancel(ctx))
 	return e, nil
 }
@@ -349,7 +352,16 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 // with a writable mount holds that directory's lock from before the copy
 // in to after the copy back (internal/mountlock): a second run that writes
 // it waits, bounded by its timeout.
+//
+// A pod with mounts whose Spec names no User runs as the caller's uid and
+// gid (as on the Docker Engine), or as 65534 when the caller is root: the
+// copies in it are that user's files, as the host directories are the
+// caller's. A pod without mounts reaches nothing of the caller's, and
+// keeps 65534 (so warm pods serve every caller alike).
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+	if s.User == "" && len(s.Mounts) > 0 {
+		s.User = e.user
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

@@ -205,25 +205,7 @@ func TestCreateRefused(t *testing.T) {
 		{apierrors.NewForbidden(gr, "", errors.New("pod security")), ErrPermissionDenied},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "", nil), ErrInvalidArgument},
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
-			switch r.Method + " " + r.URL.Path {
-			case "GET /api/v1/namespaces/default":
-				reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-			case "POST /api/v1/namespaces/default/configmaps":
-				reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
-			case "POST /apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
-				reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
-			case "POST /api/v1/namespaces/default/pods":
-				st := tc.err.ErrStatus
-				st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-				reply(int(st.Code), &st)
-			default:
-				t.Errorf("unexpected request %s %s", r.Method, r.URL)
-				reply(http.StatusNotFound, apierrors.NewNotFound(gr, "").ErrStatus)
-			}
-		}))
+		srv, _ := podCatcher(t, tc.err)
 		e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +215,6 @@ func TestCreateRefused(t *testing.T) {
 			t.Errorf("%v: got %v", tc.err, err)
 		}
 		e.Close()
-		srv.Close()
 	}
 }
 
