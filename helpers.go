@@ -4,7 +4,6 @@ package ccrun
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/ccrun/ccrun/runtime/docker"
@@ -66,28 +65,13 @@ func WithDetachedRefill(exe string) Option {
 // containers. It returns the containers it removed, also when it fails
 // part way. With no engine to reach, the error is of class ErrUnavailable.
 func CollectContainers(ctx context.Context, pool bool) ([]string, error) {
-	e, err := docker.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	removed, err := e.GC(ctx)
-	if pool && err == nil {
-		var more []string
-		more, err = e.DrainPool(ctx)
-		removed = append(removed, more...)
-	}
-	return removed, errors.Join(err, e.Close())
+	return CollectAt(ctx, EngineSite{Engine: EngineDocker}, pool)
 }
 
 // GarbageContainers lists what CollectContainers would remove, removing
 // nothing. With no engine to reach, the error is of class ErrUnavailable.
 func GarbageContainers(ctx context.Context, pool bool) ([]string, error) {
-	e, err := docker.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	listed, err := e.Garbage(ctx, pool)
-	return listed, errors.Join(err, e.Close())
+	return GarbageAt(ctx, EngineSite{Engine: EngineDocker}, pool)
 }
 
 // DockerHost connects to the local Docker Engine as @docker does (the

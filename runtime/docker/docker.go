@@ -24,6 +24,8 @@
 // Every container carries the label ccrun=1 and the labels ccrun.host,
 // ccrun.pid and ccrun.start naming the process that owns it. GC removes the
 // containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
+// The first container a process creates records the engine's address in
+// ccrun's state directory (internal/enginerecord), where ccrun gc finds it.
 //
 // The warm pool (Spec.Pool, opt-in) keeps, for each container shape (image,
 // limits, mounts, network, user, working directory), a container created
@@ -66,6 +68,7 @@ import (
 	"time"
 
 	shared "github.com/ccrun/ccrun/internal/container"
+	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
@@ -112,6 +115,7 @@ type Executor struct {
 	pullTimeout time.Duration
 	poolDir     string
 	detach      []string // WithDetachedRefill's program and arguments
+	hostOpt     string   // WithHost's address; "": the environment's
 	user        string   // what a Spec that names no User runs as (WithDefaultUser, callerUser)
 	asRoot      bool     // user is DefaultUser because this process is root
 
@@ -178,6 +182,33 @@ func WithPoolDir(dir string) Option {
 	}
 }
 
+// WithHost connects to the Docker Engine at host, as DOCKER_HOST names one
+// (unix:///var/run/docker.sock, tcp://h:2376, ...), instead of the one the
+// environment names; the rest of the environment (DOCKER_CERT_PATH,
+// DOCKER_TLS_VERIFY, DOCKER_API_VERSION) still applies. Default: the
+// environment's (DOCKER_HOST, else the local socket).
+func WithHost(host string) Option {
+	return func(e *Executor) error {
+		if host == "" {
+			return newError(ErrInvalidArgument, nil, "docker: host: empty")
+		}
+		e.hostOpt = host
+		return nil
+	}
+}
+
+// EnvHost is the address of the Docker Engine that New connects to
+// without WithHost: DOCKER_HOST, else the local socket. It connects to
+// nothing; "" when DOCKER_HOST is not an address.
+func EnvHost() string {
+	c, err := client.NewClientWithOpts(client.FromEnv)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	return c.DaemonHost()
+}
+
 // withEngine replaces the Docker client, for tests of the error paths.
 func withEngine(eng engine) Option {
 	return func(e *Executor) error {
@@ -199,8 +230,15 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		}
 	}
 	if e.eng == nil {
-		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+		if e.hostOpt != "" {
+			opts = append(opts, client.WithHost(e.hostOpt))
+		}
+		c, err := client.NewClientWithOpts(opts...)
 		if err != nil {
+			if e.hostOpt != "" {
+				return nil, newError(ErrInvalidArgument, err, "docker: client for %q", e.hostOpt)
+			}
 			return nil, newError(ErrInvalidArgument, err, "docker: client from the environment (DOCKER_HOST=%q)", os.Getenv("DOCKER_HOST"))
 		}
 		e.eng = dockerClient{c}
@@ -614,6 +652,7 @@ func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *contai
 	if err != nil {
 		return "", classify(e.host, "create container", err)
 	}
+	enginerecord.Add(enginerecord.Site{Engine: enginerecord.Docker, Host: e.host}) // for ccrun gc; once per process
 	return resp.ID, nil
 }
 

@@ -49,13 +49,12 @@ func TestCallerUser(t *testing.T) {
 	}
 }
 
-// podCatcher is a fake API server that answers New and the namespace's
-// setup, keeps the pod it is asked to create, and refuses it with refusal
-// (nil: forbidden), so that nothing runs.
-func podCatcher(t *testing.T, refusal *apierrors.StatusError) (*httptest.Server, <-chan *corev1.Pod) {
+// fakeAPI is an API server that answers New and the namespace's setup
+// (its ping, the helpers ConfigMap, the NetworkPolicy) and hands every
+// other request to route, which reports whether it answered; one it does
+// not is an error of the test. reply writes v as JSON with code.
+func fakeAPI(t *testing.T, route func(r *http.Request, reply func(code int, v any)) bool) *httptest.Server {
 	t.Helper()
-	pods := make(chan *corev1.Pod, 4)
-	gr := schema.GroupResource{Resource: "pods"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
@@ -66,31 +65,47 @@ func podCatcher(t *testing.T, refusal *apierrors.StatusError) (*httptest.Server,
 			reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
 		case "POST /apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
 			reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
-		case "POST /api/v1/namespaces/default/pods":
-			body, _ := io.ReadAll(r.Body)
-			obj, _, err := decoder().Decode(body, nil, nil) // protobuf, as the client sends it
-			p, ok := obj.(*corev1.Pod)
-			if err != nil || !ok {
-				t.Errorf("pod: %v (%T)", err, obj)
-				p = &corev1.Pod{}
-			}
-			select {
-			case pods <- p:
-			default:
-			}
-			no := refusal
-			if no == nil {
-				no = apierrors.NewForbidden(gr, p.Name, errors.New("caught by the test"))
-			}
-			st := no.ErrStatus
-			st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-			reply(int(st.Code), &st)
 		default:
-			t.Errorf("unexpected request %s %s", r.Method, r.URL)
-			reply(http.StatusNotFound, apierrors.NewNotFound(gr, "").ErrStatus)
+			if !route(r, reply) {
+				t.Errorf("unexpected request %s %s", r.Method, r.URL)
+				reply(http.StatusNotFound, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "").ErrStatus)
+			}
 		}
 	}))
 	t.Cleanup(srv.Close)
+	return srv
+}
+
+// podCatcher is a fake API server (fakeAPI) that keeps the pod it is asked
+// to create, and refuses it with refusal (nil: forbidden), so that nothing
+// runs.
+func podCatcher(t *testing.T, refusal *apierrors.StatusError) (*httptest.Server, <-chan *corev1.Pod) {
+	t.Helper()
+	pods := make(chan *corev1.Pod, 4)
+	srv := fakeAPI(t, func(r *http.Request, reply func(int, any)) bool {
+		if r.Method+" "+r.URL.Path != "POST /api/v1/namespaces/default/pods" {
+			return false
+		}
+		body, _ := io.ReadAll(r.Body)
+		obj, _, err := decoder().Decode(body, nil, nil) // protobuf, as the client sends it
+		p, ok := obj.(*corev1.Pod)
+		if err != nil || !ok {
+			t.Errorf("pod: %v (%T)", err, obj)
+			p = &corev1.Pod{}
+		}
+		select {
+		case pods <- p:
+		default:
+		}
+		no := refusal
+		if no == nil {
+			no = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, p.Name, errors.New("caught by the test"))
+		}
+		st := no.ErrStatus
+		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		reply(int(st.Code), &st)
+		return true
+	})
 	return srv, pods
 }
 
