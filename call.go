@@ -239,6 +239,10 @@ func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 	home, _ := os.UserHomeDir()
 	for _, m := range inv.Mounts {
 		line, found := describeMount(m, home)
+		if m.Writable && inv.Environment == ceiling.Docker && os.Geteuid() == 0 {
+			// runtime/docker's default user for a caller that is root
+			line += ", written as uid 65534 on the Docker Engine (ccrun runs as root): it must be writable by uid 65534"
+		}
 		req.Mounts = append(req.Mounts, line)
 		req.Dangerous = append(req.Dangerous, found...)
 		req.Paths = append(req.Paths, m.Host)

@@ -3,8 +3,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,20 +18,26 @@ import (
 
 func (a *app) gcCommand() *cobra.Command {
 	var pool, asJSON, dryRun bool
-	var engine string // --engine kubernetes: the pods of the Kubernetes engine (kube.go)
+	var engine string // --engine kubernetes: also the kubeconfig's cluster (gcsites.go of the root)
 	c := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove what ccrun left behind: orphaned helpers, expired session files, containers of a killed ccrun",
 		Long: `End your helper processes of ccrun that lost their ccrun (a @wasm worker whose ccrun died,
 a docker refiller past its time), remove the files of sessions whose lifetime ran out, then every container labelled by
-ccrun whose owning process is gone (a ccrun killed mid-run). With --pool, also remove the idle
-warm-pool containers. With --dry-run, list what would be removed and remove nothing.`,
+ccrun whose owning process is gone (a ccrun killed mid-run), and every such pod. gc visits the
+Docker Engine of the environment, the Kubernetes engine the settings choose, and every engine and
+cluster ccrun recorded starting something on ($XDG_STATE_HOME/ccrun/engines.jsonl); one that does
+not answer is reported and skipped. With --pool, also remove the idle warm-pool containers and pods.
+With --dry-run, list what would be removed and remove nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) (err error) {
+			if engine != "" && engine != ccrun.EngineDocker && engine != ccrun.EngineKubernetes {
+				return fmt.Errorf("--engine %q: want docker or kubernetes: %w", engine, ccrun.ErrInvalidCall)
+			}
 			if dryRun {
 				return a.gcDryRun(c.Context(), pool, engine, asJSON) // gcdry.go
 			}
-			r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Errors: []string{}}
+			r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Engines: []string{}, Errors: []string{}}
 			say := func(format string, args ...any) { // a line for a person; --json prints the report instead
 				if !asJSON {
 					fmt.Fprintf(a.io.out, format, args...)
@@ -73,35 +82,67 @@ warm-pool containers. With --dry-run, list what would be removed and remove noth
 			if err != nil {
 				note(err)
 			}
-			if pods, err := collectPods(c.Context(), engine, pool); err != nil {
-				note(fmt.Errorf("pods not collected: %w", err))
-			} else {
-				r.Containers = append(r.Containers, pods...)
-				for _, p := range pods {
-					say("removed %s\n", p)
+			// Every engine ccrun started something on, each within its
+			// bound: one that does not answer is a note, not a hang.
+			sites, err := housekeep.GCSites(engine == ccrun.EngineKubernetes)
+			if err != nil {
+				note(err)
+			}
+			var failed error
+			for i, site := range sites {
+				sctx, cancel := context.WithTimeout(c.Context(), gcSiteTimeout)
+				removed, err := housekeep.CollectAt(sctx, site, pool)
+				cancel()
+				r.Containers = append(r.Containers, removed...)
+				for _, id := range removed {
+					say("removed %s\n", id)
+				}
+				switch {
+				case err == nil:
+					r.Engines = append(r.Engines, site.String())
+				case i > 0:
+					// a recorded place that is gone, or not ours any more:
+					// reported, and skipped
+					note(fmt.Errorf("%s: not collected: %w", site, err))
+				case errors.Is(err, ccrun.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+					// no engine, no containers of ours to remove: what could
+					// be done was, so gc succeeds and says what it could not
+					// reach
+					note(fmt.Errorf("containers not collected: %w", err))
+				default:
+					failed = err
 				}
 			}
-			removed, err := housekeep.CollectContainers(c.Context(), pool)
-			r.Containers = append(r.Containers, removed...)
-			for _, id := range removed {
-				say("removed %s\n", id)
+			if failed != nil {
+				return failed
 			}
-			if errors.Is(err, ccrun.ErrUnavailable) {
-				// no engine, no containers of ours to remove: what could be
-				// done was, so gc succeeds and says what it could not reach
-				note(fmt.Errorf("containers not collected: %w", err))
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			say("%s removed\n", plural(len(removed), "container", "containers"))
+			say("%s removed\n", removedCount(r.Containers))
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&pool, "pool", false, "also remove idle warm-pool containers")
-	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, and remove nothing (pods on Kubernetes are not listed)")
-	c.Flags().StringVar(&engine, "engine", "", "also collect the pods of ccrun on Kubernetes: kubernetes (default: when the settings' docker.engine says so)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed (containers and pods), and remove nothing")
+	c.Flags().StringVar(&engine, "engine", "", "kubernetes: also the kubeconfig's cluster, where ccrun recorded nothing (default: the settings' docker.engine, and every cluster ccrun ran on)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON (docs/cli.md)")
 	return c
+}
+
+// gcSiteTimeout bounds gc's work at one engine: an engine or cluster that
+// accepts a connection and never answers is skipped after it.
+var gcSiteTimeout = 2 * time.Minute
+
+// removedCount says how many containers and pods ids holds ("pod NAME"
+// for a pod).
+func removedCount(ids []string) string {
+	pods := 0
+	for _, id := range ids {
+		if strings.HasPrefix(id, "pod ") {
+			pods++
+		}
+	}
+	out := plural(len(ids)-pods, "container", "containers")
+	if pods > 0 {
+		out += " and " + plural(pods, "pod", "pods")
+	}
+	return out
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -17,7 +16,8 @@ import (
 type gcReport struct {
 	Processes  []string `json:"processes_ended"`    // orphaned helper processes ended, as "what pid"
 	Sessions   []string `json:"sessions_removed"`   // ids of expired sessions whose files were removed
-	Containers []string `json:"containers_removed"` // ids of the containers removed
+	Containers []string `json:"containers_removed"` // ids of the containers removed, and "pod NAME" for each pod
+	Engines    []string `json:"engines"`            // the engines and clusters gc reached, each as a person reads it
 	Errors     []string `json:"errors"`             // what could not be cleaned, one message each
 	// DryRun is set by --dry-run: nothing was removed, and WouldRemove
 	// says what would have been.
@@ -29,17 +29,17 @@ type gcReport struct {
 type gcPlan struct {
 	Processes  []string `json:"processes"`  // orphaned helper processes gc would end, as "what pid"
 	Sessions   []string `json:"sessions"`   // ids of the expired sessions whose files gc would remove
-	Containers []string `json:"containers"` // ids of the containers gc would remove (with --pool, the idle pooled ones too)
+	Containers []string `json:"containers"` // ids of the containers gc would remove (with --pool, the idle pooled ones too), and "pod NAME" for each pod
 }
 
 // gcDryRun lists what gc would remove, and removes nothing: the orphaned
 // helper processes, the expired session files, the containers of a killed
-// ccrun (and with pool the idle warm-pool containers) on the local Docker
-// Engine. Pods on Kubernetes are not listed: it says so when @docker runs
-// there (engine, else the settings).
+// ccrun (and with pool the idle warm-pool containers) and its pods, on
+// every engine gc visits (housekeep.GCSites; engine kubernetes adds the
+// kubeconfig's cluster).
 func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON bool) error {
 	plan := &gcPlan{Processes: []string{}, Sessions: []string{}, Containers: []string{}}
-	r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Errors: []string{},
+	r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Engines: []string{}, Errors: []string{},
 		DryRun: true, WouldRemove: plan}
 	note := func(err error) {
 		r.Errors = append(r.Errors, err.Error())
@@ -59,17 +59,23 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 	if err != nil {
 		note(err)
 	}
-	kind, _, _, err := ccrun.DefaultDockerEngine()
-	if engine != "" {
-		kind, err = engine, nil
-	}
-	if err == nil && kind == ccrun.EngineKubernetes {
-		note(errors.New("pods on Kubernetes are not listed by --dry-run; ccrun gc removes those a killed ccrun left"))
-	}
-	listed, err := housekeep.GarbageContainers(ctx, pool)
-	plan.Containers = append(plan.Containers, listed...)
+	sites, err := housekeep.GCSites(engine == ccrun.EngineKubernetes)
 	if err != nil {
-		note(fmt.Errorf("containers not listed: %w", err))
+		note(err)
+	}
+	for i, site := range sites {
+		sctx, cancel := context.WithTimeout(ctx, gcSiteTimeout)
+		listed, err := housekeep.GarbageAt(sctx, site, pool)
+		cancel()
+		plan.Containers = append(plan.Containers, listed...)
+		switch {
+		case err == nil:
+			r.Engines = append(r.Engines, site.String())
+		case i == 0:
+			note(fmt.Errorf("containers not listed: %w", err))
+		default:
+			note(fmt.Errorf("%s: not listed: %w", site, err))
+		}
 	}
 	if asJSON {
 		return writeJSON(a.io.out, r)
@@ -82,11 +88,14 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 		fmt.Fprintf(w, "would remove expired session %s\n", id)
 	}
 	for _, id := range plan.Containers {
-		fmt.Fprintf(w, "would remove container %s\n", id)
+		if strings.HasPrefix(id, "pod ") {
+			fmt.Fprintf(w, "would remove %s\n", id)
+		} else {
+			fmt.Fprintf(w, "would remove container %s\n", id)
+		}
 	}
-	fmt.Fprintf(w, "would end %s and remove %s; nothing was removed (--dry-run)\n",
-		plural(len(plan.Processes), "process", "processes"), strings.Join([]string{
-			plural(len(plan.Sessions), "session", "sessions"),
-			plural(len(plan.Containers), "container", "containers")}, " and "))
+	fmt.Fprintf(w, "would end %s and remove %s and %s; nothing was removed (--dry-run)\n",
+		plural(len(plan.Processes), "process", "processes"), plural(len(plan.Sessions), "session", "sessions"),
+		removedCount(plan.Containers))
 	return nil
 }

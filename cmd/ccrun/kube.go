@@ -69,20 +69,3 @@ func printEngine(w io.Writer, r engineReport) {
 	fmt.Fprintf(w, "  answers:        yes, %s, %d of %d nodes ready\n", r.Cluster.Version, r.Cluster.ReadyNodes, r.Cluster.Nodes)
 	fmt.Fprintf(w, "  network none:   %s\n", r.NetworkPolicy)
 }
-
-// collectPods runs the Kubernetes engine's GC when @docker runs there
-// (flag, else the settings); nil, nil otherwise.
-func collectPods(ctx context.Context, flag string, pool bool) ([]string, error) {
-	engine, _, opts, err := ccrun.DefaultDockerEngine()
-	if flag != "" {
-		engine, opts, err = flag, nil, nil
-	}
-	if err != nil || engine != ccrun.EngineKubernetes {
-		return nil, err
-	}
-	pods, err := housekeep.CollectPods(ctx, pool, opts...)
-	for i := range pods {
-		pods[i] = "pod " + pods[i]
-	}
-	return pods, err
-}

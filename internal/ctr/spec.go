@@ -81,7 +81,9 @@ type Spec struct {
 	// environment (Kubernetes), runs cold.
 	Pool bool
 	// User is the user and group the program runs as, "uid[:gid]": never
-	// root by default (65534:65534). The Docker Engine also takes a name
-	// the image knows; a pod needs numbers.
+	// root by default. Docker Engine: the caller's uid and gid, 65534:65534
+	// when the caller is root; it also takes a name the image knows.
+	// Kubernetes: 65534:65534, the caller's (as on the Docker Engine) for a
+	// pod with mounts; a pod needs numbers.
 	User string
 }

@@ -9,9 +9,9 @@ package housekeep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/kube"
 	"github.com/ccrun/ccrun/runtime/wasm"
@@ -48,28 +48,13 @@ func Serve(args []string) (code int, ok bool) {
 // part way. With no engine to reach, the error is of class
 // errdefs.ErrUnavailable.
 func CollectContainers(ctx context.Context, pool bool) ([]string, error) {
-	e, err := docker.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	removed, err := e.GC(ctx)
-	if pool && err == nil {
-		var more []string
-		more, err = e.DrainPool(ctx)
-		removed = append(removed, more...)
-	}
-	return removed, errors.Join(err, e.Close())
+	return CollectAt(ctx, EngineSite{Engine: ccrun.EngineDocker}, pool)
 }
 
 // GarbageContainers lists what CollectContainers would remove, removing
 // nothing.
 func GarbageContainers(ctx context.Context, pool bool) ([]string, error) {
-	e, err := docker.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	listed, err := e.Garbage(ctx, pool)
-	return listed, errors.Join(err, e.Close())
+	return GarbageAt(ctx, EngineSite{Engine: ccrun.EngineDocker}, pool)
 }
 
 // DockerHost connects to the local Docker Engine as @docker does (the

@@ -3,7 +3,8 @@
 //
 // By default a container has no network (only a loopback device), a
 // read-only root filesystem, no capabilities, no-new-privileges, the
-// engine's default seccomp profile, a non-root user (65534:65534), an init
+// engine's default seccomp profile, a non-root user (the caller's uid and
+// gid, or 65534:65534 when the caller is root: WithDefaultUser), an init
 // process as PID 1 (docker-init), pids, memory (no swap) and CPU limits, and
 // a writable /tmp of 64 MiB on tmpfs. Mounts are read-only unless declared
 // writable. A Spec loosens a default only by saying so, and Spec.Loosens
@@ -23,6 +24,8 @@
 // Every container carries the label ccrun=1 and the labels ccrun.host,
 // ccrun.pid and ccrun.start naming the process that owns it. GC removes the
 // containers whose owner is gone (a ccrun killed with SIGKILL mid-run).
+// The first container a process creates records the engine's address in
+// ccrun's state directory (internal/enginerecord), where ccrun gc finds it.
 //
 // The warm pool (Spec.Pool, opt-in) keeps, for each container shape (image,
 // limits, mounts, network, user, working directory), a container created
@@ -65,6 +68,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/ctr"
+	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/docker/docker/api/types/container"
@@ -111,6 +115,9 @@ type Executor struct {
 	pullTimeout time.Duration
 	poolDir     string
 	detach      []string // WithDetachedRefill's program and arguments
+	hostOpt     string   // WithHost's address; "": the environment's
+	user        string   // what a Spec that names no User runs as (WithDefaultUser, callerUser)
+	asRoot      bool     // user is DefaultUser because this process is root
 
 	bgWork    sync.WaitGroup // refills, removals of used pooled containers
 	refillMu  sync.Mutex
@@ -175,6 +182,33 @@ func WithPoolDir(dir string) Option {
 	}
 }
 
+// WithHost connects to the Docker Engine at host, as DOCKER_HOST names one
+// (unix:///var/run/docker.sock, tcp://h:2376, ...), instead of the one the
+// environment names; the rest of the environment (DOCKER_CERT_PATH,
+// DOCKER_TLS_VERIFY, DOCKER_API_VERSION) still applies. Default: the
+// environment's (DOCKER_HOST, else the local socket).
+func WithHost(host string) Option {
+	return func(e *Executor) error {
+		if host == "" {
+			return newError(ErrInvalidArgument, nil, "docker: host: empty")
+		}
+		e.hostOpt = host
+		return nil
+	}
+}
+
+// EnvHost is the address of the Docker Engine that New connects to
+// without WithHost: DOCKER_HOST, else the local socket. It connects to
+// nothing; "" when DOCKER_HOST is not an address.
+func EnvHost() string {
+	c, err := client.NewClientWithOpts(client.FromEnv)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	return c.DaemonHost()
+}
+
 // withEngine replaces the Docker client, for tests of the error paths.
 func withEngine(eng engine) Option {
 	return func(e *Executor) error {
@@ -196,8 +230,15 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		}
 	}
 	if e.eng == nil {
-		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+		if e.hostOpt != "" {
+			opts = append(opts, client.WithHost(e.hostOpt))
+		}
+		c, err := client.NewClientWithOpts(opts...)
 		if err != nil {
+			if e.hostOpt != "" {
+				return nil, newError(ErrInvalidArgument, err, "docker: client for %q", e.hostOpt)
+			}
 			return nil, newError(ErrInvalidArgument, err, "docker: client from the environment (DOCKER_HOST=%q)", os.Getenv("DOCKER_HOST"))
 		}
 		e.eng = dockerClient{c}
@@ -216,6 +257,9 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 	e.eng.NegotiateAPIVersionPing(ping)
 	e.hostname, _ = os.Hostname()
 	e.owner = self()
+	if e.user == "" {
+		e.user, e.asRoot = callerUser(os.Geteuid(), os.Getegid()), os.Geteuid() == 0
+	}
 	if e.poolDir == "" {
 		if dir, err := os.UserCacheDir(); err == nil {
 			e.poolDir = filepath.Join(dir, "ccrun")
@@ -264,15 +308,29 @@ func (e *Executor) labels() map[string]string {
 // A run with a writable mount holds that directory's lock to its end
 // (internal/mountlock): a second run that writes it, here or in @wasm or
 // another process, waits, bounded by its timeout.
+//
+// A Spec that names no User runs as the caller's uid and gid, or as
+// 65534:65534 when the caller is root (WithDefaultUser). A writable mount
+// whose directory that user may not write is named in the Result's
+// Detail, with why.
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	asRoot := false
+	if s.User == "" {
+		s.User, asRoot = e.user, e.asRoot
+	}
+	note := unwritable(s, asRoot) // as the container will find it
 	lk, early, err := mountlock.Begin(ctx, s.Mounts, s.Limits.WithDefaults(), time.Now())
 	if lk == nil {
 		return early, err
 	}
-	return lk.End(e.runProtected(ctx, s))
+	res, err := lk.End(e.runProtected(ctx, s))
+	if note != "" && res != nil {
+		res.Detail = strings.TrimPrefix(res.Detail+"; "+note, "; ")
+	}
+	return res, err
 }
 
 // runProtected is Run once the mounts are locked.
@@ -594,6 +652,7 @@ func (e *Executor) create(ctx context.Context, cfg *container.Config, hc *contai
 	if err != nil {
 		return "", classify(e.host, "create container", err)
 	}
+	enginerecord.Add(enginerecord.Site{Engine: enginerecord.Docker, Host: e.host}) // for ccrun gc; once per process
 	return resp.ID, nil
 }
 

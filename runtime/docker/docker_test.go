@@ -53,7 +53,7 @@ func TestHardened(t *testing.T) {
 		{"no route to the host's bridge", "wget -q -T 3 -O- http://172.17.0.1/ >/dev/null 2>&1 || echo refused", "refused\n", 0},
 		{"root filesystem read-only", "touch /x 2>/dev/null || echo ro", "ro\n", 0},
 		{"bin read-only", "cp /bin/busybox /bin/other 2>/dev/null || echo ro", "ro\n", 0},
-		{"non-root", "id -u; id -g", "65534\n65534\n", 0},
+		{"non-root", "id -u; id -g", strings.ReplaceAll(e.user, ":", "\n") + "\n", 0},
 		{"no effective capabilities", "grep CapEff /proc/self/status", "CapEff:\t0000000000000000\n", 0},
 		{"no permitted capabilities", "grep CapPrm /proc/self/status", "CapPrm:\t0000000000000000\n", 0},
 		{"no bounding capabilities", "grep CapBnd /proc/self/status", "CapBnd:\t0000000000000000\n", 0},

@@ -23,9 +23,23 @@ func TestMain(m *testing.M) {
 	if os.Getenv(refillEnv) != "" {
 		os.Exit(RefillMain())
 	}
-	if os.Getenv(childEnv) != "" || os.Getenv(permChildEnv) != "" {
-		os.Exit(m.Run()) // a child of TestGCAfterKill or TestSocketPermission: no setup
+	if os.Getenv(childEnv) != "" || os.Getenv(permChildEnv) != "" || os.Getenv(userChildEnv) != "" {
+		os.Exit(m.Run()) // a child of TestGCAfterKill, TestSocketPermission or TestCallerWrites: no setup
 	}
+	// ccrun's state (the mount locks, the engine record) of these tests
+	// stays out of the real home; children inherit it.
+	state, err := os.MkdirTemp("", "ccrun-docker-test-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := runTests(m)
+	os.RemoveAll(state)
+	os.Exit(code)
+}
+
+func runTests(m *testing.M) int {
 	if err := setup(); err != nil {
 		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
 			fmt.Fprintln(os.Stderr, "CCRUN_REQUIRE_DOCKER=1:", err)
@@ -33,7 +47,7 @@ func TestMain(m *testing.M) {
 		}
 		skipReason = err.Error()
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 func setup() error {

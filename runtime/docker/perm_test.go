@@ -27,28 +27,9 @@ func TestSocketPermission(t *testing.T) {
 		t.Log(err)
 		return
 	}
-	if skipReason != "" {
-		t.Skip("no docker engine: " + skipReason)
-	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root, to run a child as another user")
-	}
-	host := os.Getenv("DOCKER_HOST")
-	if host != "" && !strings.HasPrefix(host, "unix://") {
-		t.Skip("DOCKER_HOST is not a unix socket")
-	}
-	sock := strings.TrimPrefix(host, "unix://")
-	if sock == "" {
-		sock = "/var/run/docker.sock"
-	}
+	sock, dir := childSetup(t)
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm()&0o006 != 0 {
 		t.Skipf("socket %s missing or open to others", sock)
-	}
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
 	}
 	bin := filepath.Join(dir, "docker.test")
 	if err := copyFile(os.Args[0], bin); err != nil {
@@ -66,6 +47,34 @@ func TestSocketPermission(t *testing.T) {
 	if !strings.Contains(string(out), "--- PASS: TestSocketPermission") {
 		t.Fatalf("child did not pass:\n%s", out)
 	}
+}
+
+// childSetup skips a test that runs a child as another user unless an
+// engine answers on a unix socket and this process is root, and returns
+// the engine's socket and a temporary directory others may enter.
+func childSetup(t *testing.T) (sock, dir string) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip("no docker engine: " + skipReason)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a child as another user")
+	}
+	host := os.Getenv("DOCKER_HOST")
+	if host != "" && !strings.HasPrefix(host, "unix://") {
+		t.Skip("DOCKER_HOST is not a unix socket")
+	}
+	sock = strings.TrimPrefix(host, "unix://")
+	if sock == "" {
+		sock = "/var/run/docker.sock"
+	}
+	dir = t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sock, dir
 }
 
 func copyFile(from, to string) error {

@@ -47,6 +47,9 @@ func keyOf(t *testing.T, e *Executor, s Spec) (key, prog string) {
 	if s.Image == "" {
 		s.Image = testImage
 	}
+	if s.User == "" {
+		s.User = e.user // as Run has it
+	}
 	img, err := e.eng.ImageInspect(context.Background(), s.Image)
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +71,9 @@ func warm(t *testing.T, e *Executor, s Spec) string {
 	t.Helper()
 	if s.Image == "" {
 		s.Image = testImage
+	}
+	if s.User == "" {
+		s.User = e.user // as Run has it
 	}
 	key, prog := keyOf(t, e, s)
 	e.bgWork.Wait() // a refill in flight would make a second idle container

@@ -26,7 +26,9 @@ const (
 
 // Defaults of the hardened container.
 const (
-	// DefaultUser is the user the program runs as: nobody:nogroup, never root.
+	// DefaultUser is the user the program runs as when ccrun runs as
+	// root: nobody:nogroup, never root. A caller that is not root is the
+	// default user itself (WithDefaultUser).
 	DefaultUser = "65534:65534"
 	// DefaultNetwork is the network mode: none, only a loopback device.
 	DefaultNetwork = "none"
@@ -42,7 +44,8 @@ const (
 // be "host"; Pool claims a container started in advance for the same
 // shape (image, limits, mounts, network, user, working directory), see
 // the package documentation for what it costs; User may be a name the
-// image knows (default DefaultUser). Its zero fields mean the hardened
+// image knows (default: the caller's uid and gid, or DefaultUser when the
+// caller is root; see WithDefaultUser). Its zero fields mean the hardened
 // defaults; a field that loosens them is listed by Loosens.
 type Spec ctr.Spec
 

@@ -336,6 +336,15 @@ func TestGCAfterKill(t *testing.T) {
 	defer cs.CoreV1().Pods(testNamespace).Delete(context.Background(), other.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 	cmd.Process.Kill()
 	cmd.Wait()
+	listed, err := e.Garbage(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range before {
+		if !slices.Contains(listed, p.Name) {
+			t.Errorf("Garbage listed %v, not the child's pod %s", listed, p.Name)
+		}
+	}
 	gone, err := e.GC(context.Background())
 	if err != nil {
 		t.Fatal(err)

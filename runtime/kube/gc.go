@@ -63,32 +63,68 @@ func (e *Executor) ownedBy(p *corev1.Pod) (o owner, ok bool) {
 // so is everything not labelled app.kubernetes.io/managed-by=ccrun. It
 // returns the names deleted.
 func (e *Executor) GC(ctx context.Context) ([]string, error) {
-	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	list, err := e.api.Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: LabelManaged + "=" + managedBy})
+	list, err := e.ownedPods(ctx, LabelManaged+"="+managedBy)
 	if err != nil {
-		return nil, classify(e.server, "list pods", err)
+		return nil, err
 	}
 	now := time.Now()
 	var gone []string
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.Labels[LabelManaged] != managedBy {
-			continue // a label selector is the server's word; check it ourselves
+	for i := range list {
+		if p := &list[i]; e.garbage(p, now) {
+			e.deletePod(ctx, p.Name)
+			gone = append(gone, p.Name)
 		}
-		expired := false
-		if t, err := time.Parse(time.RFC3339, p.Annotations[AnnotationExpires]); err == nil && now.After(t) {
-			expired = true
-		}
-		dead := false
-		if o, ok := e.ownedBy(p); ok && !o.Alive() {
-			dead = p.Labels[LabelPool] != poolWarm
-		}
-		if !expired && !dead {
-			continue
-		}
-		e.deletePod(ctx, p.Name)
-		gone = append(gone, p.Name)
 	}
 	return gone, nil
+}
+
+// Garbage returns the names of the pods GC would delete and, with pool,
+// of the warm pods DrainPool would delete, as listed now: what ccrun gc
+// --dry-run shows. It deletes nothing.
+func (e *Executor) Garbage(ctx context.Context, pool bool) ([]string, error) {
+	list, err := e.ownedPods(ctx, LabelManaged+"="+managedBy)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var names []string
+	for i := range list {
+		p := &list[i]
+		_, warm := p.Labels[LabelTemplate]
+		if e.garbage(p, now) || pool && warm {
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
+}
+
+// ownedPods lists the pods of the namespace that selector selects and
+// that are labelled as ccrun's (a label selector is the server's word:
+// checked again here).
+func (e *Executor) ownedPods(ctx context.Context, selector string) ([]corev1.Pod, error) {
+	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	list, err := e.api.Pods(e.namespace).List(lctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, classify(e.server, "list pods", err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Labels[LabelManaged] == managedBy {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// garbage reports whether GC deletes pod p at now: past its expiry, or
+// owned by a process of this host that is gone (an idle warm pod aside).
+func (e *Executor) garbage(p *corev1.Pod, now time.Time) bool {
+	if t, err := time.Parse(time.RFC3339, p.Annotations[AnnotationExpires]); err == nil && now.After(t) {
+		return true
+	}
+	if o, ok := e.ownedBy(p); ok && !o.Alive() {
+		return p.Labels[LabelPool] != poolWarm
+	}
+	return false
 }

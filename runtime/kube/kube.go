@@ -3,7 +3,8 @@
 // Same Spec and Run shape as runtime/docker; only where the container runs
 // differs.
 //
-// One call is one pod: non-root (65534), all capabilities dropped, no
+// One call is one pod: non-root (65534; a pod with mounts: the caller's
+// uid and gid, unless it is root), all capabilities dropped, no
 // privilege escalation, a read-only root filesystem, seccomp
 // RuntimeDefault, no service-account token, no service links, no host
 // namespace or path, CPU, memory and ephemeral-storage limits from the
@@ -37,7 +38,9 @@
 // pod's once (a one-call request server, over an attach session opened
 // when the pod started), and the pod ends with the call.
 // GC removes what a killed ccrun left: only pods of ccrun, by their labels
-// and their expiry annotation.
+// and their expiry annotation. Before its first pod an Executor records its
+// Place in ccrun's state directory (internal/enginerecord), where ccrun gc
+// finds it.
 //
 // An Executor is safe for concurrent use.
 package kube
@@ -50,12 +53,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ccrun/ccrun/internal/ctr"
+	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -101,6 +107,7 @@ type Executor struct {
 	hostname  string
 	owner     owner
 	mountMax  int64
+	user      string // the user of a pod with mounts whose Spec names none: the caller's ("" for root: DefaultUID)
 
 	// configuration from options
 	kubeconfig string
@@ -188,13 +195,46 @@ func withConfigWrap(wrapped, plain *rest.Config) Option {
 // New loads the kubeconfig as kubectl does, connects, and checks that the
 // API server answers (ErrUnavailable, with its address, when it does not).
 func New(ctx context.Context, opts ...Option) (*Executor, error) {
+	e, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	if e.api == nil {
+		c, err := kapi.New(e.cfg)
+		if err != nil {
+			return nil, newError(ErrInvalidArgument, err, "kube: client for %s", e.cfg.Host)
+		}
+		e.api = c
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := e.api.Namespaces().Get(pctx, e.namespace, metav1.GetOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			// May not read namespaces: the pods' permissions are what count.
+		} else if apierrors.IsNotFound(err) {
+			return nil, newError(ErrNotFound, err, "kube: namespace %s does not exist on %s: create it (kubectl create namespace %s) or choose another", e.namespace, e.server, e.namespace)
+		} else {
+			return nil, classify(e.server, "ping", err)
+		}
+	}
+	e.hostname, _ = os.Hostname()
+	e.owner = self()
+	e.user = callerUser(os.Geteuid(), os.Getegid())
+	e.bg, e.stop = context.WithCancel(context.WithoutCancel(ctx))
+	return e, nil
+}
+
+// configure makes an Executor of opts with its client configuration
+// loaded as kubectl loads it: the API server, the context, the namespace.
+// It makes no request.
+func configure(opts []Option) (*Executor, error) {
 	e := &Executor{mountMax: DefaultMountSize, qps: 50, burst: 100}
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
 		}
 	}
-	if e.api == nil {
+	if e.cfg == nil {
 		cc := e.clientConfig()
 		cfg, err := cc.ClientConfig()
 		if err != nil {
@@ -212,32 +252,41 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		}
 		cfg.QPS, cfg.Burst = e.qps, e.burst
 		cfg.UserAgent = "ccrun"
-		c, err := kapi.New(cfg)
-		if err != nil {
-			return nil, newError(ErrInvalidArgument, err, "kube: client for %s", cfg.Host)
-		}
-		e.cfg, e.api = cfg, c
+		e.cfg = cfg
 	}
 	if e.nsName == "" {
 		e.nsName = "default"
 	}
 	e.namespace = e.nsName
 	e.server = e.cfg.Host
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	if _, err := e.api.Namespaces().Get(pctx, e.namespace, metav1.GetOptions{}); err != nil {
-		if apierrors.IsForbidden(err) {
-			// May not read namespaces: the pods' permissions are what count.
-		} else if apierrors.IsNotFound(err) {
-			return nil, newError(ErrNotFound, err, "kube: namespace %s does not exist on %s: create it (kubectl create namespace %s) or choose another", e.namespace, e.server, e.namespace)
-		} else {
-			return nil, classify(e.server, "ping", err)
-		}
-	}
-	e.hostname, _ = os.Hostname()
-	e.owner = self()
-	e.bg, e.stop = context.WithCancel(context.WithoutCancel(ctx))
 	return e, nil
+}
+
+// Place is where an Executor runs its pods, as ccrun records it to find
+// them again (ccrun gc): the kubeconfig file as it was named (WithKubeconfig,
+// else $KUBECONFIG when it names one file; "" for kubectl's default), the
+// context ("" in-cluster), the namespace, and the API server's address.
+type Place struct {
+	Kubeconfig, Context, Namespace, Server string
+}
+
+// Place is where e runs its pods.
+func (e *Executor) Place() Place {
+	kc := e.kubeconfig
+	if env := os.Getenv("KUBECONFIG"); kc == "" && filepath.IsAbs(env) && !strings.ContainsRune(env, filepath.ListSeparator) {
+		kc = env
+	}
+	return Place{Kubeconfig: kc, Context: e.context, Namespace: e.namespace, Server: e.server}
+}
+
+// PlaceOf is where an Executor of opts would run its pods, from the
+// kubeconfig alone: it makes no request.
+func PlaceOf(opts ...Option) (Place, error) {
+	e, err := configure(opts)
+	if err != nil {
+		return Place{}, err
+	}
+	return e.Place(), nil
 }
 
 func (e *Executor) clientConfig() clientcmd.ClientConfig {
@@ -327,8 +376,16 @@ func (e *Executor) ensure(ctx context.Context) error {
 	if _, err := e.api.NetworkPolicies(e.namespace).Create(rctx, np, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return classify(e.server, "create networkpolicy "+denyAllPolicy, err)
 	}
+	e.record()
 	e.setup = true
 	return nil
+}
+
+// record adds e's Place to ccrun's engine record (internal/enginerecord),
+// where ccrun gc finds it: before e's first pod.
+func (e *Executor) record() {
+	p := e.Place()
+	enginerecord.Add(enginerecord.Site{Engine: enginerecord.Kubernetes, Kubeconfig: p.Kubeconfig, Context: p.Context, Namespace: p.Namespace, Server: p.Server})
 }
 
 // denyAllPolicy is the NetworkPolicy that denies every ingress and egress
@@ -352,7 +409,16 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 // with a writable mount holds that directory's lock from before the copy
 // in to after the copy back (internal/mountlock): a second run that writes
 // it waits, bounded by its timeout.
+//
+// A pod with mounts whose Spec names no User runs as the caller's uid and
+// gid (as on the Docker Engine), or as 65534 when the caller is root: the
+// copies in it are that user's files, as the host directories are the
+// caller's. A pod without mounts reaches nothing of the caller's, and
+// keeps 65534 (so warm pods serve every caller alike).
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
+	if s.User == "" && len(s.Mounts) > 0 {
+		s.User = e.user
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

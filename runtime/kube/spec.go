@@ -56,7 +56,8 @@ const (
 // Mounts are copied (see the package documentation); Network is none or
 // bridge; Pool claims a warm pod of the same template (Executor.WithPool),
 // and a call with mounts runs cold; User is numeric
-// (default 65534:65534). Its zero fields mean the hardened defaults; a
+// (default 65534:65534; with mounts, the caller's uid and gid unless it is
+// root: see Executor.Run). Its zero fields mean the hardened defaults; a
 // field that loosens them is listed by Loosens.
 type Spec ctr.Spec
 
@@ -88,6 +89,15 @@ func (s Spec) Loosens() []string {
 		out = append(out, "output: unlimited")
 	}
 	return out
+}
+
+// callerUser is the User of a pod with mounts for a caller of effective
+// uid and gid: the caller itself, or "" (DefaultUID) for root.
+func callerUser(uid, gid int) string {
+	if uid == 0 {
+		return ""
+	}
+	return strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
 }
 
 func (s Spec) user() (uid, gid int64, err error) {

@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,7 +17,6 @@ import (
 	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -205,25 +202,7 @@ func TestCreateRefused(t *testing.T) {
 		{apierrors.NewForbidden(gr, "", errors.New("pod security")), ErrPermissionDenied},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "", nil), ErrInvalidArgument},
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
-			switch r.Method + " " + r.URL.Path {
-			case "GET /api/v1/namespaces/default":
-				reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-			case "POST /api/v1/namespaces/default/configmaps":
-				reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
-			case "POST /apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
-				reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
-			case "POST /api/v1/namespaces/default/pods":
-				st := tc.err.ErrStatus
-				st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-				reply(int(st.Code), &st)
-			default:
-				t.Errorf("unexpected request %s %s", r.Method, r.URL)
-				reply(http.StatusNotFound, apierrors.NewNotFound(gr, "").ErrStatus)
-			}
-		}))
+		srv, _ := podCatcher(t, tc.err)
 		e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +212,6 @@ func TestCreateRefused(t *testing.T) {
 			t.Errorf("%v: got %v", tc.err, err)
 		}
 		e.Close()
-		srv.Close()
 	}
 }
 
@@ -407,16 +385,8 @@ func TestStopBeforeStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			created := make(chan string, 1)
 			deleted := make(chan string, 1)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
+			srv := fakeAPI(t, func(r *http.Request, reply func(int, any)) bool {
 				switch path := r.URL.Path; {
-				case r.Method == "GET" && path == "/api/v1/namespaces/default":
-					reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-				case r.Method == "POST" && path == "/api/v1/namespaces/default/configmaps":
-					reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
-				case r.Method == "POST" && path == "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
-					reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
 				case r.Method == "POST" && path == "/api/v1/namespaces/default/pods":
 					reply(http.StatusCreated, &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}})
 					created <- "p"
@@ -426,11 +396,10 @@ func TestStopBeforeStart(t *testing.T) {
 					deleted <- strings.TrimPrefix(path, "/api/v1/namespaces/default/pods/")
 					reply(http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
 				default:
-					t.Errorf("unexpected request %s %s", r.Method, r.URL)
-					reply(http.StatusNotFound, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "").ErrStatus)
+					return false
 				}
-			}))
-			defer srv.Close()
+				return true
+			})
 			e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
 			if err != nil {
 				t.Fatal(err)
