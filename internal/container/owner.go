@@ -4,8 +4,7 @@
 // (each engine's Spec is this type, with its own methods) and its
 // PullPolicy, the classed Error they return, the cleanup stack of a
 // half-built sandbox, the owner of what they create (a process named by
-// its pid and start time), and the static helper programs (Holder, the
-// ELF64 wrapper).
+// its pid and start time), and the static helper program Holder.
 package container
 
 import (

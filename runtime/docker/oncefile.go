@@ -27,7 +27,7 @@ func (e *Executor) onceFile() (string, error) {
 	if runtime.GOARCH != "amd64" {
 		return "", fmt.Errorf("no warm-pool program (once) for %s", runtime.GOARCH)
 	}
-	code := once.ELF()
+	code := once.ELF(runtime.GOARCH)
 	sum := sha256.Sum256(code)
 	path := filepath.Join(e.poolDir, "once-"+runtime.GOARCH+"-"+hex.EncodeToString(sum[:6]))
 	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, code) {

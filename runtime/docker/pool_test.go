@@ -101,7 +101,7 @@ func TestOnceFile(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("no once for this architecture: pooled runs run cold")
 	}
-	code := once.ELF()
+	code := once.ELF(runtime.GOARCH)
 	e := &Executor{poolDir: t.TempDir()}
 	path, err := e.onceFile()
 	if err != nil {

@@ -32,7 +32,7 @@ func helpers() map[string][]byte {
 	if runtime.GOARCH != "amd64" {
 		return nil
 	}
-	return map[string][]byte{"hold": container.Holder(), "once": once.ELF()}
+	return map[string][]byte{"hold": container.Holder(runtime.GOARCH), "once": once.ELF(runtime.GOARCH)}
 }
 
 // helpersName is the name of the ConfigMap holding the helpers: it names

@@ -27,13 +27,13 @@ import (
 
 // TestHelpers: the helpers ConfigMap holds the holder of
 // internal/container (run there) and once (run by internal/once), each a
-// static executable of one segment.
+// static executable of one loaded segment.
 func TestHelpers(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("helpers are built for amd64 only")
 	}
 	h := helpers()
-	if !bytes.Equal(h["hold"], container.Holder()) {
+	if !bytes.Equal(h["hold"], container.Holder(runtime.GOARCH)) {
 		t.Error("the hold helper is not container.Holder")
 	}
 	for _, name := range []string{"hold", "once"} {
@@ -42,7 +42,7 @@ func TestHelpers(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if f.Machine != elf.EM_X86_64 || f.Type != elf.ET_EXEC || len(f.Progs) != 1 || f.Progs[0].Type != elf.PT_LOAD {
+		if f.Machine != elf.EM_X86_64 || f.Type != elf.ET_EXEC || f.Progs[0].Type != elf.PT_LOAD {
 			t.Errorf("%s: machine %s, type %s, %d segments", name, f.Machine, f.Type, len(f.Progs))
 		}
 	}
