@@ -3,6 +3,7 @@ package once
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -342,6 +343,44 @@ func TestMarks(t *testing.T) {
 	}
 }
 
+// marked points c's streams at the marks of a new nonce, and returns
+// them and what passes stdout's.
+func marked(c *pipeConn) (nonce []byte, om, em *marks, stdout *bytes.Buffer) {
+	nonce, stdout = []byte(newNonce()), &bytes.Buffer{}
+	om, em = newMarks(stdout, nonce), newMarks(io.Discard, nonce)
+	c.stdout.Set(om)
+	c.stderr.Set(em)
+	return nonce, om, em, stdout
+}
+
+// TestOnceUnterminated: a request whose last string has no NUL (ccrun
+// always sends one) is read to its end and no further: the string ends
+// with the request, and the program gets it whole.
+func TestOnceUnterminated(t *testing.T) {
+	eachArch(t, func(t *testing.T, arch string) {
+		c, cmd := localConn(t, arch, nil)
+		nonce, om, em, stdout := marked(c)
+		req := request(nonce, []string{"/bin/echo", "unterminated"}, nil)
+		req = req[:len(req)-1]                                 // no NUL after the last string
+		binary.LittleEndian.PutUint32(req, uint32(len(req)-4)) // nor in n
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		<-om.acked
+		<-em.acked
+		if _, err := c.Write([]byte{'g'}); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		go func() { _ = sendStdin(c, nil, stop) }()
+		release(c, c.done, nonce, om, em, stop)
+		<-c.done
+		if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != "unterminated\n" {
+			t.Errorf("exit %d, stdout %q; want 0, %q", code, stdout.String(), "unterminated\n")
+		}
+	})
+}
+
 // TestOnceReleaseAmongLookalikes: the done token is found behind frames
 // the program left unread that hold near-tokens (0xff and all of the
 // nonce but its last byte, and 0xff twice), and once ends at it, not
@@ -349,11 +388,7 @@ func TestMarks(t *testing.T) {
 func TestOnceReleaseAmongLookalikes(t *testing.T) {
 	eachArch(t, func(t *testing.T, arch string) {
 		c, cmd := localConn(t, arch, nil)
-		nonce := []byte(newNonce())
-		var stdout, stderr bytes.Buffer
-		om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-		c.stdout.Set(om)
-		c.stderr.Set(em)
+		nonce, om, em, _ := marked(c)
 		if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nil, nonce, om, em, time.Minute); err != nil {
 			t.Fatal(err)
 		}
