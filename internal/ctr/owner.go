@@ -3,9 +3,8 @@
 // Kubernetes) share, so that neither imports the other: the Spec both take
 // (each engine's Spec is this type, with its own methods) and its
 // PullPolicy, the classed Error they return, the cleanup stack of a
-// sandbox, the owner of what they create (a process named by
-// its pid and start time), and the static helper programs (Holder, the
-// ELF64 wrapper).
+// half-built sandbox, the owner of what they create (a process named by
+// its pid and start time), and the static helper program Holder.
 package ctr
 
 import (

@@ -5,8 +5,9 @@
 // argv, read from stdin), forks the program and a copier of its stdin,
 // waits, writes the nonce of the request and the wait status to stdout
 // and to stderr, waits for ccrun's done token (release), and exits as the
-// program did: the container ends, and it is used once. testdata/once.s
-// is its source, with the protocol.
+// program did: the container ends, and it is used once. src/once.c is
+// its source, with the protocol; ELF gives it for an engine's
+// architecture.
 //
 // An engine gives the container's streams as a Conn; Start runs one call
 // over it.

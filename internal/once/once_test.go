@@ -2,6 +2,8 @@ package once
 
 import (
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -12,30 +14,116 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ccrun/ccrun/internal/ctr"
 )
 
-// TestCode: code is what testdata/once.s assembles to (where the GNU
-// assembler is installed).
-func TestCode(t *testing.T) {
-	as, err1 := exec.LookPath("as")
-	objcopy, err2 := exec.LookPath("objcopy")
-	if err1 != nil || err2 != nil {
-		t.Skip("no as or objcopy (binutils)")
-	}
-	dir := t.TempDir()
-	obj, bin := filepath.Join(dir, "once.o"), filepath.Join(dir, "once.bin")
-	if out, err := exec.Command(as, "-o", obj, filepath.Join("testdata", "once.s")).CombinedOutput(); err != nil {
-		t.Fatalf("as: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(objcopy, "-O", "binary", "-j", ".text", obj, bin).CombinedOutput(); err != nil {
-		t.Fatalf("objcopy: %v\n%s", err, out)
-	}
-	want, err := os.ReadFile(bin)
+// TestBuiltFromSource: the embedded programs are what `make once` builds
+// (where the compilers are installed; CI installs them): once from
+// src/once.c, and internal/ctr's holder from its hold/hold.c.
+func TestBuiltFromSource(t *testing.T) {
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(code, want) {
-		t.Errorf("code (%d bytes) is not what testdata/once.s assembles to (%d bytes): regenerate it", len(code), len(want))
+	for _, cc := range []string{"make", "gcc", "aarch64-linux-gnu-gcc"} {
+		if _, err := exec.LookPath(cc); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing: CI must install it (apt-get install gcc gcc-aarch64-linux-gnu)", cc)
+			}
+			t.Skipf("%s missing", cc)
+		}
+	}
+	out := t.TempDir()
+	cmd := exec.Command("make", "-s", "-C", root, "once", "ONCE_OUT="+out, "HOLD_OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make once: %v\n%s", err, b)
+	}
+	for _, arch := range Arches() {
+		name := "once_" + arch + ".bin"
+		want, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ELF(arch); !bytes.Equal(got, want) {
+			t.Errorf("%s (%d bytes) differs from what src/once.c builds to (%d bytes): run make once", name, len(got), len(want))
+		}
+		want, err = os.ReadFile(filepath.Join(out, "hold_"+arch+".bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ctr.Holder(arch); !bytes.Equal(got, want) {
+			t.Errorf("internal/ctr's hold_%s.bin (%d bytes) differs from what hold/hold.c builds to (%d bytes): run make once", arch, len(got), len(want))
+		}
+	}
+}
+
+// TestELF: once is, for each architecture, a static executable of that
+// machine, of one segment that is not writable, with no interpreter, small
+// enough for a ConfigMap many times over; none for another architecture.
+func TestELF(t *testing.T) {
+	for arch, machine := range map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64} {
+		code := ELF(arch)
+		f, err := elf.NewFile(bytes.NewReader(code))
+		if err != nil {
+			t.Fatalf("%s: %v", arch, err)
+		}
+		var loads int
+		for _, p := range f.Progs {
+			switch p.Type {
+			case elf.PT_LOAD:
+				loads++
+				if p.Flags&elf.PF_W != 0 {
+					t.Errorf("%s: a writable segment", arch)
+				}
+			case elf.PT_INTERP, elf.PT_DYNAMIC:
+				t.Errorf("%s: a %s segment: not static", arch, p.Type)
+			}
+		}
+		if f.Machine != machine || f.Type != elf.ET_EXEC || loads != 1 || len(code) > 8<<10 {
+			t.Errorf("%s: machine %s, type %s, %d loaded segments, %d bytes", arch, f.Machine, f.Type, loads, len(code))
+		}
+	}
+	for _, arch := range []string{"", "386", "riscv64", "x86_64", "aarch64"} {
+		if ELF(arch) != nil {
+			t.Errorf("a once for %q", arch)
+		}
+	}
+}
+
+// qemu names the user-mode emulator of arch (Debian's qemu-user-static),
+// and its binfmt_misc entry.
+var qemu = map[string]string{"amd64": "qemu-x86_64", "arm64": "qemu-aarch64"}
+
+// runner returns how this host runs a program of arch: directly (nil),
+// when it is the host's own or binfmt_misc hands it to an emulator, or
+// through qemu-user-static. It skips where neither can, unless
+// CCRUN_REQUIRE_ARM64=1 (CI sets up both).
+func runner(t *testing.T, arch string) []string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("once is a Linux program")
+	}
+	if arch == runtime.GOARCH {
+		return nil
+	}
+	if b, err := os.ReadFile("/proc/sys/fs/binfmt_misc/" + qemu[arch]); err == nil && bytes.HasPrefix(b, []byte("enabled\n")) {
+		return nil
+	}
+	if path, err := exec.LookPath(qemu[arch] + "-static"); err == nil {
+		return []string{path}
+	}
+	if os.Getenv("CCRUN_REQUIRE_ARM64") == "1" {
+		t.Fatalf("CCRUN_REQUIRE_ARM64=1: no way to run %s programs here (apt-get install qemu-user-static binfmt-support)", arch)
+	}
+	t.Skipf("%s programs do not run here (apt-get install qemu-user-static)", arch)
+	return nil
+}
+
+// eachArch runs f as a subtest for each architecture once is built for.
+func eachArch(t *testing.T, f func(t *testing.T, arch string)) {
+	for _, arch := range Arches() {
+		t.Run(arch, func(t *testing.T) { f(t, arch) })
 	}
 }
 
@@ -54,14 +142,13 @@ func (c *pipeConn) SetOutput(w, e io.Writer)    { c.stdout.Set(w); c.stderr.Set(
 func (c *pipeConn) Done() <-chan struct{}       { return c.done }
 func (c *pipeConn) Err() error                  { return c.err }
 
-// localConn runs once on this host as an engine's sessions would see it.
-func localConn(t *testing.T, env []string) (*pipeConn, *exec.Cmd) {
+// localConn runs the once of arch on this host (under emulation for
+// another architecture: see runner) as an engine's sessions would see it.
+func localConn(t *testing.T, arch string, env []string) (*pipeConn, *exec.Cmd) {
 	t.Helper()
-	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" {
-		t.Skip("once is built for linux/amd64 only")
-	}
+	prefix := runner(t, arch)
 	path := filepath.Join(t.TempDir(), "once")
-	if err := os.WriteFile(path, ELF(), 0o555); err != nil {
+	if err := os.WriteFile(path, ELF(arch), 0o555); err != nil {
 		t.Fatal(err)
 	}
 	pr, pw := io.Pipe()
@@ -72,7 +159,8 @@ func localConn(t *testing.T, env []string) (*pipeConn, *exec.Cmd) {
 	}
 	var cmd *exec.Cmd
 	for try := 1; ; try++ {
-		cmd = exec.Command(path)
+		argv := append(append([]string(nil), prefix...), path)
+		cmd = exec.Command(argv[0], argv[1:]...)
 		cmd.Env = env
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r, &c.stdout, &c.stderr
 		err = cmd.Start()
@@ -110,7 +198,7 @@ func TestOnce(t *testing.T) {
 	tests := []struct {
 		name           string
 		argv, env      []string
-		stdin          io.Reader
+		stdin          string // "": none
 		code, signal   int
 		errno          syscall.Errno // why it could not be executed
 		stdout, stderr string
@@ -118,9 +206,9 @@ func TestOnce(t *testing.T) {
 		{name: "exit 0", argv: []string{"/bin/true"}},
 		{name: "exit 3", argv: []string{"/bin/sh", "-c", "exit 3"}, code: 3},
 		{name: "streams apart", argv: []string{"/bin/sh", "-c", "echo out; echo err >&2"}, stdout: "out\n", stderr: "err\n"},
-		{name: "stdin in frames", argv: []string{"/bin/cat"}, stdin: strings.NewReader(big), stdout: big},
+		{name: "stdin in frames", argv: []string{"/bin/cat"}, stdin: big, stdout: big},
 		{name: "no stdin is EOF", argv: []string{"/bin/cat"}},
-		{name: "stdin unread", argv: []string{"/bin/true"}, stdin: strings.NewReader(big)},
+		{name: "stdin unread", argv: []string{"/bin/true"}, stdin: big},
 		{name: "arguments kept", argv: []string{"/bin/echo", "a b", "", "c"}, stdout: "a b  c\n"},
 		{name: "environment its own", argv: []string{"/usr/bin/env"}, stdout: "A=b\n"},
 		{name: "environment added", argv: []string{"/usr/bin/env"}, env: []string{"C=d e", "E="}, stdout: "C=d e\nE=\nA=b\n"},
@@ -138,74 +226,82 @@ func TestOnce(t *testing.T) {
 		{name: "not executable", argv: []string{"/etc/passwd"}, code: 127, errno: syscall.EACCES},
 		{name: "exits 127 itself", argv: []string{"/bin/sh", "-c", "exit 127"}, code: 127},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c, cmd := localConn(t, []string{"A=b"})
-			var stdout, stderr bytes.Buffer
-			nonce := []byte(newNonce())
-			om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-			c.stdout.Set(om)
-			c.stderr.Set(em)
-			if err := handshake(c, tc.argv, tc.env, nonce, om, em, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			go func() { _ = sendStdin(c, tc.stdin, stop) }()
-			// once stays until released, with both trailers written
-			select {
-			case <-c.done:
-				t.Fatalf("once ended before its release (exit %d); stdout %.40q stderr %q", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
-			case <-time.After(50 * time.Millisecond):
-			}
-			release(c, c.done, nonce, om, em, stop)
-			<-c.done
-			om.flush()
-			em.flush()
-			ws, ok := em.trailer()
-			if _, whole := om.trailer(); !ok || !whole {
-				t.Fatalf("trailers on stderr %v, on stdout %v; stderr %q", ok, whole, stderr.String())
-			}
-			code, sig := WaitStatus(ws)
-			if code != tc.code || sig != tc.signal {
-				t.Errorf("exit %d signal %d; want %d, %d", code, sig, tc.code, tc.signal)
-			}
-			if errno, _ := ExecErrno(ws); errno != tc.errno {
-				t.Errorf("execve's errno %v, want %v", errno, tc.errno)
-			}
-			if msg := ExecMessage(tc.argv[0], ws); (tc.errno != 0) != strings.Contains(msg, tc.argv[0]) {
-				t.Errorf("ExecMessage %q", msg)
-			}
-			if got := cmd.ProcessState.ExitCode(); got != tc.code {
-				t.Errorf("once exited %d, want the program's %d", got, tc.code)
-			}
-			if stdout.String() != tc.stdout || stderr.String() != tc.stderr {
-				t.Errorf("stdout %.40q (%d bytes), stderr %q; want %.40q (%d bytes), %q", stdout.String(), stdout.Len(), stderr.String(), tc.stdout, len(tc.stdout), tc.stderr)
-			}
-		})
-	}
+	eachArch(t, func(t *testing.T, arch string) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				c, cmd := localConn(t, arch, []string{"A=b"})
+				var stdout, stderr bytes.Buffer
+				nonce := []byte(newNonce())
+				om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
+				c.stdout.Set(om)
+				c.stderr.Set(em)
+				if err := handshake(c, tc.argv, tc.env, nonce, om, em, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				stop := make(chan struct{})
+				var stdin io.Reader
+				if tc.stdin != "" {
+					stdin = strings.NewReader(tc.stdin)
+				}
+				go func() { _ = sendStdin(c, stdin, stop) }()
+				// once stays until released, with both trailers written
+				select {
+				case <-c.done:
+					t.Fatalf("once ended before its release (exit %d); stdout %.40q stderr %q", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+				case <-time.After(50 * time.Millisecond):
+				}
+				release(c, c.done, nonce, om, em, stop)
+				<-c.done
+				om.flush()
+				em.flush()
+				ws, ok := em.trailer()
+				if _, whole := om.trailer(); !ok || !whole {
+					t.Fatalf("trailers on stderr %v, on stdout %v; stderr %q", ok, whole, stderr.String())
+				}
+				code, sig := WaitStatus(ws)
+				if code != tc.code || sig != tc.signal {
+					t.Errorf("exit %d signal %d; want %d, %d", code, sig, tc.code, tc.signal)
+				}
+				if errno, _ := ExecErrno(ws); errno != tc.errno {
+					t.Errorf("execve's errno %v, want %v", errno, tc.errno)
+				}
+				if msg := ExecMessage(tc.argv[0], ws); (tc.errno != 0) != strings.Contains(msg, tc.argv[0]) {
+					t.Errorf("ExecMessage %q", msg)
+				}
+				if got := cmd.ProcessState.ExitCode(); got != tc.code {
+					t.Errorf("once exited %d, want the program's %d", got, tc.code)
+				}
+				if stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+					t.Errorf("stdout %.40q (%d bytes), stderr %q; want %.40q (%d bytes), %q", stdout.String(), stdout.Len(), stderr.String(), tc.stdout, len(tc.stdout), tc.stderr)
+				}
+			})
+		}
+	})
 }
 
 // TestOnceBadRequest: a request once cannot serve ends it (126), running
 // nothing.
 func TestOnceBadRequest(t *testing.T) {
-	for name, req := range map[string][]byte{
-		"too short":             {3, 0, 0, 0, 'a', 'b', 'c'},
-		"too large":             {0, 0, 0x20, 0},
-		"no program":            append([]byte{16, 0, 0, 0}, make([]byte, 16)...),
-		"cut short":             {40, 0, 0, 0, 'a'},
-		"argc 0":                append(append([]byte{22, 0, 0, 0}, make([]byte, 16)...), 0, 0, 0, 0, 'x', 0),
-		"argc past the strings": append(append([]byte{22, 0, 0, 0}, make([]byte, 16)...), 2, 0, 0, 0, 'x', 0),
-	} {
-		t.Run(name, func(t *testing.T) {
-			c, cmd := localConn(t, nil)
-			go func() { _, _ = c.in.Write(req); _ = c.in.Close() }()
-			<-c.done
-			if got := cmd.ProcessState.ExitCode(); got != 126 {
-				t.Errorf("exit %d, want 126", got)
-			}
-		})
-	}
+	eachArch(t, func(t *testing.T, arch string) {
+		for name, req := range map[string][]byte{
+			"too short":             {3, 0, 0, 0, 'a', 'b', 'c'},
+			"too large":             {0, 0, 0x20, 0},
+			"no program":            append([]byte{16, 0, 0, 0}, make([]byte, 16)...),
+			"cut short":             {40, 0, 0, 0, 'a'},
+			"argc 0":                append(append([]byte{22, 0, 0, 0}, make([]byte, 16)...), 0, 0, 0, 0, 'x', 0),
+			"argc past the strings": append(append([]byte{22, 0, 0, 0}, make([]byte, 16)...), 2, 0, 0, 0, 'x', 0),
+		} {
+			t.Run(name, func(t *testing.T) {
+				c, cmd := localConn(t, arch, nil)
+				go func() { _, _ = c.in.Write(req); _ = c.in.Close() }()
+				<-c.done
+				if got := cmd.ProcessState.ExitCode(); got != 126 {
+					t.Errorf("exit %d, want 126", got)
+				}
+			})
+		}
+	})
 }
 
 // TestMarks: the marks are found and taken out whatever the writes cut
@@ -247,82 +343,122 @@ func TestMarks(t *testing.T) {
 	}
 }
 
+// marked points c's streams at the marks of a new nonce, and returns
+// them and what passes stdout's.
+func marked(c *pipeConn) (nonce []byte, om, em *marks, stdout *bytes.Buffer) {
+	nonce, stdout = []byte(newNonce()), &bytes.Buffer{}
+	om, em = newMarks(stdout, nonce), newMarks(io.Discard, nonce)
+	c.stdout.Set(om)
+	c.stderr.Set(em)
+	return nonce, om, em, stdout
+}
+
+// TestOnceUnterminated: a request whose last string has no NUL (ccrun
+// always sends one) is read to its end and no further: the string ends
+// with the request, and the program gets it whole.
+func TestOnceUnterminated(t *testing.T) {
+	eachArch(t, func(t *testing.T, arch string) {
+		c, cmd := localConn(t, arch, nil)
+		nonce, om, em, stdout := marked(c)
+		req := request(nonce, []string{"/bin/echo", "unterminated"}, nil)
+		req = req[:len(req)-1]                                 // no NUL after the last string
+		binary.LittleEndian.PutUint32(req, uint32(len(req)-4)) // nor in n
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		<-om.acked
+		<-em.acked
+		if _, err := c.Write([]byte{'g'}); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		go func() { _ = sendStdin(c, nil, stop) }()
+		release(c, c.done, nonce, om, em, stop)
+		<-c.done
+		if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != "unterminated\n" {
+			t.Errorf("exit %d, stdout %q; want 0, %q", code, stdout.String(), "unterminated\n")
+		}
+	})
+}
+
 // TestOnceReleaseAmongLookalikes: the done token is found behind frames
 // the program left unread that hold near-tokens (0xff and all of the
 // nonce but its last byte, and 0xff twice), and once ends at it, not
 // at its 10 s bound.
 func TestOnceReleaseAmongLookalikes(t *testing.T) {
-	c, cmd := localConn(t, nil)
-	nonce := []byte(newNonce())
-	var stdout, stderr bytes.Buffer
-	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-	c.stdout.Set(om)
-	c.stderr.Set(em)
-	if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nil, nonce, om, em, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	near := append(append([]byte{0xff, 0xff}, nonce[:nonceSize-1]...), 0xff)
-	stop := make(chan struct{})
-	begin := time.Now()
-	go func() { _ = sendStdin(c, bytes.NewReader(bytes.Repeat(near, 4000)), stop) }()
-	release(c, c.done, nonce, om, em, stop)
-	<-c.done
-	if code := cmd.ProcessState.ExitCode(); code != 4 || time.Since(begin) > 9*time.Second { // not its 10 s bound
-		t.Errorf("once exited %d after %s; want 4, at its release", code, time.Since(begin))
-	}
+	eachArch(t, func(t *testing.T, arch string) {
+		c, cmd := localConn(t, arch, nil)
+		nonce, om, em, _ := marked(c)
+		if err := handshake(c, []string{"/bin/sh", "-c", "exit 4"}, nil, nonce, om, em, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		near := append(append([]byte{0xff, 0xff}, nonce[:nonceSize-1]...), 0xff)
+		stop := make(chan struct{})
+		begin := time.Now()
+		go func() { _ = sendStdin(c, bytes.NewReader(bytes.Repeat(near, 4000)), stop) }()
+		release(c, c.done, nonce, om, em, stop)
+		<-c.done
+		if code := cmd.ProcessState.ExitCode(); code != 4 || time.Since(begin) > 9*time.Second { // not its 10 s bound
+			t.Errorf("once exited %d after %s; want 4, at its release", code, time.Since(begin))
+		}
+	})
 }
 
 // TestOnceAckAgain: an ack the session was not yet receiving is not the
 // end of the call: once acks again until the go byte comes (a cold pod's
 // sessions open just before the request is sent).
 func TestOnceAckAgain(t *testing.T) {
-	c, cmd := localConn(t, nil)
-	nonce := []byte(newNonce())
-	var stdout, stderr bytes.Buffer
-	om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
-	c.stderr.Set(em) // stdout's first acks go nowhere
-	go func() {
-		time.Sleep(250 * time.Millisecond)
-		c.stdout.Set(om)
-	}()
-	if err := handshake(c, []string{"/bin/echo", "hi"}, nil, nonce, om, em, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	go func() { _ = sendStdin(c, nil, stop) }()
-	release(c, c.done, nonce, om, em, stop)
-	<-c.done
-	om.flush()
-	if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != "hi\n" {
-		t.Errorf("exit %d, stdout %q; want 0, %q", code, stdout.String(), "hi\n")
-	}
+	eachArch(t, func(t *testing.T, arch string) {
+		c, cmd := localConn(t, arch, nil)
+		nonce := []byte(newNonce())
+		var stdout, stderr bytes.Buffer
+		om, em := newMarks(&stdout, nonce), newMarks(&stderr, nonce)
+		c.stderr.Set(em) // stdout's first acks go nowhere
+		go func() {
+			time.Sleep(250 * time.Millisecond)
+			c.stdout.Set(om)
+		}()
+		if err := handshake(c, []string{"/bin/echo", "hi"}, nil, nonce, om, em, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		go func() { _ = sendStdin(c, nil, stop) }()
+		release(c, c.done, nonce, om, em, stop)
+		<-c.done
+		om.flush()
+		if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != "hi\n" {
+			t.Errorf("exit %d, stdout %q; want 0, %q", code, stdout.String(), "hi\n")
+		}
+	})
 }
 
 // TestStart: a call through the package's entry point, as an engine makes
 // it: stdin in, both streams apart and without once's marks, the exit
 // status from the trailer; and a once that never acks is NotStarted.
 func TestStart(t *testing.T) {
-	c, _ := localConn(t, nil)
-	var stdout, stderr bytes.Buffer
-	call := Start(c, []string{"/bin/sh", "-c", "cat; echo err >&2; exit 3"}, nil, strings.NewReader("in\n"), &stdout, &stderr, time.Minute)
-	if err := <-call.Ended(); err != nil {
-		t.Fatal(err)
-	}
-	ws, whole := call.Result()
-	if code, _ := WaitStatus(ws); code != 3 || !whole || stdout.String() != "in\n" || stderr.String() != "err\n" {
-		t.Errorf("exit %d, whole %v, stdout %q, stderr %q; want 3, true, %q, %q", code, whole, stdout.String(), stderr.String(), "in\n", "err\n")
-	}
+	eachArch(t, func(t *testing.T, arch string) {
+		c, _ := localConn(t, arch, nil)
+		var stdout, stderr bytes.Buffer
+		call := Start(c, []string{"/bin/sh", "-c", "cat; echo err >&2; exit 3"}, nil, strings.NewReader("in\n"), &stdout, &stderr, time.Minute)
+		if err := <-call.Ended(); err != nil {
+			t.Fatal(err)
+		}
+		ws, whole := call.Result()
+		if code, _ := WaitStatus(ws); code != 3 || !whole || stdout.String() != "in\n" || stderr.String() != "err\n" {
+			t.Errorf("exit %d, whole %v, stdout %q, stderr %q; want 3, true, %q, %q", code, whole, stdout.String(), stderr.String(), "in\n", "err\n")
+		}
 
-	// Not once: a program that reads the request and says nothing.
-	pr, pw := io.Pipe()
-	mute := &pipeConn{in: pw, done: make(chan struct{})}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	call = Start(mute, []string{"/bin/true"}, nil, nil, io.Discard, io.Discard, 100*time.Millisecond)
-	go func() { <-time.After(200 * time.Millisecond); mute.err = io.ErrClosedPipe; close(mute.done) }()
-	var ns NotStarted
-	if err := <-call.Ended(); !errors.As(err, &ns) {
-		t.Errorf("a program that never acks: %v, want NotStarted", err)
-	}
+		// Not once: a program that reads the request and says nothing.
+		pr, pw := io.Pipe()
+		mute := &pipeConn{in: pw, done: make(chan struct{})}
+		go func() { _, _ = io.Copy(io.Discard, pr) }()
+		call = Start(mute, []string{"/bin/true"}, nil, nil, io.Discard, io.Discard, 100*time.Millisecond)
+		go func() { <-time.After(200 * time.Millisecond); mute.err = io.ErrClosedPipe; close(mute.done) }()
+		var ns NotStarted
+		if err := <-call.Ended(); !errors.As(err, &ns) {
+			t.Errorf("a program that never acks: %v, want NotStarted", err)
+		}
+	})
 }
 
 // TestCheck: a NUL byte in an argument or an environment entry, or a

@@ -1,7 +1,9 @@
 // Package testimage builds the Docker image the tests run, ccrun-test:busybox:
 // FROM scratch with the host's static busybox (Debian: busybox-static), from
 // testdata/docker/Dockerfile. There is no registry to pull from, so tests
-// build it through the Engine API when it is missing.
+// build it through the Engine API when it is missing. Arm64 is its arm64
+// twin (platform linux/arm64), for the tests of an arm64 engine, run here
+// under emulation (qemu-user-static, binfmt_misc).
 package testimage
 
 import (
@@ -30,6 +32,12 @@ const Name = "ccrun-test:busybox"
 // building it when missing. An error means no engine answers or the image
 // cannot be built; callers skip or fail (CCRUN_REQUIRE_DOCKER=1) on it.
 func Ensure(ctx context.Context) error {
+	return ensure(ctx, Name, "/bin/busybox", "")
+}
+
+// ensure builds tag from busybox for platform ("": the engine's) when
+// there is no image of that name on the engine DOCKER_HOST points at.
+func ensure(ctx context.Context, tag, busybox, platform string) error {
 	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return err
@@ -38,13 +46,33 @@ func Ensure(ctx context.Context) error {
 	if _, err := c.Ping(ctx); err != nil {
 		return fmt.Errorf("no docker engine at %s: %w", c.DaemonHost(), err)
 	}
-	if _, err := c.ImageInspect(ctx, Name); err == nil {
+	if _, err := c.ImageInspect(ctx, tag); err == nil {
 		return nil
 	} else if !errdefs.IsNotFound(err) {
 		return err
 	}
-	_, err = buildImage(ctx, c, Name, "")
+	_, err = buildImage(ctx, c, tag, "", busybox, platform)
 	return err
+}
+
+// Arm64 is the reference of the test image for linux/arm64.
+const Arm64 = "ccrun-test:busybox-arm64"
+
+// Arm64Busybox is where Arm64's busybox is looked for
+// ($CCRUN_TEST_BUSYBOX_ARM64 else this path): Debian's busybox-static for
+// arm64, as .ci/run extracts it (dpkg --add-architecture arm64; apt-get
+// download busybox-static:arm64; dpkg-deb -x).
+const Arm64Busybox = "/usr/local/lib/ccrun-test/arm64/busybox"
+
+// EnsureArm64 makes sure Arm64 exists on the engine DOCKER_HOST points
+// at, building it when missing. An error means no engine answers, or no
+// arm64 busybox is there; callers skip or fail on it.
+func EnsureArm64(ctx context.Context) error {
+	busybox := Arm64Busybox
+	if p := os.Getenv("CCRUN_TEST_BUSYBOX_ARM64"); p != "" {
+		busybox = p
+	}
+	return ensure(ctx, Arm64, busybox, "linux/arm64")
 }
 
 // Variant builds the test image with the Dockerfile lines extra added (an
@@ -56,7 +84,7 @@ func Variant(ctx context.Context, tag, extra string) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	return buildImage(ctx, c, tag, extra)
+	return buildImage(ctx, c, tag, extra, "/bin/busybox", "")
 }
 
 // Tag makes tag name the image id.
@@ -81,9 +109,9 @@ func Remove(ctx context.Context, tags ...string) {
 	}
 }
 
-// buildImage builds the test image, with the Dockerfile lines extra, as tag and
-// returns its ID.
-func buildImage(ctx context.Context, c *client.Client, tag, extra string) (string, error) {
+// buildImage builds the test image of busybox for platform ("": the
+// engine's), with the Dockerfile lines extra, as tag and returns its ID.
+func buildImage(ctx context.Context, c *client.Client, tag, extra, busybox, platform string) (string, error) {
 	_, self, _, _ := runtime.Caller(0)
 	dockerfile, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "..", "testdata", "docker", "Dockerfile"))
 	if err != nil {
@@ -92,9 +120,9 @@ func buildImage(ctx context.Context, c *client.Client, tag, extra string) (strin
 	if extra != "" {
 		dockerfile = append(dockerfile, "\n"+extra+"\n"...)
 	}
-	busybox, err := os.ReadFile("/bin/busybox")
+	bb, err := os.ReadFile(busybox)
 	if err != nil {
-		return "", fmt.Errorf("the test image needs a static busybox (apt-get install busybox-static): %w", err)
+		return "", fmt.Errorf("the test image needs a static busybox (apt-get install busybox-static; for arm64 see Arm64Busybox): %w", err)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -102,7 +130,7 @@ func buildImage(ctx context.Context, c *client.Client, tag, extra string) (strin
 		name string
 		mode int64
 		data []byte
-	}{{"Dockerfile", 0o644, dockerfile}, {"busybox", 0o755, busybox}} {
+	}{{"Dockerfile", 0o644, dockerfile}, {"busybox", 0o755, bb}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
 			return "", err
 		}
@@ -113,7 +141,7 @@ func buildImage(ctx context.Context, c *client.Client, tag, extra string) (strin
 	if err := tw.Close(); err != nil {
 		return "", err
 	}
-	resp, err := c.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true})
+	resp, err := c.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true, Platform: platform})
 	if err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}

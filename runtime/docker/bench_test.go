@@ -330,3 +330,45 @@ func waitPoolIdle(b *testing.B, e *Executor, cache, last string) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// BenchmarkArm64SideBySide is BenchmarkSideBySide for an arm64 engine,
+// here under emulation (qemu-user-static by binfmt_misc; see arm64Image):
+// in every iteration, in a rotating order, a cold Run and a pooled Run
+// (refilled outside the timing) of the arm64 test image with once taken
+// to be arm64's, as an arm64 machine's engine says (all of the
+// container's code emulated, as all of it is arm64 code there), `docker
+// run --rm --network none --platform linux/arm64` of the same, and a
+// pooled Run of this engine's own once in the arm64 image
+// (pool-native-once). Emulated absolute times are not comparable to
+// native ones; the ratios are: pool/cold, pool/cli (goal at most 0.15, as
+// natively), cold/cli.
+func BenchmarkArm64SideBySide(b *testing.B) {
+	img := arm64Image(b)
+	e := executor(b, withEngineArch("aarch64"))
+	native := executor(b)
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		b.Skip("no docker CLI")
+	}
+	cold := Spec{Image: img, Cmd: trueCmd}
+	pool := Spec{Image: img, Cmd: trueCmd, Pool: true}
+	b.Cleanup(func() { e.DrainPool(context.Background()); native.DrainPool(context.Background()) })
+	for _, x := range []*Executor{e, native} {
+		benchRun(b, x, pool)
+		x.bgWork.Wait()
+	}
+	med, n := sideBySide(b, []step{
+		{name: "cold", run: func() { benchRun(b, e, cold) }},
+		{name: "cli", run: command(b, "", nil, docker, "run", "--rm", "--network", "none", "--platform", "linux/arm64", img, "/bin/busybox", "true")},
+		{name: "pool", run: func() { benchRun(b, e, pool) }, after: e.bgWork.Wait, afterName: "pool-bg"},
+		{name: "pool-native-once", run: func() { benchRun(b, native, pool) }, after: native.bgWork.Wait, afterName: "pool-native-once-bg"},
+	})
+	if e.pooledRuns.Load() < int64(n) || native.pooledRuns.Load() < int64(n) {
+		b.Fatalf("%d and %d of %d pooled runs found an idle container", e.pooledRuns.Load(), native.pooledRuns.Load(), n)
+	}
+	ratio := func(x, y int) float64 { return float64(med[x]) / float64(med[y]) }
+	b.ReportMetric(ratio(2, 0), "pool/cold")
+	b.ReportMetric(ratio(2, 1), "pool/cli")
+	b.ReportMetric(ratio(0, 1), "cold/cli")
+	b.ReportMetric(ratio(3, 1), "pool-native-once/cli")
+}

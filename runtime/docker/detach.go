@@ -109,7 +109,7 @@ func refillMain(in io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), refillTimeout)
 	defer cancel()
-	var opts []Option
+	opts := []Option{withEngineArch("")} // it runs no once: no need to ask
 	if r.PoolDir != "" {
 		opts = append(opts, WithPoolDir(r.PoolDir))
 	}

@@ -30,7 +30,8 @@
 // The warm pool (Spec.Pool, opt-in) keeps, for each container shape (image,
 // limits, mounts, network, user, working directory), a container created
 // and started in advance, as hardened as a cold one, in which once
-// (internal/once, a static program of about 1.5 KB, bound read-only; nothing
+// (internal/once, a static program of about 2.3 KB for the engine's
+// architecture, bound read-only; nothing
 // of the image runs) waits on the container's stdin. A run claims it by a
 // claim marker (a file written under a lock file shared by the ccrun
 // processes of this host and user) and attaches to it: once runs the
@@ -129,6 +130,8 @@ type Executor struct {
 	onceRuns   atomic.Int64 // of those, runs its once served (not an exec)
 
 	images sync.Map // image ID -> image.InspectResponse: an ID names one image for good
+
+	arch *engineArch // the engine's architecture: which once it runs (askArch)
 }
 
 // inspect inspects the image ref. What an image ID names never changes, so
@@ -266,6 +269,9 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 		}
 	}
 	e.bg, e.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if e.arch == nil && e.poolDir != "" {
+		e.askArch() // for once, which a run with a pool directory uses
+	}
 	return e, nil
 }
 
@@ -362,7 +368,7 @@ func (e *Executor) runProtected(ctx context.Context, s Spec) (*job.Result, error
 	return res, err
 }
 
-func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Result, error) {
+func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (res *job.Result, err error) {
 	lim := s.Limits.WithDefaults()
 	begin := time.Now()
 
@@ -376,6 +382,13 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	if s.Pool && len(prot.mounts) == 0 {
 		if res, used, err := e.runPooled(ctx, s, lim, begin); used || err != nil {
 			return res, err
+		}
+		if note := e.poolNote(); note != "" {
+			defer func() {
+				if res != nil {
+					res.Detail = strings.TrimPrefix(res.Detail+"; "+note, "; ")
+				}
+			}()
 		}
 	}
 
@@ -483,7 +496,7 @@ func (e *Executor) run(ctx context.Context, s Spec, prot *protection) (*job.Resu
 	// Not running any more is fine: the remove in the cleanup stack forces
 	// whatever is left.
 	sup.Kill, sup.Drain = e.killer(ctx, id), drainer(copied)
-	res, err := sup.Run(ctx)
+	res, err = sup.Run(ctx)
 	if err == nil && res.Reason != job.Exit && auto && ended.Load() {
 		e.awaitRemoved(ctx, id) // killed: seen removed (by the engine) before Run returns
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 )
 
@@ -21,6 +22,7 @@ type engine interface {
 	NegotiateAPIVersionPing(ping types.Ping)
 	DaemonHost() string
 	ClientVersion() string
+	Info(ctx context.Context) (system.Info, error)
 
 	ContainerCreate(ctx context.Context, config *container.Config, host *container.HostConfig, name string) (container.CreateResponse, error)
 	ContainerAttach(ctx context.Context, id string, options container.AttachOptions) (types.HijackedResponse, error)

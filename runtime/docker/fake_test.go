@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/google/go-cmp/cmp"
 )
@@ -31,8 +32,11 @@ func (f *fake) Ping(context.Context) (types.Ping, error) {
 	return types.Ping{APIVersion: "1.41"}, f.ping
 }
 func (f *fake) NegotiateAPIVersionPing(types.Ping) {}
-func (f *fake) DaemonHost() string                 { return "unix:///fake.sock" }
-func (f *fake) Close() error                       { return nil }
+func (f *fake) Info(context.Context) (system.Info, error) {
+	return system.Info{Architecture: "x86_64"}, nil
+}
+func (f *fake) DaemonHost() string { return "unix:///fake.sock" }
+func (f *fake) Close() error       { return nil }
 func (f *fake) ContainerCreate(context.Context, *container.Config, *container.HostConfig, string) (container.CreateResponse, error) {
 	return container.CreateResponse{}, f.create
 }

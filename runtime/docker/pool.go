@@ -123,7 +123,8 @@ func execArgv(img image.InspectResponse, cmd []string) []string {
 // runPooled runs s in an idle pooled container if one is there, and starts
 // a refill of the pool either way. used is false when the run must go the
 // cold path: no idle container, the image not local (the cold path pulls
-// it), no holder for this architecture, or no program to run.
+// it), no once for the engine's architecture (run then says so: poolNote),
+// or no program to run.
 func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin time.Time) (res *job.Result, used bool, err error) {
 	if e.poolDir == "" {
 		return nil, false, nil

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,26 +101,41 @@ func runWarm(t *testing.T, e *Executor, s Spec) *job.Result {
 	return res
 }
 
-// TestOnceFile: once (tested in internal/once) is written once, mode
-// 0555, and found again by its content.
+// TestOnceFile: once (tested in internal/once) for the engine's
+// architecture, whatever ccrun's own, is written once, mode 0555, named
+// by its architecture, and found again by its content; an engine of an
+// architecture once is not built for has none (its pooled runs run
+// cold).
 func TestOnceFile(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("no once for this architecture: pooled runs run cold")
-	}
-	code := once.ELF()
-	e := &Executor{poolDir: t.TempDir()}
-	path, err := e.onceFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again, err := e.onceFile(); err != nil || again != path {
-		t.Fatalf("onceFile again = %q, %v; want %q", again, err, path)
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o555 {
-		t.Fatalf("once's file %v, %v; want mode 0555", fi, err)
-	}
-	if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, code) {
-		t.Fatalf("once's file holds %d bytes, %v; want once's %d", len(b), err, len(code))
+	dir := t.TempDir()
+	for _, tc := range []struct{ machine, arch string }{
+		{"x86_64", "amd64"}, {"aarch64", "arm64"}, {"arm64", "arm64"}, {"s390x", ""}, {"", ""},
+	} {
+		e := &Executor{poolDir: dir}
+		if err := withEngineArch(tc.machine)(e); err != nil {
+			t.Fatal(err)
+		}
+		path, err := e.onceFile()
+		if tc.arch == "" {
+			var no errNoOnce
+			if !errors.As(err, &no) {
+				t.Errorf("%q: onceFile = %q, %v; want errNoOnce", tc.machine, path, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := e.onceFile(); err != nil || again != path {
+			t.Fatalf("onceFile again = %q, %v; want %q", again, err, path)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o555 || !strings.HasPrefix(filepath.Base(path), "once-"+tc.arch+"-") {
+			t.Fatalf("once's file %s: %v, %v; want mode 0555, named for %s", path, fi, err, tc.arch)
+		}
+		code := once.ELF(tc.arch)
+		if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, code) {
+			t.Fatalf("once's file holds %d bytes, %v; want once's %d", len(b), err, len(code))
+		}
 	}
 }
 

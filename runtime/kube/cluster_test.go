@@ -615,6 +615,9 @@ func TestClaimantDies(t *testing.T) {
 	}
 	dead := newTest(t, WithPool(2))
 	dead.owner = owner{PID: child.Process.Pid, Start: "1"}
+	if err := dead.ensure(ctx); err != nil { // the pods' architecture, for the template
+		t.Fatal(err)
+	}
 	p, ok, err := dead.claim(ctx, dead.warmPool(s, s.Limits.WithDefaults()))
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)

@@ -15,7 +15,9 @@
 // NetworkPolicy that denies it all ingress and egress; only a network plugin
 // that enforces policies enforces it.
 //
-// The pod's program is once (internal/once; a ConfigMap, read-only, 0555), which
+// The pod's program is once (internal/once; a ConfigMap, read-only, 0555,
+// for the architecture of the nodes, to which a nodeSelector holds the pod:
+// see nodeArch), which
 // starts the call's program when Run asks and ends only when Run has all of
 // its output, so none is missed and stdout and stderr stay apart. The exit
 // code comes from once's trailer, an OOM kill from the container's status.
@@ -118,7 +120,8 @@ type Executor struct {
 	pool       poolConfig
 
 	setupMu sync.Mutex
-	setup   bool // the helpers ConfigMap and the NetworkPolicy exist
+	setup   bool   // the helpers ConfigMap and the NetworkPolicy exist
+	arch    string // the architecture of the pods (nodeArch), set with setup
 
 	bg     context.Context
 	stop   context.CancelFunc
@@ -331,19 +334,21 @@ func (e *Executor) labels(network string) map[string]string {
 	return l
 }
 
-// ensure creates, once per Executor, the helpers ConfigMap (immutable,
-// named after its content) and the deny-all NetworkPolicy of the
-// namespace. A ConfigMap of that name holding other bytes is refused.
+// ensure chooses, once per Executor, the architecture of the pods
+// (nodeArch), and creates the helpers ConfigMap (immutable, named after
+// its content) and the deny-all NetworkPolicy of the namespace. A
+// ConfigMap of that name holding other bytes is refused.
 func (e *Executor) ensure(ctx context.Context) error {
 	e.setupMu.Lock()
 	defer e.setupMu.Unlock()
 	if e.setup {
 		return nil
 	}
-	files := helpers()
-	if files == nil {
-		return newError(ErrInvalidArgument, nil, "kube: no once program for this architecture: only amd64 is built")
+	arch, err := e.nodeArch(ctx)
+	if err != nil {
+		return err
 	}
+	files := helpers()
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	name := helpersName()
@@ -352,7 +357,7 @@ func (e *Executor) ensure(ctx context.Context) error {
 		BinaryData: files,
 		Immutable:  ptr(true),
 	}
-	_, err := e.api.ConfigMaps(e.namespace).Create(rctx, cm, metav1.CreateOptions{})
+	_, err = e.api.ConfigMaps(e.namespace).Create(rctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, gerr := e.api.ConfigMaps(e.namespace).Get(rctx, name, metav1.GetOptions{})
 		if gerr != nil {
@@ -377,8 +382,15 @@ func (e *Executor) ensure(ctx context.Context) error {
 		return classify(e.server, "create networkpolicy "+denyAllPolicy, err)
 	}
 	e.record()
-	e.setup = true
+	e.setup, e.arch = true, arch
 	return nil
+}
+
+// podArch is the architecture of the pods, once ensure chose it ("" before).
+func (e *Executor) podArch() string {
+	e.setupMu.Lock()
+	defer e.setupMu.Unlock()
+	return e.arch
 }
 
 // record adds e's Place to ccrun's engine record (internal/enginerecord),
@@ -464,7 +476,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	labels := e.labels(s.Network)
 	name := "ccrun-" + labels[LabelCall]
 	pod := s.pod(lim, podOptions{
-		name: name, labels: labels, helpers: helpersName(),
+		name: name, labels: labels, helpers: helpersName(), arch: e.podArch(),
 		program: []string{oncePath}, env: true, stdin: true, stdinKept: true,
 		copyside: in != nil, mountMax: e.mountMax,
 	})

@@ -79,7 +79,7 @@ func TestGarbage(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var deleted []string
-	srv := fakeAPI(t, func(r *http.Request, reply func(int, any)) bool {
+	srv := fakeServer(t, func(r *http.Request, reply func(int, any)) bool {
 		switch path := r.URL.Path; {
 		case r.Method == "GET" && path == "/api/v1/namespaces/default/pods":
 			reply(http.StatusOK, &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: pods})

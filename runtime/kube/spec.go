@@ -245,6 +245,7 @@ type podOptions struct {
 	name      string
 	labels    map[string]string
 	helpers   string   // the helpers ConfigMap
+	arch      string   // the nodes' architecture: its helpers, and a node of it (nodeArch)
 	program   []string // the run container's command
 	env       bool     // put s.Env in the pod (cold only)
 	stdin     bool     // the run container's stdin is open (once reads it)
@@ -268,7 +269,7 @@ func (s Spec) pod(lim job.Limits, o podOptions) *corev1.Pod {
 	volumes := []corev1.Volume{
 		{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tmpSize}}},
 		{Name: volumeHelpers, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: o.helpers}, DefaultMode: ptr(int32(0o555))}}},
+			LocalObjectReference: corev1.LocalObjectReference{Name: o.helpers}, Items: helperItems(o.arch), DefaultMode: ptr(int32(0o555))}}},
 	}
 	var copyMounts []corev1.VolumeMount
 	for i, m := range s.Mounts {
@@ -314,6 +315,7 @@ func (s Spec) pod(lim job.Limits, o podOptions) *corev1.Pod {
 			Volumes:                       volumes,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds:         deadline,
+			NodeSelector:                  map[string]string{archLabel: o.arch},
 			TerminationGracePeriodSeconds: ptr(int64(0)),
 			AutomountServiceAccountToken:  ptr(false),
 			EnableServiceLinks:            ptr(false),

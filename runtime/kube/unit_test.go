@@ -5,43 +5,105 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ccrun/ccrun/internal/ctr"
+	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// TestHelpers: the helpers ConfigMap holds the holder of
-// internal/ctr (run there) and once (run by internal/once), each a
-// static executable of one segment.
+// TestHelpers: the helpers ConfigMap holds, for each architecture once
+// is built for, the holder of internal/ctr and once (run by
+// internal/once), each a static executable of that machine; a pod
+// projects those of its architecture onto /.ccrun/hold and /.ccrun/once.
 func TestHelpers(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("helpers are built for amd64 only")
-	}
 	h := helpers()
-	if !bytes.Equal(h["hold"], ctr.Holder()) {
-		t.Error("the hold helper is not ctr.Holder")
+	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+	if len(h) != 2*len(machines) {
+		t.Errorf("%d helpers, want hold and once for each of %v", len(h), once.Arches())
 	}
-	for _, name := range []string{"hold", "once"} {
-		f, err := elf.NewFile(bytes.NewReader(h[name]))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
+	for arch, machine := range machines {
+		if !bytes.Equal(h["hold-"+arch], ctr.Holder(arch)) || !bytes.Equal(h["once-"+arch], once.ELF(arch)) {
+			t.Errorf("%s: the helpers are not ctr.Holder and once.ELF", arch)
 		}
-		if f.Machine != elf.EM_X86_64 || f.Type != elf.ET_EXEC || len(f.Progs) != 1 || f.Progs[0].Type != elf.PT_LOAD {
-			t.Errorf("%s: machine %s, type %s, %d segments", name, f.Machine, f.Type, len(f.Progs))
+		for _, name := range []string{"hold-" + arch, "once-" + arch} {
+			f, err := elf.NewFile(bytes.NewReader(h[name]))
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if f.Machine != machine || f.Type != elf.ET_EXEC {
+				t.Errorf("%s: machine %s, type %s", name, f.Machine, f.Type)
+			}
 		}
+		var items []string
+		for _, it := range helperItems(arch) {
+			items = append(items, it.Key+">"+helpersDir+"/"+it.Path)
+		}
+		if want := []string{"hold-" + arch + ">" + holdPath, "once-" + arch + ">" + oncePath}; !slices.Equal(items, want) {
+			t.Errorf("%s: items %v, want %v", arch, items, want)
+		}
+	}
+}
+
+// node is a node of arch, ready or not.
+func node(name, arch string, ready bool) corev1.Node {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+		NodeInfo:   corev1.NodeSystemInfo{Architecture: arch},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}},
+	}}
+}
+
+// TestChooseArch: the pods' architecture is the nodes', not ccrun's: the
+// one once is built for with the most ready nodes; nodes of no such
+// architecture only are ErrUnavailable, naming them; no node known is
+// ccrun's own.
+func TestChooseArch(t *testing.T) {
+	cordoned := node("c", "arm64", true)
+	cordoned.Spec.Unschedulable = true
+	for _, tc := range []struct {
+		name  string
+		nodes []corev1.Node
+		want  string
+	}{
+		{"amd64 nodes", []corev1.Node{node("a", "amd64", true), node("b", "amd64", true)}, "amd64"},
+		{"arm64 nodes", []corev1.Node{node("a", "arm64", true), node("b", "arm64", false)}, "arm64"},
+		{"more ready arm64", []corev1.Node{node("a", "amd64", true), node("b", "arm64", true), node("c", "arm64", true), node("d", "amd64", false)}, "arm64"},
+		{"the ready one", []corev1.Node{node("a", "amd64", false), node("b", "amd64", false), node("c", "arm64", true)}, "arm64"},
+		{"a cordoned node is not ready", []corev1.Node{node("a", "amd64", true), cordoned, node("d", "arm64", false)}, "amd64"},
+		{"none ready: the most", []corev1.Node{node("a", "amd64", false), node("b", "arm64", false), node("c", "arm64", false)}, "arm64"},
+		{"a tie: amd64", []corev1.Node{node("b", "arm64", true), node("a", "amd64", true)}, "amd64"},
+		{"others passed by", []corev1.Node{node("a", "s390x", true), node("b", "s390x", true), node("c", "arm64", false)}, "arm64"},
+		{"no node", nil, defaultArch()},
+	} {
+		if got, err := chooseArch("https://k", tc.nodes); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	_, err := chooseArch("https://k", []corev1.Node{node("z1", "s390x", true), node("r1", "riscv64", true)})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "z1 (s390x)") || !strings.Contains(err.Error(), "r1 (riscv64)") {
+		t.Errorf("no node once runs on: %v, want ErrUnavailable naming them", err)
 	}
 }
 
@@ -202,16 +264,143 @@ func TestCreateRefused(t *testing.T) {
 		{apierrors.NewForbidden(gr, "", errors.New("pod security")), ErrPermissionDenied},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "", nil), ErrInvalidArgument},
 	} {
-		srv, _ := podCatcher(t, tc.err)
-		e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = e.Run(context.Background(), Spec{Image: "i", Cmd: []string{"/bin/true"}})
+		e := fakeAPI(t, []corev1.Node{node("n", "amd64", true)}, nil, func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool {
+			if r.Method+" "+r.URL.Path != "POST /api/v1/namespaces/default/pods" {
+				return false
+			}
+			st := tc.err.ErrStatus
+			st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+			reply(int(st.Code), &st)
+			return true
+		})
+		_, err := e.Run(context.Background(), Spec{Image: "i", Cmd: []string{"/bin/true"}})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%v: got %v", tc.err, err)
 		}
-		e.Close()
+	}
+}
+
+// fakeAPI returns an Executor of an API server that answers New and the
+// Executor's setup: the namespace, the nodes, the helpers ConfigMap
+// (decoded into cm unless it is nil) and the NetworkPolicy. Every other
+// request goes to rest, which reports whether it answered it; one nobody
+// answers fails t.
+func fakeAPI(t *testing.T, nodes []corev1.Node, cm *corev1.ConfigMap, rest func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool) *Executor {
+	srv := fakeAPIServer(t, nodes, cm, rest)
+	e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// fakeAPIServer is fakeAPI's server.
+func fakeAPIServer(t *testing.T, nodes []corev1.Node, cm *corev1.ConfigMap, rest func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
+		switch r.Method + " " + r.URL.Path {
+		case "GET /api/v1/namespaces/default":
+			reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+		case "GET /api/v1/nodes":
+			reply(http.StatusOK, &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: nodes})
+		case "POST /api/v1/namespaces/default/configmaps":
+			if cm != nil {
+				decode(t, r, cm)
+			}
+			reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
+		case "POST /apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
+			reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
+		default:
+			if !rest(w, r, reply) {
+				t.Errorf("unexpected request %s %s", r.Method, r.URL)
+				reply(http.StatusNotFound, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "").ErrStatus)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// decode reads the object of a request (the client sends protobuf) into into.
+func decode(t *testing.T, r *http.Request, into kruntime.Object) {
+	b, err := io.ReadAll(r.Body)
+	if err == nil {
+		_, _, err = scheme.Codecs.UniversalDeserializer().Decode(b, nil, into)
+	}
+	if err != nil {
+		t.Errorf("%s %s: %v", r.Method, r.URL, err)
+	}
+}
+
+// TestPodOnNodeArch: on a cluster of arm64 nodes, driven from whatever
+// ccrun runs on, the helpers ConfigMap holds once for every architecture,
+// and the pod gets arm64's and is scheduled to an arm64 node; a cluster of
+// nodes once is not built for gets no pod at all (a fake API server that
+// records the ConfigMap and the pod, and refuses the pod).
+func TestPodOnNodeArch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes []corev1.Node
+		arch  string // "": no pod
+		want  error
+	}{
+		{"arm64 nodes", []corev1.Node{node("a1", "arm64", true), node("a2", "arm64", true), node("x1", "amd64", false)}, "arm64", ErrPermissionDenied},
+		{"amd64 nodes", []corev1.Node{node("x1", "amd64", true)}, "amd64", ErrPermissionDenied},
+		{"no node once runs on", []corev1.Node{node("z1", "s390x", true)}, "", ErrUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cm corev1.ConfigMap
+			pods := make(chan corev1.Pod, 1)
+			e := fakeAPI(t, tc.nodes, &cm, func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool {
+				if r.Method+" "+r.URL.Path != "POST /api/v1/namespaces/default/pods" {
+					return false
+				}
+				var p corev1.Pod
+				decode(t, r, &p)
+				pods <- p
+				st := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("recorded")).ErrStatus
+				st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+				reply(int(st.Code), &st)
+				return true
+			})
+			dir := t.TempDir()
+			_, err := e.Run(context.Background(), Spec{Image: "i", Cmd: []string{"/bin/true"}, Mounts: []job.Mount{{Host: dir, Guest: "/w"}}})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Run: %v, want %v", err, tc.want)
+			}
+			if tc.arch == "" {
+				if len(pods) != 0 || cm.Name != "" {
+					t.Error("a pod or a ConfigMap for nodes once cannot run on")
+				}
+				if !strings.Contains(err.Error(), "z1 (s390x)") {
+					t.Errorf("%v does not name the nodes", err)
+				}
+				return
+			}
+			for _, arch := range once.Arches() {
+				if !bytes.Equal(cm.BinaryData["once-"+arch], once.ELF(arch)) || !bytes.Equal(cm.BinaryData["hold-"+arch], ctr.Holder(arch)) {
+					t.Errorf("the ConfigMap does not hold the helpers of %s", arch)
+				}
+			}
+			p := <-pods
+			if got := p.Spec.NodeSelector[archLabel]; got != tc.arch || len(p.Spec.NodeSelector) != 1 {
+				t.Errorf("nodeSelector %v, want %s=%s", p.Spec.NodeSelector, archLabel, tc.arch)
+			}
+			var items []corev1.KeyToPath
+			for _, v := range p.Spec.Volumes {
+				if v.Name == volumeHelpers {
+					items = v.ConfigMap.Items
+				}
+			}
+			if !slices.Equal(items, helperItems(tc.arch)) {
+				t.Errorf("helpers volume items %v, want %v", items, helperItems(tc.arch))
+			}
+			if len(p.Spec.Containers) != 2 || p.Spec.Containers[0].Command[0] != oncePath || p.Spec.Containers[1].Command[0] != holdPath {
+				t.Errorf("containers %+v: want once, then the holder", p.Spec.Containers)
+			}
+		})
 	}
 }
 
@@ -385,7 +574,7 @@ func TestStopBeforeStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			created := make(chan string, 1)
 			deleted := make(chan string, 1)
-			srv := fakeAPI(t, func(r *http.Request, reply func(int, any)) bool {
+			e := fakeAPI(t, []corev1.Node{node("n", "amd64", true)}, nil, func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool {
 				switch path := r.URL.Path; {
 				case r.Method == "POST" && path == "/api/v1/namespaces/default/pods":
 					reply(http.StatusCreated, &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}})
@@ -400,11 +589,6 @@ func TestStopBeforeStart(t *testing.T) {
 				}
 				return true
 			})
-			e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.cancel {

@@ -3,7 +3,6 @@ package kube
 import (
 	"archive/tar"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,40 +47,23 @@ func TestCallerUser(t *testing.T) {
 	}
 }
 
-// fakeAPI is an API server that answers New and the namespace's setup
-// (its ping, the helpers ConfigMap, the NetworkPolicy) and hands every
-// other request to route, which reports whether it answered; one it does
-// not is an error of the test. reply writes v as JSON with code.
-func fakeAPI(t *testing.T, route func(r *http.Request, reply func(code int, v any)) bool) *httptest.Server {
+// fakeServer is fakeAPI's API server alone, of a cluster of one amd64
+// node, for a test that makes its own Executor: route answers what the
+// setup does not, reporting whether it did.
+func fakeServer(t *testing.T, route func(r *http.Request, reply func(code int, v any)) bool) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		reply := func(code int, v any) { w.WriteHeader(code); json.NewEncoder(w).Encode(v) }
-		switch r.Method + " " + r.URL.Path {
-		case "GET /api/v1/namespaces/default":
-			reply(http.StatusOK, &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-		case "POST /api/v1/namespaces/default/configmaps":
-			reply(http.StatusCreated, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}})
-		case "POST /apis/networking.k8s.io/v1/namespaces/default/networkpolicies":
-			reply(http.StatusCreated, &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1"}})
-		default:
-			if !route(r, reply) {
-				t.Errorf("unexpected request %s %s", r.Method, r.URL)
-				reply(http.StatusNotFound, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "").ErrStatus)
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return fakeAPIServer(t, []corev1.Node{node("n", "amd64", true)}, nil, func(_ http.ResponseWriter, r *http.Request, reply func(int, any)) bool {
+		return route(r, reply)
+	})
 }
 
-// podCatcher is a fake API server (fakeAPI) that keeps the pod it is asked
+// podCatcher is a fake API server (fakeServer) that keeps the pod it is asked
 // to create, and refuses it with refusal (nil: forbidden), so that nothing
 // runs.
 func podCatcher(t *testing.T, refusal *apierrors.StatusError) (*httptest.Server, <-chan *corev1.Pod) {
 	t.Helper()
 	pods := make(chan *corev1.Pod, 4)
-	srv := fakeAPI(t, func(r *http.Request, reply func(int, any)) bool {
+	srv := fakeServer(t, func(r *http.Request, reply func(int, any)) bool {
 		if r.Method+" "+r.URL.Path != "POST /api/v1/namespaces/default/pods" {
 			return false
 		}
