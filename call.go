@@ -335,7 +335,7 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		input = json.RawMessage(`{}`)
 	}
 	if err := capa.ValidateInput(input); err != nil {
-		return err
+		return refusedCall(err)
 	}
 	m := &capa.Manifest
 	t := capa.Tool()

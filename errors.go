@@ -57,9 +57,10 @@ var (
 // errdefs.ErrInvalidArgument), is reported as ErrInvalidCall too.
 var ErrInvalidCall = errdefs.ErrInvalidArgument.WithMessage("invalid call")
 
-// refusedCall makes err, a backend's refusal to prepare a call, of class
-// ErrInvalidCall when it is of class ErrInvalidArgument, its message
-// unchanged.
+// refusedCall makes err, a backend's refusal to prepare a call or a
+// capability's refusal of its input (capabilities.ErrInvalidInput, as a
+// library tool's input refused is), of class ErrInvalidCall when it is of
+// class ErrInvalidArgument, its message unchanged.
 func refusedCall(err error) error {
 	if err == nil || errors.Is(err, ErrInvalidCall) || !errors.Is(err, ErrInvalidArgument) {
 		return err

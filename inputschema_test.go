@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,6 +66,21 @@ func TestOneSchemaValidator(t *testing.T) {
 			}
 			defer rt.Close()
 			capa := &capabilities.Capability{Manifest: capabilities.Manifest{Name: "t", Parameters: json.RawMessage(tt.schema)}}
+			// the same parameters, a capability of a project, called
+			proj := t.TempDir()
+			cdir := filepath.Join(proj, ".ccrun", "capabilities", "c")
+			if err := os.MkdirAll(cdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			shell := `{"name": "c", "description": "d", "environment": "@shell", "entry": {"command": "true"}, "parameters": ` + tt.schema + `}`
+			if err := os.WriteFile(filepath.Join(cdir, "capability.json"), []byte(shell), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			crt, err := ccrun.New(ccrun.WithProjectDir(proj), ccrun.WithAuditLog(""), ccrun.WithTrustDir(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer crt.Close()
 			refused := 0
 			for _, in := range tt.inputs {
 				var fromCap []string
@@ -90,6 +107,19 @@ func TestOneSchemaValidator(t *testing.T) {
 				}
 				if diff := cmp.Diff(fromCap, fromTool); diff != "" {
 					t.Errorf("input %s: as a capability's (-) and a library tool's (+):\n%s", in, diff)
+				}
+				var fromCall []string
+				_, err = crt.Check(&ccrun.Call{Capability: "c", Input: json.RawMessage(in)})
+				if errors.As(err, &ie) {
+					for _, fe := range ie.Errors {
+						fromCall = append(fromCall, fe.Error())
+					}
+					if !errors.Is(err, ccrun.ErrInvalidCall) || !errors.Is(err, capabilities.ErrInvalidInput) {
+						t.Errorf("input %s: a capability's call: %v, want ErrInvalidCall and ErrInvalidInput", in, err)
+					}
+				}
+				if diff := cmp.Diff(fromCap, fromCall); diff != "" {
+					t.Errorf("input %s: ValidateInput (-) and a capability's call (+):\n%s", in, diff)
 				}
 				if fromCap != nil {
 					refused++

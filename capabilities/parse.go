@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -119,7 +120,7 @@ func decodeWithout(v any, errs []*FieldError, m *Manifest) error {
 // nullAt sets the value at the reference tokens path to null, if present.
 func nullAt(v any, path []string) {
 	for i, tok := range path {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		tok = jsonpos.UnescapePointer(tok)
 		last := i == len(path)-1
 		switch c := v.(type) {
 		case map[string]any:

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/internal/suggest"
 )
 
@@ -140,7 +141,7 @@ func splitPointer(ptr string) (parent, field string) {
 	if i < 0 {
 		return "", ""
 	}
-	return ptr[:i], strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[i+1:])
+	return ptr[:i], jsonpos.UnescapePointer(ptr[i+1:])
 }
 
 // unknownEnvironment says that got names no environment, and which ones

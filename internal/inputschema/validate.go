@@ -31,18 +31,8 @@ type Problem struct {
 	Got string
 }
 
-// String writes line:col: /pointer: message.
-func (p Problem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		b.WriteString(strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column) + ": ")
-	}
-	if p.Pointer != "" {
-		b.WriteString(p.Pointer + ": ")
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
+// String writes line:col: /pointer: message (jsonpos.Place).
+func (p Problem) String() string { return jsonpos.Place("", p.Line, p.Column, p.Pointer, p.Message) }
 
 // Error is a document its schema refuses (Check). Every front end words it
 // so: "input:line:col: /pointer: message", one line each.
@@ -53,7 +43,7 @@ type Error struct {
 func (e *Error) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		lines[i] = "input:" + p.String()
+		lines[i] = jsonpos.Place("input", p.Line, p.Column, p.Pointer, p.Message)
 	}
 	return strings.Join(lines, "\n")
 }

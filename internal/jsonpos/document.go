@@ -110,6 +110,28 @@ func (d *Document) Position(ptr string) (line, col int) {
 	return LineColumn(d.data, d.Offset(ptr))
 }
 
+// Place writes a problem found in a JSON text as every message of ccrun
+// says one: "file:line:col: /pointer: msg", leaving out the file when ""
+// (then "line:col: …"), the position when line is 0, the pointer when "".
+func Place(file string, line, col int, ptr, msg string) string {
+	var b strings.Builder
+	b.WriteString(file)
+	if line > 0 {
+		if file != "" {
+			b.WriteByte(':')
+		}
+		b.WriteString(strconv.Itoa(line) + ":" + strconv.Itoa(col))
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	if ptr != "" {
+		b.WriteString(ptr + ": ")
+	}
+	b.WriteString(msg)
+	return b.String()
+}
+
 // EscapePointer escapes one JSON pointer reference token (RFC 6901).
 func EscapePointer(s string) string {
 	if !strings.ContainsAny(s, "~/") {

@@ -89,12 +89,7 @@ type Error struct {
 	Pointer string
 }
 
-func (e *Error) Error() string {
-	if e.Pointer != "" {
-		return fmt.Sprintf("%d:%d: %s: %s", e.Line, e.Column, e.Pointer, e.Msg)
-	}
-	return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg)
-}
+func (e *Error) Error() string { return Place("", e.Line, e.Column, e.Pointer, e.Msg) }
 
 // errorAt makes an *Error at byte offset off of data.
 func errorAt(data []byte, off int, msg string) *Error {
