@@ -205,7 +205,7 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 	}
 	p, err := b.Prepare(ctx, inv)
 	if err != nil {
-		return nil, err
+		return nil, refusedCall(err)
 	}
 	if p == nil {
 		return nil, fmt.Errorf("call: %s: the backend prepared nothing: %w", inv.Environment, ErrInvalidCall)
@@ -339,7 +339,7 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		input = json.RawMessage(`{}`)
 	}
 	if err := capa.ValidateInput(input); err != nil {
-		return err
+		return refusedCall(err)
 	}
 	m := &capa.Manifest
 	t := capa.Tool()

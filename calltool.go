@@ -101,16 +101,12 @@ var builtinSchemas = sync.OnceValues(func() (map[string]inputSchema, error) {
 })
 
 func checkBuiltin(name string, input json.RawMessage) error {
-	var v any
-	if err := json.Unmarshal(input, &v); err != nil {
-		return fmt.Errorf("%s: arguments are not JSON: %v: %w", name, err, ErrInvalidCall)
-	}
 	schemas, err := builtinSchemas()
 	if err != nil {
 		return fmt.Errorf("%s: arguments: %w", name, err)
 	}
-	if err := schemas[name].Validate(v); err != nil {
-		return fmt.Errorf("%s: arguments: %v: %w", name, err, ErrInvalidCall)
+	if err := schemas[name].Check(input); err != nil {
+		return fmt.Errorf("%s: arguments: %w: %w", name, err, ErrInvalidCall)
 	}
 	return nil
 }

@@ -244,9 +244,7 @@ func FindProject(start string) (string, error) {
 	}
 	root := start
 	for dir := start; ; {
-		_, errCfg := os.Lstat(filepath.Join(dir, "ccrun.json"))
-		_, errGit := os.Lstat(filepath.Join(dir, ".git"))
-		if errCfg == nil || errGit == nil {
+		if isProject(dir) {
 			root = dir
 			break
 		}

@@ -4,23 +4,31 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/permission"
 )
 
-// TestDockerEngineFromSettings: the user config chooses the @docker
-// engine, from the settings layer the Runtime loaded (the file read once:
-// what it says after New is not what the Runtime uses), and a bad choice
-// is an error of New naming the file.
-func TestDockerEngineFromSettings(t *testing.T) {
+// userConfig points XDG_CONFIG_HOME at a new directory and returns where
+// the user config goes in it.
+func userConfig(t *testing.T) string {
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
 	path := filepath.Join(cfg, "ccrun", "config.json")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// TestDockerEngineFromSettings: the user config chooses the @docker
+// engine, from the settings layer the Runtime loaded (the file read once:
+// what it says after New is not what the Runtime uses), and a bad choice
+// is an error of New naming the file.
+func TestDockerEngineFromSettings(t *testing.T) {
+	path := userConfig(t)
 	write := func(text string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
@@ -52,5 +60,34 @@ func TestDockerEngineFromSettings(t *testing.T) {
 	defer rt.Close()
 	if engine, from, err := rt.DockerEngine(); err != nil || engine != ccrun.EngineDocker || from != "default" {
 		t.Errorf("no file: engine %q from %q, %v; want docker, default", engine, from, err)
+	}
+}
+
+// TestDockerSettingsOneVerdict: the settings' "docker" member is read in
+// one place (permission), strictly, whether a Runtime reads it from the
+// layers it loaded or DefaultDockerEngine from the files. Before, the
+// file reading took a misspelt member, a name in another case, a member
+// given twice and a file whose other members were wrong, where the
+// layers refused the first and last and took the others too.
+func TestDockerSettingsOneVerdict(t *testing.T) {
+	path := userConfig(t)
+	for _, tc := range []struct{ text, at string }{
+		{`{"docker": {"engine": "kubernetes", "namspace": "tools"}}`, ":1:37: docker: unknown member \"namspace\""},
+		{`{"docker": {"Engine": "kubernetes"}}`, ":1:13: docker: unknown member \"Engine\""},
+		{`{"docker": {"engine": "docker", "engine": "kubernetes"}}`, ":1:33: docker: member \"engine\" given twice"},
+		{`{"docker": {"engine": "kubernetes"}, "mode": "bogus"}`, ":1:46:"},
+		{`{"docker": {"engine": "kubernetes", "pool": 1.5}}`, ":1:45: docker.pool 1.5"},
+		{`{"docker": {"namespace": 7}}`, ":1:26: docker.namespace: want a string"},
+	} {
+		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, derr := ccrun.DefaultDockerEngine()
+		_, nerr := ccrun.New(ccrun.WithProjectDir(t.TempDir()))
+		for what, err := range map[string]error{"DefaultDockerEngine": derr, "New": nerr} {
+			if !errors.Is(err, permission.ErrInvalidConfig) || !strings.Contains(err.Error(), path+tc.at) {
+				t.Errorf("%s: %s: %v; want ErrInvalidConfig at %s%s", tc.text, what, err, path, tc.at)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package ccrun
 
 import (
 	"context"
+	"errors"
 
 	"github.com/containerd/errdefs"
 
@@ -50,5 +51,25 @@ var (
 
 // ErrInvalidCall: the call itself is malformed (no tool, two tools, input
 // that does not match the schema, an empty command, a missing mount). It
-// is of class ErrInvalidArgument.
+// is of class ErrInvalidArgument. Its one definition is this one: a
+// backend's refusal to prepare a call, of class ErrInvalidArgument (the
+// built-in backends, which cannot import this package, say
+// errdefs.ErrInvalidArgument), is reported as ErrInvalidCall too.
 var ErrInvalidCall = errdefs.ErrInvalidArgument.WithMessage("invalid call")
+
+// refusedCall makes err, a backend's refusal to prepare a call or a
+// capability's refusal of its input (capabilities.ErrInvalidInput, as a
+// library tool's input refused is), of class ErrInvalidCall when it is of
+// class ErrInvalidArgument, its message unchanged.
+func refusedCall(err error) error {
+	if err == nil || errors.Is(err, ErrInvalidCall) || !errors.Is(err, ErrInvalidArgument) {
+		return err
+	}
+	return invalidCall{err}
+}
+
+// invalidCall is an error of class ErrInvalidCall besides its own.
+type invalidCall struct{ error }
+
+func (e invalidCall) Unwrap() error        { return e.error }
+func (e invalidCall) Is(target error) bool { return target == ErrInvalidCall }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -136,5 +137,47 @@ func TestNoEngineIsUnavailable(t *testing.T) {
 	}
 	if _, err := housekeep.CollectContainers(context.Background(), false); !errors.Is(err, ccrun.ErrUnavailable) {
 		t.Errorf("CollectContainers with no engine: %v, want ErrUnavailable", err)
+	}
+}
+
+// refuser is a backend whose Prepare refuses every call with the error
+// err holds.
+type refuser struct{ err *atomic.Value }
+
+func (r refuser) Prepare(context.Context, *ccrun.Invocation) (*ccrun.Prepared, error) {
+	return nil, r.err.Load().(error)
+}
+func (refuser) Run(context.Context, *ccrun.Invocation) (*job.Result, error) { return nil, nil }
+
+// TestBackendRefusalIsInvalidCall: ErrInvalidCall has one definition, the
+// root's. A backend's refusal to prepare a call of class
+// ErrInvalidArgument (what the built-in backends say, which cannot import
+// the root) is an ErrInvalidCall with its message unchanged; one of
+// another class keeps its class alone.
+func TestBackendRefusalIsInvalidCall(t *testing.T) {
+	t.Parallel()
+	const env = "@refusebox"
+	var refuse atomic.Value
+	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithTrustDir(""),
+		ccrun.WithBackend(env, ceiling.AlwaysThisSession, func(context.Context) (ccrun.Backend, error) {
+			return refuser{&refuse}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	refuse.Store(fmt.Errorf("call: no such box: %w", errdefs.ErrInvalidArgument))
+	_, err = rt.Check(&ccrun.Call{Environment: env, Target: "x"})
+	if !errors.Is(err, ccrun.ErrInvalidCall) || !errors.Is(err, ccrun.ErrInvalidArgument) || err.Error() != "call: no such box: invalid argument" {
+		t.Errorf("an invalid-argument refusal: %v; want ErrInvalidCall, its message unchanged", err)
+	}
+	refuse.Store(fmt.Errorf("call: box gone: %w", errdefs.ErrNotFound))
+	if _, err = rt.Check(&ccrun.Call{Environment: env, Target: "x"}); errors.Is(err, ccrun.ErrInvalidCall) || !errors.Is(err, ccrun.ErrNotFound) {
+		t.Errorf("a not-found refusal: %v; want ErrNotFound alone", err)
+	}
+	// The built-in @shell backend's refusal (mounts on the host).
+	_, err = rt.Check(&ccrun.Call{Command: "true", Mounts: []job.Mount{{Host: "/", Guest: "/x"}}})
+	if !errors.Is(err, ccrun.ErrInvalidCall) {
+		t.Errorf("@shell with a mount: %v; want ErrInvalidCall", err)
 	}
 }

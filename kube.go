@@ -3,11 +3,9 @@
 package ccrun
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/kube"
@@ -28,19 +26,9 @@ type kubeConfig struct {
 	from   string // where the choice came from, for ccrun doctor
 }
 
-// DockerSettings is the "docker" member of a managed or user settings
-// file: {"docker": {"engine": "kubernetes", "namespace": "ccrun",
-// "context": "…", "kubeconfig": "…", "pool": 4}}.
-type DockerSettings struct {
-	Engine     string `json:"engine"`
-	Namespace  string `json:"namespace,omitempty"`
-	Context    string `json:"context,omitempty"`
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	Pool       int    `json:"pool,omitempty"`
-}
-
-// Options are the runtime/kube options these settings name.
-func (d DockerSettings) Options() []kube.Option {
+// kubeOptions are the runtime/kube options the "docker" member of a
+// settings file names.
+func kubeOptions(d *permission.DockerSettings) []kube.Option {
 	var o []kube.Option
 	if d.Namespace != "" {
 		o = append(o, kube.WithNamespace(d.Namespace))
@@ -95,45 +83,51 @@ func (r *Runtime) dockerEngine() (*kubeConfig, error) {
 		return r.engines.kube, nil
 	}
 	for _, f := range r.dockerSettings() {
-		d, ok, err := f.read()
+		d, err := f.read()
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if d == nil {
 			continue
 		}
-		path := f.path
 		switch d.Engine {
 		case "", EngineDocker:
-			return &kubeConfig{engine: EngineDocker, from: path}, nil
+			return &kubeConfig{engine: EngineDocker, from: f.path}, nil
 		case EngineKubernetes:
-			return &kubeConfig{engine: EngineKubernetes, opts: d.Options(), from: path}, nil
-		default:
-			return nil, fmt.Errorf("%s: docker.engine %q: want docker or kubernetes: %w", path, d.Engine, permission.ErrInvalidConfig)
+			return &kubeConfig{engine: EngineKubernetes, opts: kubeOptions(d), from: f.path}, nil
+		default: // permission's parser refused it already
+			return nil, fmt.Errorf("%s: docker.engine %q: want docker or kubernetes: %w", f.path, d.Engine, permission.ErrInvalidConfig)
 		}
 	}
 	return &kubeConfig{engine: EngineDocker, from: "default"}, nil
 }
 
 // dockerFile is where the "docker" member is read from: a settings layer
-// the Runtime loaded (so that the file is read once), or a file.
+// the Runtime loaded (so that the file is read once), or a file, read as
+// that layer would be (permission.LoadSettings: the one, strict, reading
+// of the member).
 type dockerFile struct {
-	path  string
-	layer *permission.Settings // nil: read path
+	path   string
+	origin permission.Origin
+	layer  *permission.Settings // nil: read path
 }
 
-func (f dockerFile) read() (DockerSettings, bool, error) {
-	if f.layer == nil {
-		return readDockerSettings(f.path)
+// read returns the member; nil when the file or the member is absent.
+func (f dockerFile) read() (*permission.DockerSettings, error) {
+	if f.layer != nil {
+		return f.layer.Docker, nil
 	}
-	if f.layer.Docker == nil {
-		return DockerSettings{}, false, nil
+	if f.path == "" {
+		return nil, nil
 	}
-	var d DockerSettings
-	if err := json.Unmarshal(f.layer.Docker, &d); err != nil {
-		return DockerSettings{}, false, fmt.Errorf("%s: %v: %w", f.path, err, permission.ErrInvalidConfig)
+	s, err := permission.LoadSettings(f.path, f.origin)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	return d, true, nil
+	if err != nil {
+		return nil, err
+	}
+	return s.Docker, nil
 }
 
 // dockerSettings is where the engine may be chosen, in order: the managed
@@ -142,41 +136,17 @@ func (f dockerFile) read() (DockerSettings, bool, error) {
 func (r *Runtime) dockerSettings() []dockerFile {
 	loc := permission.DefaultLocations(r.dir)
 	if r.files == nil {
-		return []dockerFile{{path: loc.Managed}, {path: loc.User}}
+		return []dockerFile{{path: loc.Managed, origin: permission.OriginManaged}, {path: loc.User, origin: permission.OriginUser}}
 	}
 	var out []dockerFile
 	for _, origin := range []permission.Origin{permission.OriginManaged, permission.OriginUser} {
 		for _, s := range r.files {
 			if s.Origin == origin {
-				out = append(out, dockerFile{path: s.Name, layer: s})
+				out = append(out, dockerFile{path: s.Name, origin: origin, layer: s})
 			}
 		}
 	}
 	return out
-}
-
-// readDockerSettings reads the "docker" member of a settings file; ok
-// false when the file or the member is absent.
-func readDockerSettings(path string) (DockerSettings, bool, error) {
-	if path == "" {
-		return DockerSettings{}, false, nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return DockerSettings{}, false, nil
-	} else if err != nil {
-		return DockerSettings{}, false, err
-	}
-	var top struct {
-		Docker *DockerSettings `json:"docker"`
-	}
-	if err := json.Unmarshal(b, &top); err != nil {
-		return DockerSettings{}, false, fmt.Errorf("%s: %v: %w", path, err, permission.ErrInvalidConfig)
-	}
-	if top.Docker == nil {
-		return DockerSettings{}, false, nil
-	}
-	return *top.Docker, true, nil
 }
 
 // DefaultDockerEngine is the @docker engine a Runtime without

@@ -67,9 +67,10 @@ type libCall struct {
 	input json.RawMessage
 }
 
-// inputSchema checks a tool's input against its compiled JSON Schema
-// (compileInputSchema: schema.go, and schema_front.go in the front build).
-type inputSchema interface{ Validate(instance any) error }
+// inputSchema checks a tool's input, the JSON text, against its compiled
+// JSON Schema (compileInputSchema: schema.go, and schema_front.go in the
+// front build). Its error is an *inputschema.Error.
+type inputSchema interface{ Check(input []byte) error }
 
 // libTool is a registered Tool with its compiled schema.
 type libTool struct {
@@ -189,12 +190,8 @@ func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation)
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	var v any
-	if err := json.Unmarshal(input, &v); err != nil {
-		return fmt.Errorf("call: %s: input: %v: %w", t.Name, err, ErrInvalidCall)
-	}
-	if err := t.schema.Validate(v); err != nil {
-		return fmt.Errorf("call: %s: input: %v: %w", t.Name, err, ErrInvalidCall)
+	if err := t.schema.Check(input); err != nil {
+		return fmt.Errorf("call: %s: %w: %w", t.Name, err, ErrInvalidCall)
 	}
 	perm := permission.Ask(keys.Key{Tool: t.Name, Action: "call"})
 	if t.Permission != nil {

@@ -2,11 +2,11 @@ package capabilities
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/containerd/errdefs"
 
+	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission"
 )
 
@@ -58,17 +58,7 @@ type FieldError struct {
 
 // Error writes file:line:col: /pointer: message.
 func (e *FieldError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Column))
-	}
-	b.WriteString(": ")
-	if e.Pointer != "" {
-		b.WriteString(e.Pointer + ": ")
-	}
-	b.WriteString(e.Message)
-	return b.String()
+	return jsonpos.Place(e.File, e.Line, e.Column, e.Pointer, e.Message)
 }
 
 // Unwrap returns Err.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -48,8 +49,8 @@ func parse(file string, data []byte) (*Manifest, *compiled, *document, error) {
 	if err != nil {
 		return fail(&FieldError{File: file, Message: err.Error(), Err: err})
 	}
-	if problems := ms.validate(doc.value); problems != nil {
-		errs = schemaErrors(doc, problems, true)
+	if problems := ms.validate(doc); problems != nil {
+		errs = schemaErrors(doc, problems)
 	}
 	for _, fe := range checkLimits(doc) {
 		if !hasPointer(errs, fe.Pointer) {
@@ -61,7 +62,7 @@ func parse(file string, data []byte) (*Manifest, *compiled, *document, error) {
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		// Drop the fields already found wrong and decode the rest.
-		if len(errs) == 0 || decodeWithout(doc.value, errs, &m) != nil {
+		if len(errs) == 0 || decodeWithout(doc.Value, errs, &m) != nil {
 			sortByPosition(errs)
 			if len(errs) == 0 {
 				errs = append(errs, doc.errorFor("", "malformed manifest: "+err.Error(), nil))
@@ -119,7 +120,7 @@ func decodeWithout(v any, errs []*FieldError, m *Manifest) error {
 // nullAt sets the value at the reference tokens path to null, if present.
 func nullAt(v any, path []string) {
 	for i, tok := range path {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		tok = jsonpos.UnescapePointer(tok)
 		last := i == len(path)-1
 		switch c := v.(type) {
 		case map[string]any:
@@ -155,7 +156,7 @@ func checkLimits(doc *document) []*FieldError {
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, doc.errorFor(ptr, fmt.Sprintf(format, args...), nil))
 	}
-	top, _ := doc.value.(map[string]any)
+	top, _ := doc.Value.(map[string]any)
 	if lim, ok := top["limits"].(map[string]any); ok {
 		if s, ok := lim["timeout"].(string); ok {
 			if d, err := time.ParseDuration(s); err != nil {
@@ -210,7 +211,7 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 		}
 	}
 
-	if _, ok := doc.pos["/limits/cpus"]; ok && !validCPUs(m.Limits.CPUs) {
+	if doc.Has("/limits/cpus") && !validCPUs(m.Limits.CPUs) {
 		bad("/limits/cpus", "want a number of cores above 0 and at most 1024")
 	}
 	if env == ceiling.Docker && m.Limits.Memory > 0 && m.Limits.Memory < job.MinMemory {
@@ -308,48 +309,18 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 	return errs, params
 }
 
-const parametersURL = "urn:ccrun:capability:parameters"
-
 // compileParameters compiles a parameters schema. References outside it are
 // refused, never loaded.
-func compileParameters(raw json.RawMessage) (*compiled, error) {
-	c, err := compileSchema(raw, parametersURL)
-	if err != nil {
-		return nil, cleanCompileError(err)
-	}
-	return c, nil
-}
+func compileParameters(raw json.RawMessage) (*compiled, error) { return compileSchema(raw) }
 
-// cleanCompileError drops the internal URL from compile errors.
-func cleanCompileError(err error) error {
-	msg := strings.ReplaceAll(err.Error(), parametersURL, "parameters")
-	if len(msg) > 2000 {
-		msg = msg[:2000] + "…"
-	}
-	return fmt.Errorf("%s", msg)
-}
-
-// inputLimit caps a call's input: 16 MiB.
-const inputLimit = 16 << 20
-
-// validateInput checks input against params.
+// validateInput checks input against params: the one check of a tool's
+// input (internal/inputschema's Check), in a capability's words.
 func validateInput(name string, params *compiled, input json.RawMessage) error {
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = json.RawMessage("{}")
-	}
-	fail := func(errs ...*FieldError) error { return &InputError{Capability: name, Errors: errs} }
-	if len(input) > inputLimit {
-		return fail(&FieldError{File: "input", Message: fmt.Sprintf("input is larger than %s", FormatSize(inputLimit))})
-	}
-	doc, fe := parseDocument("input", input)
-	if fe != nil {
-		return fail(fe)
-	}
 	if params == nil {
-		return fail(&FieldError{File: "input", Message: "capability has no compiled parameters schema"})
+		return &InputError{Capability: name, Errors: []*FieldError{{File: "input", Message: "capability has no compiled parameters schema"}}}
 	}
-	if problems := params.validate(doc.value); problems != nil {
-		return fail(schemaErrors(doc, problems, false)...)
+	if errs := params.check(input); errs != nil {
+		return &InputError{Capability: name, Errors: errs}
 	}
 	return nil
 }

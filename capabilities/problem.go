@@ -1,26 +1,10 @@
 package capabilities
 
-// problemKind classes a problem, for the messages of the manifest.
-type problemKind int
-
-const (
-	otherProblem problemKind = iota
-	typeProblem
-	enumProblem
-	patternProblem
-	minLengthProblem
-	requiredProblem      // props: the missing fields
-	additionalProblem    // props: the fields not allowed
-	falseProblem         // the schema is false: nothing is allowed here
-	propertyNamesProblem // prop: the name
-)
-
-// A problem is one reason a value does not match a schema.
+// A problem is one value of a document that its schema refuses, as the
+// schema validator (internal/inputschema) says it.
 type problem struct {
-	ptr   string // JSON pointer of the value in the instance
-	kind  problemKind
-	msg   string
-	got   string   // patternProblem: the string
-	props []string // requiredProblem, additionalProblem
-	prop  string   // propertyNamesProblem
+	ptr     string // JSON pointer of the value (for a missing member, the member's)
+	keyword string // the keyword that refused it ("required", "false", "pattern"…)
+	msg     string
+	got     string // "pattern", "minLength": the string
 }

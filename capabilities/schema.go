@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/internal/suggest"
 )
 
@@ -29,17 +30,18 @@ func Schema() []byte { return bytes.Clone(schemaJSON) }
 // concurrent use afterwards. Its error is the front build's (errFront):
 // the embedded schema compiles, as every test of a manifest shows.
 var manifestSchema = sync.OnceValues(func() (*compiled, error) {
-	return compileSchema(schemaJSON, SchemaID)
+	return compileSchema(schemaJSON)
 })
 
-// schemaErrors turns the problems of doc into field errors, one per
-// problem, in document order.
-func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldError {
-	env, _ := topString(doc.value, "environment")
+// schemaErrors turns the problems of a manifest into field errors, one per
+// problem, in document order, in the manifest's own words where the
+// schema's would not help.
+func schemaErrors(doc *document, problems []problem) []*FieldError {
+	env, _ := topString(doc.Value, "environment")
 	// Which fields an entry needs and which it may not have depends on the
 	// environment: for one ccrun does not know it cannot say, so it says
 	// only that the environment is unknown (checkManifest).
-	unknownEnv := manifest && !ceiling.Environment(env).Valid()
+	unknownEnv := !ceiling.Environment(env).Valid()
 	var out []*FieldError
 	seen := map[string]bool{}
 	notAllowed := map[string]bool{} // a field not allowed at all needs no other complaint
@@ -52,48 +54,37 @@ func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldErro
 	}
 	for _, p := range problems {
 		ptr := p.ptr
-		switch p.kind {
-		case propertyNamesProblem:
-			msg := fmt.Sprintf("field name %s: %s", strconv.QuoteToASCII(p.prop), p.msg)
-			if manifest && ptr == "/env" {
-				msg = fmt.Sprintf("variable name %s: want letters, digits and _, not starting with a digit", strconv.QuoteToASCII(p.prop))
-			}
-			add(doc.errorFor(ptr+"/"+escapePointer(p.prop), msg, nil))
-			continue
-		case additionalProblem:
-			for _, f := range p.props {
-				msg := "unknown field " + strconv.QuoteToASCII(f)
-				if manifest {
-					if s := nearestField(ptr, f); s != "" {
-						msg += fmt.Sprintf(" (did you mean %q?)", s)
-					}
-				}
-				add(doc.errorFor(ptr+"/"+escapePointer(f), msg, nil))
-			}
-			continue
-		case requiredProblem:
-			if unknownEnv && ptr == "/entry" {
+		parent, field := splitPointer(ptr)
+		switch p.keyword {
+		case "propertyNames":
+			if parent == "/env" {
+				add(doc.errorFor(ptr, fmt.Sprintf("variable name %s: want letters, digits and _, not starting with a digit", strconv.QuoteToASCII(field)), nil))
 				continue
 			}
-			for _, f := range p.props {
-				add(doc.errorFor(ptr+"/"+escapePointer(f), "missing required field", nil))
+		case "additionalProperties":
+			msg := "unknown field " + strconv.QuoteToASCII(field)
+			if s := nearestField(parent, field); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
+			add(doc.errorFor(ptr, msg, nil))
 			continue
-		case falseProblem:
+		case "required":
+			if unknownEnv && parent == "/entry" {
+				continue
+			}
+			add(doc.errorFor(ptr, "missing required field", nil))
+			continue
+		case "false":
 			if unknownEnv {
 				continue
 			}
-			if manifest {
-				notAllowed[ptr] = true
-				add(doc.errorFor(ptr, fmt.Sprintf("not allowed for %s%s", env, notAllowedWhy(ceiling.Environment(env), ptr)), nil))
-				continue
-			}
+			notAllowed[ptr] = true
+			add(doc.errorFor(ptr, fmt.Sprintf("not allowed for %s%s", env, notAllowedWhy(ceiling.Environment(env), ptr)), nil))
+			continue
 		}
-		if manifest {
-			if fe := manifestMessage(doc, p); fe != nil {
-				add(fe)
-				continue
-			}
+		if fe := manifestMessage(doc, p); fe != nil {
+			add(fe)
+			continue
 		}
 		add(doc.errorFor(ptr, p.msg, nil))
 	}
@@ -112,20 +103,20 @@ func schemaErrors(doc *document, problems []problem, manifest bool) []*FieldErro
 func manifestMessage(doc *document, p problem) *FieldError {
 	ptr := p.ptr
 	if ptr == "/environment" {
-		got, _ := topString(doc.value, "environment")
+		got, _ := topString(doc.Value, "environment")
 		return doc.errorFor(ptr, unknownEnvironment(got), ceiling.ErrUnknownEnvironment)
 	}
-	switch p.kind {
-	case minLengthProblem:
+	switch p.keyword {
+	case "minLength":
 		if ptr == "/entry/target" {
-			env, _ := topString(doc.value, "environment")
+			env, _ := topString(doc.Value, "environment")
 			return doc.errorFor(ptr, emptyTarget(env), nil)
 		}
-	case enumProblem:
+	case "enum":
 		if ptr == "/network" {
 			return doc.errorFor(ptr, "want none, bridge or host", nil)
 		}
-	case patternProblem:
+	case "pattern":
 		switch {
 		case ptr == "/name":
 			return doc.errorFor(ptr, fmt.Sprintf("name %s: want 1 to 63 lowercase letters, digits and dashes, not starting with a dash",
@@ -141,6 +132,16 @@ func manifestMessage(doc *document, p problem) *FieldError {
 		}
 	}
 	return nil
+}
+
+// splitPointer splits a JSON pointer into its parent's and its last
+// reference token (unescaped).
+func splitPointer(ptr string) (parent, field string) {
+	i := strings.LastIndexByte(ptr, '/')
+	if i < 0 {
+		return "", ""
+	}
+	return ptr[:i], jsonpos.UnescapePointer(ptr[i+1:])
 }
 
 // unknownEnvironment says that got names no environment, and which ones

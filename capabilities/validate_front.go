@@ -15,8 +15,12 @@ var errFront = errors.New("capabilities are read by the whole ccrun (ccrun-full)
 // compiled is never made in the front build.
 type compiled struct{}
 
-func compileSchema([]byte, string) (*compiled, error) { return nil, errFront }
+func compileSchema([]byte) (*compiled, error) { return nil, errFront }
 
 func objectSchema(*compiled) bool { return false }
 
-func (*compiled) validate(any) []problem { return []problem{{msg: errFront.Error()}} }
+func (*compiled) validate(*document) []problem { return []problem{{msg: errFront.Error()}} }
+
+func (*compiled) check([]byte) []*FieldError {
+	return []*FieldError{{File: "input", Message: errFront.Error(), Err: errFront}}
+}

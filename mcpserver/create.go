@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/internal/inputschema"
 	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
@@ -35,6 +37,10 @@ const createSchema = `{"type":"object","required":["manifest"],"additionalProper
 "encoding":{"type":"string","enum":["utf-8","base64"],"description":"of content; default utf-8 (base64 for a .wasm module)"},
 "executable":{"type":"boolean"}}}},
 "replace":{"type":"boolean","description":"replace an existing capability of that name"}}}`
+
+// createInput is createSchema compiled by ccrun's one validator: its
+// arguments are checked as every other tool's input is.
+var createInput = sync.OnceValues(func() (*inputschema.Schema, error) { return inputschema.Compile([]byte(createSchema)) })
 
 const createOutputSchema = `{"type":"object","required":["name","dir","key","digest"],"properties":{
 "name":{"type":"string"},"dir":{"type":"string"},"key":{"type":"string"},"digest":{"type":"string"},"environment":{"type":"string"}}}`
@@ -69,6 +75,13 @@ type created struct {
 func (s *Server) handleCreate(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if len(req.Params.InputResponses) > 0 || req.Params.RequestState != "" {
 		return refused(ToolCapabilityCreate, errors.New("capability_create asks no question")), nil
+	}
+	schema, err := createInput()
+	if err == nil {
+		err = schema.Check(req.Params.Arguments)
+	}
+	if err != nil {
+		return createError(fmt.Errorf("arguments: %w", err)), nil
 	}
 	var a createArgs
 	dec := json.NewDecoder(strings.NewReader(string(req.Params.Arguments)))

@@ -12,17 +12,22 @@ import (
 	"github.com/ccrun/ccrun"
 )
 
-// TestCreateRefusesHostConfig: capability_create over MCP with a file a
-// host tool would read as its configuration or code among its files is
-// refused, and nothing is written under .ccrun/capabilities.
-func TestCreateRefusesHostConfig(t *testing.T) {
-	dir := t.TempDir()
+// createServer serves a Runtime of a new project over MCP.
+func createServer(t *testing.T) (dir string, cs *mcp.ClientSession) {
+	dir = t.TempDir()
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), ccrun.WithTrustDir(""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
-	cs := serve(t, rt, nil, "")
+	t.Cleanup(func() { rt.Close() })
+	return dir, serve(t, rt, nil, "")
+}
+
+// TestCreateRefusesHostConfig: capability_create over MCP with a file a
+// host tool would read as its configuration or code among its files is
+// refused, and nothing is written under .ccrun/capabilities.
+func TestCreateRefusesHostConfig(t *testing.T) {
+	dir, cs := createServer(t)
 	for _, p := range []string{".git/config", ".git/hooks/pre-commit", ".envrc", ".vscode/tasks.json",
 		"ccrun.local.json", ".gitattributes", ".gitmodules", "sub/.git", "sub/.git/commondir", "evil/HEAD",
 		"evil/commondir", "x/gitdir", ".claude/settings.json", "sub/.envrc", ".mcp.json",
@@ -42,5 +47,31 @@ func TestCreateRefusesHostConfig(t *testing.T) {
 			t.Errorf("%s: %s written under .ccrun/capabilities", p, e.Name())
 			_ = os.RemoveAll(filepath.Join(dir, ".ccrun", "capabilities", e.Name()))
 		}
+	}
+}
+
+// TestCreateArgumentsChecked: capability_create's arguments are checked
+// against its input schema by ccrun's one validator, and refused in its
+// words at the field, before anything is read or written.
+func TestCreateArgumentsChecked(t *testing.T) {
+	dir, cs := createServer(t)
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"files": []any{}}, `/manifest: required: missing properties: ["manifest"]`},
+		{map[string]any{"manifest": map[string]any{}, "files": []any{map[string]any{"path": "a", "content": "x", "encoding": "utf-16"}}}, "/files/0/encoding: enum:"},
+		{map[string]any{"manifest": map[string]any{}, "replace": "yes"}, `/replace: type:`},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "capability_create", Arguments: tc.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "arguments: input:") || !strings.Contains(text, tc.want) {
+			t.Errorf("%v: %s; want it refused saying %q", tc.args, text, tc.want)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".ccrun", "capabilities")); len(ents) > 0 {
+		t.Errorf("%d capabilities written", len(ents))
 	}
 }

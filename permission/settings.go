@@ -73,9 +73,9 @@ type Settings struct {
 	Allowlist json.RawMessage
 	// Env is the raw "env" member; nil when absent.
 	Env json.RawMessage
-	// Docker is the raw "docker" member (checked: see checkDocker); nil
-	// when absent.
-	Docker json.RawMessage
+	// Docker is the "docker" member, parsed (managed and user files
+	// only); nil when absent.
+	Docker *DockerSettings
 	// NoLoosening is set by "flags": "no-loosening": the command line may
 	// not loosen the gate (--approve, --mode above default, --allow,
 	// --session-allow, --trust-digest are refused), so that a harness can
@@ -205,10 +205,9 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			}
 			s.Writable = sh.Writable
 		case "docker":
-			if err := checkDocker(raw, origin); err != nil {
-				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
+			if s.Docker, err = parseDocker(data, m.Value, name, origin); err != nil {
+				return nil, err
 			}
-			s.Docker = raw
 		case "permissions":
 			if err := s.parsePermissions(data, m.Value, name); err != nil {
 				return nil, err
@@ -223,33 +222,76 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 	return s, nil
 }
 
-// checkDocker checks the "docker" member: where @docker tools run, read
-// by the runtime (ccrun.DockerSettings) from the managed and user files
-// only. In a project's own files it is an error rather than a member
-// silently ignored: where a tool runs is not the repository's choice.
-func checkDocker(raw json.RawMessage, origin Origin) error {
+// DockerSettings is the "docker" member of a managed or user settings
+// file: where @docker tools run. {"docker": {"engine": "kubernetes",
+// "namespace": "ccrun", "context": "…", "kubeconfig": "…", "pool": 4}}.
+type DockerSettings struct {
+	// Engine is "docker" (the local Docker Engine; "" says the same) or
+	// "kubernetes" (pods through a Kubernetes API server).
+	Engine string `json:"engine"`
+	// Namespace, Context and Kubeconfig say which cluster and namespace
+	// (runtime/kube's options); "" the kubeconfig's own.
+	Namespace  string `json:"namespace,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Pool is how many warm pods to keep; 0 none.
+	Pool int `json:"pool,omitempty"`
+}
+
+// parseDocker reads the "docker" member v of the file name: the one
+// reading of it, strict (exact member names, each once, of its type), each
+// error at its line and column. In a project's own files it is an error
+// rather than a member silently ignored: where a tool runs is not the
+// repository's choice.
+func parseDocker(data []byte, v *jsonpos.Value, name string, origin Origin) (*DockerSettings, error) {
+	bad := func(off int, format string, args ...any) error {
+		return fmt.Errorf("%s:%s: docker%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), ErrInvalidConfig)
+	}
 	if origin == OriginProject || origin == OriginLocal {
-		return fmt.Errorf("docker: the @docker engine is chosen in the managed policy or the user config, not in a project file: %w", ErrInvalidConfig)
+		return nil, bad(v.Start, ": the @docker engine is chosen in the managed policy or the user config, not in a project file")
 	}
-	var d struct {
-		Engine     string `json:"engine"`
-		Namespace  string `json:"namespace"`
-		Context    string `json:"context"`
-		Kubeconfig string `json:"kubeconfig"`
-		Pool       int    `json:"pool"`
+	if v.Kind != jsonpos.Object {
+		return nil, bad(v.Start, `: want {"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool"}`)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return fmt.Errorf("docker: want {\"engine\": \"docker\"|\"kubernetes\", \"namespace\", \"context\", \"kubeconfig\", \"pool\"}: %v: %w", err, ErrInvalidConfig)
+	d := &DockerSettings{}
+	seen := map[string]bool{}
+	for _, m := range v.Members {
+		if seen[m.Name] {
+			return nil, bad(m.At, ": member %q given twice", m.Name)
+		}
+		seen[m.Name] = true
+		val := m.Value
+		text, isText := val.Text()
+		switch m.Name {
+		case "engine", "namespace", "context", "kubeconfig":
+			if !isText {
+				return nil, bad(val.Start, ".%s: want a string", m.Name)
+			}
+		}
+		switch m.Name {
+		case "engine":
+			if text != "" && text != "docker" && text != "kubernetes" {
+				return nil, bad(val.Start, ".engine %q: want docker or kubernetes", text)
+			}
+			d.Engine = text
+		case "namespace":
+			d.Namespace = text
+		case "context":
+			d.Context = text
+		case "kubeconfig":
+			d.Kubeconfig = text
+		case "pool":
+			n, ok := val.Token.(json.Number)
+			pool, err := n.Int64()
+			if !ok || err != nil || pool < 0 || pool > 1<<20 {
+				return nil, bad(val.Start, ".pool %s: want a whole number, 0 or more", val.Raw)
+			}
+			d.Pool = int(pool)
+		default:
+			return nil, bad(m.At, ": unknown member %q (want engine, namespace, context, kubeconfig or pool)", m.Name)
+		}
 	}
-	switch {
-	case d.Engine != "" && d.Engine != "docker" && d.Engine != "kubernetes":
-		return fmt.Errorf("docker.engine %q: want docker or kubernetes: %w", d.Engine, ErrInvalidConfig)
-	case d.Pool < 0:
-		return fmt.Errorf("docker.pool %d: want 0 or more: %w", d.Pool, ErrInvalidConfig)
-	}
-	return nil
+	return d, nil
 }
 
 func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) error {

@@ -170,6 +170,11 @@ func TestFlagSettings(t *testing.T) {
 // is read in the managed and user files, checked there, and refused in a
 // project's own files, which cannot choose it.
 func TestParseSettingsDocker(t *testing.T) {
+	s, err := ParseSettings([]byte(`{"docker": {"engine": "kubernetes", "namespace": "ccrun", "context": "kind", "kubeconfig": "/k", "pool": 4}}`), "x.json", OriginUser)
+	want := &DockerSettings{Engine: "kubernetes", Namespace: "ccrun", Context: "kind", Kubeconfig: "/k", Pool: 4}
+	if err != nil || *s.Docker != *want {
+		t.Errorf("ParseSettings: %+v, %v; want %+v", s.Docker, err, want)
+	}
 	t.Parallel()
 	tests := []struct {
 		name, data string
@@ -185,13 +190,22 @@ func TestParseSettingsDocker(t *testing.T) {
 		{"unknown member", `{"docker": {"engnie": "docker"}}`, OriginUser, false},
 		{"negative pool", `{"docker": {"engine": "kubernetes", "pool": -1}}`, OriginUser, false},
 		{"not an object", `{"docker": "kubernetes"}`, OriginUser, false},
+		{"member in another case", `{"docker": {"Engine": "kubernetes"}}`, OriginUser, false},
+		{"member twice", `{"docker": {"engine": "docker", "engine": "kubernetes"}}`, OriginUser, false},
+		{"fractional pool", `{"docker": {"pool": 1.5}}`, OriginUser, false},
+		{"pool as a string", `{"docker": {"pool": "4"}}`, OriginUser, false},
+		{"namespace not a string", `{"docker": {"namespace": 7}}`, OriginUser, false},
+		{"null engine", `{"docker": {"engine": null}}`, OriginUser, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := ParseSettings([]byte(tt.data), "x.json", tt.origin)
+			s, err := ParseSettings([]byte(tt.data), "x.json", tt.origin)
 			if tt.ok && err != nil {
 				t.Fatalf("ParseSettings: %v", err)
+			}
+			if tt.ok && s.Docker == nil {
+				t.Fatalf("ParseSettings: no docker member parsed")
 			}
 			if !tt.ok && (!errors.Is(err, ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "x.json:1:") || !strings.Contains(err.Error(), "docker")) {
 				t.Fatalf("ParseSettings error = %v; want an ErrInvalidConfig at x.json:1: naming docker", err)

@@ -10,6 +10,10 @@
 // It imports no backend but runtime/shell's two enforcement types (Guard,
 // Confinement), which the root fills for a call that runs a shell script
 // on the host.
+//
+// A built-in backend refuses a call it cannot prepare with an error of
+// class errdefs.ErrInvalidArgument; the root reports that refusal as
+// ccrun.ErrInvalidCall, whose one definition is the root's.
 package backend
 
 import (
@@ -18,8 +22,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-
-	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
@@ -156,7 +158,3 @@ func PathKey(tool, path string) keys.Key {
 func Display(what string, args []string) string {
 	return strings.Join(append([]string{what}, args...), " ")
 }
-
-// ErrInvalidCall is ccrun.ErrInvalidCall: the call itself is malformed. A
-// backend wraps it for a call it refuses to prepare.
-var ErrInvalidCall = errdefs.ErrInvalidArgument.WithMessage("invalid call")

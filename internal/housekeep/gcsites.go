@@ -72,7 +72,17 @@ func kubeSite(opts []kube.Option) (EngineSite, error) {
 
 // kubeOptions are the runtime/kube options that reach site.
 func kubeOptions(site EngineSite) []kube.Option {
-	return ccrun.DockerSettings{Kubeconfig: site.Kubeconfig, Context: site.Context, Namespace: site.Namespace}.Options()
+	var o []kube.Option
+	if site.Kubeconfig != "" {
+		o = append(o, kube.WithKubeconfig(site.Kubeconfig))
+	}
+	if site.Context != "" {
+		o = append(o, kube.WithContext(site.Context))
+	}
+	if site.Namespace != "" {
+		o = append(o, kube.WithNamespace(site.Namespace))
+	}
+	return o
 }
 
 // CollectAt removes what @docker calls left at site: what

@@ -84,9 +84,12 @@ func (v *Value) Text() (string, bool) {
 type Error struct {
 	Offset, Line, Column int
 	Msg                  string // encoding/json's description, or this package's
+	// Pointer is the JSON pointer of the member or value at fault, when
+	// the text is well-formed but Decode refuses it; "" otherwise.
+	Pointer string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg) }
+func (e *Error) Error() string { return Place("", e.Line, e.Column, e.Pointer, e.Msg) }
 
 // errorAt makes an *Error at byte offset off of data.
 func errorAt(data []byte, off int, msg string) *Error {

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -64,7 +66,7 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 	}
 	if m := inv.Limits.Memory; m > 0 && m < job.MinMemory {
 		// refused before the engine is reached or anyone is asked
-		return nil, fmt.Errorf("call: memory limit %d bytes is below the %d bytes a container needs to start: %w", m, job.MinMemory, backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: memory limit %d bytes is below the %d bytes a container needs to start: %w", m, job.MinMemory, errdefs.ErrInvalidArgument)
 	}
 	inv.Plan = &plan{image: inv.Target, pull: inv.Pull}
 	return &backend.Prepared{Key: imageKey(inv.Tool, inv.Target), Display: backend.Display(inv.Target, inv.Args),
@@ -104,7 +106,7 @@ func (b *Backend) Bind(ctx context.Context, inv *backend.Invocation, p *backend.
 func (b *Backend) Run(ctx context.Context, inv *backend.Invocation) (*job.Result, error) {
 	pl, ok := inv.Plan.(*plan)
 	if !ok {
-		return nil, fmt.Errorf("@docker: the call was not prepared: %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("@docker: the call was not prepared: %w", errdefs.ErrInvalidArgument)
 	}
 	e, err := b.engine(ctx)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission"
@@ -67,20 +69,20 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 		return &backend.Prepared{Command: cmd, Display: m.Entry.Command}, nil
 	}
 	if strings.TrimSpace(inv.Target) == "" {
-		return nil, fmt.Errorf("call: the command is empty: %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: the command is empty: %w", errdefs.ErrInvalidArgument)
 	}
 	if len(inv.Mounts) > 0 {
-		return nil, fmt.Errorf("call: mounts do not apply to @shell (it sees the whole host): %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: mounts do not apply to @shell (it sees the whole host): %w", errdefs.ErrInvalidArgument)
 	}
 	if inv.Limits.Memory != 0 || inv.Limits.Pids != 0 || inv.Limits.CPUs != 0 {
-		return nil, fmt.Errorf("call: memory, pids and cpus limits do not apply to @shell (the host does not enforce them): %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: memory, pids and cpus limits do not apply to @shell (the host does not enforce them): %w", errdefs.ErrInvalidArgument)
 	}
 	if inv.Pull != "" {
-		return nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", errdefs.ErrInvalidArgument)
 	}
 	cmd := permission.ParseCommand(inv.Target)
 	if cmd.File == nil {
-		return nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", shellcmd.Escape(inv.Target), backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", shellcmd.Escape(inv.Target), errdefs.ErrInvalidArgument)
 	}
 	inv.Command, inv.Dir = cmd, inv.ProjectDir
 	p := &backend.Prepared{Key: cmd.Key, Command: cmd, Display: inv.Target, Dir: inv.ProjectDir}
@@ -95,7 +97,7 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 // Run runs the parsed command with the guard and confinement the root set.
 func (b *Backend) Run(ctx context.Context, inv *backend.Invocation) (*job.Result, error) {
 	if inv.Command == nil || inv.Command.File == nil {
-		return nil, fmt.Errorf("@shell: no parsed command: %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("@shell: no parsed command: %w", errdefs.ErrInvalidArgument)
 	}
 	return b.e.Run(ctx, shell.Spec{Script: inv.Command.File, Args: inv.Args, Dir: inv.Dir,
 		Env: inv.Env, Streams: inv.Streams, Limits: inv.Limits, Guard: inv.Guard, Confine: inv.Confine})

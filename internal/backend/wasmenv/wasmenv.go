@@ -67,7 +67,7 @@ func (b *Backend) Prepare(ctx context.Context, inv *backend.Invocation) (*backen
 		return &backend.Prepared{Display: backend.Display(m.Entry.Module, inv.Args)}, nil
 	}
 	if inv.Pull != "" {
-		return nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", errdefs.ErrInvalidArgument)
 	}
 	path := inv.Target
 	mod, sum, err := b.modules.read(path)
@@ -89,7 +89,7 @@ func (b *Backend) Prepare(ctx context.Context, inv *backend.Invocation) (*backen
 func (b *Backend) Run(ctx context.Context, inv *backend.Invocation) (*job.Result, error) {
 	p, ok := inv.Plan.(*plan)
 	if !ok {
-		return nil, fmt.Errorf("@wasm: the call was not prepared: %w", backend.ErrInvalidCall)
+		return nil, fmt.Errorf("@wasm: the call was not prepared: %w", errdefs.ErrInvalidArgument)
 	}
 	e, err := b.executor(ctx)
 	if err != nil {
