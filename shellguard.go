@@ -153,7 +153,7 @@ func (r *Runtime) prewarmConfinement(inv *Invocation) *shell.Confinement {
 	if _, err := shell.ConfineAvailable(); err != nil {
 		return nil
 	}
-	if ro, _ := shellcmd.ReadOnly(inv.Command.File); !ro {
+	if _, ro := shellcmd.ReadOnly(inv.Command.File); !ro {
 		// likely to run in the workspace tier, once approved: its search
 		// and ruleset start now, beside the gate (Discard if not taken)
 		if sandbox, _, writable := r.shellSandbox(); sandbox != permission.SandboxOff && shell.MayOpen(inv.Command.File) {

@@ -275,11 +275,11 @@ func (p *Policy) Visible(tool string, none bool) bool {
 
 // InScope is the gate's step 1: whether req's tool is within the caller's
 // scope. When not, reason says why (the gate denies with LayerScope).
-func (p *Policy) InScope(req *Request) (ok bool, reason string) {
+func (p *Policy) InScope(req *Request) (reason string, ok bool) {
 	if p.scope.Sees(req.Permission.IsNone()) {
-		return true, ""
+		return "", true
 	}
-	return false, fmt.Sprintf("%s is outside the %s scope (only tools that never ask are visible)", req.Tool, p.scope)
+	return fmt.Sprintf("%s is outside the %s scope (only tools that never ask are visible)", req.Tool, p.scope), false
 }
 
 // DenyRule is the gate's step 2: the first deny rule, of any layer, that

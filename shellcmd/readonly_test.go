@@ -28,7 +28,7 @@ func TestReadOnlyHostileCorpus(t *testing.T) {
 			t.Errorf("%q: listed twice", e.Command)
 		}
 		seen[e.Command] = true
-		if ok, _ := ReadOnlyText(e.Command); ok {
+		if _, ok := ReadOnlyText(e.Command); ok {
 			t.Errorf("ReadOnlyText(%q) = true, want false (source: %s)", e.Command, e.Source)
 		}
 	}
@@ -42,7 +42,7 @@ func TestReadOnlyCorpus(t *testing.T) {
 		t.Fatalf("read-only corpus has %d entries, want at least 40", len(entries))
 	}
 	for _, e := range entries {
-		if ok, why := ReadOnlyText(e.Command); !ok {
+		if why, ok := ReadOnlyText(e.Command); !ok {
 			t.Errorf("ReadOnlyText(%q) = false (%s), want true", e.Command, why)
 		}
 	}
@@ -118,7 +118,7 @@ func TestReadOnlyEdges(t *testing.T) {
 		{"printf '%s\\n' x", true},
 	}
 	for _, tt := range tests {
-		if got, why := ReadOnlyText(tt.cmd); got != tt.want {
+		if why, got := ReadOnlyText(tt.cmd); got != tt.want {
 			t.Errorf("ReadOnlyText(%q) = %v (%s), want %v", tt.cmd, got, why, tt.want)
 		}
 	}
@@ -126,7 +126,7 @@ func TestReadOnlyEdges(t *testing.T) {
 
 func TestReadOnlyNil(t *testing.T) {
 	t.Parallel()
-	if ok, _ := ReadOnly(nil); ok {
+	if _, ok := ReadOnly(nil); ok {
 		t.Error("ReadOnly(nil) = true")
 	}
 }
@@ -144,7 +144,7 @@ func FuzzReadOnly(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ok, _ := ReadOnly(file)
+		_, ok := ReadOnly(file)
 		if !ok {
 			return
 		}
@@ -205,7 +205,7 @@ func TestReadOnlyArgv(t *testing.T) {
 		{nil, nil, false},
 	}
 	for _, tt := range tests {
-		if got, why := ReadOnlyArgv(tt.argv, tt.env); got != tt.want {
+		if why, got := ReadOnlyArgv(tt.argv, tt.env); got != tt.want {
 			t.Errorf("ReadOnlyArgv(%q, %q) = %v (%s), want %v", tt.argv, tt.env, got, why, tt.want)
 		}
 	}
@@ -243,7 +243,7 @@ func TestMakeflagsNotReadOnly(t *testing.T) {
 		`GNUMAKEFLAGS=--eval=x make -q`,
 		`MAKEFILES=evil.mk make -n`,
 	} {
-		if ok, _ := ReadOnlyText(cmd); ok {
+		if _, ok := ReadOnlyText(cmd); ok {
 			t.Errorf("%s: read-only, want not", cmd)
 		}
 	}

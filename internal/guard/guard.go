@@ -327,7 +327,7 @@ func (g *Guard) readOnly(ctx context.Context, p shell.Program, req *permission.R
 	if req.Command.File == nil {
 		return "its words do not parse"
 	}
-	if ok, why := shellcmd.ReadOnlyArgv(p.Argv, req.Env); !ok {
+	if why, ok := shellcmd.ReadOnlyArgv(p.Argv, req.Env); !ok {
 		return why
 	}
 	if g.realProject != "" && within(g.realProject, p.Path) {
