@@ -14,6 +14,7 @@ import (
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -38,7 +39,7 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 		return nil, fmt.Errorf("%s: arguments of %d bytes: past the limit of %d bytes (64 MiB): %w", name, len(input), maxInput, ErrInvalidCall)
 	}
 	switch name {
-	case ToolRunCommand, ToolRunWasm, ToolRunDocker:
+	case keys.ShellTool, keys.WasmTool, keys.DockerTool:
 		var a struct {
 			Command json.RawMessage `json:"command"`
 			Module  string          `json:"module"`
@@ -54,11 +55,11 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 		}
 		c := &Call{Module: a.Module, Image: a.Image, Args: a.Args}
 		switch name {
-		case ToolRunCommand:
+		case keys.ShellTool:
 			if err := json.Unmarshal(a.Command, &c.Command); err != nil {
 				return nil, fmt.Errorf("%s: command: %v: %w", name, err, ErrInvalidCall)
 			}
-		case ToolRunDocker:
+		case keys.DockerTool:
 			if len(a.Command) > 0 {
 				if err := json.Unmarshal(a.Command, &c.Args); err != nil {
 					return nil, fmt.Errorf("%s: command: %v: %w", name, err, ErrInvalidCall)

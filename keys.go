@@ -21,11 +21,11 @@ var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 // not know, is an error of class ErrUnknownKey.
 func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
 	switch p.Tool {
-	case ToolRunCommand:
+	case keys.ShellTool:
 		return ceiling.Shell, nil, nil
-	case ToolRunWasm:
+	case keys.WasmTool:
 		return ceiling.Wasm, nil, nil
-	case ToolRunDocker:
+	case keys.DockerTool:
 		return ceiling.Docker, nil, nil
 	case capabilities.KeyTool:
 		if p.HasWildcard() || p.Exact || p.Detail != "" || p.NoDetail() {

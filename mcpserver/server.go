@@ -496,13 +496,13 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 	a := &mcp.ToolAnnotations{DestructiveHint: &tr, OpenWorldHint: &tr}
 	desc := t.Description
 	switch t.Name {
-	case ccrun.ToolRunCommand:
+	case keys.ShellTool:
 		a.Title = "Run a shell command (on the host, behind ccrun's gate)"
 		desc += " Read-only commands run at once, confined; anything else is asked of the person, and a grant lasts for this session at most."
-	case ccrun.ToolRunWasm:
+	case keys.WasmTool:
 		a.Title, a.OpenWorldHint = "Run a WebAssembly module (sandboxed)", &f
 		desc += " It is asked of the person before it runs; a writable mount lets it change files."
-	case ccrun.ToolRunDocker:
+	case keys.DockerTool:
 		a.Title, a.OpenWorldHint = "Run a container (sandboxed)", &f
 		desc += " It is asked of the person before it runs; a writable mount lets it change files."
 	default:

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
@@ -247,15 +248,15 @@ func covers(req *permission.Request, d *permission.Decision, offered []ceiling.G
 		return ""
 	}
 	switch {
-	case req.Tool == "run_docker":
+	case req.Tool == keys.DockerTool:
 		return lasting + " covers every command of this image (this image ID) with these mounts and network, whatever its arguments"
-	case req.Tool == "run_wasm":
+	case req.Tool == keys.WasmTool:
 		return lasting + " covers every run of this module (these bytes) with these mounts, whatever its arguments"
-	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command" && d.Key.Detail == "":
+	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == keys.ShellTool && d.Key.Detail == "":
 		return fmt.Sprintf("%s covers the key %s only: %s with no operand, not with one", lasting, d.Key, shellcmd.Escape(d.Key.Action))
-	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command":
+	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == keys.ShellTool:
 		return fmt.Sprintf("%s covers every command under the key %s, whatever its further arguments", lasting, d.Key)
-	case req.Tool == "run_command":
+	case req.Tool == keys.ShellTool:
 		return lasting + " covers this exact command only"
 	case req.Environment == ceiling.Docker:
 		return lasting + " covers every call of this capability while its files and image stay as they are, whatever its input and arguments"
@@ -267,7 +268,7 @@ func covers(req *permission.Request, d *permission.Decision, offered []ceiling.G
 // mountMode labels an ad-hoc mount read-only or read-write (a capability's
 // mounts are listed with their modes under "loosens").
 func mountMode(req *permission.Request, path string) string {
-	if req.Tool != "run_wasm" && req.Tool != "run_docker" {
+	if req.Tool != keys.WasmTool && req.Tool != keys.DockerTool {
 		return ""
 	}
 	for _, l := range req.Loosens {
