@@ -27,7 +27,7 @@ func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilit
 		return ceiling.Wasm, nil, nil
 	case keys.DockerTool:
 		return ceiling.Docker, nil, nil
-	case capabilities.KeyTool:
+	case keys.CapabilityTool:
 		if p.HasWildcard() || p.Exact || p.Detail != "" || p.NoDetail() {
 			return "", nil, fmt.Errorf("%s: a capability key names one capability, capability:NAME: %w", p, ErrUnknownKey)
 		}

@@ -265,7 +265,7 @@ func (p *Policy) Visible(tool string, none bool) bool {
 		if toolWide(pat) && pat.Tool == tool {
 			return false
 		}
-		if pat.Tool == "capability" && !pat.Exact && keys.Glob(pat.Action, tool) &&
+		if pat.Tool == keys.CapabilityTool && !pat.Exact && keys.Glob(pat.Action, tool) &&
 			(pat.Detail == "" || pat.Detail == "*" || pat.Detail == "**") {
 			return false
 		}

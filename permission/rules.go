@@ -184,7 +184,7 @@ func matchInside(p keys.Pattern, in *inside) bool {
 	if toolWide(p) && (p.Tool == req.Tool || p.Tool == k.Tool) {
 		return true
 	}
-	if p.Tool == "capability" && !p.Exact && k.Tool == "" && keys.Glob(p.Action, req.Tool) &&
+	if p.Tool == keys.CapabilityTool && !p.Exact && k.Tool == "" && keys.Glob(p.Action, req.Tool) &&
 		(p.Detail == "" || p.Detail == "*" || p.Detail == "**") {
 		return true // a capability with None permission, named by its tool
 	}

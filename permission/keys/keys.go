@@ -28,6 +28,9 @@ const (
 	WasmTool = "run_wasm"
 	// DockerTool runs a container (@docker); its keys name the image.
 	DockerTool = "run_docker"
+	// CapabilityTool is the tool of every capability's key
+	// (capability:NAME), whatever the capability's own tool name.
+	CapabilityTool = "capability"
 )
 
 // ErrInvalidKey is the class of every error from ParseKey and ParsePattern.
