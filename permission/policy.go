@@ -309,7 +309,7 @@ func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
 func (p *Policy) DenyUnsure(req *Request) (rule, why string, ok bool) {
 	in := &inside{req: req}
 	for _, r := range p.deny {
-		if r.Pattern.Tool != shellTool || r.Pattern.Exact {
+		if r.Pattern.Tool != keys.ShellTool || r.Pattern.Exact {
 			continue
 		}
 		u := unsureInside(in)
@@ -435,7 +435,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		if matchInside(r.Pattern, in) {
 			return AskUser, LayerAskRule, r.String()
 		}
-		if r.Pattern.Tool == shellTool && !r.Pattern.Exact && unsureInside(in) != "" {
+		if r.Pattern.Tool == keys.ShellTool && !r.Pattern.Exact && unsureInside(in) != "" {
 			return AskUser, LayerAskRule, r.String() // cannot tell: asked
 		}
 	}

@@ -106,7 +106,7 @@ func (s *Settings) checkProject() error {
 		return fmt.Errorf("%s: mode %s may not be set in a committed project file (use ccrun.local.json, the user config or --mode): %w", s.Name, s.Mode, ErrInvalidConfig)
 	}
 	for _, p := range s.Allow {
-		if p.Tool == shellTool {
+		if p.Tool == keys.ShellTool {
 			return fmt.Errorf("%s: allow rule %s: a committed project file cannot allow shell commands (the @shell ceiling is the session; use ccrun.local.json or the user config): %w", s.Name, p, ErrInvalidConfig)
 		}
 	}
@@ -386,7 +386,7 @@ func (s *Settings) Ignored() ([]string, error) {
 // e (its grant is past its environment's ceiling), or "".
 func ignoredEntry(e allowlist.Entry) string {
 	env := e.Environment
-	if e.Pattern.Tool == shellTool {
+	if e.Pattern.Tool == keys.ShellTool {
 		env = ceiling.Shell
 	}
 	if env == "" {
