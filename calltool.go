@@ -10,8 +10,6 @@ import (
 	"sync"
 
 	"github.com/ccrun/ccrun/capabilities"
-	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
@@ -150,17 +148,4 @@ func (r *Runtime) gateWith(o CallOptions) *permission.Gate {
 	g := *r.gate
 	g.Approver, g.Session = o.Approver, o.Session
 	return &g
-}
-
-// Choices returns the grants a person may be offered for decision d of
-// request req, most restrictive first (Deny is always offered besides),
-// and a note for each grant left out: "this project" never for a @shell
-// key (its ceiling), only "once" for a dangerous path, "this session" only
-// when session says a session is running. Every front end that asks a
-// person offers these and no others; the gate refuses anything else.
-// Where d.OfferUnconfined, a front end that is a
-// permission.UnconfinedApprover may also offer to run the call once
-// outside its sandbox, as a choice of its own.
-func Choices(req *permission.Request, d *permission.Decision, session bool) (offered []ceiling.Grant, notes []string) {
-	return prompt.Choices(req, d, session)
 }

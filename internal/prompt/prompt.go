@@ -94,9 +94,15 @@ type line struct {
 	err error
 }
 
-// Choices returns the grants offered for d, most restrictive first, and
-// why any was left out (one note per grant left out). session says whether
-// a session is running.
+// Choices returns the grants a person may be offered for decision d of
+// request req, most restrictive first (Deny is always offered besides),
+// and why any was left out (one note per grant left out): "this project"
+// never for a @shell key (its ceiling), only "once" for a dangerous path,
+// "this session" only when session says a session is running. Every front
+// end that asks a person offers these and no others; the gate refuses
+// anything else. Where d.OfferUnconfined, a front end that is a
+// permission.UnconfinedApprover may also offer to run the call once
+// outside its sandbox, as a choice of its own.
 func Choices(req *permission.Request, d *permission.Decision, session bool) (offered []ceiling.Grant, notes []string) {
 	limit := d.Offer
 	if limit == ceiling.Deny {
