@@ -16,15 +16,9 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/shellcmd"
-)
-
-// The built-in tools. A capability is a tool of its own name.
-const (
-	ToolRunCommand = "run_command" // Call.Command, @shell
-	ToolRunWasm    = "run_wasm"    // Call.Module, @wasm
-	ToolRunDocker  = "run_docker"  // Call.Image, @docker
 )
 
 // Call is one tool call. Exactly one of Command, Capability, Module,
@@ -280,15 +274,15 @@ func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 func adHoc(c *Call, dir string, inv *Invocation) error {
 	switch {
 	case c.Command != "":
-		inv.Environment, inv.Tool, inv.Target = ceiling.Shell, ToolRunCommand, c.Command
+		inv.Environment, inv.Tool, inv.Target = ceiling.Shell, keys.ShellTool, c.Command
 	case c.Module != "":
 		path := c.Module
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
-		inv.Environment, inv.Tool, inv.Target = ceiling.Wasm, ToolRunWasm, path
+		inv.Environment, inv.Tool, inv.Target = ceiling.Wasm, keys.WasmTool, path
 	case c.Image != "":
-		inv.Environment, inv.Tool, inv.Target = ceiling.Docker, ToolRunDocker, c.Image
+		inv.Environment, inv.Tool, inv.Target = ceiling.Docker, keys.DockerTool, c.Image
 	case c.Environment.Builtin():
 		return fmt.Errorf("call: a target of %s: name a command, a module or an image instead: %w", c.Environment, ErrInvalidCall)
 	case !c.Environment.Valid():

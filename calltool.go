@@ -10,10 +10,9 @@ import (
 	"sync"
 
 	"github.com/ccrun/ccrun/capabilities"
-	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -38,7 +37,7 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 		return nil, fmt.Errorf("%s: arguments of %d bytes: past the limit of %d bytes (64 MiB): %w", name, len(input), maxInput, ErrInvalidCall)
 	}
 	switch name {
-	case ToolRunCommand, ToolRunWasm, ToolRunDocker:
+	case keys.ShellTool, keys.WasmTool, keys.DockerTool:
 		var a struct {
 			Command json.RawMessage `json:"command"`
 			Module  string          `json:"module"`
@@ -54,11 +53,11 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 		}
 		c := &Call{Module: a.Module, Image: a.Image, Args: a.Args}
 		switch name {
-		case ToolRunCommand:
+		case keys.ShellTool:
 			if err := json.Unmarshal(a.Command, &c.Command); err != nil {
 				return nil, fmt.Errorf("%s: command: %v: %w", name, err, ErrInvalidCall)
 			}
-		case ToolRunDocker:
+		case keys.DockerTool:
 			if len(a.Command) > 0 {
 				if err := json.Unmarshal(a.Command, &c.Args); err != nil {
 					return nil, fmt.Errorf("%s: command: %v: %w", name, err, ErrInvalidCall)
@@ -145,17 +144,4 @@ func (r *Runtime) gateWith(o CallOptions) *permission.Gate {
 	g := *r.gate
 	g.Approver, g.Session = o.Approver, o.Session
 	return &g
-}
-
-// Choices returns the grants a person may be offered for decision d of
-// request req, most restrictive first (Deny is always offered besides),
-// and a note for each grant left out: "this project" never for a @shell
-// key (its ceiling), only "once" for a dangerous path, "this session" only
-// when session says a session is running. Every front end that asks a
-// person offers these and no others; the gate refuses anything else.
-// Where d.OfferUnconfined, a front end that is a
-// permission.UnconfinedApprover may also offer to run the call once
-// outside its sandbox, as a choice of its own.
-func Choices(req *permission.Request, d *permission.Decision, session bool) (offered []ceiling.Grant, notes []string) {
-	return prompt.Choices(req, d, session)
 }

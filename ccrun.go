@@ -80,7 +80,7 @@ type Option func(*Runtime) error
 // WithProjectDir sets the project root: where ccrun.json, .ccrun/ and the
 // capabilities are, and the working directory of @shell calls. It must be
 // a directory of the current user that others cannot write into
-// (permission.CheckProjectDir). Default: FindProject of the current
+// (allowlist.CheckProjectDir). Default: FindProject of the current
 // directory.
 func WithProjectDir(dir string) Option {
 	return func(r *Runtime) error {
@@ -182,7 +182,7 @@ func New(opts ...Option) (*Runtime, error) {
 		if r.dir, err = FindProject(wd); err != nil {
 			return nil, err
 		}
-	} else if err := permission.CheckProjectDir(r.dir); err != nil {
+	} else if err := allowlist.CheckProjectDir(r.dir); err != nil {
 		return nil, err
 	}
 	if err := r.loadFiles(); err != nil {

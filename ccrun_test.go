@@ -18,6 +18,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
@@ -238,7 +239,7 @@ func TestToolsHidesDenied(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.Name)
 	}
-	if diff := cmp.Diff([]string{ccrun.ToolRunCommand, ccrun.ToolRunWasm}, names); diff != "" {
+	if diff := cmp.Diff([]string{keys.ShellTool, keys.WasmTool}, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, permission.ErrPermissionDenied) {

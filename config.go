@@ -234,7 +234,7 @@ func (r *Runtime) shellSandbox() (sandbox, by string, writable []string) {
 // directory from start upwards holding a ccrun.json, else the nearest one
 // holding .git (git's top level), never above it; with neither, start
 // itself. The root must be a directory of the current user that others
-// cannot write into (permission.CheckProjectDir): a ccrun.json another user
+// cannot write into (allowlist.CheckProjectDir): a ccrun.json another user
 // wrote into a shared parent such as /tmp is refused, with an error of
 // classes permission.ErrInvalidConfig and fs.ErrPermission.
 func FindProject(start string) (string, error) {
@@ -254,7 +254,7 @@ func FindProject(start string) (string, error) {
 		}
 		dir = parent
 	}
-	if err := permission.CheckProjectDir(root); err != nil {
+	if err := allowlist.CheckProjectDir(root); err != nil {
 		return "", err
 	}
 	return root, nil

@@ -21,13 +21,13 @@ var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 // not know, is an error of class ErrUnknownKey.
 func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
 	switch p.Tool {
-	case ToolRunCommand:
+	case keys.ShellTool:
 		return ceiling.Shell, nil, nil
-	case ToolRunWasm:
+	case keys.WasmTool:
 		return ceiling.Wasm, nil, nil
-	case ToolRunDocker:
+	case keys.DockerTool:
 		return ceiling.Docker, nil, nil
-	case capabilities.KeyTool:
+	case keys.CapabilityTool:
 		if p.HasWildcard() || p.Exact || p.Detail != "" || p.NoDetail() {
 			return "", nil, fmt.Errorf("%s: a capability key names one capability, capability:NAME: %w", p, ErrUnknownKey)
 		}

@@ -107,7 +107,7 @@ func compileTool(t Tool) (*libTool, error) {
 			return nil, fmt.Errorf("tool %s: the name of a built-in tool: %w", t.Name, ErrInvalidCall)
 		}
 	}
-	if t.Name == capabilities.KeyTool {
+	if t.Name == keys.CapabilityTool {
 		return nil, fmt.Errorf("tool %s: the key tool of capabilities: %w", t.Name, ErrInvalidCall)
 	}
 	if t.Execute == nil {

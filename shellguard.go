@@ -11,6 +11,7 @@ import (
 	"github.com/ccrun/ccrun/internal/guard"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/ccrun/ccrun/shellcmd"
 )
 
 // shellGuard builds the checks that enforce d where a @shell call runs
@@ -152,7 +153,7 @@ func (r *Runtime) prewarmConfinement(inv *Invocation) *shell.Confinement {
 	if _, err := shell.ConfineAvailable(); err != nil {
 		return nil
 	}
-	if ro, _ := permission.IsReadOnly(inv.Command.File); !ro {
+	if _, ro := shellcmd.ReadOnly(inv.Command.File); !ro {
 		// likely to run in the workspace tier, once approved: its search
 		// and ruleset start now, beside the gate (Discard if not taken)
 		if sandbox, _, writable := r.shellSandbox(); sandbox != permission.SandboxOff && shell.MayOpen(inv.Command.File) {

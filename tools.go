@@ -7,17 +7,18 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 )
 
 // builtins are the tools every Runtime offers besides the capabilities.
 var builtins = []capabilities.Tool{
-	{Name: ToolRunCommand, Description: "Run a shell command (Bash syntax) on the host, from the project root.",
+	{Name: keys.ShellTool, Description: "Run a shell command (Bash syntax) on the host, from the project root.",
 		Environment: ceiling.Shell, Class: permission.ClassExec,
 		Parameters: json.RawMessage(`{"type":"object","required":["command"],"additionalProperties":false,"properties":{"command":{"type":"string","minLength":1,"description":"the command, in Bash syntax"}}}`)},
-	{Name: ToolRunWasm, Description: "Run a WebAssembly (WASI preview 1) module in a sandbox: no network, only the mounted directories.",
+	{Name: keys.WasmTool, Description: "Run a WebAssembly (WASI preview 1) module in a sandbox: no network, only the mounted directories.",
 		Environment: ceiling.Wasm, Class: permission.ClassExec,
 		Parameters: json.RawMessage(`{"type":"object","required":["module"],"additionalProperties":false,"properties":{"module":{"type":"string","minLength":1,"description":"the .wasm file, relative to the project root"},"args":{"type":"array","items":{"type":"string"},"description":"argv[1:]"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
-	{Name: ToolRunDocker, Description: "Run a command in a hardened container: no network, read-only root, no capabilities, only the mounted directories.",
+	{Name: keys.DockerTool, Description: "Run a command in a hardened container: no network, read-only root, no capabilities, only the mounted directories.",
 		Environment: ceiling.Docker, Class: permission.ClassExec,
 		Parameters: json.RawMessage(`{"type":"object","required":["image"],"additionalProperties":false,"properties":{"image":{"type":"string","minLength":1,"description":"the image reference"},"command":{"type":"array","items":{"type":"string"},"description":"the container's command"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
 }

@@ -8,9 +8,6 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
-// KeyTool is the tool segment of every capability's permission key.
-const KeyTool = "capability"
-
 // Tool is what an agent is offered: a tool's name, what it does, the JSON
 // Schema of its input, where it runs and what kind of effect it has. It is
 // plain data; the root package wires it to an executor and the gate.
@@ -42,5 +39,5 @@ func (c *Capability) Tool() Tool {
 // digest is not part of it: the gate binds a grant to Digest separately
 // (permission.Request.Digest).
 func (c *Capability) Key() keys.Key {
-	return keys.Key{Tool: KeyTool, Action: c.Manifest.Name}
+	return keys.Key{Tool: keys.CapabilityTool, Action: c.Manifest.Name}
 }

@@ -11,7 +11,7 @@
 //
 // When the gate asks, the person is asked through the client (form-mode
 // elicitation) with what the terminal prompt shows, and offered exactly the
-// grants the decision allows (ccrun.Choices). On protocol 2026-07-28 the
+// grants the decision allows (prompt.Choices). On protocol 2026-07-28 the
 // question goes back as the tool result's input requests, and the answer
 // comes with a retried call; the request state that carries it is bound by
 // an HMAC of a per-process key to the connection, the call's arguments,
@@ -496,13 +496,13 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 	a := &mcp.ToolAnnotations{DestructiveHint: &tr, OpenWorldHint: &tr}
 	desc := t.Description
 	switch t.Name {
-	case ccrun.ToolRunCommand:
+	case keys.ShellTool:
 		a.Title = "Run a shell command (on the host, behind ccrun's gate)"
 		desc += " Read-only commands run at once, confined; anything else is asked of the person, and a grant lasts for this session at most."
-	case ccrun.ToolRunWasm:
+	case keys.WasmTool:
 		a.Title, a.OpenWorldHint = "Run a WebAssembly module (sandboxed)", &f
 		desc += " It is asked of the person before it runs; a writable mount lets it change files."
-	case ccrun.ToolRunDocker:
+	case keys.DockerTool:
 		a.Title, a.OpenWorldHint = "Run a container (sandboxed)", &f
 		desc += " It is asked of the person before it runs; a writable mount lets it change files."
 	default:
@@ -787,7 +787,7 @@ var (
 // unconfined says so (the decision offers it, and the question can carry
 // the answer).
 func choicesOf(p *permission.Prompt, unconfined bool) []choice {
-	grants, _ := ccrun.Choices(p.Request, p.Decision, true)
+	grants, _ := prompt.Choices(p.Request, p.Decision, true)
 	var out []choice
 	for _, g := range grants {
 		for _, c := range allChoices {

@@ -9,19 +9,6 @@ import (
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
-// ReadOnlyArgv reports whether one program invocation is read-only: argv
-// are its words as they are about to run (expanded: no quotes, globs,
-// braces or parameters left), env the variables set for it beyond the
-// environment the executor started from (KEY=VALUE: the call's env,
-// assignments and exports of the command). It applies IsReadOnly's rules
-// to one simple command, and RunsPrograms to every variable of env: pass
-// the changes, not the whole environment, since PATH and HOME are in every
-// environment. When it says no, reason says why. It is safe for concurrent
-// use.
-func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
-	return shellcmd.ReadOnlyArgv(argv, env)
-}
-
 // KeyOfArgv returns the key a simple command of these literal words gets:
 // the key ParseCommand gives the text that quotes each word so that it
 // reads back as itself. A word that cannot be quoted (a NUL byte), a

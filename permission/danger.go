@@ -14,7 +14,7 @@ import (
 // handlers, the Landlock ruleset and the sandboxes' mounts use too.
 // Leak-class paths count for any access; implant-class paths for writes,
 // which is every access but that of a read or internal call, or of a
-// read-only shell command (see IsReadOnly). Empty projectDir: the working
+// read-only shell command (see shellcmd.ReadOnly). Empty projectDir: the working
 // directory; empty home: $HOME.
 //
 // A call with any finding is always asked, whatever the mode, grants or

@@ -79,7 +79,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 	if !req.Environment.Valid() {
 		return decide(Refuse, LayerScope, "", fmt.Sprintf("environment %q is not one of @shell, @wasm, @docker nor registered", req.Environment))
 	}
-	if ok, why := pol.InScope(req); !ok {
+	if why, ok := pol.InScope(req); !ok {
 		return decide(Refuse, LayerScope, "", why)
 	}
 	if rule, ok := pol.DenyRule(req); ok {

@@ -4,6 +4,7 @@ import (
 	"path"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/hostile"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
 )
@@ -240,7 +241,7 @@ func TestSegmentsImplyExact(t *testing.T) {
 	t.Parallel()
 	var srcs []string
 	for _, name := range []string{"hostile", "readonly"} {
-		for _, e := range loadCorpus(t, name) {
+		for _, e := range hostile.Corpus(t, name) {
 			srcs = append(srcs, e.Command)
 		}
 	}

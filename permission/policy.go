@@ -265,7 +265,7 @@ func (p *Policy) Visible(tool string, none bool) bool {
 		if toolWide(pat) && pat.Tool == tool {
 			return false
 		}
-		if pat.Tool == "capability" && !pat.Exact && keys.Glob(pat.Action, tool) &&
+		if pat.Tool == keys.CapabilityTool && !pat.Exact && keys.Glob(pat.Action, tool) &&
 			(pat.Detail == "" || pat.Detail == "*" || pat.Detail == "**") {
 			return false
 		}
@@ -275,11 +275,11 @@ func (p *Policy) Visible(tool string, none bool) bool {
 
 // InScope is the gate's step 1: whether req's tool is within the caller's
 // scope. When not, reason says why (the gate denies with LayerScope).
-func (p *Policy) InScope(req *Request) (ok bool, reason string) {
+func (p *Policy) InScope(req *Request) (reason string, ok bool) {
 	if p.scope.Sees(req.Permission.IsNone()) {
-		return true, ""
+		return "", true
 	}
-	return false, fmt.Sprintf("%s is outside the %s scope (only tools that never ask are visible)", req.Tool, p.scope)
+	return fmt.Sprintf("%s is outside the %s scope (only tools that never ask are visible)", req.Tool, p.scope), false
 }
 
 // DenyRule is the gate's step 2: the first deny rule, of any layer, that
@@ -309,7 +309,7 @@ func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
 func (p *Policy) DenyUnsure(req *Request) (rule, why string, ok bool) {
 	in := &inside{req: req}
 	for _, r := range p.deny {
-		if r.Pattern.Tool != shellTool || r.Pattern.Exact {
+		if r.Pattern.Tool != keys.ShellTool || r.Pattern.Exact {
 			continue
 		}
 		u := unsureInside(in)
@@ -435,7 +435,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		if matchInside(r.Pattern, in) {
 			return AskUser, LayerAskRule, r.String()
 		}
-		if r.Pattern.Tool == shellTool && !r.Pattern.Exact && unsureInside(in) != "" {
+		if r.Pattern.Tool == keys.ShellTool && !r.Pattern.Exact && unsureInside(in) != "" {
 			return AskUser, LayerAskRule, r.String() // cannot tell: asked
 		}
 	}

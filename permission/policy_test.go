@@ -402,13 +402,13 @@ func TestSubAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	write := &Request{Tool: "write_file", Class: ClassWrite, Permission: Ask(keys.Key{Tool: "write_file", Action: "a.go"})}
-	if ok, _ := child.InScope(write); ok {
+	if _, ok := child.InScope(write); ok {
 		t.Error("sub-agent may call a write tool")
 	}
 	if child.Visible("write_file", false) {
 		t.Error("sub-agent sees a write tool")
 	}
-	if ok, _ := child.InScope(&Request{Tool: "read_file", Class: ClassRead}); !ok {
+	if _, ok := child.InScope(&Request{Tool: "read_file", Class: ClassRead}); !ok {
 		t.Error("sub-agent may not read")
 	}
 	if child.Visible("web_fetch", true) {
@@ -417,7 +417,7 @@ func TestSubAgent(t *testing.T) {
 	if _, err := child.SubAgent(); !errors.Is(err, ErrDepthExceeded) {
 		t.Errorf("depth-2 SubAgent error = %v, want ErrDepthExceeded", err)
 	}
-	if ok, _ := parent.InScope(write); !ok {
+	if _, ok := parent.InScope(write); !ok {
 		t.Error("the parent lost its scope")
 	}
 }
@@ -428,11 +428,11 @@ func ExamplePolicy_SubAgent() {
 
 	write := &Request{Tool: "write_file", Class: ClassWrite,
 		Permission: Ask(keys.MustParseKey("write_file:main.go"))}
-	ok, reason := child.InScope(write)
+	reason, ok := child.InScope(write)
 	fmt.Println(ok, reason)
 
 	read := &Request{Tool: "read_file", Class: ClassRead, Permission: None()}
-	ok, _ = child.InScope(read)
+	_, ok = child.InScope(read)
 	fmt.Println(ok, child.Mode())
 
 	_, err := child.SubAgent()

@@ -49,9 +49,6 @@ func toolWide(p keys.Pattern) bool {
 		(p.Detail == "" || p.Detail == "*" || p.Detail == "**")
 }
 
-// shellTool is the name of the built-in tool that runs shell commands.
-const shellTool = keys.ShellTool
-
 // requestKey returns the key req asks under, or the zero Key for None.
 func requestKey(req *Request) keys.Key {
 	if req.Permission.IsNone() {
@@ -62,7 +59,7 @@ func requestKey(req *Request) keys.Key {
 
 // isShell reports whether req runs a shell command.
 func isShell(req *Request) bool {
-	return req.Tool == shellTool || requestKey(req).Tool == shellTool || req.Command != nil
+	return req.Tool == keys.ShellTool || requestKey(req).Tool == keys.ShellTool || req.Command != nil
 }
 
 // commandFile returns the parse of req's shell command: req.Command.File
@@ -77,7 +74,7 @@ func commandFile(req *Request) (f *syntax.File, ok bool) {
 		return parseFile(req.Command.Source)
 	}
 	k := requestKey(req)
-	if k.Tool != shellTool {
+	if k.Tool != keys.ShellTool {
 		return nil, false
 	}
 	if k.Exact {
@@ -103,7 +100,7 @@ func parseFile(src string) (*syntax.File, bool) {
 // any argument is not literal (it might expand to it), so flags before a
 // subcommand (git -C dir push) do not hide it.
 func matchSegment(p keys.Pattern, seg shellcmd.Segment) bool {
-	if p.Tool != shellTool || p.Exact || seg.Unsure != "" {
+	if p.Tool != keys.ShellTool || p.Exact || seg.Unsure != "" {
 		return false // an unsure segment is neither matched nor not (unsureInside)
 	}
 	if seg.Loose {
@@ -184,11 +181,11 @@ func matchInside(p keys.Pattern, in *inside) bool {
 	if toolWide(p) && (p.Tool == req.Tool || p.Tool == k.Tool) {
 		return true
 	}
-	if p.Tool == "capability" && !p.Exact && k.Tool == "" && keys.Glob(p.Action, req.Tool) &&
+	if p.Tool == keys.CapabilityTool && !p.Exact && k.Tool == "" && keys.Glob(p.Action, req.Tool) &&
 		(p.Detail == "" || p.Detail == "*" || p.Detail == "**") {
 		return true // a capability with None permission, named by its tool
 	}
-	if p.Tool != shellTool || !isShell(req) {
+	if p.Tool != keys.ShellTool || !isShell(req) {
 		return false
 	}
 	segs, ok := in.segments()

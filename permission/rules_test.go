@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/hostile"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
 )
@@ -118,7 +119,7 @@ func TestParseRuleNotACommand(t *testing.T) {
 
 // FuzzPolicy: the hooks never panic on any command text.
 func FuzzPolicy(f *testing.F) {
-	for _, e := range loadCorpus(f, "hostile") {
+	for _, e := range hostile.Corpus(f, "hostile") {
 		f.Add(e.Command)
 	}
 	p, err := NewPolicy(PolicyConfig{ProjectDir: "/nonexistent/project", Home: "/nonexistent/home", Layers: []*Settings{{Origin: OriginUser,

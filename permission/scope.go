@@ -37,12 +37,16 @@ func (s Scope) String() string {
 	return string(s)
 }
 
-// ParseScope reads "full" (or "") and "read-only".
+// ParseScope reads a scope's name: full or read-only, exactly as written
+// here (String's names). There are no aliases and case counts: every other
+// spelling (readonly, full-access, Full) is an error, of class
+// ErrInvalidConfig, that lists the two. The empty string is ScopeFull (no
+// scope set).
 func ParseScope(s string) (Scope, error) {
 	switch s {
-	case "", "full", "full-access":
+	case "", "full":
 		return ScopeFull, nil
-	case "read-only", "readonly", "read-only-explorer":
+	case string(ScopeReadOnly):
 		return ScopeReadOnly, nil
 	}
 	return "", fmt.Errorf("scope %q: want full or read-only: %w", s, ErrInvalidConfig)

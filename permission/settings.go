@@ -106,7 +106,7 @@ func (s *Settings) checkProject() error {
 		return fmt.Errorf("%s: mode %s may not be set in a committed project file (use ccrun.local.json, the user config or --mode): %w", s.Name, s.Mode, ErrInvalidConfig)
 	}
 	for _, p := range s.Allow {
-		if p.Tool == shellTool {
+		if p.Tool == keys.ShellTool {
 			return fmt.Errorf("%s: allow rule %s: a committed project file cannot allow shell commands (the @shell ceiling is the session; use ccrun.local.json or the user config): %w", s.Name, p, ErrInvalidConfig)
 		}
 	}
@@ -332,13 +332,13 @@ func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) 
 
 // LoadSettings reads the settings file at path. A missing file is an error
 // that errors.Is(err, fs.ErrNotExist). A project's own files (OriginProject,
-// OriginLocal) are read as ReadProjectFile does: no symbolic link, no file
+// OriginLocal) are read as allowlist.ReadProjectFile does: no symbolic link, no file
 // of another user.
 func LoadSettings(path string, origin Origin) (*Settings, error) {
 	var data []byte
 	var err error
 	if origin == OriginProject || origin == OriginLocal {
-		data, err = ReadProjectFile(path)
+		data, err = allowlist.ReadProjectFile(path)
 	} else {
 		data, err = os.ReadFile(path)
 	}
@@ -347,16 +347,6 @@ func LoadSettings(path string, origin Origin) (*Settings, error) {
 	}
 	return ParseSettings(data, path, origin)
 }
-
-// ReadProjectFile reads one of a project's own files (ccrun.json,
-// ccrun.local.json) without following a symbolic link at path, and only
-// when it is a regular file owned by the current user (see
-// allowlist.ReadProjectFile).
-func ReadProjectFile(path string) ([]byte, error) { return allowlist.ReadProjectFile(path) }
-
-// CheckProjectDir refuses a project root that another user could have put
-// files into (see allowlist.CheckProjectDir).
-func CheckProjectDir(dir string) error { return allowlist.CheckProjectDir(dir) }
 
 // EnvPass returns the names of the "env": {"pass": [...]} member: host
 // variables that reach @shell tools although the default filter holds them
@@ -438,7 +428,7 @@ func (s *Settings) Ignored() ([]string, error) {
 // e (its grant is past its environment's ceiling), or "".
 func ignoredEntry(e allowlist.Entry) string {
 	env := e.Environment
-	if e.Pattern.Tool == shellTool {
+	if e.Pattern.Tool == keys.ShellTool {
 		env = ceiling.Shell
 	}
 	if env == "" {

@@ -16,7 +16,7 @@ func OpenProject(path string, project *Settings, t allowlist.Trust, localPath, d
 	if project != nil {
 		data = project.text()
 	}
-	return allowlist.OpenProject(path, data, t, LooseningDigest(path, localPath), digest)
+	return allowlist.ParseProject(path, data, t, LooseningDigest(path, localPath), digest)
 }
 
 // SetProjectTrust makes p's entries count only while the project is

@@ -211,7 +211,7 @@ func (d *dangerScan) recursive(f *syntax.File) {
 		switch path.Base(prog) {
 		case "ps":
 			// ps e reads /proc/PID/environ of every process: their secrets
-			if ok, why := roPs(args, false); !ok {
+			if why, ok := roPs(args, false); !ok {
 				key := "environ\x00ps"
 				if !d.seen[key] {
 					d.seen[key] = true

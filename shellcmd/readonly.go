@@ -76,17 +76,17 @@ type Verdict struct {
 // for them before it gets here (see Dangerous).
 //
 // A nil or empty f is not read-only. ReadOnly is safe for concurrent use.
-func ReadOnly(f *syntax.File) (ok bool, reason string) {
+func ReadOnly(f *syntax.File) (reason string, ok bool) {
 	v := Classify(f, Call{})
-	return v.ReadOnly, v.Reason
+	return v.Reason, v.ReadOnly
 }
 
 // ReadOnlyText is ReadOnly of src parsed with Parse; text that does not
 // parse is not read-only.
-func ReadOnlyText(src string) (ok bool, reason string) {
+func ReadOnlyText(src string) (reason string, ok bool) {
 	f, parsed := parseFile(src)
 	if !parsed {
-		return false, "the command does not parse"
+		return "the command does not parse", false
 	}
 	return ReadOnly(f)
 }
@@ -106,12 +106,12 @@ func Classify(f *syntax.File, call Call) Verdict {
 	c := &classifier{call: call}
 	for _, kv := range call.Env {
 		name, _, _ := strings.Cut(kv, "=")
-		if ok, why := envOK(name); !ok {
+		if why, ok := envOK(name); !ok {
 			return Verdict{Reason: "the call's environment " + why}
 		}
 	}
 	for _, st := range f.Stmts {
-		if ok, why := c.stmt(st); !ok {
+		if why, ok := c.stmt(st); !ok {
 			return Verdict{Reason: why}
 		}
 	}
@@ -127,7 +127,7 @@ func ClassifyArgv(argv []string, env []string) Verdict {
 	}
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if ok, why := envOK(name); !ok {
+		if why, ok := envOK(name); !ok {
 			return Verdict{Reason: "the environment " + why}
 		}
 	}
@@ -137,7 +137,7 @@ func ClassifyArgv(argv []string, env []string) Verdict {
 		}
 	}
 	c := &classifier{}
-	if ok, why := c.argv(argv, false); !ok {
+	if why, ok := c.argv(argv, false); !ok {
 		return Verdict{Reason: why}
 	}
 	return Verdict{ReadOnly: true, Kernel: c.kernel}
@@ -149,9 +149,9 @@ func ClassifyArgv(argv []string, env []string) Verdict {
 // executor started from (KEY=VALUE; PATH and HOME are in every
 // environment, so pass the changes). It is ClassifyArgv without the
 // kernel note.
-func ReadOnlyArgv(argv []string, env []string) (ok bool, reason string) {
+func ReadOnlyArgv(argv []string, env []string) (reason string, ok bool) {
 	v := ClassifyArgv(argv, env)
-	return v.ReadOnly, v.Reason
+	return v.Reason, v.ReadOnly
 }
 
 type classifier struct {
@@ -170,12 +170,12 @@ func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f })
 }
 
-func (c *classifier) stmt(st *syntax.Stmt) (bool, string) {
+func (c *classifier) stmt(st *syntax.Stmt) (string, bool) {
 	switch {
 	case st.Background || st.Coprocess || st.Disown:
-		return false, "runs in the background"
+		return "runs in the background", false
 	case len(st.Redirs) > 0:
-		return false, "has a redirection (taken as a write)"
+		return "has a redirection (taken as a write)", false
 	}
 	switch x := st.Cmd.(type) {
 	case *syntax.CallExpr:
@@ -184,21 +184,21 @@ func (c *classifier) stmt(st *syntax.Stmt) (bool, string) {
 		switch x.Op {
 		case syntax.AndStmt, syntax.OrStmt, syntax.Pipe, syntax.PipeAll:
 		default:
-			return false, "has an unknown operator"
+			return "has an unknown operator", false
 		}
-		if ok, why := c.stmt(x.X); !ok {
-			return false, why
+		if why, ok := c.stmt(x.X); !ok {
+			return why, false
 		}
 		return c.stmt(x.Y)
 	case *syntax.TimeClause:
 		if x.Stmt == nil {
-			return true, ""
+			return "", true
 		}
 		return c.stmt(x.Stmt)
 	case nil:
-		return false, "no command"
+		return "no command", false
 	default:
-		return false, "is not a plain command or pipeline (subshell, block, loop, condition, function or declaration)"
+		return "is not a plain command or pipeline (subshell, block, loop, condition, function or declaration)", false
 	}
 }
 
@@ -214,33 +214,33 @@ func SafeEnv(name string) bool {
 }
 
 // envOK says whether setting name keeps a command read-only, and if not why.
-func envOK(name string) (bool, string) {
+func envOK(name string) (string, bool) {
 	if why, runs := RunsPrograms(name); runs {
-		return false, "sets " + name + ", which changes what programs run (" + why + ")"
+		return "sets " + name + ", which changes what programs run (" + why + ")", false
 	}
 	if !SafeEnv(name) {
-		return false, "sets " + name + ", which read-only programs are not known to ignore"
+		return "sets " + name + ", which read-only programs are not known to ignore", false
 	}
-	return true, ""
+	return "", true
 }
 
-func (c *classifier) callExpr(x *syntax.CallExpr) (bool, string) {
+func (c *classifier) callExpr(x *syntax.CallExpr) (string, bool) {
 	if len(x.Args) == 0 {
-		return false, "sets shell variables"
+		return "sets shell variables", false
 	}
 	if c.programs++; c.programs > MaxReadOnlyPrograms {
-		return false, "runs more than " + strconv.Itoa(MaxReadOnlyPrograms) + " programs"
+		return "runs more than " + strconv.Itoa(MaxReadOnlyPrograms) + " programs", false
 	}
 	for _, a := range x.Assigns {
 		if a.Append || a.Naked || a.Index != nil || a.Array != nil || a.Name == nil {
-			return false, "assigns a variable that can change what runs"
+			return "assigns a variable that can change what runs", false
 		}
-		if ok, why := envOK(a.Name.Value); !ok {
-			return false, "assigns a variable: " + why
+		if why, ok := envOK(a.Name.Value); !ok {
+			return "assigns a variable: " + why, false
 		}
 		if a.Value != nil {
 			if w := WordOf(a.Value); !w.Lit {
-				return false, "assigns a value that is not literal"
+				return "assigns a value that is not literal", false
 			}
 		}
 	}
@@ -248,21 +248,21 @@ func (c *classifier) callExpr(x *syntax.CallExpr) (bool, string) {
 	globs, risky := false, false
 	for i, w := range x.Args {
 		if hasBraces(w) {
-			return false, "has a brace expansion"
+			return "has a brace expansion", false
 		}
-		vals, ok, why := c.expand(w)
+		vals, why, ok := c.expand(w)
 		if !ok {
-			return false, why
+			return why, false
 		}
 		for _, v := range vals {
 			if hasControl(v) {
-				return false, "has control characters"
+				return "has control characters", false
 			}
 		}
 		g := unquotedGlob(w)
 		if g {
 			if i == 0 {
-				return false, "has a glob in the program name"
+				return "has a glob in the program name", false
 			}
 			if len(vals) != 1 || vals[0] == "" || vals[0][0] == '-' || strings.ContainsAny(vals[0][:1], "*?[") {
 				risky = true
@@ -270,12 +270,12 @@ func (c *classifier) callExpr(x *syntax.CallExpr) (bool, string) {
 			globs = true
 		}
 		if i == 0 && len(vals) != 1 {
-			return false, "the program word is not one word"
+			return "the program word is not one word", false
 		}
 		argv = append(argv, vals...)
 	}
 	if risky && !readers[argv[0]].any {
-		return false, "has a glob that could expand to an option of " + argv[0]
+		return "has a glob that could expand to an option of " + argv[0], false
 	}
 	if risky && readers[argv[0]].check != nil {
 		c.needsKernel("a glob could expand to an option of " + argv[0] + " such as -r")
@@ -329,66 +329,66 @@ func positional(p *syntax.ParamExp) string {
 
 // expand returns the words w is when run with the call's positional
 // parameters, or why that cannot be known. A literal word is its value.
-func (c *classifier) expand(w *syntax.Word) ([]string, bool, string) {
+func (c *classifier) expand(w *syntax.Word) ([]string, string, bool) {
 	if lw := WordOf(w); lw.Lit {
-		return []string{lw.Val}, true, ""
+		return []string{lw.Val}, "", true
 	}
 	// "$@" alone: one word per argument
 	if len(w.Parts) == 1 {
 		if dq, ok := w.Parts[0].(*syntax.DblQuoted); ok && !dq.Dollar && len(dq.Parts) == 1 {
 			if pe, ok := dq.Parts[0].(*syntax.ParamExp); ok && positional(pe) == "@" {
-				return slices.Clone(c.call.Args), true, ""
+				return slices.Clone(c.call.Args), "", true
 			}
 		}
 	}
 	var b strings.Builder
 	unquoted := false
-	var part func(p syntax.WordPart, quoted bool) (bool, string)
-	part = func(p syntax.WordPart, quoted bool) (bool, string) {
+	var part func(p syntax.WordPart, quoted bool) (string, bool)
+	part = func(p syntax.WordPart, quoted bool) (string, bool) {
 		switch p := p.(type) {
 		case *syntax.Lit:
 			b.WriteString(unescape(p.Value, quoted))
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				return false, "has $'…' quoting"
+				return "has $'…' quoting", false
 			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			if p.Dollar {
-				return false, "has $\"…\" quoting"
+				return "has $\"…\" quoting", false
 			}
 			for _, q := range p.Parts {
-				if ok, why := part(q, true); !ok {
-					return false, why
+				if why, ok := part(q, true); !ok {
+					return why, false
 				}
 			}
 		case *syntax.ParamExp:
 			name := positional(p)
 			if name == "" {
-				return false, "has an expansion or substitution ($…, `…`, <(…))"
+				return "has an expansion or substitution ($…, `…`, <(…))", false
 			}
 			if !quoted {
 				unquoted = true
 			}
 			if name == "@" && quoted {
-				return false, "has \"$@\" inside a longer word"
+				return "has \"$@\" inside a longer word", false
 			}
 			b.WriteString(c.param(name))
 		default:
-			return false, "has an expansion or substitution ($…, `…`, <(…))"
+			return "has an expansion or substitution ($…, `…`, <(…))", false
 		}
-		return true, ""
+		return "", true
 	}
 	for _, p := range w.Parts {
-		if ok, why := part(p, false); !ok {
-			return nil, false, why
+		if why, ok := part(p, false); !ok {
+			return nil, why, false
 		}
 	}
 	v := b.String()
 	if unquoted && (v == "" || strings.ContainsAny(v, " \t\n*?[")) {
-		return nil, false, "an unquoted positional parameter would be split or globbed"
+		return nil, "an unquoted positional parameter would be split or globbed", false
 	}
-	return []string{v}, true, ""
+	return []string{v}, "", true
 }
 
 // param is the value of a positional parameter.
@@ -439,7 +439,7 @@ type roSpec struct {
 	denyShort string   // short options that write or run code
 	denyLong  []string // long options that do (without --); their prefixes too
 	maxPos    int      // >0: at most this many operands (the next would be an output file)
-	check     func(args []string, globs bool) (bool, string)
+	check     func(args []string, globs bool) (string, bool)
 	// tree is set for programs that read whole trees (find, du, tree, rg):
 	// their safety rests on the kernel layer.
 	tree bool
@@ -480,17 +480,17 @@ var readers = map[string]roSpec{
 	"command": {check: roCommand},
 }
 
-func (c *classifier) argv(argv []string, globs bool) (bool, string) {
+func (c *classifier) argv(argv []string, globs bool) (string, bool) {
 	prog := argv[0]
 	if strings.Contains(prog, "/") {
-		return false, "runs a program by path (" + prog + ")"
+		return "runs a program by path (" + prog + ")", false
 	}
 	spec, ok := readers[prog]
 	if !ok {
 		if why := interpreterWhy(prog); why != "" {
-			return false, why
+			return why, false
 		}
-		return false, prog + " is not a known read-only program"
+		return prog + " is not a known read-only program", false
 	}
 	args := argv[1:]
 	if slices.ContainsFunc(args, func(a string) bool {
@@ -508,7 +508,7 @@ func (c *classifier) argv(argv []string, globs bool) (bool, string) {
 		c.needsKernel("git runs programs its configuration names")
 	}
 	if spec.check != nil {
-		ok, why := spec.check(args, globs)
+		why, ok := spec.check(args, globs)
 		if ok && (prog == "grep" || prog == "egrep" || prog == "fgrep") {
 			if grepRecursive(args) {
 				c.needsKernel(prog + " -r reads whole trees, where a symlink can lead anywhere")
@@ -517,27 +517,27 @@ func (c *classifier) argv(argv []string, globs bool) (bool, string) {
 		if ok && prog == "ls" && (hasOpt(args, "--recursive", 'R')) {
 			c.needsKernel("ls -R reads whole trees")
 		}
-		return ok, why
+		return why, ok
 	}
 	if spec.any {
-		return true, ""
+		return "", true
 	}
 	if globs && spec.maxPos > 0 {
-		return false, prog + " with a glob could be given an output file"
+		return prog + " with a glob could be given an output file", false
 	}
-	if ok, why := denyOptions(prog, args, spec.denyShort, spec.denyLong); !ok {
-		return false, why
+	if why, ok := denyOptions(prog, args, spec.denyShort, spec.denyLong); !ok {
+		return why, false
 	}
 	if spec.maxPos > 0 && operands(args) > spec.maxPos {
-		return false, prog + " is given an output file"
+		return prog + " is given an output file", false
 	}
 	if spec.maxPos > 0 && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.ContainsRune(a, '/') }) {
 		// not every such program parses its options with getopt (xxd
 		// takes "-/../.git/config" for its output file): an option never
 		// holds a path here, so a word that does is an operand
-		return false, prog + " is given a word that may be an output file"
+		return prog + " is given a word that may be an output file", false
 	}
-	return true, ""
+	return "", true
 }
 
 // listReader says why prog, given args, reads files that no word of the
@@ -601,7 +601,7 @@ func interpreterWhy(prog string) string {
 
 // denyOptions checks every word that looks like an option (a value that
 // happens to look like one is checked too: that only errs towards asking).
-func denyOptions(prog string, args []string, denyShort string, denyLong []string) (bool, string) {
+func denyOptions(prog string, args []string, denyShort string, denyLong []string) (string, bool) {
 	for _, a := range args {
 		if a == "--" {
 			break // the rest are operands
@@ -613,16 +613,16 @@ func denyOptions(prog string, args []string, denyShort string, denyLong []string
 			name, _, _ := strings.Cut(a[2:], "=")
 			for _, d := range denyLong {
 				if strings.HasPrefix(d, name) {
-					return false, prog + " " + a + " can write files or run a program"
+					return prog + " " + a + " can write files or run a program", false
 				}
 			}
 			continue
 		}
 		if strings.ContainsAny(a[1:], denyShort) && denyShort != "" {
-			return false, prog + " " + a + " can write files or run a program"
+			return prog + " " + a + " can write files or run a program", false
 		}
 	}
-	return true, ""
+	return "", true
 }
 
 // findPrimaries are the find options and tests that neither write nor run.
@@ -637,7 +637,7 @@ var findPrimaries = []string{
 	"-O2", "-O3", "-ignore_readdir_race", "-noignore_readdir_race", "-nowarn", "-warn",
 }
 
-func roFind(args []string, globs bool) (bool, string) {
+func roFind(args []string, globs bool) (string, bool) {
 	for _, a := range args {
 		if len(a) < 2 || a[0] != '-' {
 			continue
@@ -647,22 +647,22 @@ func roFind(args []string, globs bool) (bool, string) {
 		}
 		switch a {
 		case "-exec", "-execdir", "-ok", "-okdir":
-			return false, "find " + a + " runs a command"
+			return "find " + a + " runs a command", false
 		case "-delete", "-fls", "-fprint", "-fprint0", "-fprintf":
-			return false, "find " + a + " writes or deletes files"
+			return "find " + a + " writes or deletes files", false
 		case "-files0-from":
 			continue // GNU find 4.9: reads the starting points from a file (kernel layer)
 		}
-		return false, "find " + a + " is not a known read-only option"
+		return "find " + a + " is not a known read-only option", false
 	}
-	return true, ""
+	return "", true
 }
 
 // roLs: ls has no option that writes or runs.
-func roLs(args []string, globs bool) (bool, string) { return true, "" }
+func roLs(args []string, globs bool) (string, bool) { return "", true }
 
 // roGrep: grep has no option that writes or runs; -r reads trees.
-func roGrep(args []string, globs bool) (bool, string) { return true, "" }
+func roGrep(args []string, globs bool) (string, bool) { return "", true }
 
 func grepRecursive(args []string) bool {
 	return hasOpt(args, "--recursive", 'r') || hasOpt(args, "--dereference-recursive", 'R') ||
@@ -672,41 +672,41 @@ func grepRecursive(args []string) bool {
 // roPs refuses the BSD e option (ps e, ps axeww: the environment of every
 // process, with the secrets the executor's filter held back) and -o/--format
 // columns that could show it.
-func roPs(args []string, globs bool) (bool, string) {
+func roPs(args []string, globs bool) (string, bool) {
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'e') {
-			return false, "ps " + a + " shows the environment of processes"
+			return "ps " + a + " shows the environment of processes", false
 		}
 		if strings.HasPrefix(a, "--") && strings.Contains(a, "env") {
-			return false, "ps " + a + " may show the environment of processes"
+			return "ps " + a + " may show the environment of processes", false
 		}
 	}
-	return true, ""
+	return "", true
 }
 
 // roEnv accepts env with no argument (it prints the environment, already
 // filtered); env running a program is not read-only.
-func roEnv(args []string, globs bool) (bool, string) {
+func roEnv(args []string, globs bool) (string, bool) {
 	if len(args) == 0 {
-		return true, ""
+		return "", true
 	}
-	return false, "env runs a program ccrun's interpreter does not see"
+	return "env runs a program ccrun's interpreter does not see", false
 }
 
 // roCommand accepts command -v/-V (a lookup); command running a program
 // is not read-only.
-func roCommand(args []string, globs bool) (bool, string) {
+func roCommand(args []string, globs bool) (string, bool) {
 	if len(args) > 0 && (args[0] == "-v" || args[0] == "-V") {
-		return true, ""
+		return "", true
 	}
-	return false, "command runs a program ccrun's interpreter does not see"
+	return "command runs a program ccrun's interpreter does not see", false
 }
 
 // roSed accepts sed printing: -n -E -r -s -u -z --posix … and scripts made
 // of addresses and the commands p d q Q = l n N P D g G h H x and s///
 // with flags among g p i I m M and digits. Any w W r R e command or flag,
 // -i, -f, blocks, abbreviated long options: ask.
-func roSed(args []string, globs bool) (bool, string) {
+func roSed(args []string, globs bool) (string, bool) {
 	var scripts, operands []string
 	haveE := false
 	for i := 0; i < len(args); i++ {
@@ -729,14 +729,14 @@ func roSed(args []string, globs bool) (bool, string) {
 				haveE = true
 				if !hasVal {
 					if i+1 >= len(args) {
-						return false, "sed --expression without a script"
+						return "sed --expression without a script", false
 					}
 					i++
 					val = args[i]
 				}
 				scripts = append(scripts, val)
 			default:
-				return false, "sed " + a + " is not a known read-only option"
+				return "sed " + a + " is not a known read-only option", false
 			}
 		default:
 			for j := 1; j < len(a); j++ {
@@ -747,7 +747,7 @@ func roSed(args []string, globs bool) (bool, string) {
 					val := a[j+1:]
 					if val == "" {
 						if i+1 >= len(args) {
-							return false, "sed -" + string(a[j]) + " without a value"
+							return "sed -" + string(a[j]) + " without a value", false
 						}
 						i++
 						val = args[i]
@@ -757,7 +757,7 @@ func roSed(args []string, globs bool) (bool, string) {
 						scripts = append(scripts, val)
 					}
 				default:
-					return false, "sed -" + string(a[j]) + " can write files or run a program"
+					return "sed -" + string(a[j]) + " can write files or run a program", false
 				}
 				break
 			}
@@ -765,17 +765,17 @@ func roSed(args []string, globs bool) (bool, string) {
 	}
 	if !haveE {
 		if len(operands) == 0 {
-			return false, "sed without a script"
+			return "sed without a script", false
 		}
 		scripts, operands = operands[:1], operands[1:]
 	}
 	_ = operands
 	for _, s := range scripts {
 		if !sedPrintOnly(s) {
-			return false, "the sed script may write files or run commands"
+			return "the sed script may write files or run commands", false
 		}
 	}
-	return true, ""
+	return "", true
 }
 
 // sedPrintOnly reports whether a sed script is made only of the commands
@@ -899,16 +899,16 @@ var gitGlobal = []string{"--no-pager", "-P", "--no-optional-locks", "--literal-p
 // configured program.
 var gitDiffDeny = []string{"output", "ext-diff", "textconv", "filters", "open-files-in-pager", "exec", "upload-pack", "receive-pack"}
 
-func roGit(args []string, globs bool) (bool, string) {
+func roGit(args []string, globs bool) (string, bool) {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
 		if !slices.Contains(gitGlobal, args[i]) {
-			return false, "git " + args[i] + " can change what git runs"
+			return "git " + args[i] + " can change what git runs", false
 		}
 		i++
 	}
 	if i == len(args) {
-		return false, "git without a subcommand"
+		return "git without a subcommand", false
 	}
 	sub, rest := args[i], args[i+1:]
 	switch sub {
@@ -931,35 +931,35 @@ func roGit(args []string, globs bool) (bool, string) {
 	case "remote":
 		switch {
 		case len(rest) == 0, len(rest) == 1 && (rest[0] == "-v" || rest[0] == "--verbose"):
-			return true, ""
+			return "", true
 		case len(rest) == 2 && rest[0] == "get-url" && !strings.HasPrefix(rest[1], "-"):
-			return true, ""
+			return "", true
 		}
-		return false, "git remote other than listing"
+		return "git remote other than listing", false
 	case "stash":
 		if len(rest) > 0 && (rest[0] == "list" || rest[0] == "show") {
 			return denyOptions("git stash", rest[1:], "", gitDiffDeny)
 		}
-		return false, "git stash other than list or show"
+		return "git stash other than list or show", false
 	case "worktree":
 		if len(rest) > 0 && rest[0] == "list" {
-			return true, ""
+			return "", true
 		}
-		return false, "git worktree other than list"
+		return "git worktree other than list", false
 	case "reflog":
 		if len(rest) == 0 || rest[0] == "show" || (strings.HasPrefix(rest[0], "-") && !slices.ContainsFunc(rest, func(a string) bool { return a == "expire" || a == "delete" })) {
 			return denyOptions("git reflog", rest, "", gitDiffDeny)
 		}
-		return false, "git reflog other than show"
+		return "git reflog other than show", false
 	case "config":
 		return gitConfigRead(rest)
 	}
-	return false, "git " + sub + " is not a known read-only subcommand"
+	return "git " + sub + " is not a known read-only subcommand", false
 }
 
 // gitListOnly accepts git branch / git tag listing: no operand unless
 // -l/--list is given, and only the listed options.
-func gitListOnly(sub string, args []string, flags, valued []string) (bool, string) {
+func gitListOnly(sub string, args []string, flags, valued []string) (string, bool) {
 	list := false
 	operands := 0
 	for i := 0; i < len(args); i++ {
@@ -972,7 +972,7 @@ func gitListOnly(sub string, args []string, flags, valued []string) (bool, strin
 		case strings.HasPrefix(a, "-"):
 			name, _, hasVal := strings.Cut(a, "=")
 			if !slices.Contains(valued, name) {
-				return false, "git " + sub + " " + a + " can change branches or tags"
+				return "git " + sub + " " + a + " can change branches or tags", false
 			}
 			if !hasVal && name != "--color" && name != "--column" && name != "--abbrev" {
 				i++
@@ -982,19 +982,19 @@ func gitListOnly(sub string, args []string, flags, valued []string) (bool, strin
 		}
 	}
 	if operands > 0 && !list {
-		return false, "git " + sub + " NAME creates a " + sub
+		return "git " + sub + " NAME creates a " + sub, false
 	}
-	return true, ""
+	return "", true
 }
 
-func gitConfigRead(args []string) (bool, string) {
+func gitConfigRead(args []string) (string, bool) {
 	if len(args) > 0 && (args[0] == "list" || args[0] == "get") {
 		for _, a := range args[1:] {
 			if strings.HasPrefix(a, "-") && !slices.Contains([]string{"--show-origin", "--show-scope", "--global", "--local", "--system", "--name-only", "-z", "--null", "--all"}, a) {
-				return false, "git config " + a + " is not a known read-only option"
+				return "git config " + a + " is not a known read-only option", false
 			}
 		}
-		return true, ""
+		return "", true
 	}
 	reading := false
 	for _, a := range args {
@@ -1004,12 +1004,12 @@ func gitConfigRead(args []string) (bool, string) {
 		case "--show-origin", "--show-scope", "--global", "--local", "--system", "--name-only", "-z", "--null":
 		default:
 			if strings.HasPrefix(a, "-") {
-				return false, "git config " + a + " is not a known read-only option"
+				return "git config " + a + " is not a known read-only option", false
 			}
 		}
 	}
 	if !reading {
-		return false, "git config without --get or --list may set a value"
+		return "git config without --get or --list may set a value", false
 	}
-	return true, ""
+	return "", true
 }

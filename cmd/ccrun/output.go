@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
@@ -230,7 +229,7 @@ func buildVersion() versionReport {
 // prompt; "" for a built-in tool or one that does not load.
 func (a *app) describe(tool string) string {
 	switch tool {
-	case ccrun.ToolRunCommand, ccrun.ToolRunWasm, ccrun.ToolRunDocker:
+	case keys.ShellTool, keys.WasmTool, keys.DockerTool:
 		return ""
 	}
 	dir, err := a.project()

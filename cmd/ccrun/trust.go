@@ -17,6 +17,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
 // trustDigestEnv names the variable a CI configuration sets to the digest
@@ -156,7 +157,7 @@ its own changes.`,
 			if err != nil {
 				return err
 			}
-			if err := permission.CheckProjectDir(proj); err != nil {
+			if err := allowlist.CheckProjectDir(proj); err != nil {
 				return err
 			}
 			real, err := filepath.EvalSymlinks(proj)

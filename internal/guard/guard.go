@@ -265,7 +265,7 @@ func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
 		return &Refusal{What: shellcmd.Escape(strings.Join(p.Argv, " ")), Reason: err.Error()}
 	}
 	cmd := permission.ParseCommand(text)
-	req := &permission.Request{Tool: "run_command", Environment: ceiling.Shell, Permission: permission.Ask(cmd.Key),
+	req := &permission.Request{Tool: keys.ShellTool, Environment: ceiling.Shell, Permission: permission.Ask(cmd.Key),
 		Class: permission.ClassExec, Command: cmd, Display: text, Dir: p.Dir, Env: g.added(p.Env)}
 	what := shellcmd.Escape(text)
 	if rule, ok := g.cfg.Policy.DenyRule(req); ok {
@@ -327,7 +327,7 @@ func (g *Guard) readOnly(ctx context.Context, p shell.Program, req *permission.R
 	if req.Command.File == nil {
 		return "its words do not parse"
 	}
-	if ok, why := permission.ReadOnlyArgv(p.Argv, req.Env); !ok {
+	if why, ok := shellcmd.ReadOnlyArgv(p.Argv, req.Env); !ok {
 		return why
 	}
 	if g.realProject != "" && within(g.realProject, p.Path) {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
@@ -93,9 +94,15 @@ type line struct {
 	err error
 }
 
-// Choices returns the grants offered for d, most restrictive first, and
-// why any was left out (one note per grant left out). session says whether
-// a session is running.
+// Choices returns the grants a person may be offered for decision d of
+// request req, most restrictive first (Deny is always offered besides),
+// and why any was left out (one note per grant left out): "this project"
+// never for a @shell key (its ceiling), only "once" for a dangerous path,
+// "this session" only when session says a session is running. Every front
+// end that asks a person offers these and no others; the gate refuses
+// anything else. Where d.OfferUnconfined, a front end that is a
+// permission.UnconfinedApprover may also offer to run the call once
+// outside its sandbox, as a choice of its own.
 func Choices(req *permission.Request, d *permission.Decision, session bool) (offered []ceiling.Grant, notes []string) {
 	limit := d.Offer
 	if limit == ceiling.Deny {
@@ -247,15 +254,15 @@ func covers(req *permission.Request, d *permission.Decision, offered []ceiling.G
 		return ""
 	}
 	switch {
-	case req.Tool == "run_docker":
+	case req.Tool == keys.DockerTool:
 		return lasting + " covers every command of this image (this image ID) with these mounts and network, whatever its arguments"
-	case req.Tool == "run_wasm":
+	case req.Tool == keys.WasmTool:
 		return lasting + " covers every run of this module (these bytes) with these mounts, whatever its arguments"
-	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command" && d.Key.Detail == "":
+	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == keys.ShellTool && d.Key.Detail == "":
 		return fmt.Sprintf("%s covers the key %s only: %s with no operand, not with one", lasting, d.Key, shellcmd.Escape(d.Key.Action))
-	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == "run_command":
+	case req.Environment == ceiling.Shell && req.Command != nil && !d.Key.Exact && req.Tool == keys.ShellTool:
 		return fmt.Sprintf("%s covers every command under the key %s, whatever its further arguments", lasting, d.Key)
-	case req.Tool == "run_command":
+	case req.Tool == keys.ShellTool:
 		return lasting + " covers this exact command only"
 	case req.Environment == ceiling.Docker:
 		return lasting + " covers every call of this capability while its files and image stay as they are, whatever its input and arguments"
@@ -267,7 +274,7 @@ func covers(req *permission.Request, d *permission.Decision, offered []ceiling.G
 // mountMode labels an ad-hoc mount read-only or read-write (a capability's
 // mounts are listed with their modes under "loosens").
 func mountMode(req *permission.Request, path string) string {
-	if req.Tool != "run_wasm" && req.Tool != "run_docker" {
+	if req.Tool != keys.WasmTool && req.Tool != keys.DockerTool {
 		return ""
 	}
 	for _, l := range req.Loosens {

@@ -87,7 +87,8 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // Remove makes carries the trust along (Trust.Rebind) in the same locked
 // step, so that a grant the person gave does not untrust the project.
 //
-// A ProjectAllowlist is made by LoadProject and is safe for concurrent use.
+// A ProjectAllowlist is made by LoadProject or ParseProject and is safe
+// for concurrent use.
 type ProjectAllowlist struct {
 	path string
 
@@ -113,11 +114,12 @@ func LoadProject(path string) (*ProjectAllowlist, error) {
 	return p, nil
 }
 
-// OpenProject is LoadProject then SetTrust without reading a file again:
-// data is the text of path as the caller read it (nil when the file is
-// absent), digest its Loosening digest as digestOf computes it, which t
-// judges. Reload and Add read the file again, as with LoadProject.
-func OpenProject(path string, data []byte, t Trust, digestOf DigestFunc, digest string) (*ProjectAllowlist, error) {
+// ParseProject is LoadProject then SetTrust of a text the caller has
+// read already, without reading the file again: data is the text of path
+// (nil when the file is absent), digest its Loosening digest as digestOf
+// computes it, which t judges. Reload and Add read the file again, as
+// with LoadProject.
+func ParseProject(path string, data []byte, t Trust, digestOf DigestFunc, digest string) (*ProjectAllowlist, error) {
 	p := &ProjectAllowlist{path: path, trust: t, digestOf: digestOf}
 	doc := &projectDoc{allow: -1}
 	if data != nil {

@@ -17,11 +17,21 @@ import (
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
-// ShellTool is the tool of shell commands: its keys are command keys
-// (run_command:PROGRAM[:DETAIL], or the whole canonical text of a compound
-// command, of a wrapper's, and of one whose detail is not a plain word),
-// and the ceiling of its environment is the session.
-const ShellTool = "run_command"
+// The built-in tools of ccrun, the tool segment of their keys.
+const (
+	// ShellTool is the tool of shell commands: its keys are command keys
+	// (run_command:PROGRAM[:DETAIL], or the whole canonical text of a
+	// compound command, of a wrapper's, and of one whose detail is not a
+	// plain word), and the ceiling of its environment is the session.
+	ShellTool = "run_command"
+	// WasmTool runs a WebAssembly module (@wasm); its keys name the module.
+	WasmTool = "run_wasm"
+	// DockerTool runs a container (@docker); its keys name the image.
+	DockerTool = "run_docker"
+	// CapabilityTool is the tool of every capability's key
+	// (capability:NAME), whatever the capability's own tool name.
+	CapabilityTool = "capability"
+)
 
 // ErrInvalidKey is the class of every error from ParseKey and ParsePattern.
 var ErrInvalidKey = errdefs.ErrInvalidArgument.WithMessage("invalid permission key")
