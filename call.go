@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission"
@@ -225,6 +224,9 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 	if !p.Key.Valid() {
 		return nil, fmt.Errorf("call: %s: the backend's key %q is not valid: %w", inv.Environment, p.Key, ErrInvalidCall)
 	}
+	if err := checkKey(inv.Environment, p.Key); err != nil {
+		return nil, err
+	}
 	if inv.Tool == "" {
 		inv.Tool = p.Key.Tool
 	}
@@ -287,9 +289,7 @@ func adHoc(c *Call, dir string, inv *Invocation) error {
 		inv.Environment, inv.Tool, inv.Target = ceiling.Docker, ToolRunDocker, c.Image
 	case c.Environment.Builtin():
 		return fmt.Errorf("call: a target of %s: name a command, a module or an image instead: %w", c.Environment, ErrInvalidCall)
-	case !c.Environment.Valid():
-		return fmt.Errorf("call: environment %q: no backend is registered for it (WithBackend): %w", c.Environment, ceiling.ErrUnknownEnvironment)
-	default:
+	default: // its backend, if r has one (backend)
 		inv.Environment, inv.Target = c.Environment, c.Target
 	}
 	return nil
@@ -326,7 +326,7 @@ func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invoca
 }
 
 func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invocation) error {
-	capa, err := capabilities.Find(r.dir, c.Capability)
+	capa, err := r.capability(c.Capability)
 	if err != nil {
 		return err
 	}

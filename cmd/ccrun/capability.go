@@ -90,7 +90,7 @@ func (a *app) capabilityCommand() *cobra.Command {
 		Short: "Write a new capability that validates and runs as written",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			e, err := ceiling.ParseEnvironment(env)
+			e, err := (ceiling.Set{}).Parse(env)
 			if err != nil {
 				return usageError{err}
 			}
