@@ -298,13 +298,9 @@ func adHoc(c *Call, dir string, inv *Invocation) error {
 // bind lets a Binder bind the grant to content before the gate asks
 // anyone, and carries what it bound into req. A call the gate refuses
 // whatever its digest is left as it is (no engine reached, nothing
-// fetched), as is one whose environment runs on an Executor of
-// WithExecutor.
+// fetched).
 func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invocation, p *Prepared, fetch bool) error {
 	if p == nil {
-		return nil
-	}
-	if _, ok := r.executorOf(inv.Environment); ok {
 		return nil
 	}
 	b, err := r.backend(ctx, inv.Environment)
