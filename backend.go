@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/internal/backend/shellenv"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -40,8 +44,8 @@ import (
 // built-in ones) says so with a method EnforcesLimits() bool returning
 // true.
 //
-// A Backend may also be a Binder, and an io.Closer (Close releases it
-// with the Runtime).
+// A Backend may also be a Binder, a Scaffolder, and an io.Closer (Close
+// releases it with the Runtime).
 type Backend interface {
 	Prepare(ctx context.Context, inv *Invocation) (*Prepared, error)
 	Run(ctx context.Context, inv *Invocation) (*job.Result, error)
@@ -56,6 +60,38 @@ type Backend interface {
 // without the binding).
 type Binder interface {
 	Bind(ctx context.Context, inv *Invocation, p *Prepared, fetch bool) error
+}
+
+// Scaffolder is a Backend of a new environment (WithBackend) that says
+// what a new capability of it is, for Runtime.Scaffold (`ccrun capability
+// new NAME --env ENV`): the entry's target and args and the files beside
+// capability.json, which must load and run as written.
+type Scaffolder interface {
+	Scaffold(name string) capabilities.Template
+}
+
+// Scaffold writes a new capability called name of environment env into
+// the project and returns its directory: capabilities.Scaffold's for a
+// built-in environment, and for one of WithBackend what its backend says
+// (a Scaffolder; capabilities.ScaffoldTarget). An environment r does not
+// run, and a backend that is no Scaffolder, are errors of class
+// ErrInvalidArgument.
+func (r *Runtime) Scaffold(ctx context.Context, name string, env ceiling.Environment) (string, error) {
+	if err := r.Environments().Require(env); err != nil {
+		return "", fmt.Errorf("capability %s: %w", name, err)
+	}
+	if env.Builtin() {
+		return capabilities.Scaffold(r.dir, name, env)
+	}
+	b, err := r.backend(ctx, env)
+	if err != nil {
+		return "", err
+	}
+	s, ok := b.(Scaffolder)
+	if !ok {
+		return "", fmt.Errorf("capability %s: the %s backend writes no scaffold (it is no Scaffolder); write its capability.json by hand (entry: target, args): %w", name, env, ErrInvalidArgument)
+	}
+	return capabilities.ScaffoldTarget(r.dir, name, env, s.Scaffold(name))
 }
 
 // Invocation is one call as its backend sees it: what runs, where, with
@@ -74,31 +110,80 @@ func ContentDigest(content []byte, mounts []job.Mount, network string, args, env
 }
 
 // WithBackend registers the backend mk makes for environment env, started
-// on the first call of env. For @shell, @wasm or @docker it replaces the
-// built-in backend: a new engine of that environment, which keeps the
-// environment's ceiling, manifests and prompt (the Go program that
-// registers it vouches that it confines as the environment does). Any
-// other env is a new environment, reached by Call.Environment and
+// on the first call of env: the one way to add or replace an environment.
+// For @shell, @wasm or @docker it replaces the built-in backend: a new
+// engine of that environment, which keeps the environment's ceiling,
+// manifests and prompt (the Go program that registers it vouches that it
+// confines as the environment does). Any other env is a new environment
+// of this Runtime alone (Environments): reached by Call.Environment and
 // Call.Target, and by the capabilities whose manifest names it (entry
 // {"target", "args"}: Invocation.Target and the head of Invocation.Args,
 // with Invocation.Capability set), whose tools may be granted at most
-// ceilingOf (ceiling.Register: Once or AlwaysThisSession; a sandbox's
-// AlwaysThisProject belongs to @wasm and @docker). ceilingOf is ignored
-// for a built-in environment. Default: the built-in backends only; a call
-// of an environment no backend is registered for is refused by the gate.
-func WithBackend(env ceiling.Environment, ceilingOf ceiling.Grant, mk func(context.Context) (Backend, error)) Option {
+// ceilingOf (Once or AlwaysThisSession; a sandbox's AlwaysThisProject
+// belongs to @wasm and @docker: ceiling.Set.With). The key of an ad-hoc
+// call of a new environment @NAME names the tool run_NAME (Prepared.Key),
+// so that a grant names its environment. ceilingOf is ignored for a
+// built-in environment. Registering env again in one Runtime replaces its
+// backend and must keep its ceiling. Default: the built-in backends only;
+// a call of an environment this Runtime has no backend for is refused
+// before the gate, naming the environments it has.
+func WithBackend[B Backend](env ceiling.Environment, ceilingOf ceiling.Grant, mk func(context.Context) (B, error)) Option {
 	return func(r *Runtime) error {
 		if mk == nil {
 			return fmt.Errorf("backend for %s: no constructor: %w", env, ErrInvalidCall)
 		}
 		if !env.Builtin() {
-			if err := ceiling.Register(env, ceilingOf); err != nil {
+			if adHocTool(env) == keys.ShellTool {
+				// its keys would be @shell's
+				return fmt.Errorf("backend: environment %s: its tool would be %s, @shell's: %w", env, keys.ShellTool, ErrInvalidCall)
+			}
+			envs, err := r.gate.Environments.With(env, ceilingOf)
+			if err != nil {
 				return fmt.Errorf("backend: %w", err)
 			}
+			r.gate.Environments = envs
 		}
-		r.makers[env] = mk
+		r.makers[env] = func(ctx context.Context) (Backend, error) {
+			b, err := mk(ctx)
+			if err != nil || isNil(b) {
+				return nil, err
+			}
+			return b, nil
+		}
 		return nil
 	}
+}
+
+// isNil reports whether b is nil, or a nil pointer, map, slice, func or
+// channel in an interface.
+func isNil(b any) bool {
+	if b == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(b); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Environments are the environments r runs calls of, each with its
+// ceiling: the built-in ones and those of WithBackend. Another Runtime of
+// the process has its own: an environment registered there is not here.
+func (r *Runtime) Environments() ceiling.Set { return r.gate.Environments }
+
+// adHocTool is the tool an ad-hoc call of a new environment @NAME is keyed
+// under: run_NAME (WithBackend).
+func adHocTool(env ceiling.Environment) string { return "run_" + strings.TrimPrefix(string(env), "@") }
+
+// checkKey refuses the key of an ad-hoc call of a new environment that
+// does not name that environment's tool (adHocTool): a grant of one
+// environment never covers a call of another.
+func checkKey(env ceiling.Environment, k keys.Key) error {
+	if env.Builtin() || k.Tool == adHocTool(env) {
+		return nil
+	}
+	return fmt.Errorf("call: %s: the backend's key %s names the tool %s; a key of %s names %s: %w", env, k, k.Tool, env, adHocTool(env), ErrInvalidCall)
 }
 
 // builtinBackends registers the built-in backends for the environments no
@@ -115,7 +200,9 @@ func (r *Runtime) builtinBackends() {
 	}
 }
 
-// backend returns the backend of env, making it on first use.
+// backend returns the backend of env, making it on first use. An
+// environment r has no backend for is ceiling.ErrUnknownEnvironment's
+// error, listing those it has.
 func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend, error) {
 	if r.parent != nil {
 		return r.parent.backend(ctx, env)
@@ -127,7 +214,7 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 	}
 	mk, ok := r.makers[env]
 	if !ok {
-		return nil, fmt.Errorf("%s: no backend is registered for it (WithBackend): %w", env, ErrUnavailable)
+		return nil, fmt.Errorf("call: %w", r.gate.Environments.Require(env))
 	}
 	b, err := mk(ctx)
 	if err != nil {
@@ -141,19 +228,6 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 		r.closers = append(r.closers, c.Close)
 	}
 	return b, nil
-}
-
-// hasBackend reports whether env has a backend here: built in, or given
-// by WithBackend (ceiling.Register is the process's, so another Runtime
-// may have registered env).
-func (r *Runtime) hasBackend(env ceiling.Environment) bool {
-	if r.parent != nil {
-		return r.parent.hasBackend(env)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.makers[env]
-	return ok
 }
 
 // limitEnforcer is a Backend whose Run enforces the call's limits itself.

@@ -192,12 +192,13 @@ func TestBackendCapability(t *testing.T) {
 
 // TestBackendCapabilityNotHere: a Runtime without the registered
 // environment's backend (another Runtime of the process registered it)
-// neither offers nor runs its capabilities.
+// neither offers, runs nor grants its capabilities, and says so at the
+// manifest's environment, listing the environments it runs.
 func TestBackendCapabilityNotHere(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeBoxCapability(t, dir, boxCapability)
-	boxRuntime(t, t.TempDir(), &box{}) // registers boxEnv for the process
+	boxRuntime(t, t.TempDir(), &box{}) // another Runtime of the process has boxEnv
 	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), ccrun.WithTrustDir(t.TempDir()),
 		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			t.Error("asked about a capability nothing here can run")
@@ -207,13 +208,26 @@ func TestBackendCapabilityNotHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
+	notHere := func(what string, err error) {
+		t.Helper()
+		var fe *capabilities.FieldError
+		if !errors.Is(err, capabilities.ErrInvalidManifest) || !errors.Is(err, ceiling.ErrUnknownEnvironment) || !errors.As(err, &fe) ||
+			fe.Pointer != "/environment" || !strings.Contains(err.Error(), `"@testbox": not one this runtime runs (@shell, @wasm, @docker;`) {
+			t.Errorf("%s: %v; want an invalid manifest at /environment, naming %s and the environments this Runtime runs", what, err, boxEnv)
+		}
+	}
 	tools, errs := rt.Tools()
-	if slices.ContainsFunc(tools, func(tl capabilities.Tool) bool { return tl.Name == "box-cap" }) || len(errs) != 1 || !errors.Is(errs[0], ccrun.ErrUnavailable) {
-		t.Errorf("Tools: box-cap offered, or errors %v; want it left out with an unavailable error", errs)
+	if slices.ContainsFunc(tools, func(tl capabilities.Tool) bool { return tl.Name == "box-cap" }) || len(errs) != 1 {
+		t.Fatalf("Tools: box-cap offered, or errors %v; want it left out with one error", errs)
 	}
-	if _, err := rt.Exec(context.Background(), &ccrun.Call{Capability: "box-cap", Input: json.RawMessage(`{"who": "me"}`)}); !errors.Is(err, ccrun.ErrUnavailable) {
-		t.Errorf("Exec: %v; want unavailable", err)
+	notHere("Tools", errs[0])
+	if caps, errs := rt.Capabilities(); len(caps) != 0 || len(errs) != 1 {
+		t.Errorf("Capabilities: %d, %v", len(caps), errs)
 	}
+	_, err = rt.Exec(context.Background(), &ccrun.Call{Capability: "box-cap", Input: json.RawMessage(`{"who": "me"}`)})
+	notHere("Exec", err)
+	_, err = rt.Grant(context.Background(), keys.MustParsePattern("capability:box-cap"), ceiling.AlwaysThisSession)
+	notHere("Grant", err)
 }
 
 // TestBackendCapabilityFromRepository: a repository that arrives with a
@@ -224,16 +238,12 @@ func TestBackendCapabilityNotHere(t *testing.T) {
 // is asked, and with nobody to ask it is denied.
 func TestBackendCapabilityFromRepository(t *testing.T) {
 	t.Parallel()
-	// The manifest is read before any Runtime here registers boxEnv.
-	if err := ceiling.Register(boxEnv, ceiling.AlwaysThisSession); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	writeBoxCapability(t, dir, boxCapability)
-	capa, err := capabilities.Find(dir, "box-cap")
+	capa, err := capabilities.Find(dir, "box-cap") // read by no Runtime
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package ccrun_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +37,9 @@ type box struct {
 	block, flood bool
 	// network makes Prepare say the call reaches a network.
 	network bool
+	// keyTool, when set, is the tool Prepare keys a call under, in place
+	// of its environment's (run_testbox).
+	keyTool string
 	// seen is what the last Run was given.
 	seen atomic.Pointer[boxSeen]
 }
@@ -63,11 +68,18 @@ func (b *box) Prepare(_ context.Context, inv *ccrun.Invocation) (*ccrun.Prepared
 	}
 	inv.Plan = &boxPlan{content: content}
 	return &ccrun.Prepared{
-		Key:     keys.Key{Tool: "run_box", Action: filepath.Base(path)},
+		Key:     keys.Key{Tool: b.tool(), Action: filepath.Base(path)},
 		Display: "box " + filepath.Base(path),
 		Digest:  ccrun.ContentDigest(content, inv.Mounts, "", inv.Args, inv.Env),
 		Network: b.network,
 	}, nil
+}
+
+func (b *box) tool() string {
+	if b.keyTool != "" {
+		return b.keyTool
+	}
+	return "run_testbox"
 }
 
 func (b *box) Run(ctx context.Context, inv *ccrun.Invocation) (*job.Result, error) {
@@ -181,28 +193,65 @@ func TestBackendSeam(t *testing.T) {
 }
 
 // TestBackendFailsClosed: an environment no backend is registered for is
-// refused before anyone is asked, and a backend cannot claim a sandbox's
-// ceiling by registering a new environment.
+// refused before anyone is asked, by an error that names it and the
+// environments the Runtime runs; a backend cannot claim a sandbox's
+// ceiling by registering a new environment, nor @shell's tool; a backend
+// whose key names another environment's tool is refused before the gate,
+// so that no grant of one environment covers a call of another; and a
+// constructor that returns no backend is an error, not a crash.
 func TestBackendFailsClosed(t *testing.T) {
 	t.Parallel()
-	asked := false
-	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
-		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
-			asked = true
-			return ceiling.Once, nil
-		})))
+	var asked atomic.Bool
+	approver := ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+		asked.Store(true)
+		return ceiling.Once, nil
+	}))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.box"), []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), approver)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if _, err := rt.Exec(context.Background(), &ccrun.Call{Environment: "@nowhere", Target: "x"}); !errors.Is(err, ccrun.ErrInvalidArgument) || asked {
-		t.Errorf("unregistered environment: %v, asked %v; want an invalid argument, nobody asked", err, asked)
+	for _, env := range []ceiling.Environment{"@nowhere", "@Nowhere", ""} {
+		_, err := rt.Exec(context.Background(), &ccrun.Call{Environment: env, Target: "x"})
+		if !errors.Is(err, ccrun.ErrInvalidArgument) || !errors.Is(err, ceiling.ErrUnknownEnvironment) || asked.Load() ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%q: not one this runtime runs (@shell, @wasm, @docker;", env)) {
+			t.Errorf("environment %q: %v, asked %v; want an unknown environment naming it and the ones this Runtime runs, nobody asked", env, err, asked.Load())
+		}
 	}
 	mk := func(context.Context) (ccrun.Backend, error) { return &box{}, nil }
-	if _, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithBackend("@fakesandbox", ceiling.AlwaysThisProject, mk)); !errors.Is(err, ccrun.ErrInvalidArgument) {
-		t.Errorf("a new environment claiming AlwaysThisProject: %v, want an invalid argument", err)
+	for _, bad := range []struct {
+		env     ceiling.Environment
+		ceiling ceiling.Grant
+	}{{"@fakesandbox", ceiling.AlwaysThisProject}, {"@command", ceiling.AlwaysThisSession}, {"@Box", ceiling.Once}} {
+		if _, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithBackend(bad.env, bad.ceiling, mk)); !errors.Is(err, ccrun.ErrInvalidArgument) {
+			t.Errorf("a new environment %s of ceiling %s: %v, want an invalid argument", bad.env, bad.ceiling, err)
+		}
 	}
-	if ceiling.Environment("@fakesandbox").Valid() {
-		t.Error("the refused environment was registered")
+	if rt.Environments().Has("@fakesandbox") || len(rt.Environments().List()) != 3 {
+		t.Errorf("environments %s; want the built-in ones", rt.Environments())
+	}
+
+	// A key of another environment's tool: run_command is @shell's.
+	for _, tool := range []string{"run_command", "run_wasm", "capability", "run_other"} {
+		b := &box{keyTool: tool}
+		rt := boxRuntime(t, dir, b, approver)
+		if _, err := rt.Exec(context.Background(), &ccrun.Call{Environment: boxEnv, Target: "hello.box"}); !errors.Is(err, ccrun.ErrInvalidCall) || asked.Load() || b.runs.Load() != 0 {
+			t.Errorf("a %s key from %s: %v, asked %v, ran %d; want an invalid call before the gate", tool, boxEnv, err, asked.Load(), b.runs.Load())
+		}
+	}
+
+	// A constructor that returns a nil backend.
+	none, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), approver,
+		ccrun.WithBackend(boxEnv, ceiling.Once, func(context.Context) (*box, error) { return nil, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Close()
+	if _, err := none.Exec(context.Background(), &ccrun.Call{Environment: boxEnv, Target: "hello.box"}); !errors.Is(err, ccrun.ErrUnavailable) || asked.Load() {
+		t.Errorf("a nil backend: %v, asked %v; want unavailable, nobody asked", err, asked.Load())
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission"
@@ -219,6 +218,9 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 	if !p.Key.Valid() {
 		return nil, fmt.Errorf("call: %s: the backend's key %q is not valid: %w", inv.Environment, p.Key, ErrInvalidCall)
 	}
+	if err := checkKey(inv.Environment, p.Key); err != nil {
+		return nil, err
+	}
 	if inv.Tool == "" {
 		inv.Tool = p.Key.Tool
 	}
@@ -285,9 +287,7 @@ func adHoc(c *Call, dir string, inv *Invocation) error {
 		inv.Environment, inv.Tool, inv.Target = ceiling.Docker, keys.DockerTool, c.Image
 	case c.Environment.Builtin():
 		return fmt.Errorf("call: a target of %s: name a command, a module or an image instead: %w", c.Environment, ErrInvalidCall)
-	case !c.Environment.Valid():
-		return fmt.Errorf("call: environment %q: no backend is registered for it (WithBackend): %w", c.Environment, ceiling.ErrUnknownEnvironment)
-	default:
+	default: // its backend, if r has one (backend)
 		inv.Environment, inv.Target = c.Environment, c.Target
 	}
 	return nil
@@ -296,13 +296,9 @@ func adHoc(c *Call, dir string, inv *Invocation) error {
 // bind lets a Binder bind the grant to content before the gate asks
 // anyone, and carries what it bound into req. A call the gate refuses
 // whatever its digest is left as it is (no engine reached, nothing
-// fetched), as is one whose environment runs on an Executor of
-// WithExecutor.
+// fetched).
 func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invocation, p *Prepared, fetch bool) error {
 	if p == nil {
-		return nil
-	}
-	if _, ok := r.executorOf(inv.Environment); ok {
 		return nil
 	}
 	b, err := r.backend(ctx, inv.Environment)
@@ -324,7 +320,7 @@ func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invoca
 }
 
 func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invocation) error {
-	capa, err := capabilities.Find(r.dir, c.Capability)
+	capa, err := r.capability(c.Capability)
 	if err != nil {
 		return err
 	}

@@ -31,18 +31,8 @@ import (
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
-	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
-
-// Executor runs an invocation its environment's backend prepared, in
-// place of the backend's own Run (WithExecutor). Execute returns an error
-// only when the program could not be run at all; a program's own failure
-// is a Result. A Backend (WithBackend) is the fuller seam: it prepares
-// what it runs too.
-type Executor interface {
-	Execute(ctx context.Context, inv *Invocation) (*job.Result, error)
-}
 
 // Runtime runs calls for one project. Build it with New.
 type Runtime struct {
@@ -55,7 +45,6 @@ type Runtime struct {
 	idOnce   sync.Once     // idBase is made on the first call
 	idBase   string        // random, per Runtime: ids are unique across processes
 	mu       sync.Mutex
-	execs    map[ceiling.Environment]Executor                               // WithExecutor
 	backends map[ceiling.Environment]Backend                                // started (backend.go)
 	makers   map[ceiling.Environment]func(context.Context) (Backend, error) // WithBackend and the built-in ones
 	closers  []func() error
@@ -125,19 +114,6 @@ func WithSettings(layers ...*permission.Settings) Option {
 	return func(r *Runtime) error { r.layers = append(r.layers, layers...); return nil }
 }
 
-// WithExecutor runs env's calls with e, in place of the Run of env's
-// backend, which still prepares them (and binds no content that needs
-// fetching: an image is not resolved). Default: the backend runs them.
-func WithExecutor(env ceiling.Environment, e Executor) Option {
-	return func(r *Runtime) error {
-		if !env.Valid() {
-			return fmt.Errorf("executor for %q: %w", env, ceiling.ErrUnknownEnvironment)
-		}
-		r.execs[env] = e
-		return nil
-	}
-}
-
 // WithAuditLog sets the audit log's path; "" turns the log off. Default:
 // <project>/.ccrun/audit.jsonl for a project given by WithProjectDir or
 // found (a directory holding ccrun.json or .git); when none is found, the
@@ -164,7 +140,6 @@ func WithEnvPass(names ...string) Option {
 func New(opts ...Option) (*Runtime, error) {
 	r := &Runtime{
 		gate:     &permission.Gate{},
-		execs:    map[ceiling.Environment]Executor{},
 		backends: map[ceiling.Environment]Backend{},
 		makers:   map[ceiling.Environment]func(context.Context) (Backend, error){},
 	}
@@ -253,15 +228,4 @@ func (r *Runtime) nextID() string {
 	}
 	r.idOnce.Do(func() { r.idBase = rand.Text()[:13] })
 	return "c" + strconv.FormatUint(r.ids.Add(1), 10) + "-" + r.idBase
-}
-
-// executorOf is the Executor WithExecutor gave env, if any.
-func (r *Runtime) executorOf(env ceiling.Environment) (Executor, bool) {
-	if r.parent != nil {
-		return r.parent.executorOf(env)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.execs[env]
-	return e, ok
 }

@@ -17,23 +17,39 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/backend/shellenv"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
-// recorder is an executor that records what it was asked to run.
+// recorder is a backend of @shell that prepares as the built-in one does
+// and records what it was asked to run, running nothing.
 type recorder struct {
+	*shellenv.Backend
 	mu   sync.Mutex
 	runs int
 }
 
-func (r *recorder) Execute(ctx context.Context, inv *ccrun.Invocation) (*job.Result, error) {
+func newRecorder(t testing.TB) *recorder {
+	b, err := shellenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &recorder{Backend: b}
+}
+
+func (r *recorder) Run(ctx context.Context, inv *ccrun.Invocation) (*job.Result, error) {
 	r.mu.Lock()
 	r.runs++
 	r.mu.Unlock()
 	return &job.Result{Reason: job.Exit}, nil
+}
+
+// withRecorder runs @shell calls on rec.
+func withRecorder(rec *recorder) ccrun.Option {
+	return ccrun.WithBackend(ceiling.Shell, ceiling.AlwaysThisSession, func(context.Context) (*recorder, error) { return rec, nil })
 }
 
 func grant(g ceiling.Grant) permission.Approver {
@@ -42,8 +58,8 @@ func grant(g ceiling.Grant) permission.Approver {
 
 func newRuntime(t *testing.T, opts ...ccrun.Option) (*ccrun.Runtime, *recorder, []ccrun.State) {
 	t.Helper()
-	rec := &recorder{}
-	opts = append([]ccrun.Option{ccrun.WithProjectDir(t.TempDir()), ccrun.WithExecutor(ceiling.Shell, rec)}, opts...)
+	rec := newRecorder(t)
+	opts = append([]ccrun.Option{ccrun.WithProjectDir(t.TempDir()), withRecorder(rec)}, opts...)
 	rt, err := ccrun.New(opts...)
 	if err != nil {
 		t.Fatal(err)

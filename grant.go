@@ -40,11 +40,11 @@ func (r *Runtime) Grant(ctx context.Context, p keys.Pattern, scope ceiling.Grant
 	if err != nil {
 		return allowlist.Entry{}, err
 	}
-	e := allowlist.Entry{Pattern: p, Grant: scope, Expiry: allowlist.Never, Environment: env}
+	e := allowlist.Entry{Pattern: p, Grant: scope, Expiry: allowlist.Never}
 	if capa != nil {
 		e.Digest = capa.Digest
 	}
-	if err := ceiling.Check(env, p.String(), scope); err != nil {
+	if err := r.Environments().Check(env, p.String(), scope); err != nil {
 		return allowlist.Entry{}, fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 	}
 	switch scope {
@@ -52,16 +52,19 @@ func (r *Runtime) Grant(ctx context.Context, p keys.Pattern, scope ceiling.Grant
 		if r.gate.Project == nil {
 			return allowlist.Entry{}, fmt.Errorf("grant %s: no project allowlist: %w", p, ErrUnavailable)
 		}
+		// checked again inside, for a built-in environment; any other
+		// is never a project's (ceiling.Set.With)
+		e.Environment = env
 		err = r.gate.Project.Add(e)
+		e.Environment = ""
 	case ceiling.AlwaysThisSession:
-		err = r.gate.Session.Add(e)
+		err = r.gate.Session.Add(e) // the ceiling of env is this Runtime's, checked above
 	default:
 		return allowlist.Entry{}, fmt.Errorf("grant %s: scope %s: want AlwaysThisSession or AlwaysThisProject: %w", p, scope, ErrInvalidArgument)
 	}
 	if err != nil {
 		return allowlist.Entry{}, err
 	}
-	e.Environment = ""
 	return e, nil
 }
 
@@ -183,7 +186,7 @@ func (r *Runtime) lintEntry(e allowlist.Entry) (warning string, problem error) {
 	if err != nil {
 		return "", err
 	}
-	if err := ceiling.Check(env, e.Pattern.String(), e.Grant); err != nil {
+	if err := r.Environments().Check(env, e.Pattern.String(), e.Grant); err != nil {
 		return "", err
 	}
 	if capa != nil && e.Digest != "" && e.Digest != capa.Digest {

@@ -49,8 +49,7 @@ func TestNoProjectWritesNothingHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chdir(wd) })
-	rec := &recorder{}
-	rt, err := ccrun.New(ccrun.WithApprover(grant(ceiling.Once)), ccrun.WithExecutor("@shell", rec))
+	rt, err := ccrun.New(ccrun.WithApprover(grant(ceiling.Once)), withRecorder(newRecorder(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

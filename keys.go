@@ -2,6 +2,7 @@ package ccrun
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/containerd/errdefs"
 
@@ -17,8 +18,9 @@ var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 // EnvironmentOf says where the calls a key pattern covers would run, so
 // that a grant of it can be checked against the ceiling. For a capability it
 // also returns the capability (whose digest a project grant is bound to).
-// A pattern with a wildcard in a capability's name, or of a tool ccrun does
-// not know, is an error of class ErrUnknownKey.
+// The tool run_NAME is the environment @NAME of WithBackend, when r has it.
+// A pattern with a wildcard in a capability's name, or of a tool r does
+// not run, is an error of class ErrUnknownKey.
 func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
 	switch p.Tool {
 	case keys.ShellTool:
@@ -31,11 +33,20 @@ func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilit
 		if p.HasWildcard() || p.Exact || p.Detail != "" || p.NoDetail() {
 			return "", nil, fmt.Errorf("%s: a capability key names one capability, capability:NAME: %w", p, ErrUnknownKey)
 		}
-		c, err := capabilities.Find(r.dir, p.Action)
+		c, err := r.capability(p.Action)
 		if err != nil {
 			return "", nil, err
 		}
 		return c.Manifest.Environment, c, nil
 	}
-	return "", nil, fmt.Errorf("%s: tool %q is not one ccrun runs (run_command, run_wasm, run_docker, capability): %w", p, p.Tool, ErrUnknownKey)
+	if env, ok := strings.CutPrefix(p.Tool, "run_"); ok {
+		if e := ceiling.Environment("@" + env); !e.Builtin() && r.Environments().Has(e) {
+			return e, nil, nil
+		}
+	}
+	tools := []string{keys.ShellTool, keys.WasmTool, keys.DockerTool}
+	for _, e := range r.Environments().List()[len(ceiling.Environments):] {
+		tools = append(tools, adHocTool(e))
+	}
+	return "", nil, fmt.Errorf("%s: tool %q is not one this runtime runs (%s, capability): %w", p, p.Tool, strings.Join(tools, ", "), ErrUnknownKey)
 }

@@ -219,13 +219,13 @@ func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation)
 	return nil
 }
 
-// runnerFor is what runs inv: the library tool's own Execute, an
-// Executor of WithExecutor, or its environment's backend (supervised,
-// unless it enforces the limits itself). base is the environment a shell
-// script starts from, for its guard (the backend's Environ), or nil.
+// runnerFor is what runs inv: the library tool's own Execute, or its
+// environment's backend (supervised, unless it enforces the limits
+// itself). base is the environment a shell script starts from, for its
+// guard (the backend's Environ), or nil.
 func (r *Runtime) runnerFor(ctx context.Context, inv *Invocation) (run func(context.Context, *Invocation) (*job.Result, error), base []string, err error) {
 	if _, ok := inv.Plan.(*libCall); ok {
-		return libExecutor{}.Execute, nil, nil
+		return runLibTool, nil, nil
 	}
 	b, err := r.backend(ctx, inv.Environment)
 	if err != nil {
@@ -234,19 +234,14 @@ func (r *Runtime) runnerFor(ctx context.Context, inv *Invocation) (run func(cont
 	if e, ok := b.(interface{ Environ() []string }); ok {
 		base = e.Environ()
 	}
-	if e, ok := r.executorOf(inv.Environment); ok {
-		return e.Execute, base, nil
-	}
 	return func(ctx context.Context, inv *Invocation) (*job.Result, error) { return supervise(ctx, b, inv) }, base, nil
 }
-
-// libExecutor runs a library tool's Execute under the call's limits.
-type libExecutor struct{}
 
 // errOutputCap cancels a library tool that wrote past the output limit.
 var errOutputCap = errors.New("output limit")
 
-func (libExecutor) Execute(ctx context.Context, inv *Invocation) (*job.Result, error) {
+// runLibTool runs a library tool's Execute under the call's limits.
+func runLibTool(ctx context.Context, inv *Invocation) (*job.Result, error) {
 	lim := inv.Limits.WithDefaults()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -28,9 +28,10 @@ var builtins = []capabilities.Tool{
 // with WithBackend), less those its scope hides and those a deny rule
 // covers entirely (a deny is applied twice: here, so the agent is not even
 // offered the tool, and again by the gate at execution). Capabilities that
-// do not load are returned as errors beside the list.
+// do not load, and those of an environment r does not run
+// (Capability.CheckEnvironment), are returned as errors beside the list.
 func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
-	caps, errs := capabilities.LoadAll(r.dir)
+	caps, errs := r.Capabilities()
 	pol := r.gate.Policy
 	var out []capabilities.Tool
 	for _, t := range builtins {
@@ -44,16 +45,41 @@ func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
 			errs = append(errs, fmt.Errorf("capability %s: a library tool has that name, so the capability is not offered: %w", c.Manifest.Name, capabilities.ErrInvalidManifest))
 			continue
 		}
-		if env := c.Manifest.Environment; !r.hasBackend(env) {
-			// registered by another Runtime of the process: it would not run here
-			errs = append(errs, fmt.Errorf("capability %s: no backend of %s in this runtime (WithBackend), so the capability is not offered: %w", c.Manifest.Name, env, ErrUnavailable))
-			continue
-		}
 		if pol == nil || pol.Visible(c.Manifest.Name, false) {
 			out = append(out, c.Tool())
 		}
 	}
 	return out, errs
+}
+
+// Capabilities loads the project's capabilities that r runs, in name
+// order, and returns an error beside them for each that does not load or
+// names an environment r does not run (capabilities.LoadAll, then
+// Capability.CheckEnvironment against Environments).
+func (r *Runtime) Capabilities() ([]*capabilities.Capability, []error) {
+	caps, errs := capabilities.LoadAll(r.dir)
+	kept := caps[:0]
+	for _, c := range caps {
+		if err := c.CheckEnvironment(r.Environments()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, errs
+}
+
+// capability finds the project's capability called name
+// (capabilities.Find), refused when r does not run its environment.
+func (r *Runtime) capability(name string) (*capabilities.Capability, error) {
+	c, err := capabilities.Find(r.dir, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckEnvironment(r.Environments()); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // SubAgent returns a Runtime for a sub-agent of this one:

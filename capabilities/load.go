@@ -45,6 +45,9 @@ type Capability struct {
 	Digest string
 
 	params *compiled
+	// envAt is where the manifest names its environment, for
+	// CheckEnvironment's error.
+	envAt FieldError
 }
 
 // Load reads the capability in dir: its capability.json, checked as Parse
@@ -84,7 +87,7 @@ func Load(dir string) (*Capability, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capability{Dir: abs, Project: projectOf(abs), Manifest: *m, params: params}
+	c := &Capability{Dir: abs, Project: projectOf(abs), Manifest: *m, params: params, envAt: *doc.errorFor("/environment", "", nil)}
 	var errs []*FieldError
 	if base := filepath.Base(abs); m.Name != base {
 		errs = append(errs, doc.errorFor("/name", fmt.Sprintf("name %s differs from the directory's name %s", show(m.Name), show(base)), nil))
@@ -223,6 +226,22 @@ func checkMountHost(proj *os.Root, project, host string, wantDir bool) string {
 		return "not a directory"
 	}
 	return ""
+}
+
+// CheckEnvironment refuses c when envs does not hold its environment: a
+// manifest names its environment (Load checks only the name's form), and
+// the Runtime that would run it says whether it runs it. The error is a
+// *ManifestError at the manifest's "environment" (class
+// ErrInvalidManifest, and ceiling.ErrUnknownEnvironment) that lists the
+// environments envs holds.
+func (c *Capability) CheckEnvironment(envs ceiling.Set) error {
+	err := envs.Require(c.Manifest.Environment)
+	if err == nil {
+		return nil
+	}
+	fe := c.envAt
+	fe.Message, fe.Err = err.Error(), err
+	return &ManifestError{File: fe.File, Errors: []*FieldError{&fe}}
 }
 
 // LoadAll loads every capability under projectDir/.ccrun/capabilities, in

@@ -102,8 +102,7 @@ type Manifest struct {
 //     and Args, given after the module's name and before the call's own.
 //   - @docker: Image, and Argv (written "command": [...] in JSON) to run in
 //     it, in Workdir (an absolute path in the container) when set.
-//   - an environment a Go program registered (ceiling.Register, through
-//     ccrun.WithBackend): Target, what runs as the environment's backend
+//   - an environment a Go program adds (ccrun.WithBackend): Target, what runs as the environment's backend
 //     reads the target of an ad-hoc call (ccrun passes it on unread), and
 //     Args, given before the call's own. A relative path in Target is the
 //     backend's to resolve; the grant is bound to the capability's

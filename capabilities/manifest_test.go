@@ -96,7 +96,7 @@ func TestParseInvalid(t *testing.T) {
 		json string
 		want []string // pointers, sorted
 	}{
-		{"unknown environment", `{` + ok + `, "environment": "@python", "entry": {"command": "x"}}`, []string{"/environment"}},
+		{"environment not a name", `{` + ok + `, "environment": "@Python", "entry": {"command": "x"}}`, []string{"/environment"}},
 		{"environment without @", `{` + ok + `, "environment": "wasm", "entry": {"module": "x"}}`, []string{"/environment"}},
 		{"missing environment and entry", `{` + ok + `}`, []string{"/entry", "/environment"}},
 		{"missing name", `{"description": "d", "environment": "@shell", "entry": {"command": "x"}}`, []string{"/name"}},
@@ -167,11 +167,11 @@ func TestParseInvalid(t *testing.T) {
 
 func TestUnknownEnvironmentClass(t *testing.T) {
 	t.Parallel()
-	_, err := Parse("c.json", []byte(`{"name": "x", "description": "d", "environment": "@python", "entry": {"command": "x"}}`))
+	_, err := Parse("c.json", []byte(`{"name": "x", "description": "d", "environment": "python", "entry": {"command": "x"}}`))
 	if !errors.Is(err, ceiling.ErrUnknownEnvironment) {
 		t.Fatalf("err = %v; want class ceiling.ErrUnknownEnvironment", err)
 	}
-	if !strings.Contains(err.Error(), `"@python"`) || !strings.Contains(err.Error(), "@shell, @wasm or @docker") {
+	if !strings.Contains(err.Error(), `"python"`) || !strings.Contains(err.Error(), "want @shell, @wasm, @docker, or the name of one a Go program adds") {
 		t.Errorf("err = %v; want it to name the value and the choices", err)
 	}
 }

@@ -252,7 +252,7 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 				bad("/entry/workdir", "%s: %s (a path in the container)", show(e.Workdir), why)
 			}
 		}
-	default: // registered (ceiling.Register), or unknown and reported above
+	default: // one a Go program adds (its Runtime says whether it runs it), or not a name and reported above
 		if !env.Valid() {
 			break
 		}

@@ -14,16 +14,13 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 )
 
-// capBox is an environment a Go program registered, as ccrun.WithBackend
-// does, for the tests of this file. Registering lasts for the process.
+// capBox is an environment a Go program adds, as ccrun.WithBackend
+// does, for the tests of this file. A manifest names it; reading one needs
+// no registration.
 const capBox ceiling.Environment = "@capbox"
 
-func registerCapBox(t *testing.T) {
-	t.Helper()
-	if err := ceiling.Register(capBox, ceiling.AlwaysThisSession); err != nil {
-		t.Fatal(err)
-	}
-}
+// boxes is the Set of a Runtime that runs capBox.
+var boxes, _ = ceiling.Set{}.With(capBox, ceiling.AlwaysThisSession)
 
 const boxManifest = `{
   "name": "box-it",
@@ -40,7 +37,6 @@ const boxManifest = `{
 // shares, and round-trips; it loads from a directory, with a digest.
 func TestParseRegistered(t *testing.T) {
 	t.Parallel()
-	registerCapBox(t)
 	m, err := Parse("capability.json", []byte(boxManifest))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -70,6 +66,17 @@ func TestParseRegistered(t *testing.T) {
 	if tool := c.Tool(); tool.Environment != capBox || c.Digest == "" || c.Key().String() != "capability:box-it" {
 		t.Errorf("loaded: tool %+v, digest %q, key %s", tool, c.Digest, c.Key())
 	}
+	// A Runtime that runs capBox runs it; one that does not says so, at
+	// the manifest's environment, listing what it runs.
+	if err := c.CheckEnvironment(boxes); err != nil {
+		t.Errorf("CheckEnvironment(%s): %v", boxes, err)
+	}
+	err = c.CheckEnvironment(ceiling.Set{})
+	var fe *FieldError
+	if !errors.Is(err, ErrInvalidManifest) || !errors.Is(err, ceiling.ErrUnknownEnvironment) || !errors.As(err, &fe) ||
+		fe.Pointer != "/environment" || fe.Line != 4 || !strings.Contains(fe.Message, `"@capbox": not one this runtime runs (@shell, @wasm, @docker;`) {
+		t.Errorf("CheckEnvironment(built-in only): %v (%+v); want the manifest's /environment at line 4, the Set listed", err, fe)
+	}
 	if caps, errs := LoadAll(project); len(errs) > 0 || len(caps) != 1 {
 		t.Errorf("LoadAll: %d capabilities, errors %v", len(caps), errs)
 	}
@@ -81,17 +88,18 @@ func TestParseRegistered(t *testing.T) {
 // to, and each refusal names the field and why.
 func TestParseRegisteredInvalid(t *testing.T) {
 	t.Parallel()
-	registerCapBox(t)
 	const ok = `"name": "x", "description": "d", "environment": "@capbox"`
 	tests := []struct {
 		name, json string
 		want       []string // pointers, sorted
 		says       string   // in the message of the first error
 	}{
-		{"unregistered", `{"name": "x", "description": "d", "environment": "@nobox", "entry": {"command": "x"}, "mounts": [{"host": "a", "guest": "/a"}]}`,
-			[]string{"/environment"}, `unknown environment "@nobox": want @shell, @wasm or @docker, or one a Go program registered (registered: `},
 		{"not a name", `{"name": "x", "description": "d", "environment": "@Box!", "entry": {"target": "t"}}`,
-			[]string{"/environment"}, `unknown environment "@Box!"`},
+			[]string{"/environment"}, `environment "@Box!": want @shell, @wasm, @docker, or the name of one a Go program adds (@ and a lowercase letter`},
+		{"too long", `{"name": "x", "description": "d", "environment": "@` + strings.Repeat("b", 32) + `", "entry": {"target": "t"}}`,
+			[]string{"/environment"}, `environment "@bbbb`},
+		{"no @", `{"name": "x", "description": "d", "environment": "shell", "entry": {"command": "x"}}`,
+			[]string{"/environment"}, `environment "shell": want @shell`},
 		{"mount", `{` + ok + `, "entry": {"target": "t"}, "mounts": [{"host": "a", "guest": "/a"}]}`,
 			[]string{"/mounts"}, "not allowed for @capbox: mounts are what @wasm and @docker let a tool see"},
 		{"empty target", `{` + ok + `, "entry": {"target": ""}}`, []string{"/entry/target"}, "empty target: want what the @capbox backend runs"},
@@ -122,22 +130,56 @@ func TestParseRegisteredInvalid(t *testing.T) {
 			}
 		})
 	}
-	_, err := Parse("c.json", []byte(`{"name": "x", "description": "d", "environment": "@nobox", "entry": {"target": "t"}}`))
-	if err == nil || !strings.Contains(err.Error(), string(capBox)) {
-		t.Errorf("unregistered environment: %v; want the registered %s listed", err, capBox)
+	// A name nobody added parses: whether it runs is the Runtime's to say.
+	if m, err := Parse("c.json", []byte(`{"name": "x", "description": "d", "environment": "@nobox", "entry": {"target": "t"}}`)); err != nil || m.Environment != "@nobox" {
+		t.Errorf("an environment of the right form: %v", err)
 	}
 }
 
 // TestScaffoldRegistered: ccrun cannot write the entry of an environment
-// whose backend alone reads it, so it scaffolds none.
+// whose backend alone reads it, so Scaffold writes none; ScaffoldTarget
+// writes what the backend says, checked as any scaffold, and refuses files
+// outside the capability's directory or in place of its manifest.
 func TestScaffoldRegistered(t *testing.T) {
 	t.Parallel()
-	registerCapBox(t)
 	project := t.TempDir()
 	if _, err := Scaffold(project, "box-it", capBox); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Scaffold(%s): %v; want class ErrInvalidArgument", capBox, err)
 	}
 	if _, err := Load(filepath.Join(project, Dir, "box-it")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused scaffold left a capability: %v", err)
+	}
+	tmpl := Template{Description: "Runs a box", Target: "hello.box", Args: []string{"--loud"}, Files: map[string][]byte{"hello.box": []byte("hello\n")}}
+	dir, err := ScaffoldTarget(project, "box-it", capBox, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil || c.Manifest.Environment != capBox || c.Manifest.Entry.Target != "hello.box" || !slices.Equal(c.Manifest.Entry.Args, []string{"--loud"}) {
+		t.Fatalf("the scaffold: %+v, %v", c, err)
+	}
+	if err := c.CheckEnvironment(boxes); err != nil {
+		t.Error(err)
+	}
+	for name, bad := range map[string]struct {
+		env ceiling.Environment
+		t   Template
+	}{
+		"built in":     {ceiling.Wasm, tmpl},
+		"not a name":   {"@Box", tmpl},
+		"outside":      {capBox, Template{Description: "d", Target: "t", Files: map[string][]byte{"../t": nil}}},
+		"absolute":     {capBox, Template{Description: "d", Target: "t", Files: map[string][]byte{"/tmp/t": nil}}},
+		"the manifest": {capBox, Template{Description: "d", Target: "t", Files: map[string][]byte{"./capability.json": []byte("{}")}}},
+	} {
+		if _, err := ScaffoldTarget(project, "bad-"+strings.ReplaceAll(name, " ", "-"), bad.env, bad.t); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v; want class ErrInvalidArgument", name, err)
+		}
+	}
+	// What does not load is refused, and nothing is left.
+	if _, err := ScaffoldTarget(project, "no-target", capBox, Template{Description: "d"}); !errors.Is(err, ErrInvalidManifest) {
+		t.Errorf("an empty target: %v; want an invalid manifest", err)
+	}
+	if _, err := Load(filepath.Join(project, Dir, "no-target")); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the refused scaffold left a capability: %v", err)
 	}
 }

@@ -132,7 +132,7 @@ func TestScaffoldRefuses(t *testing.T) {
 			t.Errorf("Scaffold(%q) = %v; want class ErrInvalidArgument", name, err)
 		}
 	}
-	for _, env := range []ceiling.Environment{"", "@python", "shell"} {
+	for _, env := range []ceiling.Environment{"", "@Python", "shell"} {
 		_, err := Scaffold(project, "ok", env)
 		if !errors.Is(err, ErrInvalidArgument) || !errors.Is(err, ceiling.ErrUnknownEnvironment) {
 			t.Errorf("Scaffold(env %q) = %v; want classes ErrInvalidArgument and ceiling.ErrUnknownEnvironment", env, err)

@@ -144,22 +144,15 @@ func splitPointer(ptr string) (parent, field string) {
 	return ptr[:i], jsonpos.UnescapePointer(ptr[i+1:])
 }
 
-// unknownEnvironment says that got names no environment, and which ones
-// there are: the built-in ones and those a Go program registered.
+// unknownEnvironment says that got is not the name of an environment, and
+// what one is. Whether a Runtime runs the environment a manifest names is
+// the Runtime's to say (Capability.CheckEnvironment).
 func unknownEnvironment(got string) string {
-	reg := "none is registered"
-	if envs := ceiling.Registered(); len(envs) > 0 {
-		names := make([]string, len(envs))
-		for i, e := range envs {
-			names[i] = string(e)
-		}
-		reg = "registered: " + strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("unknown environment %s: want @shell, @wasm or @docker, or one a Go program registered (%s)",
-		strconv.QuoteToASCII(got), reg)
+	return fmt.Sprintf("environment %s: want @shell, @wasm, @docker, or the name of one a Go program adds (@ and a lowercase letter, then lowercase letters, digits and -, at most 32)",
+		strconv.QuoteToASCII(got))
 }
 
-// emptyTarget says a registered environment's entry names nothing.
+// emptyTarget says an added environment's entry names nothing.
 func emptyTarget(env string) string {
 	if !ceiling.Environment(env).Valid() {
 		return "empty target"

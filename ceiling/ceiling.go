@@ -3,25 +3,26 @@
 // a grant, the highest grant each environment may reach, and the error that
 // says a grant went past it. Nothing else.
 //
-// The reason: a @shell tool runs with the user's own
-// rights, so a grant for it never outlives the session; a @wasm or @docker
-// tool is confined by its sandbox, so a project may trust it for good.
+// The rule: a @shell tool runs with the user's own rights, so a grant for
+// it never outlives the session; a @wasm or @docker tool is confined by its
+// sandbox, so a project may trust it for good.
 //
-// The set of environments is open to a Go program that registers a
-// backend of its own (Register): such an environment is trusted at most as
-// far as the host, for the session, since ccrun cannot tell whether it
-// confines anything. An environment nobody registered is invalid.
+// The set of environments is open to a Go program that brings a backend of
+// its own (ccrun.WithBackend): such an environment is trusted at most as far
+// as the host, for the session, since ccrun cannot tell whether it confines
+// anything. Which environments there are is a value, a Set, that each
+// Runtime holds for itself: nothing here is global, and two Runtimes of one
+// process never see each other's.
 //
-// Everything here is safe for concurrent use; only Register changes
-// anything, and what it registers stays for the life of the process.
+// Everything here is safe for concurrent use.
 package ceiling
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/containerd/errdefs"
 )
@@ -29,8 +30,7 @@ import (
 // Environment is where a tool's code runs.
 type Environment string
 
-// The environments ccrun builds in. Any other value is invalid unless
-// registered (Register).
+// The environments ccrun builds in. Any other is one a Set holds (With).
 const (
 	Shell  Environment = "@shell"  // the host, through os/exec
 	Wasm   Environment = "@wasm"   // wazero, WASI preview 1
@@ -40,36 +40,12 @@ const (
 // Environments lists the built-in environments, in a stable order.
 var Environments = []Environment{Shell, Wasm, Docker}
 
-// registered holds the environments Register added, with their ceilings.
-var registered sync.Map // Environment → Grant
-
-// Register adds environment e, whose tools may be granted at most max,
-// for a backend a Go program brings (ccrun.WithBackend). e is "@" and a
-// lowercase letter, then lowercase letters, digits and "-", at most 32 in
-// all, and not a built-in environment. max is Once or AlwaysThisSession:
-// AlwaysThisProject belongs to the sandboxes whose confinement ccrun
-// builds and tests (@wasm, @docker), and a backend that runs elsewhere
-// reaches it only as an engine of one of them, not by saying it confines.
-// Registering e again with the same ceiling does nothing; with another, it
-// is an error (a ceiling never changes while grants made under it exist).
-// Errors are of class errdefs.ErrInvalidArgument.
-func Register(e Environment, max Grant) error {
-	if e.Builtin() {
-		return fmt.Errorf("environment %s: built in, with its own ceiling: %w", e, errdefs.ErrInvalidArgument)
-	}
-	if !validName(string(e)) {
-		return fmt.Errorf("environment %q: want @ and a lowercase letter, then lowercase letters, digits and -, at most 32: %w", e, errdefs.ErrInvalidArgument)
-	}
-	if max != Once && max != AlwaysThisSession {
-		return fmt.Errorf("environment %s: ceiling %s: want Once or AlwaysThisSession (only @wasm and @docker reach AlwaysThisProject; register an engine of one of them instead): %w", e, max, errdefs.ErrInvalidArgument)
-	}
-	if prev, loaded := registered.LoadOrStore(e, max); loaded && prev.(Grant) != max {
-		return fmt.Errorf("environment %s: registered already with ceiling %s, not %s: %w", e, prev.(Grant), max, errdefs.ErrInvalidArgument)
-	}
-	return nil
-}
-
-func validName(s string) bool {
+// Valid reports whether e has the form of an environment's name: "@" and
+// a lowercase letter, then lowercase letters, digits and "-", at most 32
+// in all (the built-in ones have it). It says nothing of whether any
+// Runtime runs e: that is its Set's to say (Set.Has).
+func (e Environment) Valid() bool {
+	s := string(e)
 	if len(s) < 2 || len(s) > 32 || s[0] != '@' || s[1] < 'a' || s[1] > 'z' {
 		return false
 	}
@@ -81,65 +57,142 @@ func validName(s string) bool {
 	return true
 }
 
-// registeredCeiling is the ceiling Register gave e; false when it did not.
-func registeredCeiling(e Environment) (Grant, bool) {
-	g, ok := registered.Load(e)
-	if !ok {
-		return Deny, false
-	}
-	return g.(Grant), true
-}
-
-// Registered lists the environments Register added, sorted by name: what a
-// message naming the valid environments shows beside the built-in ones.
-func Registered() []Environment {
-	var out []Environment
-	registered.Range(func(k, _ any) bool {
-		out = append(out, k.(Environment))
-		return true
-	})
-	slices.Sort(out)
-	return out
-}
-
-// ErrUnknownEnvironment is the class of ParseEnvironment's error.
-var ErrUnknownEnvironment = errdefs.ErrInvalidArgument.WithMessage("unknown environment")
-
-// ParseEnvironment reads "@shell", "@wasm", "@docker" or a registered
-// environment. The leading "@" may be left out. Anything else is an error
-// of class ErrUnknownEnvironment.
-func ParseEnvironment(s string) (Environment, error) {
-	e := Environment("@" + strings.TrimPrefix(s, "@"))
-	if e.Valid() {
-		return e, nil
-	}
-	reg := "none registered"
-	for i, r := range Registered() {
-		if i == 0 {
-			reg = "registered: " + string(r)
-		} else {
-			reg += ", " + string(r)
-		}
-	}
-	return "", fmt.Errorf("environment %q: want one of @shell, @wasm, @docker or one a Go program registered (%s): %w", s, reg, ErrUnknownEnvironment)
-}
-
-// Valid reports whether e is one of Environments or registered.
-func (e Environment) Valid() bool {
-	if e.Builtin() {
-		return true
-	}
-	_, ok := registeredCeiling(e)
-	return ok
-}
-
 // Builtin reports whether e is one of the environments ccrun builds in
-// (Environments), not one a Go program registered.
+// (Environments), not one a Go program added.
 func (e Environment) Builtin() bool { return e == Shell || e == Wasm || e == Docker }
 
 // Sandboxed reports whether e confines the tool's code (@wasm, @docker).
-// A registered environment is not: ccrun cannot tell that it confines.
+// An added environment is not: ccrun cannot tell that it confines.
 func (e Environment) Sandboxed() bool { return e == Wasm || e == Docker }
+
+// Set is the environments a Runtime runs, each with its ceiling: the
+// built-in ones, always, and those added for the backends a Go program
+// brings (With, from ccrun.WithBackend). A Set is a value: With returns a
+// new Set and leaves the old one as it was, so a Set never changes once
+// made, is safe for concurrent use, and is never shared by accident. The
+// zero Set holds the built-in environments only.
+type Set struct{ added map[Environment]Grant }
+
+// With returns s with environment e added, whose tools may be granted at
+// most max. e is a Valid name and not a built-in one. max is Once or
+// AlwaysThisSession: AlwaysThisProject belongs to the sandboxes whose
+// confinement ccrun builds and tests (@wasm, @docker), and a backend that
+// runs elsewhere reaches it only as an engine of one of them, not by
+// saying it confines. Adding e again with the same ceiling changes
+// nothing; with another, it is an error (a ceiling does not change while
+// grants made under it exist). Errors are of class
+// errdefs.ErrInvalidArgument.
+func (s Set) With(e Environment, max Grant) (Set, error) {
+	if e.Builtin() {
+		return s, fmt.Errorf("environment %s: built in, with its own ceiling: %w", e, errdefs.ErrInvalidArgument)
+	}
+	if !e.Valid() {
+		return s, fmt.Errorf("environment %q: want @ and a lowercase letter, then lowercase letters, digits and -, at most 32: %w", e, errdefs.ErrInvalidArgument)
+	}
+	if max != Once && max != AlwaysThisSession {
+		return s, fmt.Errorf("environment %s: ceiling %s: want Once or AlwaysThisSession (only @wasm and @docker reach AlwaysThisProject; register an engine of one of them instead): %w", e, max, errdefs.ErrInvalidArgument)
+	}
+	if prev, ok := s.added[e]; ok {
+		if prev != max {
+			return s, fmt.Errorf("environment %s: added already with ceiling %s, not %s: %w", e, prev, max, errdefs.ErrInvalidArgument)
+		}
+		return s, nil
+	}
+	added := maps.Clone(s.added)
+	if added == nil {
+		added = map[Environment]Grant{}
+	}
+	added[e] = max
+	return Set{added: added}, nil
+}
+
+// Has reports whether e is in s: a built-in environment, or one added.
+func (s Set) Has(e Environment) bool {
+	if e.Builtin() {
+		return true
+	}
+	_, ok := s.added[e]
+	return ok
+}
+
+// List lists the environments of s: the built-in ones in the order of
+// Environments, then the added ones by name.
+func (s Set) List() []Environment {
+	added := slices.Sorted(maps.Keys(s.added))
+	return append(slices.Clone(Environments), added...)
+}
+
+// String lists the environments of s for a message: "@shell, @wasm,
+// @docker, @vm".
+func (s Set) String() string {
+	names := make([]string, 0, len(Environments)+len(s.added))
+	for _, e := range s.List() {
+		names = append(names, string(e))
+	}
+	return strings.Join(names, ", ")
+}
+
+// ErrUnknownEnvironment is the class of the error that says an environment
+// is not one a Set holds (Require, Parse).
+var ErrUnknownEnvironment = errdefs.ErrInvalidArgument.WithMessage("unknown environment")
+
+// Require returns nil when s has e, and otherwise an error of class
+// ErrUnknownEnvironment that names e and lists the environments s has.
+func (s Set) Require(e Environment) error {
+	if s.Has(e) {
+		return nil
+	}
+	return fmt.Errorf("environment %q: not one this runtime runs (%s; a Go program adds one with ccrun.WithBackend): %w",
+		string(e), s, ErrUnknownEnvironment)
+}
+
+// Parse reads the name of an environment of s; the leading "@" may be
+// left out. Anything else is Require's error.
+func (s Set) Parse(name string) (Environment, error) {
+	e := Environment("@" + strings.TrimPrefix(name, "@"))
+	if s.Has(e) {
+		return e, nil
+	}
+	if name == "" || !e.Valid() {
+		e = Environment(name) // named as given
+	}
+	return "", s.Require(e)
+}
+
+// Of returns the highest grant a tool in environment e may be given:
+// AlwaysThisSession for @shell, AlwaysThisProject for @wasm and @docker,
+// what With said for an added environment. An environment not in s gets
+// Once: what ccrun cannot place, it trusts least.
+func (s Set) Of(e Environment) Grant {
+	switch e {
+	case Wasm, Docker:
+		return AlwaysThisProject
+	case Shell:
+		return AlwaysThisSession
+	}
+	if g, ok := s.added[e]; ok {
+		return g
+	}
+	return Once
+}
+
+// Check returns nil when g is within e's ceiling in s (Of), and a
+// *Violation otherwise. key names what the grant was for; it is only used
+// in the error.
+func (s Set) Check(e Environment, key string, g Grant) error {
+	if c := s.Of(e); g > c {
+		return &Violation{Environment: e, Key: key, Grant: g, Ceiling: c}
+	}
+	return nil
+}
+
+// Of is the zero Set's Of: the ceiling of a built-in environment, and
+// Once for any other. An added environment's is its Set's.
+func Of(e Environment) Grant { return Set{}.Of(e) }
+
+// Check is the zero Set's Check: the ceiling of a built-in environment,
+// and Once for any other. An added environment's is its Set's.
+func Check(e Environment, key string, g Grant) error { return Set{}.Check(e, key, g) }
 
 // Grant is what a person chose when asked. Grants are ordered: a larger
 // grant lasts longer. The zero value is Deny.
@@ -180,32 +233,6 @@ func ParseGrant(s string) (Grant, error) {
 		return AlwaysThisProject, nil
 	}
 	return Deny, fmt.Errorf("grant %q: want Once, AlwaysThisSession, AlwaysThisProject or Deny: %w", s, ErrUnknownGrant)
-}
-
-// Of returns the highest grant a tool in environment e may be given:
-// AlwaysThisSession for @shell, AlwaysThisProject for @wasm and @docker,
-// what Register said for a registered environment. An invalid environment
-// gets Once: what ccrun cannot place, it trusts least.
-func Of(e Environment) Grant {
-	switch e {
-	case Wasm, Docker:
-		return AlwaysThisProject
-	case Shell:
-		return AlwaysThisSession
-	}
-	if g, ok := registeredCeiling(e); ok {
-		return g
-	}
-	return Once
-}
-
-// Check returns nil when g is within e's ceiling, and a *Violation otherwise.
-// key names what the grant was for; it is only used in the error.
-func Check(e Environment, key string, g Grant) error {
-	if g <= Of(e) {
-		return nil
-	}
-	return &Violation{Environment: e, Key: key, Grant: g, Ceiling: Of(e)}
 }
 
 // ErrViolation is the class of every *Violation: errors.Is(err, ErrViolation).

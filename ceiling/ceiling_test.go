@@ -66,13 +66,14 @@ func TestCheck(t *testing.T) {
 func TestParse(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]ceiling.Environment{"@shell": ceiling.Shell, "wasm": ceiling.Wasm, "@docker": ceiling.Docker} {
-		if got, err := ceiling.ParseEnvironment(in); err != nil || got != want {
-			t.Errorf("ParseEnvironment(%q) = %q, %v", in, got, err)
+		if got, err := (ceiling.Set{}).Parse(in); err != nil || got != want {
+			t.Errorf("Parse(%q) = %q, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "@", "@python", "shell "} {
-		if _, err := ceiling.ParseEnvironment(bad); !errors.Is(err, ceiling.ErrUnknownEnvironment) {
-			t.Errorf("ParseEnvironment(%q): %v, want ErrUnknownEnvironment", bad, err)
+	for _, bad := range []string{"", "@", "@python", "shell ", "@Shell"} {
+		_, err := (ceiling.Set{}).Parse(bad)
+		if !errors.Is(err, ceiling.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "@shell, @wasm, @docker") {
+			t.Errorf("Parse(%q): %v, want ErrUnknownEnvironment listing the built-in environments", bad, err)
 		}
 	}
 	for _, g := range []ceiling.Grant{ceiling.Deny, ceiling.Once, ceiling.AlwaysThisSession, ceiling.AlwaysThisProject} {
@@ -90,35 +91,70 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestRegister: a registered environment is valid, with the ceiling it
-// registered; it cannot claim a sandbox's ceiling, take a built-in's name,
-// or change its ceiling later.
-func TestRegister(t *testing.T) {
+// TestValid: a name has the form of an environment's, or not; whether any
+// Runtime runs it is not the name's to say.
+func TestValid(t *testing.T) {
 	t.Parallel()
-	const env ceiling.Environment = "@registered-test"
-	if env.Valid() || ceiling.Of(env) != ceiling.Once {
-		t.Fatalf("%s before Register: valid %v, ceiling %s", env, env.Valid(), ceiling.Of(env))
+	for _, ok := range []ceiling.Environment{ceiling.Shell, ceiling.Wasm, ceiling.Docker, "@vm", "@a", "@my-vm2", "@" + ceiling.Environment(strings.Repeat("x", 31))} {
+		if !ok.Valid() {
+			t.Errorf("%q.Valid() = false", ok)
+		}
 	}
-	if err := ceiling.Register(env, ceiling.AlwaysThisSession); err != nil {
+	for _, bad := range []ceiling.Environment{"", "@", "vm", "@Vm", "@1vm", "@-vm", "@v m", "@v_m", "@vm\x00", "@" + ceiling.Environment(strings.Repeat("x", 32))} {
+		if bad.Valid() {
+			t.Errorf("%q.Valid() = true", bad)
+		}
+	}
+}
+
+// TestSet: an added environment is in its Set, with the ceiling it was
+// added with, and in no other Set; it cannot claim a sandbox's ceiling,
+// take a built-in's name, or change its ceiling later; adding returns a
+// new Set and leaves the old one as it was.
+func TestSet(t *testing.T) {
+	t.Parallel()
+	const env ceiling.Environment = "@added-test"
+	var zero ceiling.Set
+	if zero.Has(env) || zero.Of(env) != ceiling.Once || zero.Require(env) == nil {
+		t.Fatalf("%s in the zero Set: has %v, ceiling %s", env, zero.Has(env), zero.Of(env))
+	}
+	s, err := zero.With(env, ceiling.AlwaysThisSession)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ceiling.Register(env, ceiling.AlwaysThisSession); err != nil {
-		t.Errorf("registered again with the same ceiling: %v", err)
+	if again, err := s.With(env, ceiling.AlwaysThisSession); err != nil || !slices.Equal(again.List(), s.List()) {
+		t.Errorf("added again with the same ceiling: %v, %v", again.List(), err)
 	}
-	if got, err := ceiling.ParseEnvironment("registered-test"); err != nil || got != env {
-		t.Errorf("ParseEnvironment: %q %v", got, err)
+	if zero.Has(env) || len(zero.List()) != 3 {
+		t.Errorf("With changed the Set it was called on: %v", zero.List())
 	}
-	if _, err := ceiling.ParseEnvironment("@not-registered"); err == nil || !strings.Contains(err.Error(), string(env)) {
-		t.Errorf("ParseEnvironment of an unknown environment: %v; want the registered ones named", err)
+	if got, err := s.Parse("added-test"); err != nil || got != env {
+		t.Errorf("Parse: %q %v", got, err)
 	}
-	if !env.Valid() || env.Builtin() || env.Sandboxed() || ceiling.Of(env) != ceiling.AlwaysThisSession {
-		t.Errorf("%s: valid %v, sandboxed %v, ceiling %s", env, env.Valid(), env.Sandboxed(), ceiling.Of(env))
+	if _, err := s.Parse("@not-added"); !errors.Is(err, ceiling.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "@shell, @wasm, @docker, "+string(env)) {
+		t.Errorf("Parse of an environment not in the Set: %v; want the Set's environments named", err)
 	}
-	if got := ceiling.Registered(); !slices.Contains(got, env) || slices.ContainsFunc(got, ceiling.Environment.Builtin) || !slices.IsSorted(got) {
-		t.Errorf("Registered() = %q: want %s among them, sorted, and no built-in", got, env)
+	if !s.Has(env) || env.Builtin() || env.Sandboxed() || s.Of(env) != ceiling.AlwaysThisSession || s.Require(env) != nil {
+		t.Errorf("%s: has %v, sandboxed %v, ceiling %s", env, s.Has(env), env.Sandboxed(), s.Of(env))
 	}
-	if err := ceiling.Check(env, "k:v", ceiling.AlwaysThisProject); !errors.Is(err, ceiling.ErrViolation) {
-		t.Errorf("AlwaysThisProject for %s: %v, want a violation", env, err)
+	if got, want := s.List(), []ceiling.Environment{ceiling.Shell, ceiling.Wasm, ceiling.Docker, env}; !slices.Equal(got, want) {
+		t.Errorf("List() = %q, want %q", got, want)
+	}
+	if err := s.Check(env, "k:v", ceiling.AlwaysThisSession); err != nil {
+		t.Errorf("AlwaysThisSession for %s: %v", env, err)
+	}
+	var v *ceiling.Violation
+	if err := s.Check(env, "k:v", ceiling.AlwaysThisProject); !errors.As(err, &v) || v.Ceiling != ceiling.AlwaysThisSession {
+		t.Errorf("AlwaysThisProject for %s: %v, want a violation of ceiling AlwaysThisSession", env, err)
+	}
+	// Another Set may hold the same name with another ceiling: the
+	// ceilings are each Set's own.
+	other, err := zero.With(env, ceiling.Once)
+	if err != nil || other.Of(env) != ceiling.Once || s.Of(env) != ceiling.AlwaysThisSession {
+		t.Errorf("two Sets of %s: %v, ceilings %s and %s", env, err, other.Of(env), s.Of(env))
+	}
+	if err := ceiling.Check(env, "k:v", ceiling.AlwaysThisSession); !errors.Is(err, ceiling.ErrViolation) {
+		t.Errorf("the package's Check knows %s: %v", env, err)
 	}
 	for _, bad := range []struct {
 		env ceiling.Environment
@@ -132,11 +168,12 @@ func TestRegister(t *testing.T) {
 		{"@Upper", ceiling.Once},
 		{"@", ceiling.Once},
 	} {
-		if err := ceiling.Register(bad.env, bad.max); !errors.Is(err, errdefs.ErrInvalidArgument) {
-			t.Errorf("Register(%q, %s): %v, want an invalid argument", bad.env, bad.max, err)
+		got, err := s.With(bad.env, bad.max)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("With(%q, %s): %v, want an invalid argument", bad.env, bad.max, err)
 		}
-	}
-	if ceiling.Environment("@sandbox-claim").Valid() || ceiling.Of(ceiling.Docker) != ceiling.AlwaysThisProject {
-		t.Error("a refused registration changed something")
+		if !slices.Equal(got.List(), s.List()) || got.Of(env) != ceiling.AlwaysThisSession {
+			t.Errorf("a refused With(%q, %s) changed the Set: %v", bad.env, bad.max, got.List())
+		}
 	}
 }

@@ -132,6 +132,14 @@ func (s *Server) create(a createArgs, replaced *bool) (*capabilities.Capability,
 	if err != nil {
 		return nil, err // names every field at fault
 	}
+	// The manifest names its environment; the Runtime says whether it
+	// runs it. Nothing is written for one it does not.
+	rt, done := s.use()
+	envs := rt.Environments()
+	done()
+	if err := envs.Require(m.Environment); err != nil {
+		return nil, fmt.Errorf("manifest/environment: %w", err)
+	}
 	if len(a.Files) > maxCreateFiles {
 		return nil, fmt.Errorf("files: %d files; at most %d", len(a.Files), maxCreateFiles)
 	}

@@ -1110,8 +1110,9 @@ func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, decli
 		// The rule of this key only: run_command:make:"" for make, as
 		// run_command:make would allow make deploy too.
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", keys.PatternOf(d.Key).String())
-	case !req.Environment.Sandboxed():
-		// an environment a Go program registered: its ceiling is the session
+	case d.Offer < ceiling.AlwaysThisProject:
+		// an environment a Go program registered: its ceiling (the
+		// Runtime's) is the session at most
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project", key)
 	default:
 		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or run: ccrun allowlist add '%s' --scope project", key)

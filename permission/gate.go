@@ -43,6 +43,10 @@ type Gate struct {
 	// the choice at an ask (Decision.OfferUnconfined). Nil: no call does,
 	// and the choice is never offered.
 	Sandboxed func(req *Request) bool
+	// Environments are the environments the gate decides calls of, with
+	// their ceilings: a request of any other is refused. The zero Set: the
+	// built-in ones only.
+	Environments ceiling.Set
 }
 
 // defaultPolicy is the policy of a Gate without one: default mode, no rules.
@@ -70,14 +74,14 @@ func (g *Gate) Decide(req *Request) *Decision {
 		pol = defaultPolicy
 	}
 	key := req.Permission.Key()
-	d := &Decision{Key: key, Offer: ceiling.Of(req.Environment)}
+	d := &Decision{Key: key, Offer: g.Environments.Of(req.Environment)}
 	decide := func(v Verdict, l Layer, rule, reason string) *Decision {
 		d.Verdict, d.Layer, d.Rule, d.Reason = v, l, rule, reason
 		d.OfferUnconfined = v == AskUser && g.Sandboxed != nil && g.Sandboxed(req)
 		return d
 	}
-	if !req.Environment.Valid() {
-		return decide(Refuse, LayerScope, "", fmt.Sprintf("environment %q is not one of @shell, @wasm, @docker nor registered", req.Environment))
+	if err := g.Environments.Require(req.Environment); err != nil {
+		return decide(Refuse, LayerScope, "", err.Error())
 	}
 	if why, ok := pol.InScope(req); !ok {
 		return decide(Refuse, LayerScope, "", why)
@@ -105,7 +109,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 		m := g.Project.Lookup(key, req.Digest, now)
 		d.Diagnostics = append(d.Diagnostics, m.Problems...)
 		if m.OK {
-			if err := ceiling.Check(req.Environment, key.String(), m.Entry.Grant); err != nil {
+			if err := g.Environments.Check(req.Environment, key.String(), m.Entry.Grant); err != nil {
 				d.Diagnostics = append(d.Diagnostics, fmt.Sprintf("%v (entry %s in %s is ignored; remove it)", err, m.Entry.Pattern, g.Project.Path()))
 			} else {
 				return decide(Allow, LayerProject, m.Entry.Pattern.String(), "allowed for this project")
@@ -185,7 +189,7 @@ func (g *Gate) Resolve(ctx context.Context, req *Request, d *Decision) (*Decisio
 		return d, &DeniedError{Decision: d, Err: uerr}
 	}
 	if grant > d.Offer {
-		verr := ceiling.Check(req.Environment, d.Key.String(), grant)
+		verr := g.Environments.Check(req.Environment, d.Key.String(), grant)
 		if verr == nil { // within the ceiling, but past what was offered (dangerous path)
 			verr = fmt.Errorf("%s was not offered for %s: only %s is", grant, d.Key, d.Offer)
 		}

@@ -22,7 +22,8 @@ func (a *app) allowlistCommand() *cobra.Command {
 		Use:   "add KEY --scope session|project",
 		Short: "Grant a key pattern for the session or the project",
 		Long: `Grant a key pattern. --scope project writes it to ccrun.json (atomically, under a lock);
-a @shell key (run_command:…, or a @shell capability) is refused there by the ceiling.
+a @shell key (run_command:…, or a @shell capability) is refused there by the ceiling, and so is
+a key of an environment a Go program added (its ceiling is the session at most).
 A capability grant is bound to the capability's current digest: if its files change, it
 is asked again. --scope session needs a session (eval "$(ccrun session start)").`,
 		Example: `  ccrun allowlist add capability:fmt-json --scope project
@@ -55,8 +56,13 @@ is asked again. --scope session needs a session (eval "$(ccrun session start)").
 				return usagef("--scope %q: want session or project", scope)
 			}
 			e, err := rt.Grant(c.Context(), p, grant)
-			if errors.Is(err, ccrun.ErrCeilingViolation) {
-				return usageError{fmt.Errorf("%w; use --scope session", err)}
+			if v := (*ceiling.Violation)(nil); errors.As(err, &v) {
+				// the ceiling is the Runtime's: an environment of
+				// backends.go may reach the session, or only once
+				if v.Ceiling >= ceiling.AlwaysThisSession {
+					return usageError{fmt.Errorf("%w; use --scope session", err)}
+				}
+				return usageError{fmt.Errorf("%w; it is allowed once at a time, when asked (--approve once)", err)}
 			}
 			if err != nil {
 				return err

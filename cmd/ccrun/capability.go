@@ -24,11 +24,12 @@ func (a *app) capabilityCommand() *cobra.Command {
 		Short: "List the project's capabilities",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			dir, err := a.project()
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}
-			caps, errs := capabilities.LoadAll(dir)
+			defer rt.Close()
+			caps, errs := rt.Capabilities() // those of an environment it does not run among the errors
 			if listJSON {
 				r := capabilitiesReport{Capabilities: []capabilityReport{}, Errors: []string{}}
 				for _, c := range caps {
@@ -59,22 +60,26 @@ func (a *app) capabilityCommand() *cobra.Command {
 	list.Flags().BoolVar(&listJSON, "json", false, "print the capabilities as JSON (those that do not load under \"errors\")")
 	validate := &cobra.Command{
 		Use:   "validate [NAME]",
-		Short: "Check one capability, or all of them, against the schema and the file system",
+		Short: "Check one capability, or all of them, against the schema, the file system and the environments this ccrun runs",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir, err := a.project()
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}
+			defer rt.Close()
 			if len(args) == 1 {
-				capa, err := capabilities.Find(dir, args[0])
+				capa, err := capabilities.Find(rt.ProjectDir(), args[0])
+				if err == nil {
+					err = capa.CheckEnvironment(rt.Environments())
+				}
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.io.out, "%s: ok (%s)\n", capa.Manifest.Name, capa.Digest)
 				return nil
 			}
-			caps, errs := capabilities.LoadAll(dir)
+			caps, errs := rt.Capabilities()
 			for _, c := range caps {
 				fmt.Fprintf(a.io.out, "%s: ok (%s)\n", c.Manifest.Name, c.Digest)
 			}
@@ -86,19 +91,20 @@ func (a *app) capabilityCommand() *cobra.Command {
 	}
 	var env string
 	newCmd := &cobra.Command{
-		Use:   "new NAME --env @wasm|@shell|@docker",
+		Use:   "new NAME --env @wasm|@shell|@docker|@ENV",
 		Short: "Write a new capability that validates and runs as written",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			e, err := ceiling.ParseEnvironment(env)
-			if err != nil {
-				return usageError{err}
-			}
-			dir, err := a.project()
+			rt, err := a.adminRuntime()
 			if err != nil {
 				return err
 			}
-			out, err := capabilities.Scaffold(dir, args[0], e)
+			defer rt.Close()
+			e, err := rt.Environments().Parse(env)
+			if err != nil {
+				return usageError{err}
+			}
+			out, err := rt.Scaffold(c.Context(), args[0], e)
 			if err != nil {
 				if errors.Is(err, capabilities.ErrInvalidArgument) {
 					return usageError{err}
@@ -115,8 +121,8 @@ func (a *app) capabilityCommand() *cobra.Command {
 			return nil
 		},
 	}
-	newCmd.Flags().StringVar(&env, "env", "", "the environment: @wasm, @shell or @docker (required)")
-	_ = newCmd.RegisterFlagCompletionFunc("env", completeWords("@wasm", "@shell", "@docker"))
+	newCmd.Flags().StringVar(&env, "env", "", "the environment: @wasm, @shell, @docker or one this ccrun adds (required)")
+	_ = newCmd.RegisterFlagCompletionFunc("env", a.completeEnvironments)
 	validate.ValidArgsFunction = a.completeCapabilities
 	_ = newCmd.MarkFlagRequired("env")
 	c.AddCommand(list, validate, newCmd)

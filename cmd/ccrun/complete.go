@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
@@ -23,24 +22,49 @@ func completeWords(words ...string) func(*cobra.Command, []string, string) ([]st
 }
 
 // completeCapabilities completes the name of one of the project's
-// capabilities, with its description (a capability name comes first, and
-// once only).
+// capabilities that this ccrun runs, with its description (a capability
+// name comes first, and once only); for exec and check (the commands of a
+// call, with --shell), an environment of backends.go too, whose target
+// comes next.
 func (a *app) completeCapabilities(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 || a.dashTyped() {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
-	dir, err := a.project()
+	rt, err := a.adminRuntime()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	caps, _ := capabilities.LoadAll(dir)
+	defer rt.Close()
+	caps, _ := rt.Capabilities()
 	var out []string
 	for _, cp := range caps {
 		if strings.HasPrefix(cp.Manifest.Name, prefix) {
 			out = append(out, cp.Manifest.Name+"\t"+shellcmd.Escape(cp.Manifest.Description))
 		}
 	}
+	if c.Flags().Lookup("shell") != nil {
+		for _, e := range rt.Environments().List() {
+			if !e.Builtin() && strings.HasPrefix(string(e), prefix) {
+				out = append(out, string(e)+"\t"+"run a target in "+string(e))
+			}
+		}
+	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeEnvironments completes an environment this ccrun runs: the
+// built-in ones and those of backends.go.
+func (a *app) completeEnvironments(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	rt, err := a.adminRuntime()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	defer rt.Close()
+	var words []string
+	for _, e := range rt.Environments().List() {
+		words = append(words, string(e))
+	}
+	return completeWords(words...)(nil, nil, prefix)
 }
 
 // completeProjectKeys completes a key of the project allowlist.

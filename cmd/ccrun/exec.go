@@ -81,7 +81,15 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 			picked++
 		}
 	}
+	var env ceiling.Environment
+	var target string
 	switch {
+	case picked == 0 && isEnvironmentArg(before): // backends.go
+		e, t, err := targetArgs(before)
+		if err != nil {
+			return nil, err
+		}
+		env, target = e, t
 	case picked == 0 && len(before) == 1:
 		name = before[0]
 	case picked == 0 && len(before) == 0:
@@ -99,7 +107,7 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 	if f.shell != "" && strings.TrimSpace(f.shell) == "" {
 		return nil, usagef("--shell: the command is empty")
 	}
-	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image,
+	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image, Environment: env, Target: target,
 		Args: rest, Env: f.env, Network: f.network, Pull: f.pull, Directive: permission.Directive(f.directive)}
 	for _, m := range f.mounts {
 		mt, err := job.ParseMount(m)
@@ -162,7 +170,7 @@ func (a *app) execCommand() *cobra.Command {
 	var approve, events string
 	var worker bool
 	c := &cobra.Command{
-		Use:   "exec (NAME | --shell CMD | --wasm FILE | --docker IMAGE) [-- ARGS...]",
+		Use:   "exec (NAME | --shell CMD | --wasm FILE | --docker IMAGE | @ENV TARGET) [-- ARGS...]",
 		Short: "Run a capability or an ad-hoc tool behind the permission gate",
 		Long: `Run a capability (a directory .ccrun/capabilities/NAME/) or an ad-hoc tool, after the
 permission gate allows it. When the gate asks and stdin and stderr are terminals, you are
@@ -378,7 +386,7 @@ func explain(out *ccrun.Outcome, err error, prompted bool) error {
 		how = "a @shell key can be granted at most for the session: --approve session"
 	case d.Offer == ceiling.Once:
 		how = "it touches a dangerous path, so only a person at a terminal or --approve once can allow it"
-	case out.Request.Environment == ceiling.Shell:
+	case d.Offer == ceiling.AlwaysThisSession: // @shell, or an environment of backends.go at most for the session
 		how = fmt.Sprintf("run it at a terminal, pass --approve once|session, or in a session: ccrun allowlist add %s --scope session", shellQuote(keys.PatternOf(d.Key).String()))
 	default:
 		how = fmt.Sprintf("run it at a terminal, pass --approve once|session|project, or: ccrun allowlist add '%s' --scope project", d.Key)
@@ -472,6 +480,7 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 		a.session = sess
 		opts = append(opts, ccrun.WithSession(sess))
 	}
+	opts = append(opts, backends...)              // backends.go
 	opts = append(opts, a.runtimeEngines(dir)...) // engines.go
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {

@@ -86,7 +86,13 @@ func mcpProject(t testing.TB) (dir string, env []string) {
 // protocol version (empty: the newest).
 func mcpStdio(t testing.TB, dir string, env []string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(mcpBinary(t), "mcp")
+	return mcpConnect(t, exec.Command(mcpBinary(t), "mcp"), dir, env, opts, version)
+}
+
+// mcpConnect starts cmd, a `ccrun mcp`, in dir and connects a go-sdk
+// client to it, as mcpStdio does.
+func mcpConnect(t testing.TB, cmd *exec.Cmd, dir string, env []string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	cmd.Dir, cmd.Env = dir, env
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{w: &stderr}
