@@ -3,7 +3,6 @@ package rootfs
 import (
 	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 
 	esys "github.com/tetratelabs/wazero/experimental/sys"
@@ -40,7 +39,7 @@ func BenchmarkWriteLoop(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer r.Close()
-				fs, err := New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, new(atomic.Int64))
+				fs, err := New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, NewRun())
 				if err != nil {
 					b.Fatal(err)
 				}

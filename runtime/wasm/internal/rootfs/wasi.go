@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -41,7 +40,7 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 	}
 	// wazero's functions the wrappers call, the wrapped ones among them.
 	for _, name := range []string{"fd_advise", "fd_allocate", "fd_close", "path_open", "fd_fdstat_get", "fd_fdstat_set_rights", "fd_pread",
-		"fd_prestat_dir_name", "fd_prestat_get", "fd_renumber", "fd_write", "path_filestat_get", "path_link",
+		"fd_prestat_dir_name", "fd_prestat_get", "fd_renumber", "fd_write", "path_filestat_get", "path_filestat_set_times", "path_link",
 		"path_readlink", "poll_oneoff", "sock_shutdown"} {
 		if w[name] == nil {
 			_ = cm.Close(ctx)
@@ -49,17 +48,18 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 		}
 	}
 	for name, f := range map[string]api.GoModuleFunc{
-		"fd_allocate":          w.fdAllocate,
-		"fd_close":             w.fdClose,
-		"path_open":            w.pathOpen,
-		"fd_fdstat_get":        w.fdFdstatGet,
-		"fd_fdstat_set_rights": w.fdFdstatSetRights,
-		"fd_prestat_dir_name":  w.fdPrestatDirName,
-		"fd_renumber":          w.fdRenumber,
-		"path_link":            w.pathLink,
-		"path_readlink":        w.pathReadlink,
-		"poll_oneoff":          w.pollOneoff,
-		"sock_shutdown":        w.sockShutdown,
+		"fd_allocate":             w.fdAllocate,
+		"fd_close":                w.fdClose,
+		"path_open":               w.pathOpen,
+		"fd_fdstat_get":           w.fdFdstatGet,
+		"fd_fdstat_set_rights":    w.fdFdstatSetRights,
+		"fd_prestat_dir_name":     w.fdPrestatDirName,
+		"fd_renumber":             w.fdRenumber,
+		"path_filestat_set_times": w.pathFilestatSetTimes,
+		"path_link":               w.pathLink,
+		"path_readlink":           w.pathReadlink,
+		"poll_oneoff":             w.pollOneoff,
+		"sock_shutdown":           w.sockShutdown,
 	} {
 		d := defs[name]
 		b.NewFunctionBuilder().WithGoModuleFunction(w.withMemory(name, f), d.ParamTypes(), d.ResultTypes()).
@@ -238,6 +238,27 @@ func (w wasi) fdRenumber(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 }
 
+// pathFilestatSetTimes, without symlink_follow, sets the times of a
+// symbolic link at the end of the path, not those of its target, as
+// utimensat(2) with AT_SYMLINK_NOFOLLOW and wasmtime do; wazero opens the
+// path, following the link, and sets the times of what it opened (a
+// directory, which it cannot open for writing, fails with EISDIR). wazero
+// still resolves the descriptor and the path, as for every path call, and
+// is asked to follow: the run's file systems, told by Run.noFollow that
+// this call does not, set the times on the last name the walk reached
+// without following it. (A file system not of this package follows.)
+func (w wasi) pathFilestatSetTimes(ctx context.Context, mod api.Module, stack []uint64) {
+	run := runOf(ctx)
+	if run == nil || stack[1]&lookupSymlinkFollow != 0 {
+		w["path_filestat_set_times"].Call(ctx, mod, stack)
+		return
+	}
+	run.noFollow.Store(true)
+	defer run.noFollow.Store(false)
+	stack[1] |= lookupSymlinkFollow
+	w["path_filestat_set_times"].Call(ctx, mod, stack)
+}
+
 // pathLink, asked to follow a symbolic link at the old path that leads
 // nowhere (dangling, or a loop), answers as linkat(2) with
 // AT_SYMLINK_FOLLOW does (ENOENT, ELOOP); wazero ignores the flag and
@@ -412,58 +433,6 @@ func writeSub(subs []byte) bool {
 		}
 	}
 	return false
-}
-
-// WithRun returns a context for one run (one module instance) whose WASI
-// calls keep a table of ccrun's own: the synchronization flags each file
-// was opened with (wazero's fdstat reports only append and nonblock).
-// Without it, fd_fdstat_get reports none, as wazero does.
-func WithRun(ctx context.Context) context.Context {
-	return context.WithValue(ctx, filesKey{}, &files{sync: map[uint32]uint16{}})
-}
-
-type filesKey struct{}
-
-// files is a run's table of its descriptors' synchronization flags, kept
-// by the wrappers of path_open, fd_close and fd_renumber.
-type files struct {
-	mu   sync.Mutex
-	sync map[uint32]uint16 // fd -> dsync|rsync|sync asked at path_open; guarded by mu
-}
-
-func runFiles(ctx context.Context) *files {
-	t, _ := ctx.Value(filesKey{}).(*files)
-	return t
-}
-
-func (t *files) syncs(fd uint32) uint16 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.sync[fd]
-}
-
-func (t *files) set(fd uint32, flags uint16) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if flags == 0 {
-		delete(t.sync, fd)
-		return
-	}
-	t.sync[fd] = flags
-}
-
-func (t *files) move(from, to uint32) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if from == to {
-		return
-	}
-	if f, ok := t.sync[from]; ok {
-		t.sync[to] = f
-	} else {
-		delete(t.sync, to)
-	}
-	delete(t.sync, from)
 }
 
 // pathOpen records the synchronization flags of the file it opened

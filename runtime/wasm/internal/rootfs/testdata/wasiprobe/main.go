@@ -2,7 +2,8 @@
 // internal/rootfs wraps, raw, and prints what each answered, one line a
 // case, for the package's tests. It expects its mount as preopen 3,
 // holding a file f, a symbolic link l -> target-name, a dangling link
-// dang -> nowhere and a directory d.
+// dang -> nowhere, a directory d, a file t, a link lt -> t and a link
+// esc -> ../outside, out of the mount.
 package main
 
 import (
@@ -43,6 +44,12 @@ func pathLink(oldFd int32, oldFlags uint32, oldPath unsafe.Pointer, oldLen uint3
 //go:wasmimport wasi_snapshot_preview1 fd_allocate
 func fdAllocate(fd int32, off, n uint64) uint32
 
+//go:wasmimport wasi_snapshot_preview1 path_filestat_set_times
+func pathFilestatSetTimes(fd int32, flags uint32, path unsafe.Pointer, pathLen uint32, atim, mtim uint64, fstflags uint32) uint32
+
+//go:wasmimport wasi_snapshot_preview1 path_filestat_get
+func pathFilestatGet(fd int32, flags uint32, path unsafe.Pointer, pathLen uint32, out unsafe.Pointer) uint32
+
 const (
 	rightRead  = 1 << 1
 	rightWrite = 1 << 6
@@ -58,6 +65,17 @@ func open(name string, oflags uint32, rights uint64, fdflags uint32) (int32, uin
 	var fd int32
 	e := pathOpen(3, 0, p, n, oflags, rights, 0, fdflags, unsafe.Pointer(&fd))
 	return fd, e
+}
+
+// mtim is the modification time of name in preopen 3 (following a link
+// when follow), -1 when it cannot be had.
+func mtim(name string, follow uint32) int64 {
+	p, n := str(name)
+	var st [64]byte
+	if e := pathFilestatGet(3, follow, p, n, unsafe.Pointer(&st[0])); e != 0 {
+		return -1
+	}
+	return *(*int64)(unsafe.Pointer(&st[48]))
 }
 
 func rights(fd int32) uint64 {
@@ -139,4 +157,22 @@ func main() {
 	fdRenumber(s, o)
 	fdFdstatGet(o, unsafe.Pointer(&st[0]))
 	fmt.Println("sync-flag", before, *(*uint16)(unsafe.Pointer(&st[2])))
+
+	// Without symlink_follow the link's own modification time is set, the
+	// target's left; with it, the target's. A directory's too.
+	const mtimFlag = 4
+	lp, ln := str("lt")
+	targetBefore := mtim("t", 0)
+	e = pathFilestatSetTimes(3, 0, lp, ln, 0, 1e9, mtimFlag)
+	fmt.Println("settimes-nofollow", e, mtim("lt", 0), mtim("t", 0) == targetBefore)
+	e = pathFilestatSetTimes(3, 1, lp, ln, 0, 2e9, mtimFlag)
+	fmt.Println("settimes-follow", e, mtim("lt", 0), mtim("t", 0))
+	dp, dn := str("d")
+	e = pathFilestatSetTimes(3, 0, dp, dn, 0, 3e9, mtimFlag)
+	fmt.Println("settimes-dir", e, mtim("d", 0))
+	// A link out of the mount: its own time is the mount's to set; the
+	// file it leads to is not reached (EPERM).
+	ep, en := str("esc")
+	e = pathFilestatSetTimes(3, 0, ep, en, 0, 4e9, mtimFlag)
+	fmt.Println("settimes-escape", e, mtim("esc", 0), pathFilestatSetTimes(3, 1, ep, en, 0, 5e9, mtimFlag))
 }
