@@ -14,8 +14,8 @@ import (
 // Executor, with the two writable mounts it expects, and checks the
 // answers that need the run's state to be shared by the mounts' file
 // systems and the run's WASI calls (the Run that moduleConfig gives the
-// mounts and rootfs.WithRun the instance): the times of a symbolic link
-// itself.
+// mounts and rootfs.WithRun the instance): fd_renumber of standard input
+// and over a preopen, and the times of a symbolic link itself.
 // internal/rootfs's TestWASIWrappers checks every answer.
 func TestWASIThroughExecutor(t *testing.T) {
 	t.Parallel()
@@ -37,6 +37,9 @@ func TestWASIThroughExecutor(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"settimes-nofollow", "0 1000000000 true"},
 		{"settimes-follow", "0 1000000000 2000000000"},
+		{"renumber-stdin", "0 0 8 0 8"},
+		{"renumber-reuse", "0 0 0 8 0"},
+		{"renumber-preopen", "0 true 8 8 0 0 8 true"},
 	} {
 		if got[tc.name] != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, got[tc.name], tc.want)

@@ -78,10 +78,7 @@ func TestWASITestsuite(t *testing.T) {
 // suiteKnown are the tests ccrun fails, each with its reason (docs/wasm.md
 // lists them too). A test that fails and is not here fails
 // TestWASITestsuite.
-var suiteKnown = map[string]string{
-	"rust/overwrite_preopen": "fd_renumber onto a preopened directory: wazero's descriptor table refuses to replace a preopen (ENOTSUP), and no public API moves an entry of it",
-	"rust/stdio":             "fd_renumber of stdin, stdout or stderr: wazero keeps them as preopens and refuses to move them (ENOTSUP), as for overwrite_preopen",
-}
+var suiteKnown = map[string]string{}
 
 type suiteSpec struct {
 	Args     []string          `json:"args"`

@@ -23,13 +23,14 @@ type Run struct {
 
 // NewRun returns the state of a new run.
 func NewRun() *Run {
-	return &Run{files: files{sync: map[uint32]uint16{}}}
+	return &Run{files: files{sync: map[uint32]uint16{}, alias: map[uint32]uint32{}, moved: map[uint32]uint32{}}}
 }
 
 // WithRun returns a context for run's module instance: its WASI calls keep
 // run's table of descriptors. Without one, the wrapped functions answer as
-// they do on their own (no synchronization flags reported, a symbolic
-// link followed by path_filestat_set_times as by wazero).
+// they do on their own (no synchronization flags reported, no descriptor
+// of wazero's preopens moved, a symbolic link followed by
+// path_filestat_set_times as by wazero).
 func WithRun(ctx context.Context, run *Run) context.Context {
 	return context.WithValue(ctx, runKey{}, run)
 }

@@ -80,6 +80,10 @@ func TestWASIWrappers(t *testing.T) {
 		{"settimes-follow", "0 1000000000 2000000000", "with symlink_follow the target's"},
 		{"settimes-dir", "0 3000000000", "a directory's times are set (wazero: EISDIR)"},
 		{"settimes-escape", "0 4000000000 63", "a link out of the mount: its own time set, the file it leads to not reached (EPERM)"},
+		{"renumber-self", "0 0", "renumbered onto itself a file stays open (wazero: closes it)"},
+		{"renumber-stdin", "0 0 8 0 8", "stdin moved onto an open file: that number is stdin, 0 names nothing, polls too (wazero: ENOTSUP)"},
+		{"renumber-reuse", "0 0 0 8 0", "the next file opened gets 0, the lowest number free, and writes its file"},
+		{"renumber-preopen", "0 true 8 8 0 0 8 true", "a directory moved over preopen 4 is 4, no longer a preopen; its old number names nothing, until a file opened in it takes that number (wazero: ENOTSUP)"},
 	} {
 		if got[tc.name] != tc.want {
 			t.Errorf("%s: got %q, want %q: %s", tc.name, got[tc.name], tc.want, tc.why)
@@ -87,6 +91,9 @@ func TestWASIWrappers(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(host, "a")); err != nil || string(b) != "abc" {
 		t.Errorf("a = %q, %v; want abc", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "r2")); err != nil || string(b) != "x" {
+		t.Errorf("r2 = %q, %v; want x: written through the number 0", b, err)
 	}
 	if st, err := os.Stat(filepath.Join(host, "t")); err != nil || !st.ModTime().Equal(time.Unix(2, 0)) {
 		t.Errorf("t's modification time: %v, %v; want %v, set through the link with symlink_follow", st.ModTime(), err, time.Unix(2, 0))
