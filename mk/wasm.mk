@@ -3,6 +3,8 @@
 WASM_GUESTS  := hello escape probe
 WASM_OUT     ?= testdata/wasm
 WASI_SUITE   ?= /tmp/wasi-testsuite
+# WAZERO: the wazero CLI beside ccrun in wasi-testsuite; when it is not the version go.mod
+# names, that version is installed into GOBIN (or GOPATH/bin) and run instead.
 WAZERO       ?= $(shell command -v wazero || echo $$($(GO) env GOPATH)/bin/wazero)
 
 .PHONY: wasm-guests
@@ -30,7 +32,15 @@ wasi-testsuite: ## run WebAssembly/wasi-testsuite (wasm32-wasip1) through runtim
 		git clone --depth 1 --branch prod/testsuite-base $(WASI_SUITE_REPO) $(WASI_SUITE); \
 	fi
 	@echo "wasi-testsuite at $$(git -C $(WASI_SUITE) log -1 --format='%h %cs' 2>/dev/null || echo '(not a git checkout)')"
-	@if [ ! -x "$(WAZERO)" ]; then $(GO) install github.com/tetratelabs/wazero/cmd/wazero@v1.12.0; fi
-	@out=$$(CCRUN_WASI_TESTSUITE=$(WASI_SUITE) CCRUN_WAZERO=$(WAZERO) \
+	@v=$$($(GO) list -m -f '{{.Version}}' github.com/tetratelabs/wazero); wz="$(WAZERO)"; \
+	if [ "$$("$$wz" version 2>/dev/null)" != "$$v" ]; then \
+		bin=$$($(GO) env GOBIN); wz=$${bin:-$$($(GO) env GOPATH)/bin}/wazero; \
+		if [ "$$("$$wz" version 2>/dev/null)" != "$$v" ]; then \
+			echo "installing wazero $$v (the version go.mod names) for the side-by-side figure"; \
+			$(GO) install github.com/tetratelabs/wazero/cmd/wazero@$$v || exit 1; \
+		fi; \
+	fi; \
+	echo "wazero run: $$wz $$v"; \
+	out=$$(CCRUN_WASI_TESTSUITE=$(WASI_SUITE) CCRUN_WAZERO=$$wz \
 		$(GO) test -count=1 -run '^TestWASITestsuite$$' -v ./runtime/wasm/ 2>&1); rc=$$?; \
 		printf '%s\n' "$$out" | grep -v '^ *\(=== \|--- PASS\)'; exit $$rc

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/rootfs"
 	esys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
@@ -207,7 +208,7 @@ func TestMountsWork(t *testing.T) {
 func TestWazeroDirFS(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
-	s.exec.mountFS = func(_ *os.Root, m job.Mount, _ *openBudget) (esys.FS, error) {
+	s.exec.mountFS = func(_ *os.Root, m job.Mount, _ *rootfs.Run) (esys.FS, error) {
 		fs := sysfs.DirFS(m.Host)
 		if !m.Writable {
 			fs = &sysfs.ReadFS{FS: fs}

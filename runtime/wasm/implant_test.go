@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ccrun/ccrun/runtime/job"
@@ -407,7 +406,7 @@ func BenchmarkGuardScan(b *testing.B) {
 	defer r.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		mfs, err := rootfs.New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, new(atomic.Int64))
+		mfs, err := rootfs.New(r, job.Mount{Host: dir, Guest: "/w", Writable: true}, rootfs.NewRun())
 		if err != nil {
 			b.Fatal(err)
 		}

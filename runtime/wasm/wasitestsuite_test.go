@@ -78,11 +78,7 @@ func TestWASITestsuite(t *testing.T) {
 // suiteKnown are the tests ccrun fails, each with its reason (docs/wasm.md
 // lists them too). A test that fails and is not here fails
 // TestWASITestsuite.
-var suiteKnown = map[string]string{
-	"rust/overwrite_preopen": "fd_renumber onto a preopened directory: wazero's descriptor table refuses to replace a preopen (ENOTSUP), and no public API moves an entry of it",
-	"rust/stdio":             "fd_renumber of stdin, stdout or stderr: wazero keeps them as preopens and refuses to move them (ENOTSUP), as for overwrite_preopen",
-	"rust/symlink_filestat":  "path_filestat_set_times without symlink_follow on a symbolic link sets the target's times: wazero emulates no-follow by opening the path, which follows the link; the link's own times need its directory and name on ccrun's side (utimensat AT_SYMLINK_NOFOLLOW), which the run's table does not keep yet",
-}
+var suiteKnown = map[string]string{}
 
 type suiteSpec struct {
 	Args     []string          `json:"args"`

@@ -97,7 +97,7 @@ type Executor struct {
 
 	// mountFS makes the file system of one mount; tests swap in wazero's
 	// own to compare.
-	mountFS func(r *os.Root, m job.Mount, open *openBudget) (esys.FS, error)
+	mountFS func(r *os.Root, m job.Mount, run *rootfs.Run) (esys.FS, error)
 
 	mu     sync.Mutex
 	mods   modules // guarded by mu
@@ -454,7 +454,8 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 			}
 		}
 		var err error
-		if cfg, closeFS, err = e.moduleConfig(runCtx, s, name); err != nil {
+		run := rootfs.NewRun()
+		if cfg, closeFS, err = e.moduleConfig(runCtx, s, name, run); err != nil {
 			closeFS = func() {}
 			return err
 		}
@@ -468,7 +469,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		} else {
 			cfg = cfg.WithStdout(out.Stdout).WithStderr(out.Stderr)
 		}
-		instCtx = experimental.WithMemoryAllocator(rootfs.WithRun(runCtx), mem)
+		instCtx = experimental.WithMemoryAllocator(rootfs.WithRun(runCtx, run), mem)
 		return nil
 	}
 	sup.Wait = func() (job.Status, error) {
@@ -610,8 +611,10 @@ func nanosleep(runCtx context.Context, ns int64) {
 }
 
 // moduleConfig builds the guest's whole world: argv, env, mounts, stdin,
-// clocks and randomness. The returned func closes the mounts.
-func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wazero.ModuleConfig, func(), error) {
+// clocks and randomness. The mounts' file systems share run, the run's
+// state its WASI calls keep too (rootfs.WithRun). The returned func closes
+// the mounts.
+func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string, run *rootfs.Run) (wazero.ModuleConfig, func(), error) {
 	cfg := wazero.NewModuleConfig().WithName("")
 	for _, a := range s.Args {
 		if a == "" || strings.IndexByte(a, 0) >= 0 {
@@ -649,7 +652,6 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 	}
 	fsc := wazero.NewFSConfig()
 	seen := map[string]bool{}
-	open := &openBudget{}
 	for _, m := range s.Mounts {
 		g := m.Guest
 		if !path.IsAbs(g) {
@@ -672,7 +674,7 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 			return nil, nil, fmt.Errorf("wasm: mount %s: %v: %w", m, err, ErrInvalidSpec)
 		}
 		roots = append(roots, r)
-		mfs, err := e.mountFS(r, m, open)
+		mfs, err := e.mountFS(r, m, run)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("wasm: mount %s: %w", m, err)
@@ -687,8 +689,8 @@ func (e *Executor) moduleConfig(runCtx context.Context, s Spec, name string) (wa
 
 // confined is the file system of a mount: the host directory through
 // os.Root, with a writable mount's protected paths guarded.
-func confined(r *os.Root, m job.Mount, open *openBudget) (esys.FS, error) {
-	fs, err := rootfs.New(r, m, &open.n)
+func confined(r *os.Root, m job.Mount, run *rootfs.Run) (esys.FS, error) {
+	fs, err := rootfs.New(r, m, run)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", err, ErrInvalidSpec)
 	}

@@ -4,7 +4,8 @@
 // mount's protected paths (job.Mount.Protected) kept read-only by a guard.
 // It implements wazero's experimental sys.FS, and Instantiate wraps a few
 // of wazero's WASI preview 1 host functions where their answers differ
-// from the specification (see docs/wasm.md, "WASI conformance").
+// from the specification (see docs/wasm.md, "Conformance: WASI test
+// suite"); a run's mounts and WASI calls share its Run.
 //
 // A read-only mount is read through an *os.Root. On a writable one, every
 // path the guest opens, creates, renames, links, removes, makes a
@@ -50,14 +51,14 @@ import (
 
 // New returns the file system of mount m, whose host directory r is: read
 // only unless m.Writable, and with m's protected paths guarded when it is
-// writable. open counts the files the run holds open, all its mounts
-// together, against MaxOpen. An error (a bad implant list, a mount too big
-// to check) is the caller's to class.
+// writable. run is the run's state, which all its mounts share: the files
+// the run holds open are counted there, against MaxOpen. An error (a bad
+// implant list, a mount too big to check) is the caller's to class.
 //
 // The file system of a writable mount holds a descriptor of r's directory
 // until its Close (an io.Closer); r stays the caller's to close.
-func New(r *os.Root, m job.Mount, open *atomic.Int64) (esys.FS, error) {
-	fs := &rootFS{root: r, writable: m.Writable, open: (*budget)(open)}
+func New(r *os.Root, m job.Mount, run *Run) (esys.FS, error) {
+	fs := &rootFS{root: r, writable: m.Writable, open: &run.open, run: run}
 	if m.Writable {
 		d, err := r.Open(".")
 		if err != nil {
@@ -107,6 +108,7 @@ type rootFS struct {
 	root     *os.Root
 	writable bool
 	open     *budget       // shared by the run's mounts
+	run      *Run          // the run's state, shared by its mounts
 	guard    *implantGuard // set on a writable mount
 	dir      *os.File      // a writable mount's root directory, where its walks start
 	w        walker
@@ -476,23 +478,30 @@ func (r *rootFS) Readlink(p string) (string, esys.Errno) {
 	return s, 0
 }
 
+// Utimens sets the times of p, following a symbolic link at its last name
+// (as utimensat(2) does), unless the run's WASI call asked not to
+// (Run.noFollow, set by path_filestat_set_times without symlink_follow):
+// then a link's own times are set. The links on the way are followed
+// either way, by the walk.
 func (r *rootFS) Utimens(p string, atim, mtim int64) esys.Errno {
 	if !r.writable {
 		return esys.EROFS
 	}
-	return r.change(func() esys.Errno {
-		return r.w.walk(rel(p), 0, following(func(at reached) (string, esys.Errno) {
-			if e := r.guard.refuse(at); e != 0 {
-				return "", e
-			}
-			st, err := lstatAt(at.dir, at.name)
-			if err != nil {
-				return "", errno(err)
-			}
-			ts := []unix.Timespec{utime(atim, st.Atim), utime(mtim, st.Mtim)}
-			return "", errno(ignoringEINTR(func() error { return unix.UtimesNanoAt(at.dir, at.name, ts, unix.AT_SYMLINK_NOFOLLOW) }))
-		}))
-	})
+	set := func(at reached) (string, esys.Errno) {
+		if e := r.guard.refuse(at); e != 0 {
+			return "", e
+		}
+		st, err := lstatAt(at.dir, at.name)
+		if err != nil {
+			return "", errno(err)
+		}
+		ts := []unix.Timespec{utime(atim, st.Atim), utime(mtim, st.Mtim)}
+		return "", errno(ignoringEINTR(func() error { return unix.UtimesNanoAt(at.dir, at.name, ts, unix.AT_SYMLINK_NOFOLLOW) }))
+	}
+	if !r.run.noFollow.Load() {
+		set = following(set)
+	}
+	return r.change(func() esys.Errno { return r.w.walk(rel(p), 0, set) })
 }
 
 // utime is wazero's time t, or cur for UTIME_OMIT.

@@ -164,7 +164,7 @@ func TestSwapRaceOps(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			mfs, err := New(r, job.Mount{Host: dir, Guest: "/m", Writable: true}, new(atomic.Int64))
+			mfs, err := New(r, job.Mount{Host: dir, Guest: "/m", Writable: true}, NewRun())
 			if err != nil {
 				t.Fatal(err)
 			}

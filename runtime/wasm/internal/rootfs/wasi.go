@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -18,7 +17,10 @@ import (
 // the module's definitions through the public api.FunctionDefinition.
 // GoFunction, and only changes what it answers or refuses; the file
 // system underneath stays this package's, so nothing here widens what a
-// guest can reach.
+// guest can reach. Every function that takes a descriptor is wrapped once
+// more (numbered, numberedPoll): with a Run (WithRun) whose guest has
+// renumbered what wazero will not move, the guest's numbers are turned
+// into wazero's (see files); otherwise it is called straight through.
 //
 // A wrapper that needs a scratch word (to learn a descriptor's access
 // mode, a preopen's name length, the whole of a symbolic link) borrows it
@@ -41,28 +43,57 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 	}
 	// wazero's functions the wrappers call, the wrapped ones among them.
 	for _, name := range []string{"fd_advise", "fd_allocate", "fd_close", "path_open", "fd_fdstat_get", "fd_fdstat_set_rights", "fd_pread",
-		"fd_prestat_dir_name", "fd_prestat_get", "fd_renumber", "fd_write", "path_filestat_get", "path_link",
+		"fd_prestat_dir_name", "fd_prestat_get", "fd_renumber", "fd_write", "path_filestat_get", "path_filestat_set_times", "path_link",
 		"path_readlink", "poll_oneoff", "sock_shutdown"} {
 		if w[name] == nil {
 			_ = cm.Close(ctx)
 			return nil, fmt.Errorf("wasi: wazero exports no Go function %s", name)
 		}
 	}
-	for name, f := range map[string]api.GoModuleFunc{
+	if err := checkDescriptorParams(defs); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
+	// The wrappers that read or borrow the guest's memory: wazero's own
+	// function runs for a guest without one.
+	withMemory := map[string]api.GoModuleFunc{
 		"fd_allocate":          w.fdAllocate,
-		"fd_close":             w.fdClose,
 		"path_open":            w.pathOpen,
 		"fd_fdstat_get":        w.fdFdstatGet,
 		"fd_fdstat_set_rights": w.fdFdstatSetRights,
 		"fd_prestat_dir_name":  w.fdPrestatDirName,
-		"fd_renumber":          w.fdRenumber,
 		"path_link":            w.pathLink,
 		"path_readlink":        w.pathReadlink,
 		"poll_oneoff":          w.pollOneoff,
 		"sock_shutdown":        w.sockShutdown,
-	} {
-		d := defs[name]
-		b.NewFunctionBuilder().WithGoModuleFunction(w.withMemory(name, f), d.ParamTypes(), d.ResultTypes()).
+	}
+	own := map[string]api.GoModuleFunc{
+		"fd_close":                w.fdClose,
+		"fd_renumber":             w.fdRenumber,
+		"path_filestat_set_times": w.pathFilestatSetTimes,
+	}
+	for name, d := range defs {
+		f := own[name]
+		if g, ok := withMemory[name]; ok {
+			f = w.withMemory(name, g)
+		}
+		if p, ok := descriptorParams[name]; ok {
+			if f == nil {
+				if w[name] == nil {
+					_ = cm.Close(ctx)
+					return nil, fmt.Errorf("wasi: wazero exports no Go function %s", name)
+				}
+				f = w[name].Call
+			}
+			f = w.numbered(p, f)
+		}
+		if name == "poll_oneoff" {
+			f = numberedPoll(f)
+		}
+		if f == nil {
+			continue
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(f, d.ParamTypes(), d.ResultTypes()).
 			WithParameterNames(d.ParamNames()...).WithResultNames(d.ResultNames()...).Export(name)
 	}
 	_ = cm.Close(ctx)
@@ -222,20 +253,25 @@ func (w wasi) fdPrestatDirName(ctx context.Context, mod api.Module, stack []uint
 	}
 }
 
-// fdRenumber answers EBADF when the target descriptor is not open, as the
-// specification's "atomically replace" implies and wasmtime does; wazero
-// opens it.
-func (w wasi) fdRenumber(ctx context.Context, mod api.Module, stack []uint64) {
-	from, to := stack[0], stack[1]
-	if e := w.open(ctx, mod, to); e != errnoSuccess {
-		stack[0] = e
+// pathFilestatSetTimes, without symlink_follow, sets the times of a
+// symbolic link at the end of the path, not those of its target, as
+// utimensat(2) with AT_SYMLINK_NOFOLLOW and wasmtime do; wazero opens the
+// path, following the link, and sets the times of what it opened (a
+// directory, which it cannot open for writing, fails with EISDIR). wazero
+// still resolves the descriptor and the path, as for every path call, and
+// is asked to follow: the run's file systems, told by Run.noFollow that
+// this call does not, set the times on the last name the walk reached
+// without following it. (A file system not of this package follows.)
+func (w wasi) pathFilestatSetTimes(ctx context.Context, mod api.Module, stack []uint64) {
+	run := runOf(ctx)
+	if run == nil || stack[1]&lookupSymlinkFollow != 0 {
+		w["path_filestat_set_times"].Call(ctx, mod, stack)
 		return
 	}
-	if stack[0] = w.call(ctx, mod, "fd_renumber", from, to); stack[0] == errnoSuccess {
-		if t := runFiles(ctx); t != nil {
-			t.move(uint32(from), uint32(to))
-		}
-	}
+	run.noFollow.Store(true)
+	defer run.noFollow.Store(false)
+	stack[1] |= lookupSymlinkFollow
+	w["path_filestat_set_times"].Call(ctx, mod, stack)
 }
 
 // pathLink, asked to follow a symbolic link at the old path that leads
@@ -352,7 +388,7 @@ func (w wasi) fdAllocate(ctx context.Context, mod api.Module, stack []uint64) {
 func (w wasi) pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	in, out, n, nevents := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
 	mem := mod.Memory()
-	subs, ok := mem.Read(in, n*subscriptionSize)
+	subs, ok := subscriptions(mem, in, n)
 	if _, okOut := mem.Read(out, n*eventSize); n == 0 || !ok || !okOut || !writeSub(subs) {
 		w["poll_oneoff"].Call(ctx, mod, stack)
 		return
@@ -404,6 +440,15 @@ func (w wasi) pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = errnoSuccess
 }
 
+// subscriptions are the n subscriptions of poll_oneoff at in, a view of
+// the guest's memory; false when they are not all in it.
+func subscriptions(mem api.Memory, in, n uint32) ([]byte, bool) {
+	if mem == nil || uint64(n)*subscriptionSize > uint64(mem.Size()) {
+		return nil, false
+	}
+	return mem.Read(in, n*subscriptionSize)
+}
+
 // writeSub reports whether subs hold a subscription to writability.
 func writeSub(subs []byte) bool {
 	for i := 0; i+subscriptionSize <= len(subs); i += subscriptionSize {
@@ -412,58 +457,6 @@ func writeSub(subs []byte) bool {
 		}
 	}
 	return false
-}
-
-// WithRun returns a context for one run (one module instance) whose WASI
-// calls keep a table of ccrun's own: the synchronization flags each file
-// was opened with (wazero's fdstat reports only append and nonblock).
-// Without it, fd_fdstat_get reports none, as wazero does.
-func WithRun(ctx context.Context) context.Context {
-	return context.WithValue(ctx, filesKey{}, &files{sync: map[uint32]uint16{}})
-}
-
-type filesKey struct{}
-
-// files is a run's table of its descriptors' synchronization flags, kept
-// by the wrappers of path_open, fd_close and fd_renumber.
-type files struct {
-	mu   sync.Mutex
-	sync map[uint32]uint16 // fd -> dsync|rsync|sync asked at path_open; guarded by mu
-}
-
-func runFiles(ctx context.Context) *files {
-	t, _ := ctx.Value(filesKey{}).(*files)
-	return t
-}
-
-func (t *files) syncs(fd uint32) uint16 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.sync[fd]
-}
-
-func (t *files) set(fd uint32, flags uint16) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if flags == 0 {
-		delete(t.sync, fd)
-		return
-	}
-	t.sync[fd] = flags
-}
-
-func (t *files) move(from, to uint32) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if from == to {
-		return
-	}
-	if f, ok := t.sync[from]; ok {
-		t.sync[to] = f
-	} else {
-		delete(t.sync, to)
-	}
-	delete(t.sync, from)
 }
 
 // pathOpen records the synchronization flags of the file it opened
@@ -478,14 +471,5 @@ func (w wasi) pathOpen(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	if fd, ok := mod.Memory().ReadUint32Le(opened); ok {
 		t.set(fd, fdflags&fdflagsSyncs)
-	}
-}
-
-// fdClose forgets a closed descriptor's flags.
-func (w wasi) fdClose(ctx context.Context, mod api.Module, stack []uint64) {
-	fd := uint32(stack[0])
-	w["fd_close"].Call(ctx, mod, stack)
-	if t := runFiles(ctx); t != nil && stack[0] == errnoSuccess {
-		t.set(fd, 0)
 	}
 }

@@ -5,16 +5,15 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/runtime/wasm/internal/wasmtest"
 )
 
 // TestWASIWrappers runs testdata/wasiprobe, a guest that calls the
@@ -24,41 +23,31 @@ import (
 // comments.
 func TestWASIWrappers(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	wasm := filepath.Join(dir, "wasiprobe.wasm")
-	build := exec.Command("go", "build", "-o", wasm, ".")
-	build.Dir = filepath.Join("testdata", "wasiprobe")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the guest: %v\n%s", err, out)
-	}
-	bin, err := os.ReadFile(wasm)
+	bin, err := wasmtest.WASIProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	host := filepath.Join(dir, "mount")
-	for _, err := range []error{
-		os.Mkdir(host, 0o755),
-		os.WriteFile(filepath.Join(host, "f"), []byte("hello"), 0o644),
-		os.Symlink("target-name", filepath.Join(host, "l")),
-		os.Symlink("nowhere", filepath.Join(host, "dang")),
-		os.Mkdir(filepath.Join(host, "d"), 0o755),
-	} {
+	dir := t.TempDir()
+	host, second := filepath.Join(dir, "mount"), filepath.Join(dir, "second")
+	if err := wasmtest.WASIProbeTree(host, second); err != nil {
+		t.Fatal(err)
+	}
+	// Both mounts' file systems share the run's state with its WASI calls.
+	run := NewRun()
+	fsc := wazero.NewFSConfig()
+	for _, m := range []job.Mount{{Host: host, Guest: "/", Writable: true}, {Host: second, Guest: "/second", Writable: true}} {
+		root, err := os.OpenRoot(m.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer root.Close()
+		fs, err := New(root, m, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.(io.Closer).Close()
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(fs, m.Guest)
 	}
-	root, err := os.OpenRoot(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	fs, err := New(root, job.Mount{Host: host, Guest: "/", Writable: true}, new(atomic.Int64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.(io.Closer).Close()
 
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
@@ -67,17 +56,12 @@ func TestWASIWrappers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	cfg := wazero.NewModuleConfig().WithStdout(&stdout).WithStderr(&stderr).
-		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fs, "/"))
-	if _, err := rt.InstantiateWithConfig(WithRun(ctx), bin, cfg); err != nil {
+	cfg := wazero.NewModuleConfig().WithStdout(&stdout).WithStderr(&stderr).WithFSConfig(fsc)
+	if _, err := rt.InstantiateWithConfig(WithRun(ctx, run), bin, cfg); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.Bytes())
 	}
 
-	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		got[k] = v
-	}
+	got := wasmtest.WASIProbeAnswers(stdout.Bytes())
 	for _, tc := range []struct{ name, want, why string }{
 		{"readlink", "0 4 targ true", "a short buffer gets the target's first bytes, the memory past it untouched (wazero: ERANGE)"},
 		{"prestat-empty", "37", "an empty buffer is ENAMETOOLONG (wazero: success)"},
@@ -92,6 +76,14 @@ func TestWASIWrappers(t *testing.T) {
 		{"link-follow-file", "0", "a link to a file is linked (Go's os.Link asks to follow)"},
 		{"allocate-dir", "8", "EBADF on a directory (wazero: success)"},
 		{"sync-flag", "16 16", "FDFLAGS_SYNC reported, after a renumber too (wazero: not reported)"},
+		{"settimes-nofollow", "0 1000000000 true", "without symlink_follow the link's own time is set, not its target's (wazero: the target's)"},
+		{"settimes-follow", "0 1000000000 2000000000", "with symlink_follow the target's"},
+		{"settimes-dir", "0 3000000000", "a directory's times are set (wazero: EISDIR)"},
+		{"settimes-escape", "0 4000000000 63", "a link out of the mount: its own time set, the file it leads to not reached (EPERM)"},
+		{"renumber-self", "0 0", "renumbered onto itself a file stays open (wazero: closes it)"},
+		{"renumber-stdin", "0 0 8 0 8", "stdin moved onto an open file: that number is stdin, 0 names nothing, polls too (wazero: ENOTSUP)"},
+		{"renumber-reuse", "0 0 0 8 0", "the next file opened gets 0, the lowest number free, and writes its file"},
+		{"renumber-preopen", "0 true 8 8 0 0 8 true", "a directory moved over preopen 4 is 4, no longer a preopen; its old number names nothing, until a file opened in it takes that number (wazero: ENOTSUP)"},
 	} {
 		if got[tc.name] != tc.want {
 			t.Errorf("%s: got %q, want %q: %s", tc.name, got[tc.name], tc.want, tc.why)
@@ -99,6 +91,18 @@ func TestWASIWrappers(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(host, "a")); err != nil || string(b) != "abc" {
 		t.Errorf("a = %q, %v; want abc", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "r2")); err != nil || string(b) != "x" {
+		t.Errorf("r2 = %q, %v; want x: written through the number 0", b, err)
+	}
+	if st, err := os.Stat(filepath.Join(host, "t")); err != nil || !st.ModTime().Equal(time.Unix(2, 0)) {
+		t.Errorf("t's modification time: %v, %v; want %v, set through the link with symlink_follow", st.ModTime(), err, time.Unix(2, 0))
+	}
+	if st, err := os.Stat(filepath.Join(dir, "outside")); err != nil || !st.ModTime().Equal(wasmtest.WASIProbeMTime) {
+		t.Errorf("outside's modification time: %v, %v; want %v, untouched", st.ModTime(), err, wasmtest.WASIProbeMTime)
+	}
+	if st, err := os.Lstat(filepath.Join(host, "lt")); err != nil || !st.ModTime().Equal(time.Unix(1, 0)) {
+		t.Errorf("lt's modification time: %v, %v; want %v, set on the link without symlink_follow", st.ModTime(), err, time.Unix(1, 0))
 	}
 	if t.Failed() {
 		t.Logf("guest output:\n%s%s", stdout.Bytes(), stderr.Bytes())
