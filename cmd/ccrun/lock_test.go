@@ -27,7 +27,6 @@ func TestLockHasNoSideDoor(t *testing.T) {
 		{"--mode trust", nil, []string{"exec", "--mode", "trust", "--shell", "touch x"}},
 		{"--mode accept-edits", nil, []string{"exec", "--mode", "accept-edits", "--shell", "touch x"}},
 		{"--mode default over plan", nil, []string{"exec", "--mode", "default", "--shell", "touch x"}},
-		{"--mode balanced over plan", nil, []string{"check", "--mode", "balanced", "--command", "touch x"}},
 		{"--allow", nil, []string{"exec", "--allow", "run_command:*", "--shell", "touch x"}},
 		{"check --allow", nil, []string{"check", "--allow", "run_wasm:*", "--command", "ls"}},
 		{"check --session-allow", nil, []string{"check", "--session-allow", "run_command:*", "--command", "touch x"}},
@@ -62,7 +61,6 @@ func TestLockHasNoSideDoor(t *testing.T) {
 	}{
 		{"plain", nil, []string{"exec", "--shell", "ls"}},
 		{"--mode plan", nil, []string{"exec", "--mode", "plan", "--shell", "ls"}},
-		{"--mode strict", nil, []string{"exec", "--mode", "strict", "--shell", "ls"}},
 		{"--deny", nil, []string{"check", "--deny", "run_command:rm", "--command", "ls"}},
 		{"--ask", nil, []string{"check", "--ask", "run_command:ls", "--command", "ls"}},
 		{"--directive", nil, []string{"exec", "--directive", "read-only", "--shell", "ls"}},

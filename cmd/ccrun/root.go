@@ -75,6 +75,7 @@ func (a *app) command() *cobra.Command {
 	root := a.rootCommand()
 	root.AddCommand(a.commands()...) // engines.go; the front's, front.go
 	frontRoot(root)
+	strictFlags(root) // flags.go
 	return root
 }
 
@@ -95,7 +96,7 @@ configuration; 124 timeout; 125 ccrun's own failure or the environment unavailab
 	}
 	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else git's top level, else the current one)")
 	root.PersistentFlags().StringVar(&a.trustDigest, "trust-digest", "", "trust the project's files when they loosen exactly this digest (ccrun trust --digest; default: $"+trustDigestEnv+")")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagSuggestion(c, err)} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagSuggestion(c, flagValueError(err))} })
 	return root
 }
 

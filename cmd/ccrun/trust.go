@@ -24,16 +24,22 @@ import (
 const trustDigestEnv = "CCRUN_TRUST_DIGEST"
 
 // trustOptions are the Runtime's trust options from --trust-digest and
-// $CCRUN_TRUST_DIGEST (the flag wins).
+// $CCRUN_TRUST_DIGEST (the flag wins). A malformed digest in the variable
+// is a configuration error (exit 78), in the flag a usage error (64).
 func (a *app) trustOptions() []ccrun.Option {
-	d := a.trustDigest
-	if d == "" {
-		d = os.Getenv(trustDigestEnv)
+	if d := a.trustDigest; d != "" {
+		opt := ccrun.WithTrustDigest(d)
+		return []ccrun.Option{func(r *ccrun.Runtime) error {
+			if opt(r) != nil {
+				return usagef("--trust-digest %q: want sha256: and 64 lowercase hex digits (ccrun trust --digest prints it)", d)
+			}
+			return nil
+		}}
 	}
-	if d == "" {
-		return nil
+	if d := os.Getenv(trustDigestEnv); d != "" {
+		return []ccrun.Option{ccrun.WithTrustDigest(d)}
 	}
-	return []ccrun.Option{ccrun.WithTrustDigest(d)}
+	return nil
 }
 
 // checkLock refuses the command line's loosening flags when a settings file

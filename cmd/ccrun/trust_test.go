@@ -393,8 +393,8 @@ func TestTrustDigestForCI(t *testing.T) {
 	if out, stderr, code := ccrunIn(t, dir, append([]string{"--trust-digest", reviewed, "check", "--json"}, call...)...); code != 0 || !strings.Contains(out, `"decision": "allow"`) {
 		t.Errorf("--trust-digest: %d %s %s", code, out, stderr)
 	}
-	if _, _, code := ccrunIn(t, dir, "--trust-digest", "md5:00", "check", "--command", "ls"); code != exitConfig {
-		t.Errorf("a malformed digest: exit %d, want %d", code, exitConfig)
+	if _, _, code := ccrunIn(t, dir, "--trust-digest", "md5:00", "check", "--command", "ls"); code != exitUsage {
+		t.Errorf("a malformed --trust-digest: exit %d, want %d", code, exitUsage)
 	}
 	// No record was written by any of this.
 	if out, _, _ := ccrunIn(t, dir, "trust", "--list"); strings.TrimSpace(out) != "" {
