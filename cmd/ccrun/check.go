@@ -40,15 +40,15 @@ func (a *app) checkCommand() *cobra.Command {
 	var asJSON bool
 	var sessionAllow []string
 	c := &cobra.Command{
-		Use:   "check [--json] [--session-allow KEY]... (--command CMD | NAME | --wasm FILE | --docker IMAGE)",
+		Use:   "check [--json] [--session-allow KEY]... (--shell CMD | NAME | --wasm FILE | --docker IMAGE)",
 		Short: "Print the decision exec would take with nobody to ask, and run nothing",
 		Long: `Print the decision that ccrun exec would take with nobody to ask: allow, ask or deny, the
 key (and whether it is keyed by the whole text of the command), the gate step that decided, the rule, the reason and any
 diagnostics (such as a ceiling violation). Nothing runs and nothing is written. With
 nobody to ask, an ask is a deny: would_run is true only for allow. Exits 0 when the
 decision could be made; the JSON fields are stable.`,
-		Example: `  ccrun check --command 'git status && git push'
-  ccrun check --json --session-allow run_command:git --command 'git push'`,
+		Example: `  ccrun check --shell 'git status && git push'
+  ccrun check --json --session-allow run_command:git --shell 'git push'`,
 		RunE: func(c *cobra.Command, args []string) error {
 			call, err := f.call(c, args)
 			if err != nil {
@@ -101,10 +101,9 @@ decision could be made; the JSON fields are stable.`,
 		},
 	}
 	f.register(c, false)
-	c.Flags().StringVar(&f.shell, "command", "", "the shell command to check (bash syntax)")
+	c.Flags().Lookup("shell").Usage = "decide on this shell command (bash syntax), as exec --shell would run it"
 	c.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
 	c.Flags().StringArrayVar(&sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")
-	c.MarkFlagsMutuallyExclusive("command", "shell")
 	c.ValidArgsFunction = a.completeCapabilities
 	return c
 }

@@ -20,7 +20,6 @@ var freeFlags = map[string]string{
 	"project-dir":   "a directory",
 	"trust-digest":  "a digest",
 	"shell":         "a command",
-	"command":       "a command",
 	"wasm":          "a file",
 	"docker":        "an image",
 	"mount":         "HOST:GUEST[:ro|rw]",
@@ -178,5 +177,22 @@ func assertNoStutter(t *testing.T, msg string) {
 		if strings.HasPrefix(w, "--") && strings.Count(msg, w) > 1 && !slices.Contains([]string{"--", "--digest"}, w) {
 			t.Errorf("%q names %s twice", msg, w)
 		}
+	}
+}
+
+// TestCheckShell: check takes a shell command as exec does, by --shell,
+// and by nothing else: --command is no flag of ccrun.
+func TestCheckShell(t *testing.T) {
+	dir := t.TempDir()
+	if out, stderr, code := ccrunIn(t, dir, "check", "--json", "--shell", "ls"); code != 0 || !strings.Contains(out, `"key": "run_command:ls"`) {
+		t.Errorf("check --shell ls: exit %d, %q %q", code, out, stderr)
+	}
+	if _, stderr, code := ccrunIn(t, dir, "check", "--command", "ls"); code != exitUsage || !strings.HasPrefix(stderr, "ccrun: unknown flag: --command") {
+		t.Errorf("check --command ls: exit %d, %q; want %d, an unknown flag", code, stderr, exitUsage)
+	}
+	var help strings.Builder
+	run([]string{"check", "--help"}, stdio{strings.NewReader(""), &help, &help})
+	if !strings.Contains(help.String(), "--shell") || strings.Contains(help.String(), "--command") {
+		t.Errorf("check --help:\n%s", help.String())
 	}
 }
