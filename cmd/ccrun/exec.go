@@ -19,10 +19,10 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/advice"
 	"github.com/ccrun/ccrun/internal/outlive"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -356,26 +356,36 @@ func explain(out *ccrun.Outcome, err error, prompted bool) error {
 	case errors.Is(err, prompt.ErrClosed):
 		return &denied{msg: fmt.Sprintf("denied: %s: the prompt got no answer (Ctrl-D); nothing ran", d.Key), err: err}
 	}
-	var how string
-	switch {
-	case prompted && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil: // the person said no
-		how = personHint(out.Request, d)
-	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
-		how = "change the rule or mode that denies it"
-	case errors.Is(err, ceiling.ErrViolation):
-		how = "a @shell key can be granted at most for the session: --approve session"
-	case d.Offer == ceiling.Once:
-		how = "it touches a dangerous path, so only a person at a terminal or --approve once can allow it"
-	case out.Request.Environment == ceiling.Shell:
-		how = fmt.Sprintf("run it at a terminal, pass --approve once|session, or in a session: ccrun allowlist add %s --scope session", shellQuote(keys.PatternOf(d.Key).String()))
-	default:
-		how = fmt.Sprintf("run it at a terminal, pass --approve once|session|project, or: ccrun allowlist add '%s' --scope project", d.Key)
-	}
+	adv := advice.For(advice.Denial{Request: out.Request, Decision: d, Err: err, Ceiling: ceiling.Of(out.Request.Environment)})
+	declined := prompted && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil
+	how := howHere(adv, declined)
 	msg := fmt.Sprintf("denied: %s (%s: %s); to allow it, %s", d.Key, d.Layer, d.Reason, how)
 	for _, x := range d.Diagnostics {
 		msg += "\nccrun: note: " + x
 	}
 	return &denied{msg: msg, err: err}
+}
+
+// howHere is the advice as the CLI gives it: the words every front end
+// prints, after "run it again and" when the person just said no, else with
+// the CLI's ways to answer (a terminal, --approve) after the answers; and,
+// where the answers reach the session, the grant for a ccrun session.
+func howHere(a advice.Advice, declined bool) string {
+	switch {
+	case a.Fixed:
+		return a.Text()
+	case declined:
+		return a.Why + "run it again and " + a.Answer + a.Ahead + sessionWay(a)
+	}
+	return a.Why + a.Answer + " (ccrun asks at a terminal; --approve " + a.Words("|") + " answers ahead)" + a.Ahead + sessionWay(a)
+}
+
+// sessionWay is the CLI's grant of a's pattern for a ccrun session, if any.
+func sessionWay(a advice.Advice) string {
+	if a.Session == "" {
+		return ""
+	}
+	return "; in a session: " + a.Session
 }
 
 type denied struct {
@@ -461,6 +471,7 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 		opts = append(opts, ccrun.WithSession(sess))
 	}
 	opts = append(opts, a.runtimeEngines(dir)...) // engines.go
+	opts = append(opts, a.options...)
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {
 		if err = a.checkLock(rt, approver); err != nil {

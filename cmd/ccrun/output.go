@@ -11,10 +11,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
-	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
-	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -127,20 +124,6 @@ func stopReason(r *job.Result) string {
 		return fmt.Sprintf("%s (%s)", r.Reason, r.Detail)
 	}
 	return string(r.Reason)
-}
-
-// personHint says, after a person denied a call at the prompt, how to
-// allow it another time.
-func personHint(req *permission.Request, d *permission.Decision) string {
-	k := shellQuote(keys.PatternOf(d.Key).String()) // the grant of the key: make is run_command:make:""
-	switch {
-	case d.Offer == ceiling.Once:
-		return "run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)"
-	case req.Environment == ceiling.Shell:
-		return fmt.Sprintf("run it again and answer o (or s in a session), or grant it for the session ahead: ccrun allowlist add %s --scope session; `ccrun key` prints the rule to write", k)
-	default:
-		return fmt.Sprintf("run it again and answer o, s or p, or grant it ahead: ccrun allowlist add %s --scope project", k)
-	}
 }
 
 // shellQuote quotes s for a POSIX shell, so that a printed command line can
