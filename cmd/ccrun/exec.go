@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -65,12 +66,12 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 	completeCallFlags(c)
 }
 
-// call builds the call from the flags and the arguments (args before --
-// name a capability; args after it are the tool's).
-func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
+// call builds the call from the flags and the arguments: args before the
+// index dash (-1: no --) name a capability, those after it are the tool's;
+// --input - reads stdin.
+func (f *callFlags) call(args []string, dash int, stdin io.Reader) (*ccrun.Call, error) {
 	var name string
 	var rest []string
-	dash := c.ArgsLenAtDash()
 	before := args
 	if dash >= 0 {
 		before, rest = args[:dash], args[dash:]
@@ -116,7 +117,7 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 		}
 	}
 	if f.input != "" {
-		if call.Input, call.InputFile, err = readInput(f.input, c.InOrStdin()); err != nil {
+		if call.Input, call.InputFile, err = readInput(f.input, stdin); err != nil {
 			return nil, err
 		}
 	}
@@ -168,7 +169,7 @@ The tool's exit code becomes ccrun's.`,
   ccrun exec --wasm hello.wasm --mount data:/data -- --verbose
   ccrun exec --docker ccrun-test:busybox -- /bin/busybox echo hi`,
 		RunE: func(c *cobra.Command, args []string) error {
-			call, err := f.call(c, args)
+			call, err := f.call(args, c.ArgsLenAtDash(), c.InOrStdin())
 			if err != nil {
 				return err
 			}
