@@ -32,7 +32,7 @@ var enumFlags = []struct {
 	{[]string{"exec"}, "approve", []string{"once", "session", "project", "unconfined"}, ""},
 	{[]string{"exec"}, "events", []string{"json"}, ""},
 	{[]string{"allowlist add"}, "scope", []string{"session", "project"}, ""},
-	{[]string{"allowlist remove"}, "scope", []string{"project"}, "only the project's grants are removed one by one; end the session to drop its grants"},
+	{[]string{"allowlist remove"}, "scope", []string{"project"}, removeScopeWhy},
 }
 
 // names are the values of a list of string-kinded constants.
