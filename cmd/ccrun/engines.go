@@ -34,7 +34,7 @@ func serveHelper(args []string) (code int, ok bool) { return housekeep.Serve(arg
 func (a *app) commands() []*cobra.Command {
 	return []*cobra.Command{a.execCommand(nil), a.checkCommand(nil), a.allowlistCommand(), a.capabilityCommand(),
 		a.sessionCommand(), a.versionCommand(nil), a.keyCommand(nil), a.trustCommand(),
-		a.gcCommand(), a.demoCommand(), a.doctorCommand(), a.mcpCommand()}
+		a.gcCommand(), a.demoCommand(nil), a.doctorCommand(nil), a.mcpCommand()}
 }
 
 // frontRoot does nothing in the whole ccrun (front.go).

@@ -51,3 +51,25 @@ func TestRunKeyAndVersion(t *testing.T) {
 		t.Errorf("version: %q, %v", out.String(), err)
 	}
 }
+
+// TestRunDoctorAndDemo calls doctor's and demo's run functions without
+// cobra, and their commands' parsing with a runF.
+func TestRunDoctorAndDemo(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-docker.sock")
+	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	var d *doctorOptions
+	c := a.doctorCommand(func(_ context.Context, o *doctorOptions) error { d = o; return nil })
+	c.SetArgs([]string{"--json", "--engine", "docker"})
+	if err := c.Execute(); err != nil || *d != (doctorOptions{json: true, engine: "docker"}) {
+		t.Errorf("doctor: %+v, %v", d, err)
+	}
+	var out bytes.Buffer
+	a = &app{io: stdio{strings.NewReader(""), &out, io.Discard}}
+	if err := a.runDoctor(context.Background(), &doctorOptions{json: true}); err != nil || !json.Valid(out.Bytes()) || !strings.Contains(out.String(), `"landlock"`) {
+		t.Errorf("doctor --json: %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := a.runDemo(context.Background(), &demoOptions{}); err != nil || !strings.Contains(out.String(), "ccrun.json now holds the grant") {
+		t.Errorf("demo: %v %q", err, out.String())
+	}
+}
