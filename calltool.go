@@ -67,7 +67,7 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 		for _, m := range a.Mounts {
 			mt, err := job.ParseMount(m)
 			if err != nil {
-				return nil, fmt.Errorf("%s: mount %q: %v: %w", name, m, err, ErrInvalidCall)
+				return nil, fmt.Errorf("%s: mount %v: %w", name, err, ErrInvalidCall)
 			}
 			c.Mounts = append(c.Mounts, mt)
 		}

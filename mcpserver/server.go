@@ -52,6 +52,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/advice"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
@@ -659,7 +660,7 @@ func (s *Server) run(ctx context.Context, rt *ccrun.Runtime, req *mcp.CallToolRe
 		}()
 	}
 	o, err := rt.ExecWith(ctx, call, opts)
-	return render(o, err, opts.Approver != nil && ap.declined.Load()), nil
+	return render(o, err, opts.Approver != nil && ap.declined.Load(), rt.Environments()), nil
 }
 
 // counter counts the bytes of output as they arrive, for progress.
@@ -1018,8 +1019,9 @@ type Result struct {
 
 // render turns an outcome into a tool result: structured content and a
 // text rendering; a non-zero exit, a stop or a deny is isError.
-// declined says the person was asked and said no.
-func render(o *ccrun.Outcome, err error, declined bool) *mcp.CallToolResult {
+// declined says the person was asked and said no; envs are the
+// Runtime's environments, whose ceilings the advice keeps to.
+func render(o *ccrun.Outcome, err error, declined bool, envs ceiling.Set) *mcp.CallToolResult {
 	tool := ""
 	if o != nil {
 		tool = o.Tool
@@ -1027,7 +1029,7 @@ func render(o *ccrun.Outcome, err error, declined bool) *mcp.CallToolResult {
 	if err != nil {
 		var de *permission.DeniedError
 		if errors.As(err, &de) && o != nil && o.Request != nil {
-			return deniedResult(o, de, err, declined)
+			return deniedResult(o, de, err, declined, envs)
 		}
 		r := Result{Outcome: "failed", Tool: tool}
 		if errors.Is(err, ccrun.ErrInvalidCall) || errors.Is(err, capabilities.ErrInvalidInput) {
@@ -1090,32 +1092,20 @@ func refused(tool string, err error) *mcp.CallToolResult {
 }
 
 // deniedResult says what was refused and how the person can allow it.
-func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, declined bool) *mcp.CallToolResult {
+func deniedResult(o *ccrun.Outcome, de *permission.DeniedError, err error, declined bool, envs ceiling.Set) *mcp.CallToolResult {
 	d := de.Decision
 	req := o.Request
 	key := d.Key.String()
-	var how string
+	adv := advice.For(advice.Denial{Request: req, Decision: d, Err: err, Ceiling: envs.Of(req.Environment)})
+	how := "the person can " + adv.Text()
+	if !adv.Fixed {
+		how = adv.Why + "the person can " + adv.Answer + " (in a client that shows ccrun's question: MCP elicitation)" + adv.Ahead
+	}
 	switch {
 	case declined && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil:
-		how = "the person declined when asked; they are asked again if the call is made again, but do not retry it unchanged"
+		how = "the person declined when asked; they are asked again if the call is made again, but do not retry it unchanged. Else " + how
 	case errors.Is(err, errCancelled):
-		how = "the person cancelled the question (dismissed it without answering); they are asked again if the call is made again, but do not retry it unless they ask for it"
-	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
-		how = "a rule or mode of the project denies it: only the person can change ccrun.json or their ccrun config"
-	case errors.Is(err, ceiling.ErrViolation):
-		how = fmt.Sprintf("a %s key can be granted at most for the session: the person can answer \"session\" when asked", req.Environment)
-	case d.Offer == ceiling.Once:
-		how = "it touches a dangerous path, so only a person answering \"once\" when asked can allow it (a client that shows ccrun's questions)"
-	case req.Environment == ceiling.Shell:
-		// The rule of this key only: run_command:make:"" for make, as
-		// run_command:make would allow make deploy too.
-		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project (ccrun mcp reads it again; `ccrun key` shows the key of a command)", keys.PatternOf(d.Key).String())
-	case d.Offer < ceiling.AlwaysThisProject:
-		// an environment a Go program registered: its ceiling (the
-		// Runtime's) is the session at most
-		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or allow the key with a rule: add %q to \"permissions\": {\"allow\": [...]} in their user config, or in ccrun.local.json of a trusted project", key)
-	default:
-		how = fmt.Sprintf("the person can answer ccrun's question in a client that shows it (MCP elicitation), or run: ccrun allowlist add '%s' --scope project", key)
+		how = "the person cancelled the question (dismissed it without answering); they are asked again if the call is made again, but do not retry it unless they ask for it. Else " + how
 	}
 	text := fmt.Sprintf("ccrun denied %s: %s (%s: %s). Nothing ran. To allow it, %s.", show(req.Tool), key, d.Layer, d.Reason, how)
 	for _, x := range d.Diagnostics {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -40,33 +41,24 @@ const (
 // Modes lists the modes from strictest to loosest.
 var Modes = []Mode{ModePlan, ModeDefault, ModeAcceptEdits, ModeTrust}
 
-// ParseMode reads a mode's name or one of the names other tools give it
-// (case-insensitive):
-//
-//	plan:          plan, strict, safe, read-only
-//	default:       default, balanced, ask
-//	accept-edits:  accept-edits, accept_edits, acceptEdits, edit, edits
-//	trust:         trust, auto, solo, yolo
-//
-// "safe" (elsewhere: everything asks) and "strict" (elsewhere: exec and
-// network denied, writes asked) map to plan, which is stricter than both:
-// what a person calls safe must not be looser than they meant. "auto"
-// means everything allowed, as it does elsewhere, not an alias of
-// accept-edits. The empty string is ModeDefault. Anything else is an error
-// of class ErrInvalidConfig.
+// ParseMode reads a mode's name: plan, default, accept-edits or trust,
+// exactly as written here. There are no aliases: a spelling that meant
+// one mode to its writer and another to ccrun could loosen the gate (an
+// "auto" read as trust), so every other spelling is an error, of class
+// ErrInvalidConfig, that lists the four. The empty string is ModeDefault
+// (no mode set).
 func ParseMode(s string) (Mode, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "plan", "strict", "safe", "read-only", "readonly":
-		return ModePlan, nil
-	case "", "default", "balanced", "ask":
+	if s == "" {
 		return ModeDefault, nil
-	case "accept-edits", "accept_edits", "acceptedits", "edit", "edits":
-		return ModeAcceptEdits, nil
-	case "trust", "auto", "solo", "yolo":
-		return ModeTrust, nil
 	}
-	return "", fmt.Errorf("mode %q: want plan, default, accept-edits or trust: %w", s, ErrInvalidConfig)
+	if m := Mode(s); slices.Contains(Modes, m) {
+		return m, nil
+	}
+	return "", fmt.Errorf("mode %q: want %s: %w", s, modeNames, ErrInvalidConfig)
 }
+
+// modeNames are the modes, for an error.
+const modeNames = "plan, default, accept-edits or trust"
 
 // rank orders modes, strictest first; an unknown mode ranks as plan.
 func (m Mode) rank() int {

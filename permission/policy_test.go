@@ -3,6 +3,7 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ccrun/ccrun/permission/keys"
@@ -46,19 +47,25 @@ func TestModeMatrix(t *testing.T) {
 	}
 }
 
+// TestParseMode: a mode is one of four names, exactly; every alias a
+// seed or another tool used (auto and yolo for trust, edit for
+// accept-edits, strict for plan) and every other spelling is an error that
+// lists the four.
 func TestParseMode(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]Mode{
-		"plan": ModePlan, "strict": ModePlan, "safe": ModePlan, "": ModeDefault, "balanced": ModeDefault,
-		"default": ModeDefault, "accept-edits": ModeAcceptEdits, "edit": ModeAcceptEdits, "acceptEdits": ModeAcceptEdits,
-		"trust": ModeTrust, "auto": ModeTrust, "solo": ModeTrust, "YOLO": ModeTrust,
+		"plan": ModePlan, "": ModeDefault, "default": ModeDefault, "accept-edits": ModeAcceptEdits, "trust": ModeTrust,
 	} {
 		if got, err := ParseMode(in); err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := ParseMode("lenient"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("ParseMode(lenient) error = %v, want ErrInvalidConfig", err)
+	for _, bad := range []string{"auto", "yolo", "YOLO", "solo", "edit", "edits", "acceptEdits", "accept_edits",
+		"strict", "safe", "read-only", "readonly", "balanced", "ask", "Trust", " plan", "lenient"} {
+		_, err := ParseMode(bad)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "want plan, default, accept-edits or trust") {
+			t.Errorf("ParseMode(%q) error = %v, want ErrInvalidConfig listing the modes", bad, err)
+		}
 	}
 }
 

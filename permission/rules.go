@@ -1,7 +1,6 @@
 package permission
 
 import (
-	"fmt"
 	"path"
 	"strings"
 
@@ -29,17 +28,15 @@ func (r Rule) String() string {
 
 // ParseRule reads one rule as written in a settings file or on the command
 // line. It is ParsePattern plus one shorthand: a bare tool name (write_file)
-// stands for every call of that tool (write_file:*). A rule that cannot
-// match anything is an error of class ErrInvalidConfig (and ErrInvalidKey).
+// stands for every call of that tool (write_file:*). A rule that does not
+// read is ParsePattern's error, of class ErrInvalidKey, which names the
+// rule: the caller adds where it was written (a file's position and the
+// class ErrInvalidConfig, a flag).
 func ParseRule(s string) (keys.Pattern, error) {
 	if !strings.Contains(s, ":") && keys.BareTool(s) {
 		s += ":*"
 	}
-	p, err := keys.ParsePattern(s)
-	if err != nil {
-		return keys.Pattern{}, fmt.Errorf("rule %q: %w: %w", s, ErrInvalidConfig, err)
-	}
-	return p, nil
+	return keys.ParsePattern(s)
 }
 
 // toolWide reports whether p covers every call of its tool (tool:* or

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -322,7 +324,7 @@ func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) 
 			}
 			p, err := ParseRule(str)
 			if err != nil {
-				return fmt.Errorf("%s:%s: %s %w", name, jsonpos.Position(data, e.Start), m.Name, err)
+				return fmt.Errorf("%s:%s: %s rule %w: %w", name, jsonpos.Position(data, e.Start), m.Name, err, ErrInvalidConfig)
 			}
 			*dst = append(*dst, p)
 		}
@@ -617,15 +619,16 @@ func LoadLayers(loc Locations) ([]*Settings, error) {
 }
 
 // FlagSettings builds the command line's layer: --mode and repeated
-// --allow, --ask, --deny values. Errors are of class ErrInvalidConfig.
+// --allow, --ask, --deny values. Errors name the flag and the value once,
+// and are of class ErrInvalidArgument (a bad rule: ErrInvalidKey): a
+// mistyped flag is a usage error, not one of a configuration file.
 func FlagSettings(mode string, allow, ask, deny []string) (*Settings, error) {
 	s := &Settings{Origin: OriginFlags, Name: "flags"}
 	if mode != "" {
-		m, err := ParseMode(mode)
-		if err != nil {
-			return nil, fmt.Errorf("--mode: %w", err)
+		if !slices.Contains(Modes, Mode(mode)) {
+			return nil, fmt.Errorf("--mode %q: want %s: %w", mode, modeNames, errdefs.ErrInvalidArgument)
 		}
-		s.Mode = m
+		s.Mode = Mode(mode)
 	}
 	for _, l := range []struct {
 		flag string

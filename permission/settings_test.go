@@ -2,11 +2,15 @@ package permission
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/google/go-cmp/cmp"
@@ -16,7 +20,7 @@ func TestParseSettings(t *testing.T) {
 	t.Parallel()
 	data := []byte(`{
   "$schema": "https://example.com/ccrun.schema.json",
-  "mode": "balanced",
+  "mode": "default",
   "permissions": {
     "allow": ["write_file:docs/**"],
     "ask": ["run_command:npm:publish"],
@@ -146,7 +150,7 @@ func TestDefaultLocations(t *testing.T) {
 
 func TestFlagSettings(t *testing.T) {
 	t.Parallel()
-	s, err := FlagSettings("edit", []string{"write_file:**"}, nil, []string{"run_command:rm"})
+	s, err := FlagSettings("accept-edits", []string{"write_file:**"}, nil, []string{"run_command:rm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +160,37 @@ func TestFlagSettings(t *testing.T) {
 	if _, err := FlagSettings("", nil, nil, []string{"run_command"}); err != nil {
 		t.Errorf("bare tool rule: %v", err)
 	}
-	for _, bad := range []string{"run_command:", ":x", "run command:x", "a:b:c:d"} {
-		if _, err := FlagSettings("", nil, []string{bad}, nil); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("rule %q: error = %v, want ErrInvalidConfig", bad, err)
+	// A bad flag is an invalid argument, not a configuration error, and
+	// its text names the flag and the value once each.
+	for _, bad := range []string{"run_command:", ":x", "run command:x", "a:b:c:d", "bad key!!"} {
+		_, err := FlagSettings("", nil, []string{bad}, nil)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("rule %q: error = %v, want ErrInvalidArgument and not ErrInvalidConfig", bad, err)
+		}
+		if msg := fmt.Sprint(err); !strings.HasPrefix(msg, "--ask: ") || strings.Count(msg, strconv.QuoteToASCII(bad)) != 1 ||
+			strings.Count(msg, "invalid") != 1 {
+			t.Errorf("rule %q: error %q, want --ask, the rule and one class, each once", bad, msg)
 		}
 	}
-	if _, err := FlagSettings("x", nil, nil, nil); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("bad mode error = %v", err)
+	for _, bad := range []string{"x", "auto", "yolo"} {
+		_, err := FlagSettings(bad, nil, nil, nil)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || errors.Is(err, ErrInvalidConfig) || strings.Count(fmt.Sprint(err), "mode") != 1 {
+			t.Errorf("mode %q: error = %v, want ErrInvalidArgument naming --mode once", bad, err)
+		}
+	}
+}
+
+// TestSettingsRuleError: a bad rule in a file says where, the rule once,
+// and both classes once each, at the end.
+func TestSettingsRuleError(t *testing.T) {
+	t.Parallel()
+	_, err := ParseSettings([]byte(`{"permissions": {"allow": ["bad key!!"]}}`), "ccrun.json", OriginLocal)
+	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, keys.ErrInvalidKey) {
+		t.Fatalf("error = %v, want ErrInvalidConfig and ErrInvalidKey", err)
+	}
+	want := `ccrun.json:1:28: allow rule "bad key!!": the tool, before the first colon, must be letters, digits, _ - . (want tool:action[:detail], e.g. run_command:git:status): invalid permission key: invalid configuration`
+	if got := err.Error(); got != want {
+		t.Errorf("error\n got %s\nwant %s", got, want)
 	}
 }
 

@@ -67,6 +67,10 @@ const (
 	DirectiveNoEdit   Directive = "do-not-edit"
 )
 
+// Directives lists the directives a call may name. The gate reads any
+// other as allowing only reads; a front end refuses it.
+var Directives = []Directive{DirectiveReadOnly, DirectivePlanOnly, DirectiveAnalyze, DirectiveNoEdit}
+
 // Request is one call put before the gate.
 type Request struct {
 	Tool        string              // the tool's name: run_command, write_file, or a capability's name

@@ -25,34 +25,39 @@ func benchPair(b *testing.B) (front, full string) {
 
 // BenchmarkShellTrue compares, side by side in one run, a whole
 // `ccrun exec --shell true` process (parse, key, gate, audit, run) with
-// `sh -c true`, and `ccrun version` (what starting the process costs), for
-// what `make build` gives: the front (bin/ccrun, front.go) and the whole
-// ccrun (bin/ccrun-full, what `go install` gives). The five run in turn
-// within each iteration, in a rotating order, so that a change of the
-// machine's load hits them alike; each is reported as its median wall time
-// (…-ms). overhead-ms is the median of the front's exec − sh over the
-// iterations (issue 15's goal: at most 3 ms), whole-overhead-ms the same
-// for the whole ccrun. CCRUN_BENCH_BASE names another build of the front
-// (its ccrun-full beside it), run in turn with the others: base-overhead-ms.
-// The front measured is benchPair's.
+// `sh -c true`, `ccrun version` (what starting the process costs), and a
+// command the front hands over (`ccrun capability list`), for what `make
+// build` gives: the front (bin/ccrun, front.go) and the whole ccrun
+// (bin/ccrun-full, what `go install` gives). They run in turn within each
+// iteration, in a rotating order, so that a change of the machine's load
+// hits them alike; each is reported as its median wall time (…-ms).
+// overhead-ms is the median of the front's exec − sh over the iterations
+// (issue 15's goal: at most 3 ms), whole-overhead-ms the same for the
+// whole ccrun, handoff-ms the median of the front's capability list − the
+// whole ccrun's (what the hand-over costs). CCRUN_BENCH_BASE names another
+// build of the front (its ccrun-full beside it), run in turn with the
+// others: base-overhead-ms and base-handoff-ms. The front measured is
+// benchPair's.
 func BenchmarkShellTrue(b *testing.B) {
 	front, full := benchPair(b)
 	dir := b.TempDir()
-	variants := []struct {
+	type variant struct {
 		name string
 		argv []string
-	}{
+	}
+	variants := []variant{
 		{"ccrun-exec", []string{front, "exec", "--approve", "once", "--shell", "true"}},
 		{"sh-c", []string{"sh", "-c", "true"}},
 		{"ccrun-version", []string{front, "version"}},
 		{"whole-exec", []string{full, "exec", "--approve", "once", "--shell", "true"}},
 		{"whole-version", []string{full, "version"}},
+		{"ccrun-handed", []string{front, "capability", "list"}},
+		{"whole-handed", []string{full, "capability", "list"}},
 	}
 	if base := os.Getenv("CCRUN_BENCH_BASE"); base != "" { // another build, for a before/after
-		variants = append(variants, struct {
-			name string
-			argv []string
-		}{"base-exec", []string{base, "exec", "--approve", "once", "--shell", "true"}})
+		variants = append(variants,
+			variant{"base-exec", []string{base, "exec", "--approve", "once", "--shell", "true"}},
+			variant{"base-handed", []string{base, "capability", "list"}})
 	}
 	wall := make([][]time.Duration, len(variants))
 	for i := 0; i < b.N; i++ {
@@ -68,20 +73,22 @@ func BenchmarkShellTrue(b *testing.B) {
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	over := func(v int) float64 {
+	diff := func(a, o int) float64 {
 		var d []time.Duration
-		for i := range wall[v] {
-			d = append(d, wall[v][i]-wall[1][i])
+		for i := range wall[a] {
+			d = append(d, wall[a][i]-wall[o][i])
 		}
 		return ms(median(d))
 	}
-	b.ReportMetric(over(0), "overhead-ms")
-	b.ReportMetric(over(3), "whole-overhead-ms")
-	if len(variants) > 5 {
-		b.ReportMetric(over(5), "base-overhead-ms")
+	b.ReportMetric(diff(0, 1), "overhead-ms")
+	b.ReportMetric(diff(3, 1), "whole-overhead-ms")
+	b.ReportMetric(diff(5, 6), "handoff-ms")
+	if len(variants) > 7 {
+		b.ReportMetric(diff(7, 1), "base-overhead-ms")
+		b.ReportMetric(diff(8, 6), "base-handoff-ms")
 	}
 	for v := range variants {
-		b.ReportMetric(ms(median(wall[v])), variants[v].name+"-ms")
+		b.ReportMetric(ms(median(slices.Clone(wall[v]))), variants[v].name+"-ms")
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -35,78 +36,98 @@ type checkReport struct {
 	Warnings    []string `json:"warnings"`
 }
 
-func (a *app) checkCommand() *cobra.Command {
-	var f callFlags
-	var asJSON bool
-	var sessionAllow []string
+// checkOptions are `ccrun check`'s flags and arguments as the command
+// line gave them: runCheck needs nothing else, so that a test calls it
+// without cobra (and checkCommand's runF sees what cobra parsed).
+type checkOptions struct {
+	call         callFlags // the call: --shell, --wasm, --docker, the limits' and the gate's flags
+	args         []string  // a capability's NAME, and after -- the tool's arguments
+	dash         int       // where -- stood in args; -1: nowhere
+	json         bool      // --json
+	sessionAllow []string  // --session-allow, repeated
+}
+
+// checkCommand is `ccrun check`; it parses the command line into
+// checkOptions and calls runF with them (nil: runCheck).
+func (a *app) checkCommand(runF func(context.Context, *checkOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runCheck
+	}
+	o := &checkOptions{}
 	c := &cobra.Command{
-		Use:   "check [--json] [--session-allow KEY]... (--command CMD | NAME | --wasm FILE | --docker IMAGE)",
+		Use:   "check [--json] [--session-allow KEY]... (--shell CMD | NAME | --wasm FILE | --docker IMAGE)",
 		Short: "Print the decision exec would take with nobody to ask, and run nothing",
 		Long: `Print the decision that ccrun exec would take with nobody to ask: allow, ask or deny, the
 key (and whether it is keyed by the whole text of the command), the gate step that decided, the rule, the reason and any
 diagnostics (such as a ceiling violation). Nothing runs and nothing is written. With
 nobody to ask, an ask is a deny: would_run is true only for allow. Exits 0 when the
 decision could be made; the JSON fields are stable.`,
-		Example: `  ccrun check --command 'git status && git push'
-  ccrun check --json --session-allow run_command:git --command 'git push'`,
+		Example: `  ccrun check --shell 'git status && git push'
+  ccrun check --json --session-allow run_command:git --shell 'git push'`,
 		RunE: func(c *cobra.Command, args []string) error {
-			call, err := f.call(c, args)
-			if err != nil {
-				return err
-			}
-			layer, err := f.settings()
-			if err != nil {
-				return err
-			}
-			sess := allowlist.NewSessionAllowlist()
-			if cur, err := a.liveSession(); err != nil {
-				return err
-			} else if cur != nil {
-				for _, e := range cur.Entries() {
-					if err := sess.Add(e); err != nil {
-						return err
-					}
-				}
-			}
-			for _, k := range sessionAllow {
-				p, err := keys.ParsePattern(k)
-				if err != nil {
-					return usagef("--session-allow: %w", err)
-				}
-				if err := sess.Add(allowlist.Entry{Pattern: p, Grant: ceiling.AlwaysThisSession}); err != nil {
-					return usagef("--session-allow %s: %w", k, err)
-				}
-			}
-			if len(sessionAllow) > 0 {
-				a.loosenFlags = append(a.loosenFlags, "--session-allow")
-			}
-			rt, err := a.runtime(nil, layer, ccrun.WithSession(sess), ccrun.WithAuditLog(""))
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			out, err := rt.CheckContext(c.Context(), call)
-			if err != nil {
-				return err
-			}
-			r := checkReportOf(out)
-			if asJSON {
-				enc := json.NewEncoder(a.io.out)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				return enc.Encode(r)
-			}
-			printReport(a, r)
-			return nil
+			o.args, o.dash = args, c.ArgsLenAtDash()
+			return runF(c.Context(), o)
 		},
 	}
-	f.register(c, false)
-	c.Flags().StringVar(&f.shell, "command", "", "the shell command to check (bash syntax)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
-	c.Flags().StringArrayVar(&sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")
-	c.MarkFlagsMutuallyExclusive("command", "shell")
+	o.call.register(c, false)
+	c.Flags().Lookup("shell").Usage = "decide on this shell command (bash syntax), as exec --shell would run it"
+	c.Flags().BoolVar(&o.json, "json", false, "print the decision as JSON")
+	c.Flags().StringArrayVar(&o.sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")
 	c.ValidArgsFunction = a.completeCapabilities
 	return c
+}
+
+// runCheck decides on the call o describes, as exec would with nobody to
+// ask, and prints the decision; it runs nothing and writes nothing.
+func (a *app) runCheck(ctx context.Context, o *checkOptions) error {
+	call, err := o.call.call(o.args, o.dash, a.io.in)
+	if err != nil {
+		return err
+	}
+	layer, err := o.call.settings()
+	if err != nil {
+		return err
+	}
+	sess := allowlist.NewSessionAllowlist()
+	if cur, err := a.liveSession(); err != nil {
+		return err
+	} else if cur != nil {
+		for _, e := range cur.Entries() {
+			if err := sess.Add(e); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range o.sessionAllow {
+		p, err := keys.ParsePattern(k)
+		if err != nil {
+			return usagef("--session-allow: %w", err)
+		}
+		if err := sess.Add(allowlist.Entry{Pattern: p, Grant: ceiling.AlwaysThisSession}); err != nil {
+			return usagef("--session-allow: %w", err)
+		}
+	}
+	if len(o.sessionAllow) > 0 {
+		a.loosenFlags = append(a.loosenFlags, "--session-allow")
+	}
+	rt, err := a.runtime(nil, layer, ccrun.WithSession(sess), ccrun.WithAuditLog(""))
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	out, err := rt.CheckContext(ctx, call)
+	if err != nil {
+		return err
+	}
+	r := checkReportOf(out)
+	if o.json {
+		enc := json.NewEncoder(a.io.out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r)
+	}
+	printReport(a, r)
+	return nil
 }
 
 func checkReportOf(out *ccrun.Outcome) checkReport {

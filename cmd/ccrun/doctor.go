@@ -72,9 +72,19 @@ var landlockLevels = []string{
 	7: "audit logs of denials (6.15)",
 }
 
-func (a *app) doctorCommand() *cobra.Command {
-	var asJSON bool
-	var engine string
+// doctorOptions are `ccrun doctor`'s flags.
+type doctorOptions struct {
+	json   bool   // --json
+	engine string // --engine: docker or kubernetes; "": as the settings say
+}
+
+// doctorCommand is `ccrun doctor`; it parses its flags and calls runF
+// (nil: runDoctor).
+func (a *app) doctorCommand(runF func(context.Context, *doctorOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runDoctor
+	}
+	o := &doctorOptions{}
 	c := &cobra.Command{
 		Use:   "doctor [--json]",
 		Short: "Report which protections this machine gives ccrun",
@@ -83,21 +93,24 @@ read-only run confined by the kernel, and what each ABI level adds), the seccomp
 user namespaces, the Docker Engine (reachable, version) and the cgroup version. Exits 0
 whatever is missing; --json prints the report with stable fields.`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			r := doctor(c.Context())
-			if engine != "" { // --engine: where a @docker call would run with that flag (kube.go)
-				r.Engine = engineInfo(c.Context(), engine)
-			}
-			if asJSON {
-				return writeJSON(a.io.out, r)
-			}
-			printDoctor(a, r)
-			return nil
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), o) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	c.Flags().StringVar(&engine, "engine", "", "report the @docker engine as ccrun exec --engine would use it: docker or kubernetes")
+	c.Flags().BoolVar(&o.json, "json", false, "print the report as JSON")
+	c.Flags().StringVar(&o.engine, "engine", "", "report the @docker engine as ccrun exec --engine would use it: docker or kubernetes")
 	return c
+}
+
+// runDoctor reports which protections this machine gives.
+func (a *app) runDoctor(ctx context.Context, o *doctorOptions) error {
+	r := doctor(ctx)
+	if o.engine != "" { // --engine: where a @docker call would run with that flag (kube.go)
+		r.Engine = engineInfo(ctx, o.engine)
+	}
+	if o.json {
+		return writeJSON(a.io.out, r)
+	}
+	printDoctor(a, r)
+	return nil
 }
 
 func doctor(ctx context.Context) doctorReport {

@@ -56,7 +56,7 @@ func TestDoctor(t *testing.T) {
 func TestCheckSaysLandlockMissing(t *testing.T) {
 	t.Setenv(confine.EnvVar, "off")
 	var out, errb bytes.Buffer
-	if code := run([]string{"--project-dir", t.TempDir(), "check", "--command", "ls"}, stdio{strings.NewReader(""), &out, &errb}); code != 0 {
+	if code := run([]string{"--project-dir", t.TempDir(), "check", "--shell", "ls"}, stdio{strings.NewReader(""), &out, &errb}); code != 0 {
 		t.Fatalf("check: exit %d, %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "no Landlock here") {

@@ -32,9 +32,9 @@ func serveHelper(args []string) (code int, ok bool) { return housekeep.Serve(arg
 
 // commands are ccrun's commands: the gate's, and those of the engines.
 func (a *app) commands() []*cobra.Command {
-	return []*cobra.Command{a.execCommand(), a.checkCommand(), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.versionCommand(), a.keyCommand(), a.trustCommand(),
-		a.gcCommand(), a.demoCommand(), a.doctorCommand(), a.mcpCommand()}
+	return []*cobra.Command{a.execCommand(nil), a.checkCommand(nil), a.allowlistCommand(), a.capabilityCommand(),
+		a.sessionCommand(), a.versionCommand(nil), a.keyCommand(nil), a.trustCommand(nil),
+		a.gcCommand(), a.demoCommand(nil), a.doctorCommand(nil), a.mcpCommand(nil)}
 }
 
 // frontRoot does nothing in the whole ccrun (front.go).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,10 +20,10 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/advice"
 	"github.com/ccrun/ccrun/internal/outlive"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/permission"
-	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -65,12 +66,12 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 	completeCallFlags(c)
 }
 
-// call builds the call from the flags and the arguments (args before --
-// name a capability; args after it are the tool's).
-func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
+// call builds the call from the flags and the arguments: args before the
+// index dash (-1: no --) name a capability, those after it are the tool's;
+// --input - reads stdin.
+func (f *callFlags) call(args []string, dash int, stdin io.Reader) (*ccrun.Call, error) {
 	var name string
 	var rest []string
-	dash := c.ArgsLenAtDash()
 	before := args
 	if dash >= 0 {
 		before, rest = args[:dash], args[dash:]
@@ -99,11 +100,6 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 	case len(before) > 0:
 		return nil, usagef("unexpected arguments %q; put the tool's arguments after --", before)
 	}
-	switch f.pull {
-	case "", "missing", "never", "always":
-	default:
-		return nil, usagef("--pull %q: want missing, never or always", f.pull)
-	}
 	if f.shell != "" && strings.TrimSpace(f.shell) == "" {
 		return nil, usagef("--shell: the command is empty")
 	}
@@ -129,7 +125,7 @@ func (f *callFlags) call(c *cobra.Command, args []string) (*ccrun.Call, error) {
 		}
 	}
 	if f.input != "" {
-		if call.Input, call.InputFile, err = readInput(f.input, c.InOrStdin()); err != nil {
+		if call.Input, call.InputFile, err = readInput(f.input, stdin); err != nil {
 			return nil, err
 		}
 	}
@@ -165,10 +161,25 @@ func (f *callFlags) settings() (*permission.Settings, error) {
 	return s, nil
 }
 
-func (a *app) execCommand() *cobra.Command {
-	var f callFlags
-	var approve, events string
-	var worker bool
+// execOptions are `ccrun exec`'s flags and arguments as the command line
+// gave them: runExec needs nothing else, so that a test calls it without
+// cobra (and execCommand's runF sees what cobra parsed).
+type execOptions struct {
+	call    callFlags // the call: --shell, --wasm, --docker, the limits' and the gate's flags
+	args    []string  // a capability's NAME, and after -- the tool's arguments
+	dash    int       // where -- stood in args; -1: nowhere
+	approve string    // --approve: once, session, project or unconfined; "": ask a person, if any
+	events  string    // --events: json; "": the status line at a terminal
+	worker  bool      // --wasm-worker
+}
+
+// execCommand is `ccrun exec`; it parses the command line into
+// execOptions and calls runF with them (nil: runExec).
+func (a *app) execCommand(runF func(context.Context, *execOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runExec
+	}
+	o := &execOptions{}
 	c := &cobra.Command{
 		Use:   "exec (NAME | --shell CMD | --wasm FILE | --docker IMAGE | @ENV TARGET) [-- ARGS...]",
 		Short: "Run a capability or an ad-hoc tool behind the permission gate",
@@ -181,122 +192,122 @@ The tool's exit code becomes ccrun's.`,
   ccrun exec --wasm hello.wasm --mount data:/data -- --verbose
   ccrun exec --docker ccrun-test:busybox -- /bin/busybox echo hi`,
 		RunE: func(c *cobra.Command, args []string) error {
-			call, err := f.call(c, args)
-			if err != nil {
-				return err
-			}
-			sigs := newSignals(c.Context())
-			defer sigs.stop()
-			if outlive.May(call) {
-				sigs.start() // beside the gate's work: in before the run
-			}
-			var approver permission.Approver
-			var term *prompt.Terminal
-			prompted := false // a person was asked at the terminal
-			if approve == "unconfined" {
-				approver = unconfinedApprover{}
-				a.loosenFlags = append(a.loosenFlags, "--approve unconfined")
-			} else if approve != "" {
-				g, err := ceiling.ParseGrant(approve)
-				if err != nil || g == ceiling.Deny {
-					return usagef("--approve %q: want once, session, project or unconfined", approve)
-				}
-				approver = fixedApprover(g)
-				// refused under the no-loosening lock (checkLock), however
-				// the approver is wrapped below
-				a.loosenFlags = append(a.loosenFlags, "--approve")
-			} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
-				term = &prompt.Terminal{In: a.io.in, Out: a.io.err, ResetTerminal: true}
-				approver = hookedApprover{next: term, before: func(*permission.Prompt) { prompted = true }}
-			}
-			layer, err := f.settings()
-			if err != nil {
-				return err
-			}
-			extra, err := a.execEngines(f.engine, worker) // engines.go
-			if err != nil {
-				return err
-			}
-			// shown counts the notes of the decision an approver answered:
-			// they said why it was asked, a person saw them in the prompt,
-			// --approve answered regardless; they are not repeated after
-			// the run (a stale grant would say so on every run).
-			shown := 0
-			if approver != nil {
-				approver = hookedApprover{next: approver, before: func(p *permission.Prompt) { shown = len(p.Decision.Diagnostics) }}
-			}
-			rt, err := a.runtime(approver, layer, extra...)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			if term != nil {
-				term.Session, term.Describe = a.session != nil, a.describe
-			}
-			call.Stdout, call.Stderr = a.io.out, a.io.err
-			if call.Input == nil { // with --input, the input is the tool's stdin
-				call.Stdin = a.io.in
-			}
-			var st *status
-			switch events {
-			case "":
-				if isTerminal(a.io.err) {
-					st = newStatus(a.io.err)
-					call.Stderr = st.writer(a.io.err)
-					call.Stdout = st.writer(a.io.out)
-					defer rt.Subscribe(st.update)()
-					defer st.stop()
-				}
-			case "json":
-				enc := json.NewEncoder(a.io.err)
-				enc.SetEscapeHTML(false)
-				defer rt.Subscribe(func(e ccrun.Event) { _ = enc.Encode(e) })()
-			default:
-				return usagef("--events %q: want json", events)
-			}
-			// The call's context is the signals' from the start; their
-			// handler is in before a person is prompted, before a run that
-			// may leave something behind (mayOutlive), and before
-			// each program of a script of builtins (outlive.WithBeforeStart).
-			defer rt.Subscribe(func(e ccrun.Event) {
-				if e.State == ccrun.AwaitingApproval && term != nil || e.State == ccrun.Scheduled && sigs.started() {
-					sigs.install()
-				}
-			})()
-			ctx := outlive.WithBeforeStart(sigs.ctx, sigs.install)
-			if st != nil {
-				ctx = withCompileProgress(ctx, st)
-			}
-			out, err := rt.Exec(ctx, call)
-			if out != nil {
-				a.result = out.Result
-			}
-			if err != nil {
-				return explain(out, err, prompted)
-			}
-			for _, x := range out.Decision.Diagnostics[min(shown, len(out.Decision.Diagnostics)):] {
-				fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
-			}
-			if d := out.Decision; approve == "unconfined" && d.Layer == permission.LayerApprover && !d.Unconfined {
-				fmt.Fprintf(a.io.err, "ccrun: note: --approve unconfined: %s ran once in its sandbox: only a @shell command that would run in the workspace sandbox can run outside it (not with the sandbox off or required, nor where the kernel cannot confine)\n", d.Key)
-			}
-			switch r := out.Result; {
-			case r != nil && r.Reason != job.Exit:
-				fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s\n", out.Tool, stopReason(r))
-			case r != nil && r.Detail != "": // a trap, say
-				fmt.Fprintf(a.io.err, "ccrun: %s exited %d: %s\n", out.Tool, r.ExitCode, r.Detail)
-			}
-			return nil
+			o.args, o.dash = args, c.ArgsLenAtDash()
+			return runF(c.Context(), o)
 		},
 	}
-	f.register(c, true)
-	c.Flags().StringVar(&approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell), or unconfined: once, and a @shell command runs outside the workspace sandbox")
-	c.Flags().BoolVar(&worker, "wasm-worker", false, "run a @wasm guest in a worker process of its own, killed at the limits, at ~90 ms more per run (by default it runs in the project's warm server, ccrun-full wasm-server SOCKET, or in ccrun's own process where there is none)")
-	c.Flags().StringVar(&events, "events", "", "print each state transition as a JSON line on stderr: json")
-	_ = c.RegisterFlagCompletionFunc("approve", completeWords("once", "session", "project", "unconfined"))
-	_ = c.RegisterFlagCompletionFunc("events", completeWords("json"))
+	o.call.register(c, true)
+	c.Flags().StringVar(&o.approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell), or unconfined: once, and a @shell command runs outside the workspace sandbox")
+	c.Flags().BoolVar(&o.worker, "wasm-worker", false, "run a @wasm guest in a worker process of its own, killed at the limits, at ~90 ms more per run (by default it runs in the project's warm server, ccrun-full wasm-server SOCKET, or in ccrun's own process where there is none)")
+	c.Flags().StringVar(&o.events, "events", "", "print each state transition as a JSON line on stderr: json")
 	c.ValidArgsFunction = a.completeCapabilities
 	return c
+}
+
+// runExec puts the call o describes before the gate, asks whoever can be
+// asked, runs it, and leaves its result in a.result.
+func (a *app) runExec(ctx context.Context, o *execOptions) error {
+	call, err := o.call.call(o.args, o.dash, a.io.in)
+	if err != nil {
+		return err
+	}
+	sigs := newSignals(ctx)
+	defer sigs.stop()
+	if outlive.May(call) {
+		sigs.start() // beside the gate's work: in before the run
+	}
+	var approver permission.Approver
+	var term *prompt.Terminal
+	prompted := false // a person was asked at the terminal
+	if o.approve == "unconfined" {
+		approver = unconfinedApprover{}
+		a.loosenFlags = append(a.loosenFlags, "--approve unconfined")
+	} else if o.approve != "" { // once, session or project (enumFlags)
+		g, _ := ceiling.ParseGrant(o.approve)
+		approver = fixedApprover(g)
+		// refused under the no-loosening lock (checkLock), however
+		// the approver is wrapped below
+		a.loosenFlags = append(a.loosenFlags, "--approve")
+	} else if isTerminal(a.io.in) && isTerminal(a.io.err) {
+		term = &prompt.Terminal{In: a.io.in, Out: a.io.err, ResetTerminal: true}
+		approver = hookedApprover{next: term, before: func(*permission.Prompt) { prompted = true }}
+	}
+	layer, err := o.call.settings()
+	if err != nil {
+		return err
+	}
+	extra, err := a.execEngines(o.call.engine, o.worker) // engines.go
+	if err != nil {
+		return err
+	}
+	// shown counts the notes of the decision an approver answered:
+	// they said why it was asked, a person saw them in the prompt,
+	// --approve answered regardless; they are not repeated after
+	// the run (a stale grant would say so on every run).
+	shown := 0
+	if approver != nil {
+		approver = hookedApprover{next: approver, before: func(p *permission.Prompt) { shown = len(p.Decision.Diagnostics) }}
+	}
+	rt, err := a.runtime(approver, layer, extra...)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if term != nil {
+		term.Session, term.Describe = a.session != nil, a.describe
+	}
+	call.Stdout, call.Stderr = a.io.out, a.io.err
+	if call.Input == nil { // with --input, the input is the tool's stdin
+		call.Stdin = a.io.in
+	}
+	var st *status
+	switch o.events {
+	case "":
+		if isTerminal(a.io.err) {
+			st = newStatus(a.io.err)
+			call.Stderr = st.writer(a.io.err)
+			call.Stdout = st.writer(a.io.out)
+			defer rt.Subscribe(st.update)()
+			defer st.stop()
+		}
+	case "json":
+		enc := json.NewEncoder(a.io.err)
+		enc.SetEscapeHTML(false)
+		defer rt.Subscribe(func(e ccrun.Event) { _ = enc.Encode(e) })()
+	}
+	// The call's context is the signals' from the start; their
+	// handler is in before a person is prompted, before a run that
+	// may leave something behind (mayOutlive), and before
+	// each program of a script of builtins (outlive.WithBeforeStart).
+	defer rt.Subscribe(func(e ccrun.Event) {
+		if e.State == ccrun.AwaitingApproval && term != nil || e.State == ccrun.Scheduled && sigs.started() {
+			sigs.install()
+		}
+	})()
+	callCtx := outlive.WithBeforeStart(sigs.ctx, sigs.install)
+	if st != nil {
+		callCtx = withCompileProgress(callCtx, st)
+	}
+	out, err := rt.Exec(callCtx, call)
+	if out != nil {
+		a.result = out.Result
+	}
+	if err != nil {
+		return explain(out, err, prompted, rt.Environments())
+	}
+	for _, x := range out.Decision.Diagnostics[min(shown, len(out.Decision.Diagnostics)):] {
+		fmt.Fprintf(a.io.err, "ccrun: note: %s\n", x)
+	}
+	if d := out.Decision; o.approve == "unconfined" && d.Layer == permission.LayerApprover && !d.Unconfined {
+		fmt.Fprintf(a.io.err, "ccrun: note: --approve unconfined: %s ran once in its sandbox: only a @shell command that would run in the workspace sandbox can run outside it (not with the sandbox off or required, nor where the kernel cannot confine)\n", d.Key)
+	}
+	switch r := out.Result; {
+	case r != nil && r.Reason != job.Exit:
+		fmt.Fprintf(a.io.err, "ccrun: %s stopped: %s\n", out.Tool, stopReason(r))
+	case r != nil && r.Detail != "": // a trap, say
+		fmt.Fprintf(a.io.err, "ccrun: %s exited %d: %s\n", out.Tool, r.ExitCode, r.Detail)
+	}
+	return nil
 }
 
 // signals is exec's handling of Ctrl-C and SIGTERM: they cancel ctx, with
@@ -363,8 +374,9 @@ func (s *signals) stop() {
 
 // explain turns a deny into the one line a person needs: the key, why, and
 // how to allow it. prompted says whether a person was asked at the
-// terminal.
-func explain(out *ccrun.Outcome, err error, prompted bool) error {
+// terminal; envs are the Runtime's environments, whose ceilings the
+// advice keeps to.
+func explain(out *ccrun.Outcome, err error, prompted bool, envs ceiling.Set) error {
 	var de *permission.DeniedError
 	if !errors.As(err, &de) || out == nil || out.Request == nil {
 		return err
@@ -376,26 +388,36 @@ func explain(out *ccrun.Outcome, err error, prompted bool) error {
 	case errors.Is(err, prompt.ErrClosed):
 		return &denied{msg: fmt.Sprintf("denied: %s: the prompt got no answer (Ctrl-D); nothing ran", d.Key), err: err}
 	}
-	var how string
-	switch {
-	case prompted && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil: // the person said no
-		how = personHint(out.Request, d)
-	case d.Layer == permission.LayerDenyRule, d.Layer == permission.LayerScope, d.Layer == permission.LayerDirective:
-		how = "change the rule or mode that denies it"
-	case errors.Is(err, ceiling.ErrViolation):
-		how = "a @shell key can be granted at most for the session: --approve session"
-	case d.Offer == ceiling.Once:
-		how = "it touches a dangerous path, so only a person at a terminal or --approve once can allow it"
-	case d.Offer == ceiling.AlwaysThisSession: // @shell, or an environment of backends.go at most for the session
-		how = fmt.Sprintf("run it at a terminal, pass --approve once|session, or in a session: ccrun allowlist add %s --scope session", shellQuote(keys.PatternOf(d.Key).String()))
-	default:
-		how = fmt.Sprintf("run it at a terminal, pass --approve once|session|project, or: ccrun allowlist add '%s' --scope project", d.Key)
-	}
+	adv := advice.For(advice.Denial{Request: out.Request, Decision: d, Err: err, Ceiling: envs.Of(out.Request.Environment)})
+	declined := prompted && d.Layer == permission.LayerApprover && d.Grant == ceiling.Deny && de.Err == nil
+	how := howHere(adv, declined)
 	msg := fmt.Sprintf("denied: %s (%s: %s); to allow it, %s", d.Key, d.Layer, d.Reason, how)
 	for _, x := range d.Diagnostics {
 		msg += "\nccrun: note: " + x
 	}
 	return &denied{msg: msg, err: err}
+}
+
+// howHere is the advice as the CLI gives it: the words every front end
+// prints, after "run it again and" when the person just said no, else with
+// the CLI's ways to answer (a terminal, --approve) after the answers; and,
+// where the answers reach the session, the grant for a ccrun session.
+func howHere(a advice.Advice, declined bool) string {
+	switch {
+	case a.Fixed:
+		return a.Text()
+	case declined:
+		return a.Why + "run it again and " + a.Answer + a.Ahead + sessionWay(a)
+	}
+	return a.Why + a.Answer + " (ccrun asks at a terminal; --approve " + a.Words("|") + " answers ahead)" + a.Ahead + sessionWay(a)
+}
+
+// sessionWay is the CLI's grant of a's pattern for a ccrun session, if any.
+func sessionWay(a advice.Advice) string {
+	if a.Session == "" {
+		return ""
+	}
+	return "; in a session: " + a.Session
 }
 
 type denied struct {
@@ -482,6 +504,7 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 	}
 	opts = append(opts, backends...)              // backends.go
 	opts = append(opts, a.runtimeEngines(dir)...) // engines.go
+	opts = append(opts, a.options...)
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {
 		if err = a.checkLock(rt, approver); err != nil {

@@ -34,13 +34,17 @@ func (e usageError) Unwrap() []error {
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// exitCode is the one place where outcomes become ccrun's exit code. It
-// goes by the library's error classes only (ccrun.ErrInvalidArgument and
-// the others), in this order: a configuration error is one even when a
-// problem in it is an invalid argument (an unknown environment in a
-// manifest); an invalid argument is one even when what refused it is the
-// ceiling (allowlist add of a @shell key for the project); an interruption
-// is one even when the gate then denied (Ctrl-C at the prompt).
+// exitCode is the one place where outcomes become ccrun's exit code. A
+// usage error of the CLI's own (usageError: a flag's value, an argument)
+// is 64 whatever the library says of what it wraps: a rule or a digest
+// the library calls a configuration error when a file holds it is a bad
+// flag on the command line. Otherwise it goes by the library's error
+// classes only (ccrun.ErrInvalidArgument and the others), in this order: a
+// configuration error is one even when a problem in it is an invalid
+// argument (an unknown environment in a manifest); an invalid argument is
+// one even when what refused it is the ceiling (allowlist add of a @shell
+// key for the project); an interruption is one even when the gate then
+// denied (Ctrl-C at the prompt).
 func exitCode(res *job.Result, err error) int {
 	if err == nil {
 		if res == nil {
@@ -60,7 +64,10 @@ func exitCode(res *job.Result, err error) int {
 			return exitKilled
 		}
 	}
+	var usage usageError
 	switch {
+	case errors.As(err, &usage):
+		return exitUsage
 	case errors.Is(err, ccrun.ErrInvalidConfig):
 		return exitConfig
 	case errors.Is(err, ccrun.ErrInvalidArgument), errors.Is(err, ccrun.ErrNotFound):

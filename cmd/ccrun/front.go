@@ -31,7 +31,7 @@ func serveHelper([]string) (int, bool) { return 0, false }
 // commands are the ones the front serves (handoff.Serves): the others
 // never reach it.
 func (a *app) commands() []*cobra.Command {
-	return []*cobra.Command{a.execCommand(), a.checkCommand(), a.versionCommand(), a.keyCommand()}
+	return []*cobra.Command{a.execCommand(nil), a.checkCommand(nil), a.versionCommand(nil), a.keyCommand(nil)}
 }
 
 // frontRoot: cobra's completion command is the whole ccrun's (completion

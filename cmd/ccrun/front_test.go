@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -37,11 +36,7 @@ func builtPair(tb testing.TB) (front, full string) {
 			return
 		}
 		pairFront, pairFull = filepath.Join(dir, "ccrun"), filepath.Join(dir, handoff.FullName)
-		frontArgs := []string{"-tags", "ccrunfront", "-o", pairFront}
-		if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
-			frontArgs = append(frontArgs, "-ldflags=-E=main.frontEntry") // as make build does
-		}
-		for _, b := range [][]string{frontArgs, {"-o", pairFull}} {
+		for _, b := range [][]string{{"-tags", "ccrunfront", "-o", pairFront}, {"-o", pairFull}} {
 			cmd := goCommand([]string{"CGO_ENABLED=0"}, append(append([]string{"build"}, b...), ".")...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				pairErr = &buildError{args: cmd.Args, out: out, err: err}
@@ -226,35 +221,66 @@ func TestFrontMissingOrBad(t *testing.T) {
 	}
 }
 
-// TestFrontEntry: on linux/amd64 the front hands a command it does not
-// serve to the whole ccrun from its ELF entry, before its Go runtime
-// starts (entry_front_linux_amd64.s): one Go runtime starts, the whole
-// ccrun's. A command it may serve goes to the runtime, and one that only
-// package handoff tells apart (--shell with a flag it does not serve) is
-// handed over from there: two runtimes.
-func TestFrontEntry(t *testing.T) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skip("the front's own entry is linux/amd64's")
-	}
+// TestFrontDecidesOnce: one function decides what the front serves
+// (handoff.Serves, from the front's earliest init): for every shape of
+// argv, the front runs the command itself — one Go runtime starts —
+// exactly when Serves says so, and hands it to ccrun-full otherwise — a
+// second runtime, ccrun-full's, started from the front's early init. A
+// root flag before the command goes the same way as any (an
+// entry point before Go's, once, handed --project-dir . exec --shell x
+// over where Serves serves it).
+func TestFrontDecidesOnce(t *testing.T) {
 	front, _ := builtPair(t)
-	for _, tc := range []struct {
-		args     []string
-		runtimes int
-	}{
-		{[]string{"frobnicate"}, 1},
-		{[]string{"allowlist", "list"}, 1},
-		{[]string{"exec", "--", "--shell", "x"}, 1},
-		{[]string{"exec", "--shell", "true"}, 1},
-		{[]string{"exec", "--shell=true"}, 1},
-		{[]string{"version"}, 1},
-		{[]string{"exec", "--shell", "true", "--wasm", "x.wasm"}, 2},
-		{[]string{"--project-dir", ".", "exec", "--shell", "true"}, 1},
+	digest := "sha256:" + strings.Repeat("0", 64)
+	for _, args := range [][]string{
+		{"--project-dir", ".", "exec", "--shell", "x"},
+		{"--project-dir=.", "exec", "--shell", "x"},
+		{"--project-dir", ".", "--trust-digest", digest, "check", "--json", "--shell", "ls"},
+		{"--trust-digest", digest, "version"},
+		{"version"},
+		{"version", "--json"},
+		{"key", "git status"},
+		{"exec", "--shell", "true"},
+		{"exec", "--shell=true"},
+		{"exec", "--approve", "once", "--env", "A=1", "--shell", "true"},
+		{"exec", "--mode", "plan", "--shell", "true"},
+		{"check", "--json", "--shell", "ls"},
+		{"exec", "--shell", "--wasm"}, // the value of --shell
+		{"exec", "name", "--shell", "true"},
+		{"--project-dir", ".", "exec", "--shell", "true", "--wasm", "x.wasm"},
+		{"--project-dir", "."},
+		{"--project-dir", ".", "capability", "list"},
+		{"exec", "--shell", "true", "--wasm", "x.wasm"},
+		{"exec", "--", "--shell", "x"},
+		{"exec", "--env", "--shell"},
+		{"exec", "--shell", "true", "-h"},
+		{"exec", "--help"},
+		{"version", "-h"},
+		{"version", "--mode", "plan"},
+		{"check", "--wasm", "x.wasm"},
+		{"capability", "list"},
+		{"allowlist", "list"},
+		{"frobnicate"},
+		{"--bogus", "version"},
+		{"-h"},
+		{"help", "exec"},
+		{},
 	} {
 		dir := t.TempDir()
 		env := append(frontEnv(dir), "GODEBUG=inittrace=1")
-		r := runBin(t, front, dir, "", env, tc.args...)
-		if n := strings.Count(r.stderr, "init runtime @"); n != tc.runtimes {
-			t.Errorf("%q: %d Go runtimes started, want %d", tc.args, n, tc.runtimes)
+		r := runBin(t, front, dir, "", env, args...)
+		// Served: the front's runtime, and early's init returns (its
+		// line is written once it has). Handed over: early's init execs
+		// ccrun-full, which starts a runtime of its own.
+		runtimes, early := 2, 0
+		if handoff.Serves(args) {
+			runtimes, early = 1, 1
+		}
+		if n := strings.Count(r.stderr, "init runtime @"); n != runtimes {
+			t.Errorf("%q: Serves says %v, and %d Go runtimes started, want %d", args, handoff.Serves(args), n, runtimes)
+		}
+		if n := strings.Count(r.stderr, "init github.com/ccrun/ccrun/cmd/ccrun/internal/handoff/early @"); n != early {
+			t.Errorf("%q: Serves says %v, and the front's early init returned %d times, want %d", args, handoff.Serves(args), n, early)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func testHostileShell(t *testing.T) {
 				// check agrees, or says the run decides again.
 				cargs := []string{"--project-dir", project, "check", "--json", "--mode", mode}
 				cargs = append(cargs, checkFlags(c.Flags)...)
-				cargs = append(cargs, "--command", c.Text(mode))
+				cargs = append(cargs, "--shell", c.Text(mode))
 				var cout, cerr bytes.Buffer
 				if run(cargs, stdio{strings.NewReader(""), &cout, &cerr}) != 0 {
 					t.Fatalf("check: %s", cerr.String())

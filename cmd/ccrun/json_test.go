@@ -99,7 +99,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"session status, none", "", []string{"session", "status", "--json"}, sessionReport{}, 0, `"id": ""`},
 		{"session status", live.ID(), []string{"session", "status", "--json"}, sessionReport{}, 0, `"active": true`},
 		{"session status, ended", gone.ID(), []string{"session", "status", "--json"}, sessionReport{}, 0, `"active": false`},
-		{"check", "", []string{"check", "--json", "--command", "git push"}, checkReport{}, 0, `"decision": "ask"`},
+		{"check", "", []string{"check", "--json", "--shell", "git push"}, checkReport{}, 0, `"decision": "ask"`},
 		{"key", "", []string{"key", "--json", "make test && make lint"}, keyReport{}, 0, `"compound": true`},
 		{"key, keyed by its whole text", "", []string{"key", "--json", "rm -rf build"}, keyReport{}, 0, `"exact": true,
   "compound": false`},

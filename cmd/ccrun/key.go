@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,8 +13,19 @@ import (
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
-func (a *app) keyCommand() *cobra.Command {
-	var asJSON bool
+// keyOptions are `ccrun key`'s argument and flag.
+type keyOptions struct {
+	command string // COMMAND, the shell command
+	json    bool   // --json
+}
+
+// keyCommand parses `ccrun key` into its options and calls runF with them
+// (nil: runKey).
+func (a *app) keyCommand(runF func(context.Context, *keyOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runKey
+	}
+	o := &keyOptions{}
 	c := &cobra.Command{
 		Use:   "key COMMAND",
 		Short: "Print the key a shell command is asked under, and the rule to write for it",
@@ -35,44 +47,50 @@ wildcard. Give the command as one argument, quoted.`,
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			cmd := permission.ParseCommand(args[0])
-			key := cmd.Key.String()
-			// The rule and the grant of this key only: for a command with
-			// no operand, the pattern of no detail (run_command:make:""),
-			// as the prompt grants it; run_command:make is every make.
-			pat := keys.PatternOf(cmd.Key).String()
-			var rule strings.Builder
-			enc := json.NewEncoder(&rule)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(pat); err != nil {
-				return err
-			}
-			r := keyReport{Command: args[0], Key: key, Exact: cmd.Key.Exact, Compound: cmd.Compound,
-				Rule: strings.TrimSpace(rule.String()), Parses: cmd.File != nil}
-			if asJSON {
-				return writeJSON(a.io.out, r)
-			}
-			w := a.io.out
-			fmt.Fprintf(w, "key:      %s\n", key)
-			switch {
-			case !r.Parses:
-				fmt.Fprintf(w, "          (the text does not parse as a shell command, so it cannot run: %v)\n", cmd.Err)
-			case r.Compound:
-				fmt.Fprintln(w, "          (compound: only a rule of this command matches it, however spaced or quoted; run_command:* does not)")
-			case r.Exact:
-				fmt.Fprintf(w, "          (keyed by its whole text: only a rule of this command matches it, however spaced or quoted; run_command:* and run_command:%s do not)\n",
-					shellcmd.Escape(cmd.Program))
-			}
-			fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
-			fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(pat))
-			fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(pat))
-			if !r.Exact {
-				broad := keys.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
-				fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, shellcmd.Escape(cmd.Key.Action))
-			}
-			return nil
+			o.command = args[0]
+			return runF(c.Context(), o)
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the key and the rule as JSON")
+	c.Flags().BoolVar(&o.json, "json", false, "print the key and the rule as JSON")
 	return c
+}
+
+// runKey prints the key of o.command and the rule that matches it.
+func (a *app) runKey(_ context.Context, o *keyOptions) error {
+	cmd := permission.ParseCommand(o.command)
+	key := cmd.Key.String()
+	// The rule and the grant of this key only: for a command with
+	// no operand, the pattern of no detail (run_command:make:""),
+	// as the prompt grants it; run_command:make is every make.
+	pat := keys.PatternOf(cmd.Key).String()
+	var rule strings.Builder
+	enc := json.NewEncoder(&rule)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(pat); err != nil {
+		return err
+	}
+	r := keyReport{Command: o.command, Key: key, Exact: cmd.Key.Exact, Compound: cmd.Compound,
+		Rule: strings.TrimSpace(rule.String()), Parses: cmd.File != nil}
+	if o.json {
+		return writeJSON(a.io.out, r)
+	}
+	w := a.io.out
+	fmt.Fprintf(w, "key:      %s\n", key)
+	switch {
+	case !r.Parses:
+		fmt.Fprintf(w, "          (the text does not parse as a shell command, so it cannot run: %v)\n", cmd.Err)
+	case r.Compound:
+		fmt.Fprintln(w, "          (compound: only a rule of this command matches it, however spaced or quoted; run_command:* does not)")
+	case r.Exact:
+		fmt.Fprintf(w, "          (keyed by its whole text: only a rule of this command matches it, however spaced or quoted; run_command:* and run_command:%s do not)\n",
+			shellcmd.Escape(cmd.Program))
+	}
+	fmt.Fprintf(w, "rule:     %s   in ccrun.json: \"permissions\": {\"allow\"|\"ask\"|\"deny\": [...]}\n", r.Rule)
+	fmt.Fprintf(w, "flag:     --allow %s\n", shellQuote(pat))
+	fmt.Fprintf(w, "grant:    ccrun allowlist add %s --scope session\n", shellQuote(pat))
+	if !r.Exact {
+		broad := keys.Key{Tool: cmd.Key.Tool, Action: cmd.Key.Action}
+		fmt.Fprintf(w, "broader:  %s covers every %s command\n", broad, shellcmd.Escape(cmd.Key.Action))
+	}
+	return nil
 }

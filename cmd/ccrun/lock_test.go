@@ -27,13 +27,12 @@ func TestLockHasNoSideDoor(t *testing.T) {
 		{"--mode trust", nil, []string{"exec", "--mode", "trust", "--shell", "touch x"}},
 		{"--mode accept-edits", nil, []string{"exec", "--mode", "accept-edits", "--shell", "touch x"}},
 		{"--mode default over plan", nil, []string{"exec", "--mode", "default", "--shell", "touch x"}},
-		{"--mode balanced over plan", nil, []string{"check", "--mode", "balanced", "--command", "touch x"}},
 		{"--allow", nil, []string{"exec", "--allow", "run_command:*", "--shell", "touch x"}},
-		{"check --allow", nil, []string{"check", "--allow", "run_wasm:*", "--command", "ls"}},
-		{"check --session-allow", nil, []string{"check", "--session-allow", "run_command:*", "--command", "touch x"}},
+		{"check --allow", nil, []string{"check", "--allow", "run_wasm:*", "--shell", "ls"}},
+		{"check --session-allow", nil, []string{"check", "--session-allow", "run_command:*", "--shell", "touch x"}},
 		{"--trust-digest", nil, []string{"--trust-digest", digest, "exec", "--shell", "ls"}},
 		{"CCRUN_TRUST_DIGEST exec", map[string]string{trustDigestEnv: digest}, []string{"exec", "--shell", "touch x"}},
-		{"CCRUN_TRUST_DIGEST check", map[string]string{trustDigestEnv: digest}, []string{"check", "--command", "ls"}},
+		{"CCRUN_TRUST_DIGEST check", map[string]string{trustDigestEnv: digest}, []string{"check", "--shell", "ls"}},
 		{"CCRUN_LANDLOCK=off", map[string]string{"CCRUN_LANDLOCK": "off"}, []string{"exec", "--shell", "ls"}},
 		{"allowlist add", nil, []string{"allowlist", "add", "run_wasm:*", "--scope", "project"}},
 		{"trust --yes", nil, []string{"trust", "--yes"}},
@@ -62,9 +61,8 @@ func TestLockHasNoSideDoor(t *testing.T) {
 	}{
 		{"plain", nil, []string{"exec", "--shell", "ls"}},
 		{"--mode plan", nil, []string{"exec", "--mode", "plan", "--shell", "ls"}},
-		{"--mode strict", nil, []string{"exec", "--mode", "strict", "--shell", "ls"}},
-		{"--deny", nil, []string{"check", "--deny", "run_command:rm", "--command", "ls"}},
-		{"--ask", nil, []string{"check", "--ask", "run_command:ls", "--command", "ls"}},
+		{"--deny", nil, []string{"check", "--deny", "run_command:rm", "--shell", "ls"}},
+		{"--ask", nil, []string{"check", "--ask", "run_command:ls", "--shell", "ls"}},
 		{"--directive", nil, []string{"exec", "--directive", "read-only", "--shell", "ls"}},
 		{"CCRUN_LANDLOCK=on", map[string]string{"CCRUN_LANDLOCK": "on"}, []string{"exec", "--shell", "ls"}},
 		{"CCRUN_WASM_SERVER=0", map[string]string{"CCRUN_WASM_SERVER": "0"}, []string{"exec", "--shell", "ls"}},
@@ -81,10 +79,10 @@ func TestLockHasNoSideDoor(t *testing.T) {
 	}
 	// A mode flag equal to the settings' is no loosening.
 	writeFiles(t, home, map[string]string{".config/ccrun/config.json": `{"mode": "accept-edits", "flags": "no-loosening"}`})
-	if _, stderr, code := ccrunIn(t, dir, "check", "--mode", "accept-edits", "--command", "ls"); code != 0 {
+	if _, stderr, code := ccrunIn(t, dir, "check", "--mode", "accept-edits", "--shell", "ls"); code != 0 {
 		t.Errorf("--mode accept-edits under a configured accept-edits: exit %d, %q", code, stderr)
 	}
-	if _, stderr, code := ccrunIn(t, dir, "check", "--mode", "trust", "--command", "ls"); code != exitDenied {
+	if _, stderr, code := ccrunIn(t, dir, "check", "--mode", "trust", "--shell", "ls"); code != exitDenied {
 		t.Errorf("--mode trust under a configured accept-edits: exit %d, %q", code, stderr)
 	}
 }

@@ -24,13 +24,25 @@ import (
 	"github.com/ccrun/ccrun/mcpserver"
 )
 
+// mcpOptions are `ccrun mcp`'s flags.
+type mcpOptions struct {
+	http           string        // --http ADDR; "": stdio
+	httpGiven      bool          // --http was given (an empty ADDR is an error then)
+	httpOnly       []string      // the flags given that go with --http alone
+	tokenFile      string        // --token-file
+	origins        []string      // --allow-origin, repeated
+	sessionTimeout time.Duration // --session-timeout
+	maxSessions    int           // --max-sessions
+}
+
 // mcpCommand is `ccrun mcp`: the project's tools served over MCP, behind
-// the gate, with the person asked through the client.
-func (a *app) mcpCommand() *cobra.Command {
-	var addr, tokenFile string
-	var origins []string
-	var sessionTimeout time.Duration
-	var maxSessions int
+// the gate, with the person asked through the client. It parses its flags
+// into mcpOptions and calls runF with them (nil: runMCP).
+func (a *app) mcpCommand(runF func(context.Context, *mcpOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runMCP
+	}
+	o := &mcpOptions{}
 	c := &cobra.Command{
 		Use:   "mcp [--http ADDR [--token-file FILE]]",
 		Short: "Serve the project's tools over the Model Context Protocol (stdio, or HTTP on loopback)",
@@ -51,51 +63,60 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
   ccrun mcp --http 127.0.0.1:8765 --token-file ~/.config/ccrun/mcp-token`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if c.Flags().Changed("http") {
-				if _, _, err := httpAddr(addr); err != nil {
-					return err
+			o.httpGiven = c.Flags().Changed("http")
+			o.httpOnly = nil
+			for _, f := range []string{"token-file", "allow-origin", "session-timeout", "max-sessions"} {
+				if c.Flags().Changed(f) {
+					o.httpOnly = append(o.httpOnly, f)
 				}
 			}
-			if addr == "" {
-				for _, f := range []string{"token-file", "allow-origin", "session-timeout", "max-sessions"} {
-					if c.Flags().Changed(f) {
-						return usagef("--%s needs --http", f)
-					}
-				}
-			}
-			if maxSessions < 1 || sessionTimeout <= 0 {
-				return usagef("--max-sessions and --session-timeout must be positive")
-			}
-			rt, err := a.runtime(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			reload := func() (*ccrun.Runtime, error) { return a.runtime(nil, nil) }
-			srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version, Reload: reload,
-				AllowOrigins: origins, SessionTimeout: sessionTimeout, MaxSessions: maxSessions})
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if addr == "" {
-				err := srv.Serve(ctx, mcpserver.StdioTransport(a.io.in, a.io.out))
-				if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-					return nil
-				}
-				return err
-			}
-			return a.serveHTTP(ctx, srv, addr, tokenFile)
+			return runF(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&addr, "http", "", "serve the streamable HTTP transport on ADDR: a loopback host:port or unix:/path (default: stdio)")
-	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from FILE, readable by you alone (default: make one up and print it on stderr)")
-	c.Flags().StringArrayVar(&origins, "allow-origin", nil, "with --http: serve requests from this Origin (scheme://host[:port]) besides loopback ones (repeatable)")
-	c.Flags().DurationVar(&sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session that made no request for this long")
-	c.Flags().IntVar(&maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: the most sessions open at once; past it a new one is refused")
+	c.Flags().StringVar(&o.http, "http", "", "serve the streamable HTTP transport on ADDR: a loopback host:port or unix:/path (default: stdio)")
+	c.Flags().StringVar(&o.tokenFile, "token-file", "", "read the bearer token from FILE, readable by you alone (default: make one up and print it on stderr)")
+	c.Flags().StringArrayVar(&o.origins, "allow-origin", nil, "with --http: serve requests from this Origin (scheme://host[:port]) besides loopback ones (repeatable)")
+	c.Flags().DurationVar(&o.sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session that made no request for this long")
+	c.Flags().IntVar(&o.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: the most sessions open at once; past it a new one is refused")
 	return c
+}
+
+// runMCP serves the project's tools over MCP until the client goes or a
+// signal comes.
+func (a *app) runMCP(ctx context.Context, o *mcpOptions) error {
+	if o.httpGiven {
+		if _, _, err := httpAddr(o.http); err != nil {
+			return err
+		}
+	}
+	if o.http == "" && len(o.httpOnly) > 0 {
+		return usagef("--%s needs --http", o.httpOnly[0])
+	}
+	if o.maxSessions < 1 || o.sessionTimeout <= 0 {
+		return usagef("--max-sessions and --session-timeout must be positive")
+	}
+	rt, err := a.runtime(nil, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	reload := func() (*ccrun.Runtime, error) { return a.runtime(nil, nil) }
+	srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version, Reload: reload,
+		AllowOrigins: o.origins, SessionTimeout: o.sessionTimeout, MaxSessions: o.maxSessions})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.http == "" {
+		err := srv.Serve(ctx, mcpserver.StdioTransport(a.io.in, a.io.out))
+		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	return a.serveHTTP(ctx, srv, o.http, o.tokenFile)
 }
 
 // serveHTTP serves srv on addr until ctx is done.

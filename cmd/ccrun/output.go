@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun/capabilities"
-	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -128,20 +127,6 @@ func stopReason(r *job.Result) string {
 	return string(r.Reason)
 }
 
-// personHint says, after a person denied a call at the prompt, how to
-// allow it another time.
-func personHint(req *permission.Request, d *permission.Decision) string {
-	k := shellQuote(keys.PatternOf(d.Key).String()) // the grant of the key: make is run_command:make:""
-	switch {
-	case d.Offer == ceiling.Once:
-		return "run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)"
-	case req.Environment == ceiling.Shell:
-		return fmt.Sprintf("run it again and answer o (or s in a session), or grant it for the session ahead: ccrun allowlist add %s --scope session; `ccrun key` prints the rule to write", k)
-	default:
-		return fmt.Sprintf("run it again and answer o, s or p, or grant it ahead: ccrun allowlist add %s --scope project", k)
-	}
-}
-
 // shellQuote quotes s for a POSIX shell, so that a printed command line can
 // be pasted as is.
 func shellQuote(s string) string {
@@ -156,38 +141,51 @@ func shellQuote(s string) string {
 	return out + "'"
 }
 
-func (a *app) versionCommand() *cobra.Command {
-	var asJSON bool
+// versionOptions are `ccrun version`'s flag.
+type versionOptions struct {
+	json bool // --json
+}
+
+// versionCommand parses `ccrun version` into its options and calls runF
+// with them (nil: runVersion).
+func (a *app) versionCommand(runF func(context.Context, *versionOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runVersion
+	}
+	o := &versionOptions{}
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print ccrun's version and the revision it was built from",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			r := buildVersion()
-			if asJSON {
-				return writeJSON(a.io.out, r)
-			}
-			fmt.Fprintf(a.io.out, "ccrun %s", r.Version)
-			if r.Revision != "" {
-				rev := r.Revision
-				if len(rev) > 12 {
-					rev = rev[:12]
-				}
-				fmt.Fprintf(a.io.out, " (%s", rev)
-				if r.Modified {
-					fmt.Fprint(a.io.out, ", modified")
-				}
-				if r.Time != "" {
-					fmt.Fprintf(a.io.out, ", %s", r.Time)
-				}
-				fmt.Fprint(a.io.out, ")")
-			}
-			fmt.Fprintf(a.io.out, " %s\n", r.Go)
-			return nil
-		},
+		RunE:  func(c *cobra.Command, _ []string) error { return runF(c.Context(), o) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the version as JSON")
+	c.Flags().BoolVar(&o.json, "json", false, "print the version as JSON")
 	return c
+}
+
+// runVersion prints ccrun's version and what it was built from.
+func (a *app) runVersion(_ context.Context, o *versionOptions) error {
+	r := buildVersion()
+	if o.json {
+		return writeJSON(a.io.out, r)
+	}
+	fmt.Fprintf(a.io.out, "ccrun %s", r.Version)
+	if r.Revision != "" {
+		rev := r.Revision
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		fmt.Fprintf(a.io.out, " (%s", rev)
+		if r.Modified {
+			fmt.Fprint(a.io.out, ", modified")
+		}
+		if r.Time != "" {
+			fmt.Fprintf(a.io.out, ", %s", r.Time)
+		}
+		fmt.Fprint(a.io.out, ")")
+	}
+	fmt.Fprintf(a.io.out, " %s\n", r.Go)
+	return nil
 }
 
 // version is the version `make build` stamps (-ldflags -X

@@ -184,7 +184,7 @@ func TestPromptNoSession(t *testing.T) {
 		`"this session" is not offered: no session is running (start one with eval "$(ccrun session start)"`,
 		`"s": "this session" is not offered: no session is running`,
 		// the deny's hint says how to allow it, not "run it at a terminal"
-		"denied by the person asked); to allow it, run it again and answer o",
+		"denied by the person asked); to allow it, run it again and answer once or session when asked",
 		"ccrun allowlist add 'run_command:touch:nope' --scope session",
 	}, []string{"[s]", "run it at a terminal"})
 	if _, err := os.Stat(filepath.Join(dir, "nope")); err == nil {
@@ -277,7 +277,7 @@ func TestPromptDangerousPath(t *testing.T) {
 		"allow? [o] once  " + uLetter() + "[d] deny  (Enter: deny): ",
 		`only "once" is offered: the call touches a dangerous path`,
 		`"s": only "once" is offered`,
-		"to allow it, run it again and answer o (it touches a dangerous path, so only \"once\" can allow it)",
+		"to allow it, it is asked for this call alone (a dangerous path, or a deny rule that may cover it), so only this allows it: run it again and answer once when asked",
 	}, []string{"[s]", "[p]"})
 	if _, err := os.Stat(filepath.Join(dir, ".git", "hooks", "pre-commit")); err == nil {
 		t.Error("a denied command ran")

@@ -33,20 +33,26 @@ type app struct {
 	// wasmServer sends @wasm guests to the project's warm server
 	// (exec, in ccrun's own main).
 	wasmServer bool
+
+	// options are given to every Runtime of this run after the CLI's
+	// own: none in ccrun's main; a test's backends.
+	options []ccrun.Option
 }
 
 // run is main without os.Exit, for tests: it parses args, runs the command
 // and returns the exit code.
-func run(args []string, io stdio) int {
-	a := &app{io: io, args: args}
+func run(args []string, io stdio) int { return (&app{io: io, args: args}).execute() }
+
+// execute runs the command line a.args and returns the exit code.
+func (a *app) execute() int {
 	root := a.command()
-	root.SetArgs(args)
-	root.SetIn(io.in)
-	root.SetOut(io.out)
-	root.SetErr(io.err)
+	root.SetArgs(a.args)
+	root.SetIn(a.io.in)
+	root.SetOut(a.io.out)
+	root.SetErr(a.io.err)
 	err := root.Execute()
 	if err != nil {
-		report(io.err, err)
+		report(a.io.err, err)
 		if isCobraUsage(err) {
 			err = usageError{err}
 		}
@@ -75,6 +81,7 @@ func (a *app) command() *cobra.Command {
 	root := a.rootCommand()
 	root.AddCommand(a.commands()...) // engines.go; the front's, front.go
 	frontRoot(root)
+	strictFlags(root) // flags.go
 	return root
 }
 
@@ -95,7 +102,7 @@ configuration; 124 timeout; 125 ccrun's own failure or the environment unavailab
 	}
 	root.PersistentFlags().StringVar(&a.projectDir, "project-dir", "", "project root (default: the nearest directory upwards with a ccrun.json, else git's top level, else the current one)")
 	root.PersistentFlags().StringVar(&a.trustDigest, "trust-digest", "", "trust the project's files when they loosen exactly this digest (ccrun trust --digest; default: $"+trustDigestEnv+")")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagSuggestion(c, err)} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagSuggestion(c, flagValueError(err))} })
 	return root
 }
 

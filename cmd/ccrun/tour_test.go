@@ -111,7 +111,7 @@ func TestTourLeavesProjectClean(t *testing.T) {
 		step("completion", "bash"), step("completion", "zsh"), step("completion", "fish"), step("completion", "powershell"),
 		step("__complete", "exec", ""),
 		step("key", "git status"), step("key", "--json", "make test && make lint"),
-		step("check", "--command", "git push"), step("check", "--json", "--command", "ls"),
+		step("check", "--shell", "git push"), step("check", "--json", "--shell", "ls"),
 		// read-only commands run without a question
 		step("exec", "--shell", "ls -la"), step("exec", "--shell", "git status --porcelain"), step("exec", "--shell", "cat README.md"),
 		// one that is not, with nobody to ask: denied, and audited
@@ -204,7 +204,7 @@ func TestTourOutsideProject(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
 	dir := t.TempDir()
 	for _, args := range [][]string{
-		{"version"}, {"doctor"}, {"key", "ls"}, {"check", "--command", "ls"},
+		{"version"}, {"doctor"}, {"key", "ls"}, {"check", "--shell", "ls"},
 		{"exec", "--shell", "ls"}, {"exec", "--shell", "rm -f no-such-file"},
 		{"capability", "list"}, {"allowlist", "list"}, {"trust"}, {"trust", "--digest"}, {"gc"},
 	} {

@@ -104,7 +104,7 @@ func TestToyBackend(t *testing.T) {
 		t.Errorf("exec @toy without a target: %s", errOut)
 	}
 	_, errOut := cli(exitDenied, "exec", "hello")
-	if !strings.Contains(errOut, "denied: capability:hello") || strings.Contains(errOut, "project") || !strings.Contains(errOut, "--scope session") {
+	if !strings.Contains(errOut, "denied: capability:hello") || strings.Contains(errOut, "--scope project") || strings.Contains(errOut, "|project") || !strings.Contains(errOut, "--scope session") {
 		t.Errorf("the advice on a denial: %s; want the session offered, never the project", errOut)
 	}
 	if _, errOut := cli(exitDenied, "exec", "--approve", "project", "hello"); !strings.Contains(errOut, "ceiling violation") {

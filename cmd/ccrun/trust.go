@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,16 +26,22 @@ import (
 const trustDigestEnv = "CCRUN_TRUST_DIGEST"
 
 // trustOptions are the Runtime's trust options from --trust-digest and
-// $CCRUN_TRUST_DIGEST (the flag wins).
+// $CCRUN_TRUST_DIGEST (the flag wins). A malformed digest in the variable
+// is a configuration error (exit 78), in the flag a usage error (64).
 func (a *app) trustOptions() []ccrun.Option {
-	d := a.trustDigest
-	if d == "" {
-		d = os.Getenv(trustDigestEnv)
+	if d := a.trustDigest; d != "" {
+		opt := ccrun.WithTrustDigest(d)
+		return []ccrun.Option{func(r *ccrun.Runtime) error {
+			if opt(r) != nil {
+				return usagef("--trust-digest %q: want sha256: and 64 lowercase hex digits (ccrun trust --digest prints it)", d)
+			}
+			return nil
+		}}
 	}
-	if d == "" {
-		return nil
+	if d := os.Getenv(trustDigestEnv); d != "" {
+		return []ccrun.Option{ccrun.WithTrustDigest(d)}
 	}
-	return []ccrun.Option{ccrun.WithTrustDigest(d)}
+	return nil
 }
 
 // checkLock refuses the command line's loosening flags when a settings file
@@ -107,8 +114,19 @@ type trustListing struct {
 	Shown  []string `json:"shown"`
 }
 
-func (a *app) trustCommand() *cobra.Command {
-	var yes, revoke, list, asJSON, digest bool
+// trustOptions are `ccrun trust`'s flags: at most one of yes, revoke,
+// list and digest; json with list.
+type trustOptions struct {
+	yes, revoke, list, json, digest bool
+}
+
+// trustCommand is `ccrun trust`; it parses its flags into trustOptions and
+// calls runF with them (nil: runTrust).
+func (a *app) trustCommand(runF func(context.Context, *trustOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = a.runTrust
+	}
+	o := &trustOptions{}
 	c := &cobra.Command{
 		Use:   "trust [--yes | --revoke | --list [--json] | --digest]",
 		Short: "Review what the project's files loosen, and trust them",
@@ -128,126 +146,130 @@ its own changes.`,
   ccrun trust --list --json
   CCRUN_TRUST_DIGEST=$(ccrun trust --digest) ccrun exec fmt-json   # what CI sets from a reviewed value`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			picked := 0
-			for _, b := range []bool{yes, revoke, list, digest} {
-				if b {
-					picked++
-				}
-			}
-			if picked > 1 || asJSON && !list {
-				return usagef("give at most one of --yes, --revoke, --list, --digest (--json goes with --list)")
-			}
-			if yes {
-				// --yes trusts without a person's answer: a harness that
-				// locks the loosening flags hands out ccrun to agents.
-				if err := a.lockedAdmin("--yes", "run ccrun trust at a terminal and answer"); err != nil {
-					return err
-				}
-			}
-			dir := trust.DefaultDir()
-			if dir == "" && !digest {
-				return fmt.Errorf("no state directory for trust records: set XDG_STATE_HOME or HOME")
-			}
-			store := trust.Open(dir)
-			if list {
-				return a.trustList(store, asJSON)
-			}
-			proj, err := a.project()
-			if err != nil {
-				return err
-			}
-			if err := allowlist.CheckProjectDir(proj); err != nil {
-				return err
-			}
-			real, err := filepath.EvalSymlinks(proj)
-			if err != nil {
-				return err
-			}
-			loos, err := permission.ReadLoosening(real)
-			if err != nil {
-				return err
-			}
-			switch {
-			case digest:
-				// The digest is what CCRUN_TRUST_DIGEST trusts: not for
-				// whoever runs ccrun under the lock.
-				if err := a.lockedAdmin("--digest", "a person prints it where nothing locks, and the CI configuration holds it"); err != nil {
-					return err
-				}
-				fmt.Fprintln(a.io.out, loos.Digest())
-				return nil
-			case revoke:
-				had := false
-				err := store.Update(real, func(cur *trust.Record) (*trust.Record, error) { had = cur != nil; return nil, nil })
-				if err != nil {
-					return err
-				}
-				if had {
-					fmt.Fprintf(a.io.out, "ccrun: %s is no longer trusted\n", real)
-				} else {
-					fmt.Fprintf(a.io.out, "ccrun: %s was not trusted\n", real)
-				}
-				return nil
-			}
-			showIgnored := func() {
-				if len(loos.Ignored) == 0 {
-					return
-				}
-				fmt.Fprintln(a.io.out, "Ignored by the gate, trusted or not:")
-				for _, l := range loos.Ignored {
-					fmt.Fprintf(a.io.out, "  %s\n", printable(l))
-				}
-			}
-			if loos.Empty() {
-				showIgnored()
-				fmt.Fprintf(a.io.out, "ccrun: nothing in %s loosens the defaults; nothing to trust\n", real)
-				return nil
-			}
-			fmt.Fprintf(a.io.out, "The files of %s loosen the defaults:\n", real)
-			for _, l := range loos.Lines {
-				fmt.Fprintf(a.io.out, "  %s\n", printable(l))
-			}
-			showIgnored()
-			fmt.Fprintf(a.io.out, "(deny and ask rules always apply; they are not listed)\ndigest: %s\n", loos.Digest())
-			if rec, err := store.Get(real); err == nil && rec != nil && rec.Digest == loos.Digest() {
-				fmt.Fprintln(a.io.out, "ccrun: already trusted")
-				return nil
-			}
-			if !yes {
-				if !isTerminal(a.io.in) || !isTerminal(a.io.err) {
-					return fmt.Errorf("not trusted: nobody at a terminal to ask (run ccrun trust at a terminal, or pass --yes): %w", permission.ErrPermissionDenied)
-				}
-				fmt.Fprint(a.io.err, "Trust exactly this? [y/N] ")
-				line, _ := bufio.NewReader(a.io.in).ReadString('\n')
-				if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
-					return fmt.Errorf("not trusted: %w", permission.ErrPermissionDenied)
-				}
-			}
-			// What is recorded must be what was shown: read again.
-			again, err := permission.ReadLoosening(real)
-			if err != nil {
-				return err
-			}
-			if again.Digest() != loos.Digest() {
-				return fmt.Errorf("the files changed while you were reviewing them: run ccrun trust again: %w", permission.ErrPermissionDenied)
-			}
-			err = store.Update(real, func(*trust.Record) (*trust.Record, error) {
-				return &trust.Record{Digest: loos.Digest(), Shown: loos.Lines}, nil
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.io.out, "ccrun: trusted %s (%s)\n", real, loos.Digest())
-			return nil
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), o) },
 	}
-	c.Flags().BoolVar(&yes, "yes", false, "trust without asking (for scripts): what is trusted is still printed")
-	c.Flags().BoolVar(&revoke, "revoke", false, "forget the project's trust record")
-	c.Flags().BoolVar(&list, "list", false, "list the trusted projects and whether their files still loosen what was trusted")
-	c.Flags().BoolVar(&asJSON, "json", false, "with --list: print JSON")
-	c.Flags().BoolVar(&digest, "digest", false, "print the digest of what the project's files loosen (for CCRUN_TRUST_DIGEST) and record nothing")
+	c.Flags().BoolVar(&o.yes, "yes", false, "trust without asking (for scripts): what is trusted is still printed")
+	c.Flags().BoolVar(&o.revoke, "revoke", false, "forget the project's trust record")
+	c.Flags().BoolVar(&o.list, "list", false, "list the trusted projects and whether their files still loosen what was trusted")
+	c.Flags().BoolVar(&o.json, "json", false, "with --list: print JSON")
+	c.Flags().BoolVar(&o.digest, "digest", false, "print the digest of what the project's files loosen (for CCRUN_TRUST_DIGEST) and record nothing")
 	return c
+}
+
+// runTrust shows what the project's files loosen and, once a person says
+// so (or --yes), records the trust; or lists, revokes, prints the digest.
+func (a *app) runTrust(_ context.Context, o *trustOptions) error {
+	picked := 0
+	for _, b := range []bool{o.yes, o.revoke, o.list, o.digest} {
+		if b {
+			picked++
+		}
+	}
+	if picked > 1 || o.json && !o.list {
+		return usagef("give at most one of --yes, --revoke, --list, --digest (--json goes with --list)")
+	}
+	if o.yes {
+		// --yes trusts without a person's answer: a harness that
+		// locks the loosening flags hands out ccrun to agents.
+		if err := a.lockedAdmin("--yes", "run ccrun trust at a terminal and answer"); err != nil {
+			return err
+		}
+	}
+	dir := trust.DefaultDir()
+	if dir == "" && !o.digest {
+		return fmt.Errorf("no state directory for trust records: set XDG_STATE_HOME or HOME")
+	}
+	store := trust.Open(dir)
+	if o.list {
+		return a.trustList(store, o.json)
+	}
+	proj, err := a.project()
+	if err != nil {
+		return err
+	}
+	if err := allowlist.CheckProjectDir(proj); err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(proj)
+	if err != nil {
+		return err
+	}
+	loos, err := permission.ReadLoosening(real)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.digest:
+		// The digest is what CCRUN_TRUST_DIGEST trusts: not for
+		// whoever runs ccrun under the lock.
+		if err := a.lockedAdmin("--digest", "a person prints it where nothing locks, and the CI configuration holds it"); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.io.out, loos.Digest())
+		return nil
+	case o.revoke:
+		had := false
+		err := store.Update(real, func(cur *trust.Record) (*trust.Record, error) { had = cur != nil; return nil, nil })
+		if err != nil {
+			return err
+		}
+		if had {
+			fmt.Fprintf(a.io.out, "ccrun: %s is no longer trusted\n", real)
+		} else {
+			fmt.Fprintf(a.io.out, "ccrun: %s was not trusted\n", real)
+		}
+		return nil
+	}
+	showIgnored := func() {
+		if len(loos.Ignored) == 0 {
+			return
+		}
+		fmt.Fprintln(a.io.out, "Ignored by the gate, trusted or not:")
+		for _, l := range loos.Ignored {
+			fmt.Fprintf(a.io.out, "  %s\n", printable(l))
+		}
+	}
+	if loos.Empty() {
+		showIgnored()
+		fmt.Fprintf(a.io.out, "ccrun: nothing in %s loosens the defaults; nothing to trust\n", real)
+		return nil
+	}
+	fmt.Fprintf(a.io.out, "The files of %s loosen the defaults:\n", real)
+	for _, l := range loos.Lines {
+		fmt.Fprintf(a.io.out, "  %s\n", printable(l))
+	}
+	showIgnored()
+	fmt.Fprintf(a.io.out, "(deny and ask rules always apply; they are not listed)\ndigest: %s\n", loos.Digest())
+	if rec, err := store.Get(real); err == nil && rec != nil && rec.Digest == loos.Digest() {
+		fmt.Fprintln(a.io.out, "ccrun: already trusted")
+		return nil
+	}
+	if !o.yes {
+		if !isTerminal(a.io.in) || !isTerminal(a.io.err) {
+			return fmt.Errorf("not trusted: nobody at a terminal to ask (run ccrun trust at a terminal, or pass --yes): %w", permission.ErrPermissionDenied)
+		}
+		fmt.Fprint(a.io.err, "Trust exactly this? [y/N] ")
+		line, _ := bufio.NewReader(a.io.in).ReadString('\n')
+		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+			return fmt.Errorf("not trusted: %w", permission.ErrPermissionDenied)
+		}
+	}
+	// What is recorded must be what was shown: read again.
+	again, err := permission.ReadLoosening(real)
+	if err != nil {
+		return err
+	}
+	if again.Digest() != loos.Digest() {
+		return fmt.Errorf("the files changed while you were reviewing them: run ccrun trust again: %w", permission.ErrPermissionDenied)
+	}
+	err = store.Update(real, func(*trust.Record) (*trust.Record, error) {
+		return &trust.Record{Digest: loos.Digest(), Shown: loos.Lines}, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.io.out, "ccrun: trusted %s (%s)\n", real, loos.Digest())
+	return nil
 }
 
 func (a *app) trustList(store *trust.Store, asJSON bool) error {

@@ -120,7 +120,7 @@ func TestHostileRepository(t *testing.T) {
 			files: map[string]string{"ccrun.local.json": `{"mode": "trust"}`},
 			shown: []string{"ccrun.local.json: mode trust"},
 			probe: func(t *testing.T, dir string) bool {
-				r := checkJSON(t, dir, "--command", "touch planted")
+				r := checkJSON(t, dir, "--shell", "touch planted")
 				if r.Decision != "allow" && !hasNote(r, allowlist.NotTrusted) {
 					t.Errorf("untrusted, and the diagnostics do not say so: %q", r.Diagnostics)
 				}
@@ -282,10 +282,10 @@ func TestSharedParentOfAnotherUser(t *testing.T) {
 	}
 	// No repository, no ccrun.json: discovery climbs to the shared
 	// directory, and refuses it.
-	if _, stderr, code := run1("check", "--json", "--command", "touch x"); code != exitConfig || !strings.Contains(stderr, "uid 65534") {
+	if _, stderr, code := run1("check", "--json", "--shell", "touch x"); code != exitConfig || !strings.Contains(stderr, "uid 65534") {
 		t.Errorf("climbing into another user's directory: exit %d, %q; want %d naming the owner", code, stderr, exitConfig)
 	}
-	if _, stderr, code := run1("--project-dir", shared, "check", "--command", "touch x"); code != exitConfig {
+	if _, stderr, code := run1("--project-dir", shared, "check", "--shell", "touch x"); code != exitConfig {
 		t.Errorf("--project-dir of another user: exit %d, %q; want %d", code, stderr, exitConfig)
 	}
 	// A repository: discovery stops at its top level, above it nothing is read.
@@ -295,7 +295,7 @@ func TestSharedParentOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(sub)
-	out, stderr, code := run1("check", "--json", "--command", "touch x")
+	out, stderr, code := run1("check", "--json", "--shell", "touch x")
 	if code != 0 || !strings.Contains(out, `"decision": "ask"`) {
 		t.Errorf("inside a repository: exit %d, %s %s; want ask", code, out, stderr)
 	}
@@ -318,8 +318,8 @@ func TestLoosenLock(t *testing.T) {
 		{"exec", "--mode", "trust", "--shell", "touch x"},
 		{"exec", "--mode", "accept-edits", "--shell", "touch x"},
 		{"exec", "--allow", "run_command:*", "--shell", "touch x"},
-		{"check", "--session-allow", "run_command:*", "--command", "touch x"},
-		{"check", "--allow", "run_wasm:*", "--command", "ls"},
+		{"check", "--session-allow", "run_command:*", "--shell", "touch x"},
+		{"check", "--allow", "run_wasm:*", "--shell", "ls"},
 		{"--trust-digest", "sha256:" + strings.Repeat("0", 64), "exec", "--shell", "ls"},
 		{"allowlist", "add", "run_wasm:*", "--scope", "project"},
 		{"trust", "--yes"},
@@ -339,7 +339,7 @@ func TestLoosenLock(t *testing.T) {
 	for _, args := range [][]string{
 		{"exec", "--shell", "ls"},
 		{"exec", "--mode", "plan", "--shell", "ls"},
-		{"check", "--deny", "run_command:rm", "--command", "ls"},
+		{"check", "--deny", "run_command:rm", "--shell", "ls"},
 	} {
 		if _, stderr, code := ccrunIn(t, dir, args...); code != 0 {
 			t.Errorf("%q: exit %d, %q; want 0", args, code, stderr)
@@ -393,8 +393,8 @@ func TestTrustDigestForCI(t *testing.T) {
 	if out, stderr, code := ccrunIn(t, dir, append([]string{"--trust-digest", reviewed, "check", "--json"}, call...)...); code != 0 || !strings.Contains(out, `"decision": "allow"`) {
 		t.Errorf("--trust-digest: %d %s %s", code, out, stderr)
 	}
-	if _, _, code := ccrunIn(t, dir, "--trust-digest", "md5:00", "check", "--command", "ls"); code != exitConfig {
-		t.Errorf("a malformed digest: exit %d, want %d", code, exitConfig)
+	if _, _, code := ccrunIn(t, dir, "--trust-digest", "md5:00", "check", "--shell", "ls"); code != exitUsage {
+		t.Errorf("a malformed --trust-digest: exit %d, want %d", code, exitUsage)
 	}
 	// No record was written by any of this.
 	if out, _, _ := ccrunIn(t, dir, "trust", "--list"); strings.TrimSpace(out) != "" {

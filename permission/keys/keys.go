@@ -423,7 +423,7 @@ func splitSegments(s string, pattern bool) (segs []string, quoted []bool, err er
 			seg, rest = rest[:i], rest[i:]
 			switch {
 			case len(segs) == 0 && !BareTool(seg):
-				return nil, nil, bad(fmt.Sprintf("tool %s must be letters, digits, _ - .", strconv.QuoteToASCII(seg)))
+				return nil, nil, bad("the tool, before the first colon, must be letters, digits, _ - .")
 			case len(segs) > 0 && !bare(seg, pattern):
 				if seg == "" {
 					return nil, nil, bad("empty segment")

@@ -207,7 +207,8 @@ func (m Mount) Dangerous(home string) (real string, dangerous bool, err error) {
 }
 
 // ParseMount reads HOST:GUEST[:ro|rw] as the --mount flag takes it. The
-// default mode is ro. It does not check that HOST exists.
+// default mode is ro. It does not check that HOST exists. An error names
+// s; the caller says where s was written (a flag, a tool's argument).
 func ParseMount(s string) (Mount, error) {
 	parts := strings.Split(s, ":")
 	var m Mount
@@ -219,14 +220,14 @@ func ParseMount(s string) (Mount, error) {
 		case "rw":
 			m.Writable = true
 		default:
-			return Mount{}, fmt.Errorf("mount %q: mode %q: want ro or rw", s, parts[2])
+			return Mount{}, fmt.Errorf("%q: mode %q: want ro or rw", s, parts[2])
 		}
 	default:
-		return Mount{}, fmt.Errorf("mount %q: want HOST:GUEST[:ro|rw]", s)
+		return Mount{}, fmt.Errorf("%q: want HOST:GUEST[:ro|rw]", s)
 	}
 	m.Host, m.Guest = parts[0], parts[1]
 	if m.Host == "" || m.Guest == "" {
-		return Mount{}, fmt.Errorf("mount %q: want HOST:GUEST[:ro|rw], both paths non-empty", s)
+		return Mount{}, fmt.Errorf("%q: want HOST:GUEST[:ro|rw], both paths non-empty", s)
 	}
 	return m, nil
 }
