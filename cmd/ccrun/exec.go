@@ -213,8 +213,7 @@ The tool's exit code becomes ccrun's.`,
 			if err != nil {
 				return err
 			}
-			extra, err := a.execEngines(f.engine, worker) // engines.go
-			if err != nil {
+			if err := a.execEngines(f.engine, worker); err != nil { // engines.go
 				return err
 			}
 			// shown counts the notes of the decision an approver answered:
@@ -225,7 +224,7 @@ The tool's exit code becomes ccrun's.`,
 			if approver != nil {
 				approver = hookedApprover{next: approver, before: func(p *permission.Prompt) { shown = len(p.Decision.Diagnostics) }}
 			}
-			rt, err := a.runtime(approver, layer, extra...)
+			rt, err := a.runtime(approver, layer)
 			if err != nil {
 				return err
 			}
