@@ -114,16 +114,16 @@ func ContentDigest(content []byte, mounts []job.Mount, network string, args, env
 // For @shell, @wasm or @docker it gives that environment its engine (the
 // @shell one New has, or those of package engines, replaced) which keeps
 // the environment's ceiling, manifests and prompt (the Go program that
-// registers it vouches that it confines as the environment does). Any other env is a new environment
-// of this Runtime alone (Environments): reached by Call.Environment and
-// Call.Target, and by the capabilities whose manifest names it (entry
-// {"target", "args"}: Invocation.Target and the head of Invocation.Args,
-// with Invocation.Capability set), whose tools may be granted at most
-// ceilingOf (Once or AlwaysThisSession; a sandbox's AlwaysThisProject
-// belongs to @wasm and @docker: ceiling.Set.With). The key of an ad-hoc
-// call of a new environment @NAME names the tool run_NAME (Prepared.Key),
-// so that a grant names its environment. ceilingOf is ignored for a
-// built-in environment. Registering env again in one Runtime replaces its
+// registers it vouches that it confines as the environment does). Any
+// other env is a new environment of this Runtime alone (Environments):
+// reached by Call.Environment and Call.Target, and by the capabilities
+// whose manifest names it (entry {"target", "args"}: Invocation.Target
+// and the head of Invocation.Args, with Invocation.Capability set), whose
+// tools may be granted at most ceilingOf (Once or AlwaysThisSession; a
+// sandbox's AlwaysThisProject belongs to @wasm and @docker:
+// ceiling.Set.With). The key of an ad-hoc call of a new environment @NAME
+// names the tool run_NAME (Prepared.Key), so that a grant names its
+// environment. ceilingOf is ignored for a built-in environment. Registering env again in one Runtime replaces its
 // backend and must keep its ceiling. Default: @shell's backend only (no
 // engine of @wasm or @docker: package engines adds them); a call of an
 // environment this Runtime has no backend for is refused before the gate,

@@ -18,9 +18,10 @@ import (
 // This file and front.go are what the two builds of the CLI do
 // differently. This one, the whole ccrun (`go install`, `make build`'s
 // bin/ccrun-full), links the @wasm and @docker engines (package engines,
-// given to every Runtime: runtimeEngines), gc, doctor, demo and mcp. The front (the ccrunfront tag, `make build`'s bin/ccrun) links
-// the gate and @shell alone and hands every other command to the whole
-// ccrun beside it (front.go, internal/handoff).
+// given to every Runtime: runtimeEngines), gc, doctor, demo and mcp. The
+// front (the ccrunfront tag, `make build`'s bin/ccrun) links the gate and
+// @shell alone and hands every other command to the whole ccrun beside it
+// (front.go, internal/handoff).
 
 // dockerRefillCmd is the hidden first argument under which ccrun refills a
 // @docker warm pool in a process of its own, so that the run that used a
