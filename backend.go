@@ -18,9 +18,9 @@ import (
 )
 
 // Backend prepares the calls of one environment for the gate and runs
-// them. The built-in @shell, @wasm and @docker backends are Backends
-// registered as a Go program's own are (WithBackend), and a Runtime starts
-// each on first use.
+// them. The built-in @shell backend, and the @wasm and @docker ones of
+// package engines, are Backends registered as a Go program's own are
+// (WithBackend), and a Runtime starts each on first use.
 //
 // Prepare is given the call validated (its environment variables, input
 // and mounts; for a capability, its manifest and input checked) and says
@@ -111,22 +111,23 @@ func ContentDigest(content []byte, mounts []job.Mount, network string, args, env
 
 // WithBackend registers the backend mk makes for environment env, started
 // on the first call of env: the one way to add or replace an environment.
-// For @shell, @wasm or @docker it replaces the built-in backend: a new
-// engine of that environment, which keeps the environment's ceiling,
-// manifests and prompt (the Go program that registers it vouches that it
-// confines as the environment does). Any other env is a new environment
-// of this Runtime alone (Environments): reached by Call.Environment and
-// Call.Target, and by the capabilities whose manifest names it (entry
-// {"target", "args"}: Invocation.Target and the head of Invocation.Args,
-// with Invocation.Capability set), whose tools may be granted at most
-// ceilingOf (Once or AlwaysThisSession; a sandbox's AlwaysThisProject
-// belongs to @wasm and @docker: ceiling.Set.With). The key of an ad-hoc
-// call of a new environment @NAME names the tool run_NAME (Prepared.Key),
-// so that a grant names its environment. ceilingOf is ignored for a
-// built-in environment. Registering env again in one Runtime replaces its
-// backend and must keep its ceiling. Default: the built-in backends only;
-// a call of an environment this Runtime has no backend for is refused
-// before the gate, naming the environments it has.
+// For @shell, @wasm or @docker it gives that environment its engine (the
+// @shell one New has, or those of package engines, replaced) which keeps
+// the environment's ceiling, manifests and prompt (the Go program that
+// registers it vouches that it confines as the environment does). Any
+// other env is a new environment of this Runtime alone (Environments):
+// reached by Call.Environment and Call.Target, and by the capabilities
+// whose manifest names it (entry {"target", "args"}: Invocation.Target
+// and the head of Invocation.Args, with Invocation.Capability set), whose
+// tools may be granted at most ceilingOf (Once or AlwaysThisSession; a
+// sandbox's AlwaysThisProject belongs to @wasm and @docker:
+// ceiling.Set.With). The key of an ad-hoc call of a new environment @NAME
+// names the tool run_NAME (Prepared.Key), so that a grant names its
+// environment. ceilingOf is ignored for a built-in environment. Registering env again in one Runtime replaces its
+// backend and must keep its ceiling. Default: @shell's backend only (no
+// engine of @wasm or @docker: package engines adds them); a call of an
+// environment this Runtime has no backend for is refused before the gate,
+// naming the environments it has a backend for and how to add one.
 func WithBackend[B Backend](env ceiling.Environment, ceilingOf ceiling.Grant, mk func(context.Context) (B, error)) Option {
 	return func(r *Runtime) error {
 		if mk == nil {
@@ -186,23 +187,22 @@ func checkKey(env ceiling.Environment, k keys.Key) error {
 	return fmt.Errorf("call: %s: the backend's key %s names the tool %s; a key of %s names %s: %w", env, k, k.Tool, env, adHocTool(env), ErrInvalidCall)
 }
 
-// builtinBackends registers the built-in backends for the environments no
-// WithBackend option took. Each is made on first use, with the Runtime's
-// configuration as it then is (env.pass of a trusted project, the @docker
-// engine of the settings files).
+// builtinBackends registers the built-in backend of @shell unless a
+// WithBackend option took it. It is made on first use, with the
+// Runtime's configuration as it then is (env.pass of a trusted project).
+// @wasm and @docker have none built in: their engines link libraries
+// (wazero, the Docker and Kubernetes clients) that a program running
+// @shell alone should not pay for at start, so package engines adds them.
 func (r *Runtime) builtinBackends() {
-	builtin := r.engineBackends() // @wasm and @docker (engines.go)
-	builtin[ceiling.Shell] = func(context.Context) (Backend, error) { return shellenv.New(r.envPass...) }
-	for env, mk := range builtin {
-		if _, ok := r.makers[env]; !ok {
-			r.makers[env] = mk
-		}
+	if _, ok := r.makers[ceiling.Shell]; !ok {
+		r.makers[ceiling.Shell] = func(context.Context) (Backend, error) { return shellenv.New(r.envPass...) }
 	}
 }
 
 // backend returns the backend of env, making it on first use. An
-// environment r has no backend for is ceiling.ErrUnknownEnvironment's
-// error, listing those it has.
+// environment r does not know is ceiling.ErrUnknownEnvironment's error,
+// listing those it has; one it knows but has no backend for (@wasm or
+// @docker without package engines) is noBackend's.
 func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend, error) {
 	if r.parent != nil {
 		return r.parent.backend(ctx, env)
@@ -214,7 +214,10 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 	}
 	mk, ok := r.makers[env]
 	if !ok {
-		return nil, fmt.Errorf("call: %w", r.gate.Environments.Require(env))
+		if err := r.gate.Environments.Require(env); err != nil {
+			return nil, fmt.Errorf("call: %w", err)
+		}
+		return nil, r.noBackend(env)
 	}
 	b, err := mk(ctx)
 	if err != nil {
@@ -228,6 +231,28 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 		r.closers = append(r.closers, c.Close)
 	}
 	return b, nil
+}
+
+// noBackend is the error of a call of env, an environment r knows (its
+// ceiling, its manifests) but has no backend for: it names env, the
+// environments r has a backend for, and the option that adds env's. The
+// root cannot add it itself: it links no engine. r.mu is held.
+func (r *Runtime) noBackend(env ceiling.Environment) error {
+	var have []string
+	for _, e := range r.gate.Environments.List() {
+		if _, ok := r.makers[e]; ok {
+			have = append(have, string(e))
+		}
+	}
+	add := "ccrun.WithBackend"
+	switch env {
+	case ceiling.Wasm:
+		add = "engines.Wasm (or engines.All) of package github.com/ccrun/ccrun/engines"
+	case ceiling.Docker:
+		add = "engines.Docker (or engines.All) of package github.com/ccrun/ccrun/engines"
+	}
+	return fmt.Errorf("call: %s: this Runtime has no backend for it (it has one for %s): give ccrun.New %s: %w",
+		env, strings.Join(have, ", "), add, ErrUnavailable)
 }
 
 // limitEnforcer is a Backend whose Run enforces the call's limits itself.

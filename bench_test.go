@@ -12,12 +12,13 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 )
 
 func benchRuntime(b *testing.B) *ccrun.Runtime {
 	b.Helper()
-	rt, err := ccrun.New(ccrun.WithProjectDir(b.TempDir()), ccrun.WithAuditLog(""),
+	rt, err := ccrun.New(engines.Wasm(), ccrun.WithProjectDir(b.TempDir()), ccrun.WithAuditLog(""),
 		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			return ceiling.AlwaysThisSession, nil
 		})))

@@ -10,6 +10,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -23,7 +24,7 @@ func toolRuntime(t *testing.T, opts ...ccrun.Option) *ccrun.Runtime {
 			_, err := stdout.Write(in)
 			return err
 		}}
-	rt, err := ccrun.New(append([]ccrun.Option{ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithTrustDir(""),
+	rt, err := ccrun.New(append([]ccrun.Option{engines.Wasm(), engines.Docker(), ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithTrustDir(""),
 		ccrun.WithTool(echo)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

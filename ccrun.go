@@ -12,6 +12,12 @@
 // and execution to the project's audit log. No tool code runs before the
 // gate has said yes.
 //
+// New runs @shell. The engines of @wasm (wazero) and @docker (the Docker
+// Engine, or Kubernetes) are backends a Runtime is given, as any other
+// (WithBackend): package github.com/ccrun/ccrun/engines has them, and
+// ccrun.New(append(opts, engines.All()...)...) runs all three. A program
+// that runs @shell alone links none of the engines' libraries.
+//
 // A Runtime is safe for concurrent use.
 package ccrun
 
@@ -51,7 +57,6 @@ type Runtime struct {
 	noAudit  bool
 	auditLog string
 	layers   []*permission.Settings
-	engines  engines    // the @docker and @wasm engines' configuration (engines.go)
 	parent   *Runtime   // a sub-agent's: backends are the parent's
 	libs     []*libTool // WithTool (libtools.go)
 

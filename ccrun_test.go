@@ -16,6 +16,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/backend/shellenv"
 	"github.com/ccrun/ccrun/permission"
@@ -242,7 +243,7 @@ func TestToolsHidesDenied(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte(`{"permissions": {"deny": ["run_docker:*"]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir))
+	rt, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestModuleChangedIsAskedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked := 0
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithWasmOptions(wasm.WithCacheDir("")),
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), engines.Wasm(engines.WithWasmOptions(wasm.WithCacheDir(""))),
 		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			asked++
 			return ceiling.AlwaysThisSession, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/trust"
@@ -198,6 +199,20 @@ func (r *Runtime) Trust() TrustState {
 	st := r.trust
 	st.Loosens = append([]string(nil), st.Loosens...)
 	return st
+}
+
+// SettingsFiles returns the layers of the settings files New read (the
+// managed policy, the user's config, the project's two as trust left
+// them: permission.Settings.Untrusted when the project is not trusted),
+// so that a backend configured by a member of those files reads what the
+// gate decides with, not the file again: package engines chooses the
+// @docker engine from their "docker" member. The layers are r's own: the
+// caller must not modify them.
+func (r *Runtime) SettingsFiles() []*permission.Settings {
+	for r.parent != nil {
+		r = r.parent
+	}
+	return slices.Clone(r.files)
 }
 
 // LoosenLock reports whether a settings file (managed, user, or the

@@ -13,6 +13,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/internal/housekeep"
@@ -123,7 +124,7 @@ func TestErrorClasses(t *testing.T) {
 // doc says, from Exec and from CollectContainers.
 func TestNoEngineIsUnavailable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
-	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
+	rt, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
 		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
 			return ceiling.Once, nil
 		})))

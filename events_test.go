@@ -7,6 +7,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 )
 
 // TestSubscriberCancelsItself: a subscriber that stops itself from inside
@@ -69,7 +70,7 @@ func TestSubAgentCallIDs(t *testing.T) {
 // step that reaches an engine; the decision is still taken and says so.
 func TestCheckContext(t *testing.T) {
 	t.Parallel()
-	rt, _, _ := newRuntime(t)
+	rt, _, _ := newRuntime(t, engines.Docker())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out, err := rt.CheckContext(ctx, &ccrun.Call{Image: "busybox", Args: []string{"true"}})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -98,14 +99,14 @@ func TestExecutorsAgree(t *testing.T) {
 	}
 	for _, env := range []string{"@shell", "@wasm", "@docker", "@docker/kubernetes"} {
 		t.Run(env, func(t *testing.T) {
-			var engine []ccrun.Option
+			var engine []engines.Option
 			if env == "@docker" {
 				dockerOrSkip(t)
 			}
 			if env == "@docker/kubernetes" {
 				engine = kubeOrSkip(t) // the Kubernetes engine of @docker (kube_test.go)
 			}
-			rt, err := ccrun.New(append(engine, ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
+			rt, err := ccrun.New(append(engines.All(engine...), ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
 				func(context.Context, *permission.Prompt) (ceiling.Grant, error) { return ceiling.Once, nil })))...)
 			if err != nil {
 				t.Fatal(err)

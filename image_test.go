@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
 )
@@ -53,7 +54,7 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 		return answer.Load().(ceiling.Grant), nil
 	})
 	dir := t.TempDir()
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(approver), ccrun.WithAuditLog(""))
+	rt, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(dir), ccrun.WithApprover(approver), ccrun.WithAuditLog(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 	// In a project with no grant, the tag moves to B while the person is
 	// asked about A: A, the image approved, is what runs.
 	moved := false
-	racer, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
+	racer, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""),
 		ccrun.WithApprover(permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			point(idB)
 			moved = true
@@ -126,7 +127,7 @@ func TestDockerRefusedWithoutEngine(t *testing.T) {
 		asked = true
 		return ceiling.Once, nil
 	})
-	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver), ccrun.WithSettings(deny))
+	rt, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver), ccrun.WithSettings(deny))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestDockerRefusedWithoutEngine(t *testing.T) {
 		t.Errorf("Exec with a deny rule: %v, want denied", err)
 	}
 
-	open, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver))
+	open, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(approver))
 	if err != nil {
 		t.Fatal(err)
 	}

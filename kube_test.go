@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/kube"
@@ -20,7 +21,7 @@ import (
 // kubeOrSkip returns the options that run @docker on the test cluster
 // (CCRUN_K8S_KUBECONFIG, printed by make test-cluster), or skips without
 // one unless CCRUN_REQUIRE_K8S=1, which makes that a failure.
-func kubeOrSkip(t *testing.T) []ccrun.Option {
+func kubeOrSkip(t *testing.T) []engines.Option {
 	t.Helper()
 	kc := os.Getenv("CCRUN_K8S_KUBECONFIG")
 	if kc == "" {
@@ -29,7 +30,7 @@ func kubeOrSkip(t *testing.T) []ccrun.Option {
 		}
 		t.Skip("no Kubernetes cluster (make test-cluster; CCRUN_REQUIRE_K8S=1 fails instead)")
 	}
-	return []ccrun.Option{ccrun.WithDockerEngine(ccrun.EngineKubernetes, kube.WithKubeconfig(kc), kube.WithNamespace("default"))}
+	return []engines.Option{engines.WithDockerEngine(engines.EngineKubernetes, kube.WithKubeconfig(kc), kube.WithNamespace("default"))}
 }
 
 // TestKubeGrantBoundToImage: on Kubernetes too a grant is bound to the
@@ -70,7 +71,7 @@ func TestKubeGrantBoundToImage(t *testing.T) {
 	var asked atomic.Int32
 	var mu sync.Mutex
 	var shown []string
-	rt, err := ccrun.New(append(engine, ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
+	rt, err := ccrun.New(append(engines.All(engine...), ccrun.WithProjectDir(t.TempDir()), ccrun.WithApprover(permission.ApproverFunc(
 		func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			asked.Add(1)
 			mu.Lock()
@@ -82,7 +83,7 @@ func TestKubeGrantBoundToImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if engine, _, _ := rt.DockerEngine(); engine != ccrun.EngineKubernetes {
+	if engine, _, _ := engines.DockerEngine(rt, engine...); engine != engines.EngineKubernetes {
 		t.Fatalf("engine %s", engine)
 	}
 	call := func() {

@@ -48,9 +48,16 @@ func goList(t *testing.T, format string, patterns ...string) []string {
 	return lines
 }
 
+// engineOnly are the packages of the @wasm and @docker engines: only
+// package engines (and its tests) may bring them into a program.
+var engineOnly = []string{module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube",
+	module + "/internal/backend/wasmenv", module + "/internal/backend/dockerenv"}
+
 // TestLayers keeps the layers apart, as go list -deps sees them: a backend
 // depends neither on the root package nor on another backend (runtime/job
-// is shared), and the CLI imports no backend: it goes through the root.
+// is shared); the root and capabilities link no engine (package engines
+// adds them), and no build tag changes a library package; the CLI imports
+// no backend: it goes through the root and package engines.
 func TestLayers(t *testing.T) {
 	t.Parallel()
 	for _, line := range goList(t, `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./runtime/...") {
@@ -68,12 +75,43 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	// The CLI, its tests included, goes through the root.
+	// The root and capabilities link no engine: a program that runs
+	// @shell alone pays for none at start.
+	for _, line := range goList(t, `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, ".", "./capabilities") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		for _, d := range strings.Fields(deps) {
+			if slices.Contains(engineOnly, d) {
+				t.Errorf("%s links %s: an engine is added through package engines (ccrun.WithBackend), never linked by the root", pkg, d)
+			}
+		}
+	}
+	// Only package engines imports the engines' adapters behind the seam.
+	for _, line := range goList(t, `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, "./...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if (imp == module+"/internal/backend/wasmenv" || imp == module+"/internal/backend/dockerenv") && pkg != module+"/engines" {
+				t.Errorf("%s imports %s: only package engines does", pkg, imp)
+			}
+		}
+	}
+	// No build tag forks a library package: the front's tag (until the
+	// front is a main of its own) changes cmd/ccrun's files alone.
+	files := `{{.ImportPath}} {{join .GoFiles ","}} {{join .TestGoFiles ","}} {{join .XTestGoFiles ","}}`
+	plain, front := goList(t, files, "./..."), goList(t, files, "-tags=ccrunfront", "./...")
+	if len(plain) != len(front) {
+		t.Fatalf("go list with the ccrunfront tag lists %d packages, without %d", len(front), len(plain))
+	}
+	for i := range plain {
+		if pkg, _, _ := strings.Cut(plain[i], " "); plain[i] != front[i] && pkg != module+"/cmd/ccrun" {
+			t.Errorf("the ccrunfront tag changes the files of %s:\n%s\n%s", pkg, plain[i], front[i])
+		}
+	}
+	// The CLI, its tests included, goes through the root and engines.
 	for _, line := range goList(t, `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, "./cmd/...") {
 		pkg, imports, _ := strings.Cut(line, " ")
 		for _, imp := range strings.Fields(imports) {
 			if b := isBackend(imp); b != "" {
-				t.Errorf("%s (or its tests) imports the backend %s: reach it through the root package, or internal/housekeep and internal/outlive for what only the CLI does", pkg, imp)
+				t.Errorf("%s (or its tests) imports the backend %s: reach it through the root package and package engines, or internal/housekeep and internal/outlive for what only the CLI does", pkg, imp)
 			}
 		}
 	}
@@ -114,14 +152,16 @@ func TestLayers(t *testing.T) {
 // TestFrontLinks: the front build of the CLI (the ccrunfront tag,
 // cmd/ccrun/front.go) links the gate and @shell, and none of the libraries
 // whose package init a process that only runs @shell would pay: no other
-// backend, no MCP server, no Docker, Kubernetes, wazero, MCP or JSON Schema
-// library.
+// backend, no package engines, no MCP server, no Docker, Kubernetes,
+// wazero or MCP library. It links the JSON Schema library of ccrun's one
+// validator (internal/inputschema), whose init is a tenth of a
+// millisecond.
 func TestFrontLinks(t *testing.T) {
 	t.Parallel()
 	heavy := []string{module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube",
 		module + "/internal/backend/wasmenv", module + "/internal/backend/dockerenv", module + "/mcpserver",
-		"github.com/docker/", "github.com/distribution/", "k8s.io/", "github.com/tetratelabs/wazero",
-		"github.com/modelcontextprotocol/", "go.opentelemetry.io/", "github.com/google/jsonschema-go/"}
+		module + "/engines", "github.com/docker/", "github.com/distribution/", "k8s.io/", "github.com/tetratelabs/wazero",
+		"github.com/modelcontextprotocol/", "go.opentelemetry.io/"}
 	deps := goList(t, `{{.ImportPath}}`, "-deps", "-tags=ccrunfront", "./cmd/ccrun")
 	if !slices.Contains(deps, module+"/runtime/shell") || !slices.Contains(deps, module+"/permission") {
 		t.Fatalf("the front does not link the gate and @shell: %v", deps)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -32,7 +33,7 @@ func TestMountsAskedOnce(t *testing.T) {
 	writeCapability(t, dir, "hooks", `{"name": "hooks", "description": "writes hooks", "environment": "@wasm",
   "entry": {"module": "m.wasm"}, "mounts": [{"host": ".", "guest": "/p", "rw": true, "implants": [".git/hooks"]}]}`)
 	os.WriteFile(filepath.Join(dir, ".ccrun", "capabilities", "hooks", "m.wasm"), emptyModule, 0o644)
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
+	rt, err := ccrun.New(engines.Wasm(), ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
 		Allow: []keys.Pattern{keys.MustParsePattern("run_wasm:*"), keys.MustParsePattern("capability:*")}}))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestMountRepositorySaid(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "wt", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bare", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
+	rt, err := ccrun.New(engines.Wasm(), ccrun.WithProjectDir(dir), ccrun.WithSettings(&permission.Settings{Origin: permission.OriginFlags, Name: "test",
 		Allow: []keys.Pattern{keys.MustParsePattern("run_wasm:*")}}))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -23,7 +24,7 @@ func TestMountUIDSaid(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "m.wasm"), emptyModule, 0o644)
 	os.Mkdir(filepath.Join(dir, "out"), 0o755)
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir))
+	rt, err := ccrun.New(engines.Wasm(), engines.Docker(), ccrun.WithProjectDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

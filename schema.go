@@ -1,5 +1,3 @@
-//go:build !ccrunfront
-
 package ccrun
 
 import (

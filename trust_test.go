@@ -12,6 +12,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -50,7 +51,7 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	call := &ccrun.Call{Command: "touch planted"}
 	open := func(opts ...ccrun.Option) *ccrun.Runtime {
 		t.Helper()
-		rt, err := ccrun.New(append([]ccrun.Option{ccrun.WithProjectDir(dir), ccrun.WithTrustDir(state), ccrun.WithAuditLog("")}, opts...)...)
+		rt, err := ccrun.New(append([]ccrun.Option{engines.Wasm(), ccrun.WithProjectDir(dir), ccrun.WithTrustDir(state), ccrun.WithAuditLog("")}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm"
@@ -24,7 +25,7 @@ func TestRefusedBeforeAsking(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "short.wasm"), []byte("\x00asm"), 0o644)
 	os.WriteFile(filepath.Join(dir, "v2.wasm"), []byte("\x00asm\x0d\x00\x01\x00"), 0o644)
 	var asked atomic.Int32
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(permission.ApproverFunc(
+	rt, err := ccrun.New(engines.Wasm(), engines.Docker(), ccrun.WithProjectDir(dir), ccrun.WithApprover(permission.ApproverFunc(
 		func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 			asked.Add(1)
 			return ceiling.AlwaysThisProject, nil

@@ -27,8 +27,8 @@ const SchemaID = "https://github.com/ccrun/ccrun/capabilities/capability.schema.
 func Schema() []byte { return bytes.Clone(schemaJSON) }
 
 // manifestSchema compiles the embedded schema once; it is safe for
-// concurrent use afterwards. Its error is the front build's (errFront):
-// the embedded schema compiles, as every test of a manifest shows.
+// concurrent use afterwards. It has no error to give: the embedded schema
+// compiles, as every test of a manifest shows.
 var manifestSchema = sync.OnceValues(func() (*compiled, error) {
 	return compileSchema(schemaJSON)
 })

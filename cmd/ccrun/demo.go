@@ -13,6 +13,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -65,8 +66,8 @@ func (a *app) runDemo(ctx context.Context, o *demoOptions) error {
 	})
 	// The demo's trust records stay in its own directory: a record
 	// for a project the demo then deletes would outlive it.
-	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithApprover(ask),
-		ccrun.WithTrustDir(filepath.Join(dir, ".ccrun", "trust")))
+	rt, err := ccrun.New(append(engines.All(), ccrun.WithProjectDir(dir), ccrun.WithApprover(ask),
+		ccrun.WithTrustDir(filepath.Join(dir, ".ccrun", "trust")))...)
 	if err != nil {
 		return err
 	}

@@ -10,16 +10,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// This file and engines_front.go are what the two builds of the CLI do
+// This file and front.go are what the two builds of the CLI do
 // differently. This one, the whole ccrun (`go install`, `make build`'s
-// bin/ccrun-full), links the @wasm and @docker engines, gc, doctor, demo
-// and mcp. The front (the ccrunfront tag, `make build`'s bin/ccrun) links
-// the gate and @shell alone and hands every other command to the whole
-// ccrun beside it (front.go, internal/handoff).
+// bin/ccrun-full), links the @wasm and @docker engines (package engines,
+// given to every Runtime: runtimeEngines), gc, doctor, demo and mcp. The
+// front (the ccrunfront tag, `make build`'s bin/ccrun) links the gate and
+// @shell alone and hands every other command to the whole ccrun beside it
+// (front.go, internal/handoff).
 
 // dockerRefillCmd is the hidden first argument under which ccrun refills a
 // @docker warm pool in a process of its own, so that the run that used a
@@ -40,41 +42,37 @@ func (a *app) commands() []*cobra.Command {
 // frontRoot does nothing in the whole ccrun (front.go).
 func frontRoot(*cobra.Command) {}
 
-// execEngines returns exec's options of the @docker and @wasm engines:
+// execEngines takes exec's choices for the @docker and @wasm engines:
 // --engine, --wasm-worker, and in ccrun's own main the one-shot @wasm
-// guest and the warm server.
-func (a *app) execEngines(engine string, worker bool) ([]ccrun.Option, error) {
-	var extra []ccrun.Option
-	if engine != "" {
-		extra = append(extra, ccrun.WithDockerEngine(engine))
-	}
+// guest and the warm server. runtimeEngines gives them to the Runtime.
+func (a *app) execEngines(engine string, worker bool) error {
+	a.dockerEngine = engine
 	if worker {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		extra = append(extra, housekeep.WasmWorker(exe))
+		a.wasmWorker = exe
 	} else if oneShotProcess {
 		// This process runs one call and exits: a @wasm guest runs
 		// here at full speed, and a limit that stops it returns at
 		// once (the guest goes with the process). Should reporting
 		// it then hang, the hook ends the process with its code.
-		extra = append(extra, housekeep.WasmOneShot((func(r *job.Result) {
-			os.Exit(exitCode(r, nil))
-		})))
+		a.oneShot = true
 		// And the guest goes first to the project's warm server,
 		// which has the module compiled already (runtime(); off
 		// with CCRUN_WASM_SERVER=0).
 		a.wasmServer = os.Getenv(housekeep.WasmServerEnv) != "0"
 	}
-	return extra, nil
+	return nil
 }
 
-// runtimeEngines returns the engines' options of every Runtime of the
-// CLI: pull progress on a terminal, the detached refill of a warm
-// container pool, the warm @wasm server.
+// runtimeEngines returns the engines of every Runtime of the CLI, @wasm's
+// and @docker's (package engines), with their options: pull progress on a
+// terminal, the detached refill of a warm container pool, the warm @wasm
+// server, and exec's choices (execEngines).
 func (a *app) runtimeEngines(dir string) []ccrun.Option {
-	var opts []ccrun.Option
+	var opts []engines.Option
 	if isTerminal(a.io.err) {
 		opts = append(opts, housekeep.PullProgress(a.io.err))
 	}
@@ -84,7 +82,17 @@ func (a *app) runtimeEngines(dir string) []ccrun.Option {
 			opts = append(opts, housekeep.WasmServer(exe, dir))
 		}
 	}
-	return opts
+	if a.dockerEngine != "" {
+		opts = append(opts, engines.WithDockerEngine(a.dockerEngine))
+	}
+	if a.wasmWorker != "" {
+		opts = append(opts, housekeep.WasmWorker(a.wasmWorker))
+	} else if a.oneShot {
+		opts = append(opts, housekeep.WasmOneShot(func(r *job.Result) {
+			os.Exit(exitCode(r, nil))
+		}))
+	}
+	return engines.All(opts...)
 }
 
 // withCompileProgress shows a @wasm module's compilation on st.

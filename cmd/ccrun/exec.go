@@ -236,8 +236,7 @@ func (a *app) runExec(ctx context.Context, o *execOptions) error {
 	if err != nil {
 		return err
 	}
-	extra, err := a.execEngines(o.call.engine, o.worker) // engines.go
-	if err != nil {
+	if err := a.execEngines(o.call.engine, o.worker); err != nil { // engines.go
 		return err
 	}
 	// shown counts the notes of the decision an approver answered:
@@ -248,7 +247,7 @@ func (a *app) runExec(ctx context.Context, o *execOptions) error {
 	if approver != nil {
 		approver = hookedApprover{next: approver, before: func(p *permission.Prompt) { shown = len(p.Decision.Diagnostics) }}
 	}
-	rt, err := a.runtime(approver, layer, extra...)
+	rt, err := a.runtime(approver, layer)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +17,12 @@ import (
 // Docker, Kubernetes, wazero and MCP libraries spends most of its start in
 // their package init (docs/RATIONALE.md). The front links the gate and
 // @shell alone. It serves the commands that need nothing else, with the
-// same code as the whole ccrun (the root package and this one, built with
-// the ccrunfront tag); every other command it hands, before anything is
-// read, decided or written, to the whole ccrun beside it
-// (handoff.FullName), by execve: the same arguments, environment, streams
-// and process (package handoff, run from early's init).
+// same code as the whole ccrun (the root package, which links no engine,
+// and this one, built with the ccrunfront tag, which leaves out package
+// engines and the commands of the engines); every other command it hands,
+// before anything is read, decided or written, to the whole ccrun beside
+// it (handoff.FullName), by execve: the same arguments, environment,
+// streams and process (package handoff, run from early's init).
 
 // What the whole ccrun has and the front does not. The front never
 // reaches them (what needs them was handed over in early's init): the
@@ -39,10 +41,16 @@ func (a *app) commands() []*cobra.Command {
 // run.
 func frontRoot(root *cobra.Command) { root.CompletionOptions.DisableDefaultCmd = true }
 
-func (a *app) execEngines(string, bool) ([]ccrun.Option, error) { return nil, nil }
+func (a *app) execEngines(string, bool) error { return nil }
 
 func (a *app) runtimeEngines(string) []ccrun.Option { return nil }
 
 func withCompileProgress(ctx context.Context, _ *status) context.Context { return ctx }
 
-func checkImage(string) error { return ccrun.ErrFront }
+// checkImage refuses: the front cannot run @docker. It is the guard
+// behind handing such a command over, so that a mistake in handoff.Serves
+// is an error, not a quieter run (the root package the front links runs
+// @shell alone: package engines has the others, and the front links none).
+func checkImage(string) error {
+	return fmt.Errorf("this ccrun is the front (the gate and @shell only): %w", ccrun.ErrInvalidCall)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -31,7 +32,7 @@ not answer is reported and skipped. With --pool, also remove the idle warm-pool 
 With --dry-run, list what would be removed and remove nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) (err error) {
-			if engine != "" && engine != ccrun.EngineDocker && engine != ccrun.EngineKubernetes {
+			if engine != "" && engine != engines.EngineDocker && engine != engines.EngineKubernetes {
 				return fmt.Errorf("--engine %q: want docker or kubernetes: %w", engine, ccrun.ErrInvalidCall)
 			}
 			if dryRun {
@@ -84,7 +85,7 @@ With --dry-run, list what would be removed and remove nothing.`,
 			}
 			// Every engine ccrun started something on, each within its
 			// bound: one that does not answer is a note, not a hang.
-			sites, err := housekeep.GCSites(engine == ccrun.EngineKubernetes)
+			sites, err := housekeep.GCSites(engine == engines.EngineKubernetes)
 			if err != nil {
 				note(err)
 			}

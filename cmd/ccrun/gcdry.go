@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -59,7 +59,7 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 	if err != nil {
 		note(err)
 	}
-	sites, err := housekeep.GCSites(engine == ccrun.EngineKubernetes)
+	sites, err := housekeep.GCSites(engine == engines.EngineKubernetes)
 	if err != nil {
 		note(err)
 	}

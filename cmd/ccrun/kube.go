@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
@@ -28,7 +28,7 @@ type engineReport struct {
 // engineInfo finds the @docker engine as a Runtime would (flag, managed
 // then user settings) and, for Kubernetes, asks the cluster.
 func engineInfo(ctx context.Context, flag string) engineReport {
-	engine, from, opts, err := ccrun.DefaultDockerEngine()
+	engine, from, opts, err := engines.DefaultDockerEngine()
 	if flag != "" {
 		engine, from, opts, err = flag, "flag", nil, nil
 	}
@@ -37,7 +37,7 @@ func engineInfo(ctx context.Context, flag string) engineReport {
 		r.Error = err.Error()
 		return r
 	}
-	if engine != ccrun.EngineKubernetes {
+	if engine != engines.EngineKubernetes {
 		r.Answers = true // the docker engine's line says whether it does
 		return r
 	}
@@ -56,7 +56,7 @@ func engineInfo(ctx context.Context, flag string) engineReport {
 
 func printEngine(w io.Writer, r engineReport) {
 	fmt.Fprintf(w, "@docker engine:   %s (%s)\n", r.Engine, r.From)
-	if r.Engine != ccrun.EngineKubernetes {
+	if r.Engine != engines.EngineKubernetes {
 		return
 	}
 	if c := r.Cluster; c != nil {

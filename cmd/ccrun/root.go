@@ -30,9 +30,15 @@ type app struct {
 	trustDigest string
 	loosenFlags []string
 
-	// wasmServer sends @wasm guests to the project's warm server
-	// (exec, in ccrun's own main).
-	wasmServer bool
+	// exec's choices for the engines (execEngines): dockerEngine is
+	// --engine; wasmWorker the executable a @wasm worker starts
+	// (--wasm-worker); oneShot runs a @wasm guest as this process's one
+	// call and wasmServer sends it to the project's warm server (in
+	// ccrun's own main).
+	dockerEngine string
+	wasmWorker   string
+	oneShot      bool
+	wasmServer   bool
 
 	// options are given to every Runtime of this run after the CLI's
 	// own: none in ccrun's main; a test's backends.

@@ -6,14 +6,15 @@ import (
 	"fmt"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/kube"
 )
 
 // EngineSite is a place where @docker starts containers: a Docker Engine
-// by its address (Engine ccrun.EngineDocker, Host), or a namespace of a
-// Kubernetes cluster (ccrun.EngineKubernetes: Kubeconfig, "" for kubectl's
+// by its address (Engine engines.EngineDocker, Host), or a namespace of a
+// Kubernetes cluster (engines.EngineKubernetes: Kubeconfig, "" for kubectl's
 // default, Context, Namespace; Server for messages). ccrun records in its
 // state directory ($XDG_STATE_HOME/ccrun/engines.jsonl) each place it
 // created a container or set a namespace up on, so that ccrun gc finds
@@ -29,16 +30,16 @@ type EngineSite = enginerecord.Site
 // what could be read of it still counts); the places are returned with
 // it.
 func GCSites(kube bool) ([]EngineSite, error) {
-	sites := []EngineSite{{Engine: ccrun.EngineDocker, Host: docker.EnvHost()}}
+	sites := []EngineSite{{Engine: engines.EngineDocker, Host: docker.EnvHost()}}
 	var errs []error
-	engine, _, opts, err := ccrun.DefaultDockerEngine()
+	engine, _, opts, err := engines.DefaultDockerEngine()
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if kube && engine != ccrun.EngineKubernetes {
-		engine, opts = ccrun.EngineKubernetes, nil
+	if kube && engine != engines.EngineKubernetes {
+		engine, opts = engines.EngineKubernetes, nil
 	}
-	if engine == ccrun.EngineKubernetes {
+	if engine == engines.EngineKubernetes {
 		if s, err := kubeSite(opts); err != nil {
 			errs = append(errs, fmt.Errorf("pods not collected: %w", err))
 		} else {
@@ -67,7 +68,7 @@ func kubeSite(opts []kube.Option) (EngineSite, error) {
 	if err != nil {
 		return EngineSite{}, err
 	}
-	return EngineSite{Engine: ccrun.EngineKubernetes, Kubeconfig: p.Kubeconfig, Context: p.Context, Namespace: p.Namespace, Server: p.Server}, nil
+	return EngineSite{Engine: engines.EngineKubernetes, Kubeconfig: p.Kubeconfig, Context: p.Context, Namespace: p.Namespace, Server: p.Server}, nil
 }
 
 // kubeOptions are the runtime/kube options that reach site.
@@ -92,7 +93,7 @@ func kubeOptions(site EngineSite) []kube.Option {
 // engines' own bounds (10 s to answer).
 func CollectAt(ctx context.Context, site EngineSite, pool bool) ([]string, error) {
 	switch site.Engine {
-	case ccrun.EngineDocker:
+	case engines.EngineDocker:
 		e, err := dockerAt(ctx, site)
 		if err != nil {
 			return nil, err
@@ -104,7 +105,7 @@ func CollectAt(ctx context.Context, site EngineSite, pool bool) ([]string, error
 			removed = append(removed, more...)
 		}
 		return removed, errors.Join(err, e.Close())
-	case ccrun.EngineKubernetes:
+	case engines.EngineKubernetes:
 		pods, err := CollectPods(ctx, pool, kubeOptions(site)...)
 		return podNames(pods), err
 	}
@@ -114,14 +115,14 @@ func CollectAt(ctx context.Context, site EngineSite, pool bool) ([]string, error
 // GarbageAt lists what CollectAt would remove at site, removing nothing.
 func GarbageAt(ctx context.Context, site EngineSite, pool bool) ([]string, error) {
 	switch site.Engine {
-	case ccrun.EngineDocker:
+	case engines.EngineDocker:
 		e, err := dockerAt(ctx, site)
 		if err != nil {
 			return nil, err
 		}
 		listed, err := e.Garbage(ctx, pool)
 		return listed, errors.Join(err, e.Close())
-	case ccrun.EngineKubernetes:
+	case engines.EngineKubernetes:
 		e, err := kube.New(ctx, kubeOptions(site)...)
 		if err != nil {
 			return nil, err

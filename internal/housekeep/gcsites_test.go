@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/internal/housekeep"
 )
@@ -35,9 +35,9 @@ current-context: c
 	os.MkdirAll(filepath.Join(config, "ccrun"), 0o700)
 	os.WriteFile(filepath.Join(config, "ccrun", "config.json"), []byte(`{"docker": {"engine": "kubernetes", "kubeconfig": "`+kc+`", "namespace": "ccrun"}}`), 0o600)
 
-	docker := housekeep.EngineSite{Engine: ccrun.EngineDocker, Host: "unix:///run/gc-sites-test.sock"}
-	cluster := housekeep.EngineSite{Engine: ccrun.EngineKubernetes, Kubeconfig: kc, Context: "c", Namespace: "ccrun", Server: "https://127.0.0.1:1"}
-	other := housekeep.EngineSite{Engine: ccrun.EngineDocker, Host: "tcp://elsewhere:2376"}
+	docker := housekeep.EngineSite{Engine: engines.EngineDocker, Host: "unix:///run/gc-sites-test.sock"}
+	cluster := housekeep.EngineSite{Engine: engines.EngineKubernetes, Kubeconfig: kc, Context: "c", Namespace: "ccrun", Server: "https://127.0.0.1:1"}
+	other := housekeep.EngineSite{Engine: engines.EngineDocker, Host: "tcp://elsewhere:2376"}
 	dir := enginerecord.Dir()
 	for _, s := range []housekeep.EngineSite{other, cluster, docker} {
 		if err := enginerecord.AddTo(dir, s, time.Now()); err != nil {

@@ -11,7 +11,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/kube"
 	"github.com/ccrun/ccrun/runtime/wasm"
@@ -48,13 +48,13 @@ func Serve(args []string) (code int, ok bool) {
 // part way. With no engine to reach, the error is of class
 // errdefs.ErrUnavailable.
 func CollectContainers(ctx context.Context, pool bool) ([]string, error) {
-	return CollectAt(ctx, EngineSite{Engine: ccrun.EngineDocker}, pool)
+	return CollectAt(ctx, EngineSite{Engine: engines.EngineDocker}, pool)
 }
 
 // GarbageContainers lists what CollectContainers would remove, removing
 // nothing.
 func GarbageContainers(ctx context.Context, pool bool) ([]string, error) {
-	return GarbageAt(ctx, EngineSite{Engine: ccrun.EngineDocker}, pool)
+	return GarbageAt(ctx, EngineSite{Engine: engines.EngineDocker}, pool)
 }
 
 // DockerHost connects to the local Docker Engine as @docker does (the

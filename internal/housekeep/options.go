@@ -4,15 +4,16 @@ import (
 	"context"
 	"io"
 
-	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/wasm"
 )
 
-// The options of the engines that ccrun's own program sets and a library
-// user has no need of: they start helper processes from ccrun's program
-// (Serve serves them) or serve one call per process.
+// The options of the engines (package engines: for engines.All) that
+// ccrun's own program sets and a library user has no need of: they start
+// helper processes from ccrun's program (Serve serves them) or serve one
+// call per process.
 
 // The environment variables of ccrun's @wasm helper processes, for a
 // front end that finds its own helpers (ccrun gc).
@@ -30,33 +31,35 @@ const (
 // WasmWorker runs each @wasm guest in a process of its own: exe
 // (os.Executable) started again, whose main calls Serve first. A limit
 // then kills the process, so it holds however the guest spins.
-func WasmWorker(exe string) ccrun.Option { return ccrun.WithWasmOptions(wasm.WithWorkerProcess(exe)) }
+func WasmWorker(exe string) engines.Option {
+	return engines.WithWasmOptions(wasm.WithWorkerProcess(exe))
+}
 
 // WasmServer sends each @wasm guest to the warm server of this user for
 // the project at dir, starting exe (whose main calls Serve first) as that
 // server when none answers, and running the guest in this process when
 // none can take it (docs/wasm.md).
-func WasmServer(exe, dir string) ccrun.Option {
-	return ccrun.WithWasmOptions(wasm.WithServer(wasm.ProjectSocket(dir), exe))
+func WasmServer(exe, dir string) engines.Option {
+	return engines.WithWasmOptions(wasm.WithServer(wasm.ProjectSocket(dir), exe))
 }
 
 // WasmOneShot is for a process that runs one call and exits: a @wasm
 // guest runs here without interrupt checks, and a limit that stops it
 // returns at once, leaving the guest to the process's exit; should that
 // hang, exit is called with the result.
-func WasmOneShot(exit func(*job.Result)) ccrun.Option {
-	return ccrun.WithWasmOptions(wasm.WithOneShot(exit))
+func WasmOneShot(exit func(*job.Result)) engines.Option {
+	return engines.WithWasmOptions(wasm.WithOneShot(exit))
 }
 
 // PullProgress writes the progress of @docker image pulls to w.
-func PullProgress(w io.Writer) ccrun.Option {
-	return ccrun.WithDockerOptions(docker.WithPullProgress(w))
+func PullProgress(w io.Writer) engines.Option {
+	return engines.WithDockerOptions(docker.WithPullProgress(w))
 }
 
 // DetachedRefill makes the @docker executor refill its warm pool in a
 // process of its own: exe started with RefillArg, whose main calls Serve.
-func DetachedRefill(exe string) ccrun.Option {
-	return ccrun.WithDockerOptions(docker.WithDetachedRefill(exe, RefillArg))
+func DetachedRefill(exe string) engines.Option {
+	return engines.WithDockerOptions(docker.WithDetachedRefill(exe, RefillArg))
 }
 
 // WithCompileProgress returns a context whose @wasm calls tell f when they

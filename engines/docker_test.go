@@ -1,6 +1,7 @@
-package ccrun_test
+package engines_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 )
 
@@ -36,13 +38,13 @@ func TestDockerEngineFromSettings(t *testing.T) {
 		}
 	}
 	write(`{"docker": {"engine": "kubernetes", "namespace": "tools"}}`)
-	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()))
+	rt, err := ccrun.New(append(engines.All(), ccrun.WithProjectDir(t.TempDir()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
 	write(`{"docker": {"engine": "docker"}}`)
-	if engine, from, err := rt.DockerEngine(); err != nil || engine != ccrun.EngineKubernetes || from != path {
+	if engine, from, err := engines.DockerEngine(rt); err != nil || engine != engines.EngineKubernetes || from != path {
 		t.Errorf("engine %q from %q, %v; want kubernetes from %s, as loaded", engine, from, err, path)
 	}
 
@@ -58,7 +60,7 @@ func TestDockerEngineFromSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if engine, from, err := rt.DockerEngine(); err != nil || engine != ccrun.EngineDocker || from != "default" {
+	if engine, from, err := engines.DockerEngine(rt); err != nil || engine != engines.EngineDocker || from != "default" {
 		t.Errorf("no file: engine %q from %q, %v; want docker, default", engine, from, err)
 	}
 }
@@ -82,12 +84,53 @@ func TestDockerSettingsOneVerdict(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, _, _, derr := ccrun.DefaultDockerEngine()
+		_, _, _, derr := engines.DefaultDockerEngine()
 		_, nerr := ccrun.New(ccrun.WithProjectDir(t.TempDir()))
 		for what, err := range map[string]error{"DefaultDockerEngine": derr, "New": nerr} {
 			if !errors.Is(err, permission.ErrInvalidConfig) || !strings.Contains(err.Error(), path+tc.at) {
 				t.Errorf("%s: %s: %v; want ErrInvalidConfig at %s%s", tc.text, what, err, path, tc.at)
 			}
+		}
+	}
+}
+
+// TestWithDockerEngine: the option wins over the settings files, an
+// engine of another name fails New, and the backend Docker adds starts
+// the engine chosen (the settings' Kubernetes, whose kubeconfig does not
+// exist here; the option's local engine, at a socket nobody listens on).
+func TestWithDockerEngine(t *testing.T) {
+	path := userConfig(t)
+	kc := filepath.Join(t.TempDir(), "no-kubeconfig")
+	if err := os.WriteFile(path, []byte(`{"docker": {"engine": "kubernetes", "kubeconfig": "`+kc+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
+	local := engines.WithDockerEngine(engines.EngineDocker)
+	if _, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), engines.Docker(engines.WithDockerEngine("nomad"))); !errors.Is(err, ccrun.ErrInvalidCall) {
+		t.Errorf("engine nomad: %v, want ErrInvalidCall", err)
+	}
+	for _, tc := range []struct {
+		name       string
+		opts       []engines.Option
+		engine     string
+		from, says string
+	}{
+		{"settings", nil, engines.EngineKubernetes, path, "@docker on kubernetes"},
+		{"option", []engines.Option{local}, engines.EngineDocker, "option", "no-docker.sock"},
+	} {
+		rt, err := ccrun.New(append(engines.All(tc.opts...), ccrun.WithProjectDir(t.TempDir()), ccrun.WithAuditLog(""))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		if engine, from, err := engines.DockerEngine(rt, tc.opts...); err != nil || engine != tc.engine || from != tc.from {
+			t.Errorf("%s: engine %q from %q, %v; want %s from %s", tc.name, engine, from, err, tc.engine, tc.from)
+		}
+		// Binding the image to a grant starts the engine, before anyone
+		// is asked (nobody is here).
+		_, err = rt.Exec(context.Background(), &ccrun.Call{Image: "busybox", Args: []string{"true"}})
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: Exec: %v; want the error of the engine chosen (%q)", tc.name, err, tc.says)
 		}
 	}
 }
