@@ -14,6 +14,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/mcpserver"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -108,7 +109,7 @@ func TestAdviceSameEverywhere(t *testing.T) {
 					}
 					return
 				}
-				rt, err := ccrun.New(append([]ccrun.Option{ccrun.WithProjectDir(dir), ccrun.WithAuditLog("")}, backends...)...)
+				rt, err := ccrun.New(append(append([]ccrun.Option{ccrun.WithProjectDir(dir), ccrun.WithAuditLog("")}, engines.All()...), backends...)...)
 				if err != nil {
 					t.Fatal(err)
 				}

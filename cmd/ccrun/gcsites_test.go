@@ -192,7 +192,7 @@ func TestGCRecordedSites(t *testing.T) {
 // TestGCEngineFlag: an --engine gc does not know is a usage error.
 func TestGCEngineFlag(t *testing.T) {
 	deadDocker(t)
-	if _, stderr, code := ccrunIn(t, t.TempDir(), "gc", "--engine", "podman"); code != exitUsage || !strings.Contains(stderr, "want docker or kubernetes") {
+	if _, stderr, code := ccrunIn(t, t.TempDir(), "gc", "--engine", "podman"); code != exitUsage || !strings.Contains(stderr, "valid: docker, kubernetes") {
 		t.Errorf("exit %d, stderr %q; want %d, naming the engines", code, stderr, exitUsage)
 	}
 }
