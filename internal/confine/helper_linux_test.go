@@ -9,30 +9,16 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"github.com/ccrun/ccrun/internal/cbuild"
 )
 
 // The embedded helpers are what helper/helper.c builds to with the
 // Makefile's rule: a change to the source without `make confine-helper`,
 // or bytes nobody can rebuild, fails here. Skipped only where a compiler
-// is missing (CI installs both).
+// is missing (CI installs both, and requires them: cbuild.RequireEnv).
 func TestHelperBuiltFromSource(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cc := range []string{"make", "gcc", "aarch64-linux-gnu-gcc"} {
-		if _, err := exec.LookPath(cc); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s missing: CI must install it (apt-get install gcc gcc-aarch64-linux-gnu)", cc)
-			}
-			t.Skipf("%s missing", cc)
-		}
-	}
-	out := t.TempDir()
-	cmd := exec.Command("make", "-s", "-C", root, "confine-helper", "CONFINE_OUT="+out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make confine-helper: %v\n%s", err, b)
-	}
+	out := cbuild.Make(t, "../..", "confine-helper", "CONFINE_OUT")
 	for _, arch := range []string{"amd64", "arm64"} {
 		name := "helper_" + arch + ".bin"
 		want, err := os.ReadFile(filepath.Join(out, name))

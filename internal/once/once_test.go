@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/cbuild"
 	"github.com/ccrun/ccrun/internal/ctr"
 )
 
@@ -22,23 +23,7 @@ import (
 // (where the compilers are installed; CI installs them): once from
 // src/once.c, and internal/ctr's holder from its hold/hold.c.
 func TestBuiltFromSource(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cc := range []string{"make", "gcc", "aarch64-linux-gnu-gcc"} {
-		if _, err := exec.LookPath(cc); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s missing: CI must install it (apt-get install gcc gcc-aarch64-linux-gnu)", cc)
-			}
-			t.Skipf("%s missing", cc)
-		}
-	}
-	out := t.TempDir()
-	cmd := exec.Command("make", "-s", "-C", root, "once", "ONCE_OUT="+out, "HOLD_OUT="+out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make once: %v\n%s", err, b)
-	}
+	out := cbuild.Make(t, "../..", "once", "ONCE_OUT", "HOLD_OUT")
 	for _, arch := range Arches() {
 		name := "once_" + arch + ".bin"
 		want, err := os.ReadFile(filepath.Join(out, name))

@@ -1,12 +1,14 @@
 /*
- * The system calls helper.c makes, for x86-64 and AArch64, and the entry
- * point (_start) that hands the initial stack to cstart. Each returns the
- * kernel's result: a negative errno on failure.
+ * The system calls helper.c makes, for x86-64 and AArch64 (the entry and
+ * syscall6 are internal/cbuild/syscall.h's). Each returns the kernel's
+ * result: a negative errno on failure.
  */
 #ifndef CCRUN_CONFINE_SYS_H
 #define CCRUN_CONFINE_SYS_H
 
-void cstart(long *sp) __attribute__((noreturn, used));
+#include "../../cbuild/syscall.h"
+
+static inline long syscall5(long nr, long a, long b, long c, long d, long e) { return syscall6(nr, a, b, c, d, e, 0); }
 
 #if defined(__x86_64__)
 
@@ -24,27 +26,6 @@ void cstart(long *sp) __attribute__((noreturn, used));
 #define NR_unshare 272
 #define NR_mount 165
 
-static inline long syscall5(long nr, long a, long b, long c, long d, long e)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-/* The stack pointer is argc's address: pass it, aligned for the call. */
-__asm__(".text\n"
-	".global _start\n"
-	"_start:\n"
-	"	mov %rsp, %rdi\n"
-	"	and $-16, %rsp\n"
-	"	call cstart\n"
-	"	hlt\n");
-
 #elif defined(__aarch64__)
 
 #define NR_pread 67
@@ -61,30 +42,6 @@ __asm__(".text\n"
 #define NR_unshare 97
 #define NR_mount 40
 
-static inline long syscall5(long nr, long a, long b, long c, long d, long e)
-{
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
-			 : "memory", "cc");
-	return x0;
-}
-
-__asm__(".text\n"
-	".global _start\n"
-	"_start:\n"
-	"	mov x0, sp\n"
-	"	bl cstart\n"
-	"	brk #0\n");
-
-#else
-#error "ccrun-confine: only x86-64 and AArch64"
 #endif
 
 /* The same numbers on both: the system calls added since Linux 5.2. */

@@ -1,13 +1,13 @@
 /*
- * The system calls once.c makes, for x86-64 and AArch64, and the entry
- * point (_start) that hands the initial stack to cstart. Each returns the
- * kernel's result: a negative errno on failure. AArch64 has no poll,
+ * The system calls once.c makes, for x86-64 and AArch64 (the entry and
+ * syscall6 are internal/cbuild/syscall.h's). Each returns the kernel's
+ * result: a negative errno on failure. AArch64 has no poll,
  * fork, pipe or dup2: ppoll, clone, pipe2 and dup3 do their work on both.
  */
 #ifndef CCRUN_ONCE_SYS_H
 #define CCRUN_ONCE_SYS_H
 
-void cstart(long *sp) __attribute__((noreturn, used));
+#include "../../cbuild/syscall.h"
 
 #if defined(__x86_64__)
 
@@ -24,28 +24,6 @@ void cstart(long *sp) __attribute__((noreturn, used));
 #define NR_kill 62
 #define NR_exit_group 231
 
-static inline long syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-/* The stack pointer is argc's address: pass it, aligned for the call. */
-__asm__(".text\n"
-	".global _start\n"
-	"_start:\n"
-	"	mov %rsp, %rdi\n"
-	"	and $-16, %rsp\n"
-	"	call cstart\n"
-	"	hlt\n");
-
 #elif defined(__aarch64__)
 
 #define NR_read 63
@@ -61,31 +39,6 @@ __asm__(".text\n"
 #define NR_kill 129
 #define NR_exit_group 94
 
-static inline long syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-			 : "memory", "cc");
-	return x0;
-}
-
-__asm__(".text\n"
-	".global _start\n"
-	"_start:\n"
-	"	mov x0, sp\n"
-	"	bl cstart\n"
-	"	brk #0\n");
-
-#else
-#error "once: only x86-64 and AArch64"
 #endif
 
 #define SIGCHLD 17
