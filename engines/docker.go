@@ -111,7 +111,7 @@ func (c *config) engine(rt *ccrun.Runtime) (*choice, error) {
 		case "", EngineDocker:
 			return &choice{engine: EngineDocker, from: f.path}, nil
 		case EngineKubernetes:
-			return &choice{engine: EngineKubernetes, opts: kubeOptions(d), from: f.path}, nil
+			return &choice{engine: EngineKubernetes, opts: KubeOptions(*d), from: f.path}, nil
 		default: // permission's parser refused it already
 			return nil, fmt.Errorf("%s: docker.engine %q: want docker or kubernetes: %w", f.path, d.Engine, permission.ErrInvalidConfig)
 		}
@@ -119,9 +119,9 @@ func (c *config) engine(rt *ccrun.Runtime) (*choice, error) {
 	return &choice{engine: EngineDocker, from: "default"}, nil
 }
 
-// kubeOptions are the runtime/kube options the "docker" member of a
-// settings file names.
-func kubeOptions(d *permission.DockerSettings) []kube.Option {
+// KubeOptions are the runtime/kube options the "docker" member of a
+// settings file names: its namespace, context, kubeconfig and pool.
+func KubeOptions(d permission.DockerSettings) []kube.Option {
 	var o []kube.Option
 	if d.Namespace != "" {
 		o = append(o, kube.WithNamespace(d.Namespace))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/enginerecord"
+	"github.com/ccrun/ccrun/internal/kubetest"
 )
 
 // blackHole accepts connections and never answers: an engine or API
@@ -46,23 +47,6 @@ func blackHole(t *testing.T) string {
 		}
 	})
 	return l.Addr().String()
-}
-
-// kubeconfigAt writes a kubeconfig whose one context, c, is the API
-// server at server.
-func kubeconfigAt(t *testing.T, server string) string {
-	t.Helper()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "`+server+`"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kc
 }
 
 // fakeCluster is an API server whose namespace ns holds one pod of ccrun
@@ -124,8 +108,8 @@ func TestGCRecordedSites(t *testing.T) {
 	gcSiteTimeout = 2 * time.Second
 
 	server, deleted := fakeCluster(t, "ccrun", "ccrun-left-behind")
-	kc := kubeconfigAt(t, server)
-	hungKC := kubeconfigAt(t, "http://"+blackHole(t))
+	kc := kubetest.Kubeconfig(t, server)
+	hungKC := kubetest.Kubeconfig(t, "http://"+blackHole(t))
 	hungDocker := "tcp://" + blackHole(t)
 	dir := enginerecord.Dir()
 	day := time.Now()

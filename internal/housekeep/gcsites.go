@@ -8,6 +8,7 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/enginerecord"
+	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/docker"
 	"github.com/ccrun/ccrun/runtime/kube"
 )
@@ -73,17 +74,7 @@ func kubeSite(opts []kube.Option) (EngineSite, error) {
 
 // kubeOptions are the runtime/kube options that reach site.
 func kubeOptions(site EngineSite) []kube.Option {
-	var o []kube.Option
-	if site.Kubeconfig != "" {
-		o = append(o, kube.WithKubeconfig(site.Kubeconfig))
-	}
-	if site.Context != "" {
-		o = append(o, kube.WithContext(site.Context))
-	}
-	if site.Namespace != "" {
-		o = append(o, kube.WithNamespace(site.Namespace))
-	}
-	return o
+	return engines.KubeOptions(permission.DockerSettings{Kubeconfig: site.Kubeconfig, Context: site.Context, Namespace: site.Namespace})
 }
 
 // CollectAt removes what @docker calls left at site: what

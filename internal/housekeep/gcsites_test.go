@@ -11,6 +11,7 @@ import (
 	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/internal/housekeep"
+	"github.com/ccrun/ccrun/internal/kubetest"
 )
 
 // TestGCSites: gc's places are the environment's Docker Engine, the
@@ -24,14 +25,7 @@ func TestGCSites(t *testing.T) {
 	config := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", config)
 	t.Setenv("DOCKER_HOST", "unix:///run/gc-sites-test.sock")
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600)
+	kc := kubetest.Kubeconfig(t, "https://127.0.0.1:1")
 	os.MkdirAll(filepath.Join(config, "ccrun"), 0o700)
 	os.WriteFile(filepath.Join(config, "ccrun", "config.json"), []byte(`{"docker": {"engine": "kubernetes", "kubeconfig": "`+kc+`", "namespace": "ccrun"}}`), 0o600)
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/kubetest"
 	"github.com/ccrun/ccrun/internal/mountlock"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ func TestMountLocked(t *testing.T) {
 		json.NewEncoder(w).Encode(&corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
 	}))
 	defer srv.Close()
-	e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+	e, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, srv.URL)), WithNamespace("default"))
 	if err != nil {
 		t.Fatal(err)
 	}

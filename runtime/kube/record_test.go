@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/enginerecord"
+	"github.com/ccrun/ccrun/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,7 +20,7 @@ import (
 // TestPlace: where an Executor runs is read from the kubeconfig alone,
 // with no request (the API server here answers nobody), as New sees it.
 func TestPlace(t *testing.T) {
-	kc := kubeconfigFor(t, "https://127.0.0.1:1")
+	kc := kubetest.Kubeconfig(t, "https://127.0.0.1:1")
 	p, err := PlaceOf(WithKubeconfig(kc), WithNamespace("ccrun"))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func TestPlace(t *testing.T) {
 // before its first pod (for ccrun gc), even when the pod is then refused.
 func TestRecorded(t *testing.T) {
 	srv, _ := podCatcher(t, nil)
-	kc := kubeconfigFor(t, srv.URL)
+	kc := kubetest.Kubeconfig(t, srv.URL)
 	e, err := New(context.Background(), WithKubeconfig(kc), WithNamespace("default"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func TestGarbage(t *testing.T) {
 		}
 		return true
 	})
-	e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+	e, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, srv.URL)), WithNamespace("default"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/ctr"
+	"github.com/ccrun/ccrun/internal/kubetest"
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
@@ -287,7 +288,7 @@ func TestCreateRefused(t *testing.T) {
 // answers fails t.
 func fakeAPI(t *testing.T, nodes []corev1.Node, cm *corev1.ConfigMap, rest func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool) *Executor {
 	srv := fakeAPIServer(t, nodes, cm, rest)
-	e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+	e, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, srv.URL)), WithNamespace("default"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,28 +405,11 @@ func TestPodOnNodeArch(t *testing.T) {
 	}
 }
 
-// kubeconfigFor writes a kubeconfig of one context, the API server at
-// server, and returns its path.
-func kubeconfigFor(t *testing.T, server string) string {
-	t.Helper()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "`+server+`"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kc
-}
-
 // TestUnreachable: an API server that does not answer is ErrUnavailable
 // from New, with its address, within the ping's bound (a real client on a
 // loopback port nobody listens on).
 func TestUnreachable(t *testing.T) {
-	_, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, "https://127.0.0.1:1")))
+	_, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, "https://127.0.0.1:1")))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("got %v, want ErrUnavailable naming the server", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/kubetest"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +38,7 @@ func TestCallerUser(t *testing.T) {
 		}
 	}
 	srv, _ := podCatcher(t, nil)
-	e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+	e, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, srv.URL)), WithNamespace("default"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func decoder() runtime.Decoder {
 // hardened; and as 65534 without mounts, or when the Spec names a user.
 func TestPodUser(t *testing.T) {
 	srv, pods := podCatcher(t, nil)
-	e, err := New(context.Background(), WithKubeconfig(kubeconfigFor(t, srv.URL)), WithNamespace("default"))
+	e, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, srv.URL)), WithNamespace("default"))
 	if err != nil {
 		t.Fatal(err)
 	}
