@@ -36,11 +36,12 @@ const (
 	stepIDMap
 	stepPrivate
 	stepProtect
+	stepCwd
 )
 
 var stepNames = [...]string{"exec", "usage", "no_new_privs", "landlock_restrict_self", "reading the seccomp program", "seccomp filter", "status pipe",
 	"reading the protected paths", "the mount namespace (unshare)", "the user namespace's id maps", "making the mounts private",
-	"a protected path (a symbolic link, gone, or not bindable)"}
+	"a protected path (a symbolic link, gone, or not bindable)", "the working directory (gone, or out of reach) after the binds"}
 
 // helperFD is the lowest descriptor number the helper's memfds take: above
 // the ones os/exec makes in the child (stdio, then ExtraFiles as 3, 4, 5),

@@ -29,15 +29,7 @@ func TestWorkspace(t *testing.T) {
 	mkdir(t, w.home+"/.config/ccrun")
 	write(t, w.home+"/.config/ccrun/config.json", "{}\n")
 	tmp := t.TempDir()
-	p, complete, err := Workspace(w.home, w.project, tmp)
-	if err != nil || !complete {
-		t.Fatal(complete, err)
-	}
-	rs, err := Prepare(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := w.workspace(t, tmp)
 	protected := map[string]string{}
 	for _, f := range []string{".git/config", ".envrc", ".vscode/settings.json", "README"} {
 		b, err := os.ReadFile(w.project + "/" + f)
@@ -115,6 +107,22 @@ func TestWorkspace(t *testing.T) {
 	if b, _ := os.ReadFile(w.home + "/.config/ccrun/config.json"); string(b) != "{}\n" {
 		t.Errorf("ccrun's config changed: %q", b)
 	}
+}
+
+// workspace is the prepared workspace policy of w's project, with its
+// temporary directory tmp; closed when the test ends.
+func (w world) workspace(t *testing.T, tmp string) *Ruleset {
+	t.Helper()
+	p, complete, err := Workspace(w.home, w.project, tmp)
+	if err != nil || !complete {
+		t.Fatal(complete, err)
+	}
+	rs, err := Prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	return rs
 }
 
 func startWait(t *testing.T, rs *Ruleset, cmd *exec.Cmd) (string, error) {
@@ -195,5 +203,49 @@ func TestWorkspaceAsUser(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("as uid 65534: %v\n%s", err, out)
+	}
+}
+
+// TestWorkspaceStartedInProtected: a program started with its working
+// directory at or beneath a bound directory (.git, which is pinned;
+// .git/hooks, protected) writes no protected path through it: a working
+// directory taken before the binds would name the directory they cover.
+func TestWorkspaceStartedInProtected(t *testing.T) {
+	w := newWorld(t)
+	git(t, w.project, "init", "-q")
+	mkdir(t, w.project+"/.git/hooks/sub")
+	rs := w.workspace(t, t.TempDir())
+	config, err := os.ReadFile(w.project + "/.git/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, script string }{
+		{".git", "echo '[core] fsmonitor = touch pwned' >> config"},
+		{".git", "echo evil > hooks/pre-commit"},
+		{".git/hooks", "echo evil > pre-commit"},
+		{".git/hooks", "echo evil >> ../config"},
+		{".git/hooks/sub", "echo evil > ../post-commit"},
+		{".git/hooks/sub", "echo evil > x"},
+	} {
+		cmd := exec.Command("/bin/sh", "-c", c.script)
+		cmd.Dir = w.project + "/" + c.dir
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
+		if out, err := startWait(t, rs, cmd); err == nil {
+			t.Errorf("in %s, %q: no failure: %s", c.dir, c.script, out)
+		}
+	}
+	if b, _ := os.ReadFile(w.project + "/.git/config"); string(b) != string(config) {
+		t.Errorf(".git/config changed: %q", b)
+	}
+	for _, f := range []string{".git/hooks/pre-commit", ".git/hooks/post-commit", ".git/hooks/sub/x"} {
+		if _, err := os.Lstat(w.project + "/" + f); err == nil {
+			t.Errorf("%s was made", f)
+		}
+	}
+	// ordinary work in .git stays possible where nothing is protected
+	cmd := exec.Command("/bin/sh", "-c", "echo x > scratch && rm scratch")
+	cmd.Dir = w.project + "/.git"
+	if out, err := startWait(t, rs, cmd); err != nil {
+		t.Errorf("a new file in .git: %v %s", err, out)
 	}
 }

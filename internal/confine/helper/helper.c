@@ -38,7 +38,12 @@
  * Each PATH of r and h is opened with no symbolic link anywhere in it
  * (RESOLVE_NO_SYMLINKS): one that is, or lies under, a link fails the
  * start, since the link could be swapped. The binds are made before
- * landlock_restrict_self, after which no mount can change.
+ * landlock_restrict_self, after which no mount can change. The working
+ * directory is then entered again by its path: the one it was started in
+ * names the directory as it was before the binds, and at or beneath a
+ * bound one (.git, .git/hooks) it would be the directory they cover,
+ * writable. A working directory that has no path (removed) fails the
+ * start.
  *
  * On any failure it writes 8 bytes to fd 5 -- the step (u32: STEP_* below)
  * and the errno (u32), in the machine's byte order -- and exits 127; it
@@ -94,6 +99,7 @@ enum {
 	STEP_IDMAP = 9,     /* the user namespace's uid and gid maps */
 	STEP_PRIVATE = 10,  /* making the mounts private */
 	STEP_PROTECT = 11,  /* an r or h path: opened with no link, bound read-only */
+	STEP_CWD = 12,      /* the working directory, entered again by its path after the binds */
 };
 
 struct open_how {
@@ -127,6 +133,9 @@ static void __attribute__((noreturn)) fail(unsigned int step, long err)
 
 /* The mounts: at most this many bytes in all. */
 static char mounts[65536];
+
+/* The working directory's path (PATH_MAX). */
+static char cwd[4096];
 
 /* readall reads fd from offset 0 into buf (at most size bytes): the
  * length read, or fails at step. */
@@ -186,6 +195,9 @@ static long bindOver(int dfd, const char *path, int target, int readonly)
 static void mountAll(char *list, long n)
 {
 	long uid = sys_getuid(), gid = sys_getgid(), r;
+	/* "(unreachable)/..." for a directory outside the root: refused too */
+	if ((r = sys_getcwd(cwd, sizeof cwd)) < 0 || cwd[0] != '/')
+		fail(STEP_CWD, r < 0 ? r : -2 /* ENOENT */);
 	if ((r = sys_unshare(uid == 0 ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS)) < 0)
 		fail(STEP_UNSHARE, r);
 	if (uid != 0) {
@@ -237,6 +249,8 @@ static void mountAll(char *list, long n)
 			fail(STEP_PROTECT, r);
 		sys_close((int)fd);
 	}
+	if ((r = sys_chdir(cwd)) < 0)
+		fail(STEP_CWD, r);
 }
 
 void cstart(long *sp)

@@ -25,6 +25,8 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #define NR_getgid 104
 #define NR_unshare 272
 #define NR_mount 165
+#define NR_getcwd 79
+#define NR_chdir 80
 
 #elif defined(__aarch64__)
 
@@ -41,6 +43,8 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #define NR_getgid 176
 #define NR_unshare 97
 #define NR_mount 40
+#define NR_getcwd 17
+#define NR_chdir 49
 
 #endif
 
@@ -65,6 +69,8 @@ static inline long sys_openat2(int dfd, const char *path, void *how, long size) 
 static inline long sys_getuid(void) { return syscall5(NR_getuid, 0, 0, 0, 0, 0); }
 static inline long sys_getgid(void) { return syscall5(NR_getgid, 0, 0, 0, 0, 0); }
 static inline long sys_unshare(long flags) { return syscall5(NR_unshare, flags, 0, 0, 0, 0); }
+static inline long sys_getcwd(char *buf, long size) { return syscall5(NR_getcwd, (long)buf, size, 0, 0, 0); }
+static inline long sys_chdir(const char *path) { return syscall5(NR_chdir, (long)path, 0, 0, 0, 0); }
 static inline long sys_mount(const char *src, const char *target, const char *type, long flags, const void *data)
 {
 	return syscall5(NR_mount, (long)src, (long)target, (long)type, flags, (long)data);
