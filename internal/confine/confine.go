@@ -80,6 +80,12 @@
 // unlocks: when Close ends it, the Go runtime ends the thread, so the
 // restriction never reaches another goroutine; new OS threads are never
 // made from a locked thread (the runtime's template thread makes them).
+// With Protect or Mask paths, that thread is in ccrun's mount namespace,
+// which has no binds: before it restricts itself, a helper process (the
+// anchor) makes a namespace of the binds and waits while ccrun opens its
+// root and the namespace itself, and Open resolves absolute names from
+// that root (openat2 RESOLVE_IN_ROOT, symbolic links too), so that a
+// script's own redirections meet the binds its programs meet.
 //
 // ccrun's CLI also makes itself non-dumpable (NonDumpable), so that no
 // program of the user, confined or not, reads its memory.

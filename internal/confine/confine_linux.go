@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -149,6 +150,10 @@ type Ruleset struct {
 	reqs       chan func()   // run on the confined opening thread
 	exited     chan struct{} // closed when the opening goroutine has returned
 	openerMade bool
+	// With mounts, the opening thread reaches files through the root of a
+	// mount namespace of rs's mounts (startAnchor), kept by nsKeep: the
+	// thread's own namespace has no binds.
+	nsRoot, nsKeep *os.File
 }
 
 // Prepare builds the ruleset of p. It fails with ErrUnavailable when
@@ -255,6 +260,11 @@ func (rs *Ruleset) startOpener() error {
 		if pr, err := os.FindProcess(os.Getpid()); err == nil {
 			pr.Release()
 		}
+		if rs.mounts != nil {
+			if rs.nsRoot, rs.nsKeep, rs.openerErr = startAnchor(rs); rs.openerErr != nil {
+				return
+			}
+		}
 		var filter []unix.SockFilter
 		if rs.withSeccomp {
 			filter = filterOf(rs.network, rs.writable)
@@ -338,7 +348,7 @@ func (rs *Ruleset) Open(name string, flag int, perm os.FileMode) (*os.File, erro
 		f   *os.File
 		err error
 	)
-	ok, oerr := rs.do(func() { f, err = os.OpenFile(name, flag, perm) })
+	ok, oerr := rs.do(func() { f, err = rs.openOnThread(name, flag, perm) })
 	if oerr != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: oerr}
 	}
@@ -346,6 +356,40 @@ func (rs *Ruleset) Open(name string, flag int, perm os.FileMode) (*os.File, erro
 		return nil, &os.PathError{Op: "open", Path: name, Err: ErrClosed}
 	}
 	return f, err
+}
+
+// openOnThread is os.OpenFile on the confined opening thread; with
+// mounts, an absolute name is resolved in their namespace, from its root
+// (RESOLVE_IN_ROOT: an absolute symbolic link too), so that a protected
+// path is read-only there as it is to the programs.
+func (rs *Ruleset) openOnThread(name string, flag int, perm os.FileMode) (*os.File, error) {
+	if rs.nsRoot == nil || !filepath.IsAbs(name) {
+		return os.OpenFile(name, flag, perm)
+	}
+	mode := uint64(perm.Perm())
+	if perm&os.ModeSetuid != 0 {
+		mode |= unix.S_ISUID
+	}
+	if perm&os.ModeSetgid != 0 {
+		mode |= unix.S_ISGID
+	}
+	if perm&os.ModeSticky != 0 {
+		mode |= unix.S_ISVTX
+	}
+	if flag&(os.O_CREATE|unix.O_TMPFILE) == 0 {
+		mode = 0 // openat2 refuses a mode it would not use
+	}
+	for {
+		fd, err := unix.Openat2(int(rs.nsRoot.Fd()), name, &unix.OpenHow{Flags: uint64(flag) | unix.O_CLOEXEC | unix.O_LARGEFILE,
+			Mode: mode, Resolve: unix.RESOLVE_IN_ROOT})
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		return os.NewFile(uintptr(fd), name), nil
+	}
 }
 
 // do runs f on the confined opening thread, made on first use, and waits
@@ -393,6 +437,11 @@ func (rs *Ruleset) Close() error {
 	}
 	if rs.mounts != nil {
 		rs.mounts.Close()
+	}
+	for _, f := range []*os.File{rs.nsRoot, rs.nsKeep} {
+		if f != nil {
+			f.Close()
+		}
 	}
 	return rs.ruleset.Close()
 }

@@ -182,6 +182,64 @@ func startHelper(cmd *exec.Cmd, rs *Ruleset) error {
 	return fmt.Errorf("confine: start %s: %s: %w: %w", path, name, ErrUnavailable, errno)
 }
 
+// startAnchor makes the mount namespace of rs's mounts, in which the
+// files a confined script itself opens are reached (Ruleset.Open): it
+// starts the helper as the anchor (helper/helper.c), which makes the
+// namespace and waits; opens its root directory (O_PATH) and the
+// namespace itself, which keeps the namespace's mounts in place once the
+// anchor has exited; and lets it exit. Called before the opening thread
+// restricts itself (its /proc/PID is hidden after).
+func startAnchor(rs *Ruleset) (root, ns *os.File, err error) {
+	h, err := helperFiles()
+	if err != nil {
+		return nil, nil, err
+	}
+	filter := h.empty
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("confine: anchor: %w: %w", ErrUnavailable, err)
+	}
+	defer r.Close()
+	in, hold, err := os.Pipe() // the anchor's stdin: it exits when hold is closed
+	if err != nil {
+		w.Close()
+		return nil, nil, fmt.Errorf("confine: anchor: %w: %w", ErrUnavailable, err)
+	}
+	defer hold.Close()
+	cmd := &exec.Cmd{Path: h.path, Args: []string{"ccrun-confine", "", ""}, Dir: "/", Stdin: in,
+		ExtraFiles: []*os.File{rs.ruleset, filter, w, rs.mounts}}
+	err = cmd.Start()
+	w.Close()
+	in.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("confine: anchor: %w: %w", ErrUnavailable, err)
+	}
+	defer func() {
+		hold.Close()
+		_ = cmd.Wait()
+	}()
+	var msg [8]byte
+	if n, _ := readFull(r, msg[:]); n != 0 {
+		step := binary.NativeEndian.Uint32(msg[:4])
+		name := "unknown step"
+		if int(step) < len(stepNames) {
+			name = stepNames[step]
+		}
+		return nil, nil, fmt.Errorf("confine: anchor: %s: %w: %w", name, ErrUnavailable, syscall.Errno(binary.NativeEndian.Uint32(msg[4:])))
+	}
+	proc := fmt.Sprintf("/proc/%d/", cmd.Process.Pid) // not reaped: the pid is the anchor's
+	rootFd, err := unix.Open(proc+"root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("confine: anchor: %w: %w", ErrUnavailable, err)
+	}
+	nsFd, err := unix.Open(proc+"ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(rootFd)
+		return nil, nil, fmt.Errorf("confine: anchor: %w: %w", ErrUnavailable, err)
+	}
+	return os.NewFile(uintptr(rootFd), "anchor-root"), os.NewFile(uintptr(nsFd), "anchor-mntns"), nil
+}
+
 // readFull reads into b until it is full or the pipe ends.
 func readFull(f *os.File, b []byte) (int, error) {
 	n := 0

@@ -158,9 +158,21 @@ func wsUserMain(dir string) int {
 		return 2
 	}
 	cmd.Wait()
+	// and what the script opens itself, in the namespace too
+	if f, err := rs.Open(dir+"/p", os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		f.WriteString("evil\n")
+		f.Close()
+	}
+	f, err := rs.Open(dir+"/q", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		os.Stderr.WriteString("open q: " + err.Error() + "\n")
+		return 1
+	}
+	f.WriteString("more\n")
+	f.Close()
 	p, _ := os.ReadFile(dir + "/p")
 	q, _ := os.ReadFile(dir + "/q")
-	if string(p) != "kept\n" || string(q) != "ok\n" {
+	if string(p) != "kept\n" || string(q) != "ok\nmore\n" {
 		os.Stderr.WriteString("p " + string(p) + " q " + string(q) + " stderr " + b.String())
 		return 1
 	}
@@ -247,5 +259,71 @@ func TestWorkspaceStartedInProtected(t *testing.T) {
 	cmd.Dir = w.project + "/.git"
 	if out, err := startWait(t, rs, cmd); err != nil {
 		t.Errorf("a new file in .git: %v %s", err, out)
+	}
+}
+
+// TestWorkspaceScriptOpens: what a confined script opens itself (its
+// redirections, through Ruleset.Open) writes no protected path either,
+// though the opening thread is one of ccrun's: a write into .git/config,
+// a new hook, an existing .envrc truncated, the same through an absolute
+// symbolic link, all fail; the project, the temporary directory and
+// /dev/null are written, and protected paths read.
+func TestWorkspaceScriptOpens(t *testing.T) {
+	w := newWorld(t)
+	git(t, w.project, "init", "-q")
+	write(t, w.project+"/.envrc", "export X=1\n")
+	if err := os.Symlink(w.project+"/.git/config", w.project+"/cfglink"); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	rs := w.workspace(t, tmp)
+	before := map[string]string{}
+	for _, f := range []string{".git/config", ".envrc"} {
+		b, err := os.ReadFile(w.project + "/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = string(b)
+	}
+	for _, c := range []struct {
+		path string
+		flag int
+	}{
+		{w.project + "/.git/config", os.O_WRONLY | os.O_APPEND},
+		{w.project + "/.git/hooks/pre-commit", os.O_WRONLY | os.O_CREATE | os.O_TRUNC},
+		{w.project + "/.envrc", os.O_WRONLY | os.O_TRUNC},
+		{w.project + "/cfglink", os.O_WRONLY | os.O_APPEND},
+	} {
+		if f, err := rs.Open(c.path, c.flag, 0o755); err == nil {
+			f.WriteString("evil\n")
+			f.Close()
+			t.Errorf("%s opened for writing", c.path)
+		}
+	}
+	for f, want := range before {
+		if b, _ := os.ReadFile(w.project + "/" + f); string(b) != want {
+			t.Errorf("%s changed: %q", f, b)
+		}
+	}
+	if _, err := os.Lstat(w.project + "/.git/hooks/pre-commit"); err == nil {
+		t.Error(".git/hooks/pre-commit was made")
+	}
+	for _, p := range []string{w.project + "/out.txt", tmp + "/f", "/dev/null"} {
+		f, err := rs.Open(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err == nil {
+			_, err = f.WriteString("ok\n")
+			f.Close()
+		}
+		if err != nil {
+			t.Errorf("write %s: %v", p, err)
+		}
+	}
+	if b, _ := os.ReadFile(w.project + "/out.txt"); string(b) != "ok\n" {
+		t.Errorf("out.txt: %q", b)
+	}
+	if f, err := rs.Open(w.project+"/.git/config", os.O_RDONLY, 0); err != nil {
+		t.Errorf("read .git/config: %v", err)
+	} else {
+		f.Close()
 	}
 }

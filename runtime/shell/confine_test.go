@@ -453,3 +453,45 @@ func TestConfinementHasEveryPolicyField(t *testing.T) {
 		t.Errorf("policy() or Clone drops a field: %+v", c.policy())
 	}
 }
+
+// TestWorkspaceRedirections: a workspace script's own redirections (no
+// Guard here: the kernel layer alone) write no protected path, whether
+// named, relative to a directory it went into, or through a symbolic
+// link; they write the project and the TMPDIR.
+func TestWorkspaceRedirections(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	if err := os.WriteFile(w.project+"/.envrc", []byte("export X=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(w.project+"/.git/config", w.project+"/cfg"); err != nil {
+		t.Fatal(err)
+	}
+	config, _ := os.ReadFile(w.project + "/.git/config")
+	c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.spec(t, `echo evil > .git/hooks/pre-commit; echo evil >> .git/config; echo evil > .envrc; echo evil >> cfg
+cd .git && echo evil >> config; cd hooks && echo evil > post-commit; cd ../..
+echo ok > out.txt; echo ok > "$TMPDIR/t"; cat out.txt "$TMPDIR/t"`)
+	s.Confine = c
+	res, err := newExecutor(t).Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "ok\nok\n" {
+		t.Errorf("controls: %q (stderr %q)", res.Stdout, res.Stderr)
+	}
+	if b, _ := os.ReadFile(w.project + "/.git/config"); string(b) != string(config) {
+		t.Errorf(".git/config changed: %q", b)
+	}
+	if b, _ := os.ReadFile(w.project + "/.envrc"); string(b) != "export X=1\n" {
+		t.Errorf(".envrc changed: %q", b)
+	}
+	for _, f := range []string{".git/hooks/pre-commit", ".git/hooks/post-commit"} {
+		if _, err := os.Lstat(w.project + "/" + f); err == nil {
+			t.Errorf("%s was made", f)
+		}
+	}
+}

@@ -45,6 +45,12 @@
  * writable. A working directory that has no path (removed) fails the
  * start.
  *
+ * Started as "ccrun-confine '' ''" with mounts, it is the anchor of a run's
+ * mount namespace: it makes the namespace as above, closes fd 5 (nothing
+ * written: ready), and waits until its stdin ends, while ccrun opens
+ * /proc/PID/root and /proc/PID/ns/mnt, through which the files a confined
+ * script itself opens are reached in that namespace. It runs nothing.
+ *
  * On any failure it writes 8 bytes to fd 5 -- the step (u32: STEP_* below)
  * and the errno (u32), in the machine's byte order -- and exits 127; it
  * never runs the command with less confinement than it was given.
@@ -268,6 +274,16 @@ void cstart(long *sp)
 		fail(STEP_MOUNT_LIST, -22 /* EINVAL */);
 	if (nm > 0)
 		mountAll(mounts, nm);
+	if (argv[1][0] == 0) {
+		/* the anchor: ready, then held until stdin ends */
+		char c;
+		if (nm == 0)
+			fail(STEP_USAGE, -22 /* EINVAL */);
+		sys_close(FD_STATUS);
+		while (sys_read(0, &c, 1) > 0)
+			;
+		sys_exit_group(0);
+	}
 	if ((r = sys_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
 		fail(STEP_NO_NEW_PRIVS, r);
 	if ((r = sys_landlock_restrict_self(FD_RULESET, 0)) < 0)

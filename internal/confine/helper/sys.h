@@ -13,6 +13,7 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #if defined(__x86_64__)
 
 #define NR_pread 17
+#define NR_read 0
 #define NR_write 1
 #define NR_close 3
 #define NR_fcntl 72
@@ -31,6 +32,7 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #elif defined(__aarch64__)
 
 #define NR_pread 67
+#define NR_read 63
 #define NR_write 64
 #define NR_close 57
 #define NR_fcntl 25
@@ -55,6 +57,7 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #define NR_mount_setattr 442
 
 static inline long sys_pread(int fd, void *buf, long n, long off) { return syscall5(NR_pread, fd, (long)buf, n, off, 0); }
+static inline long sys_read(int fd, void *buf, long n) { return syscall5(NR_read, fd, (long)buf, n, 0, 0); }
 static inline long sys_write(int fd, const void *buf, long n) { return syscall5(NR_write, fd, (long)buf, n, 0, 0); }
 static inline long sys_close(int fd) { return syscall5(NR_close, fd, 0, 0, 0, 0); }
 static inline long sys_fcntl(int fd, int cmd, long arg) { return syscall5(NR_fcntl, fd, cmd, arg, 0, 0); }
