@@ -366,16 +366,7 @@ func (rs *Ruleset) openOnThread(name string, flag int, perm os.FileMode) (*os.Fi
 	if rs.nsRoot == nil || !filepath.IsAbs(name) {
 		return os.OpenFile(name, flag, perm)
 	}
-	mode := uint64(perm.Perm())
-	if perm&os.ModeSetuid != 0 {
-		mode |= unix.S_ISUID
-	}
-	if perm&os.ModeSetgid != 0 {
-		mode |= unix.S_ISGID
-	}
-	if perm&os.ModeSticky != 0 {
-		mode |= unix.S_ISVTX
-	}
+	mode := uint64(perm.Perm()) // a redirection makes no setuid file
 	if flag&(os.O_CREATE|unix.O_TMPFILE) == 0 {
 		mode = 0 // openat2 refuses a mode it would not use
 	}
