@@ -111,6 +111,19 @@ type Prepared struct {
 	Command *permission.Command
 	// Dir is the host directory a @shell command runs in, shown.
 	Dir string
+	// Fetch, set by a Binder's Bind, says that what runs is not on this
+	// machine yet and must be fetched once the call is allowed (an image
+	// to pull), and from where, in a line the person asked is shown.
+	// Digest is then not bound to that content: the root has the Binder
+	// fetch it after the decision and binds the grant to what arrived
+	// before anything runs.
+	Fetch string
+	// Unbound, with Fetch, says Digest is bound to no content yet (none is
+	// here): what the person approves is what Fetch brings. Without it,
+	// Digest is bound to a copy here that Fetch may replace (an image
+	// pulled again on every call), and a different one that arrives is
+	// asked about again.
+	Unbound bool
 }
 
 // ContentDigest binds an ad-hoc grant to what runs (the content, or its
