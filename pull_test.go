@@ -164,3 +164,44 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 		t.Fatalf("another image arrived: audited %s", last)
 	}
 }
+
+// TestDockerCapabilityNothingBeforeTheDecision: a @docker capability whose
+// image the engine does not have is, like an ad-hoc call, refused with
+// nobody to ask without a connection to its registry; approved, pulled and
+// run, and its grant for the project bound to the image that arrived.
+func TestDockerCapabilityNothingBeforeTheDecision(t *testing.T) {
+	reg, ref := remoteImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	writeCapability(t, dir, "variant", `{"name": "variant", "description": "says its variant", "environment": "@docker",
+		"entry": {"image": "`+ref+`", "command": ["/bin/busybox", "sh", "-c", "echo $CCRUN_VARIANT"]}}`)
+	nobody, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(dir), ccrun.WithAuditLog(filepath.Join(dir, "audit.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nobody.Close()
+	if _, err := nobody.Exec(ctx, &ccrun.Call{Capability: "variant"}); !errors.Is(err, permission.ErrPermissionDenied) {
+		t.Fatalf("nobody to ask: %v, want denied", err)
+	}
+	untouched(t, reg, "capability, nobody to ask")
+	if d := auditDecisions(t, filepath.Join(dir, "audit.jsonl")); len(d) != 1 || !strings.Contains(d[0], `"decision":"deny"`) {
+		t.Fatalf("nobody to ask: audited %q", d)
+	}
+	var asked atomic.Int32
+	person, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""),
+		ccrun.WithApprover(permission.ApproverFunc(func(context.Context, *permission.Prompt) (ceiling.Grant, error) {
+			asked.Add(1)
+			return ceiling.AlwaysThisProject, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	for i := range 2 {
+		out, err := person.Exec(ctx, &ccrun.Call{Capability: "variant"})
+		if err != nil || strings.TrimSpace(string(out.Result.Stdout)) != "a" || asked.Load() != 1 {
+			t.Fatalf("run %d: %v, asked %d times; want asked once, then run by the grant", i, err, asked.Load())
+		}
+	}
+}
