@@ -1,0 +1,148 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ccrun/ccrun/internal/egress"
+	"github.com/ccrun/ccrun/runtime/job"
+)
+
+// names resolves the test's names to one address, as the proxy's resolver.
+type names map[string]netip.Addr
+
+func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := n[host]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// hostAddrs are the host's IPv4 addresses other than loopback: where a
+// container that escapes its network would find the host.
+func hostAddrs(t *testing.T) []string {
+	t.Helper()
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
+}
+
+// TestRunBehind: a container behind the egress proxy reaches, through it,
+// the allowed name of a server on the host and not another name of the same
+// server (refused by the proxy and reported); it does not reach the server
+// directly at any of the host's addresses, nor a UDP listener there, nor
+// any resolver, whatever the environment says.
+func TestRunBehind(t *testing.T) {
+	e := executor(t)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello from "+r.Host) })}
+	l, err := net.Listen("tcp", "0.0.0.0:0") // every address of the host: an escape would find it
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	udp, err := net.ListenPacket("udp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	var udpGot sync.Map
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := udp.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			udpGot.Store(from.String(), string(buf[:n]))
+		}
+	}()
+	uport := udp.LocalAddr().(*net.UDPAddr).Port
+
+	var mu sync.Mutex
+	var refused []egress.Refusal
+	lo := netip.MustParseAddr("127.0.0.1")
+	p, err := egress.New(egress.Policy{Allow: []string{fmt.Sprintf("allowed.test:%d", port)}, AllowInternal: true},
+		egress.WithResolver(names{"allowed.test": lo, "refused.test": lo}),
+		egress.WithReport(func(r egress.Refusal) { mu.Lock(); refused = append(refused, r); mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ul)
+
+	var script strings.Builder
+	fmt.Fprintf(&script, `hp=${HTTP_PROXY#http://}; ph=${hp%%:*}; pp=${hp##*:}
+for n in allowed.test refused.test; do
+  { printf 'GET http://%%s:%d/ HTTP/1.0\r\n\r\n' $n; /bin/busybox sleep 2; } | /bin/busybox nc -w 5 $ph $pp | /bin/busybox tail -1 | /bin/busybox sed "s/^/$n nc: /"
+done
+`, port)
+	addrs := hostAddrs(t)
+	if !slices.Contains(addrs, "172.17.0.1") {
+		addrs = append(addrs, "172.17.0.1") // the engine's default bridge
+	}
+	for _, a := range addrs {
+		fmt.Fprintf(&script, `printf 'GET / HTTP/1.0\r\n\r\n' | /bin/busybox timeout 2 /bin/busybox nc -w 2 %s %d >/dev/null 2>&1 && echo "direct %s: reached"
+echo udp | /bin/busybox timeout 2 /bin/busybox nc -u -w 1 %s %d >/dev/null 2>&1
+/bin/busybox timeout 2 /bin/busybox nslookup allowed.test %s >/dev/null 2>&1 && echo "dns %s: answered"
+`, a, port, a, a, uport, a, a)
+	}
+	script.WriteString(`/bin/busybox timeout 2 /bin/busybox nslookup allowed.test >/dev/null 2>&1 && echo "dns default: answered"
+env | /bin/busybox grep -i _proxy= | /bin/busybox sort
+echo done
+`)
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.RunBehind(ctx, Spec{Image: testImage, Cmd: []string{"/bin/busybox", "sh", "-c", script.String()},
+		Streams: job.Streams{Stdout: &out, Stderr: &errOut}}, Egress{Socket: sock, Env: p.Env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("exit %d\n%s\nstderr: %s", res.ExitCode, got, errOut.String())
+		}
+	}()
+	for _, want := range []string{fmt.Sprintf("allowed.test nc: hello from allowed.test:%d", port), "refused.test nc: egress: refused refused.test", "HTTPS_PROXY=http://", "ALL_PROXY=socks5h://", "NO_PROXY=\n", "done"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in the output", want)
+		}
+	}
+	for _, bad := range []string{"reached", "answered", "hello from refused"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q in the output: the container got out", bad)
+		}
+	}
+	udpGot.Range(func(k, v any) bool { t.Errorf("UDP from the container reached the host: %v %q", k, v); return true })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) == 0 || refused[0].Host != "refused.test" {
+		t.Errorf("refusals %v, want refused.test's reported", refused)
+	}
+}
