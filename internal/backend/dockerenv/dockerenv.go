@@ -10,6 +10,7 @@ package dockerenv
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -110,7 +111,7 @@ func (b *Backend) Bind(ctx context.Context, inv *backend.Invocation, p *backend.
 		}
 		return nil
 	case errors.Is(err, errdefs.ErrNotFound) && pl.pull != "never":
-		p.Digest = imageDigest(p.Digest, "not here")
+		p.Digest = imageDigest(p.Digest, unbound)
 		p.Display += "\nimage: not local"
 		p.Fetch = "not local: pulled from " + registryOf(pl.ref) + " once allowed, and the grant bound to the image that arrives"
 		p.Unbound = true
@@ -197,6 +198,16 @@ func imageKey(tool, image string) keys.Key {
 	}
 	return k
 }
+
+// unbound stands for the image of a call whose image is not here: random
+// for the process, so that no grant kept anywhere (a ccrun.json written by
+// anyone) can name it, and a call is allowed to pull only by a rule, a mode
+// or the person asked.
+var unbound = func() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "not here " + hex.EncodeToString(b)
+}()
 
 // imageDigest binds digest (of the call or the capability) to an image ID.
 func imageDigest(digest, id string) string {
