@@ -7,12 +7,18 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/ccrun/ccrun/internal/egress"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -101,6 +107,15 @@ for n in allowed.test refused.test; do
   { printf 'GET http://%%s:%d/ HTTP/1.0\r\n\r\n' $n; /bin/busybox sleep 2; } | /bin/busybox nc -w 5 $ph $pp | /bin/busybox tail -1 | /bin/busybox sed "s/^/$n nc: /"
 done
 `, port)
+	// CONNECT, as HTTPS_PROXY is used: the allowed name on its port is
+	// tunnelled, on another port or by the other name refused.
+	for _, c := range []struct{ name, port, mark string }{{"allowed.test", fmt.Sprint(port), "connect allowed"},
+		{"allowed.test", "1", "connect other port"}, {"refused.test", fmt.Sprint(port), "connect refused"}} {
+		fmt.Fprintf(&script, `{ printf 'CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n'; /bin/busybox sleep 1; } | /bin/busybox nc -w 3 $ph $pp | /bin/busybox head -1 | /bin/busybox sed "s/^/%s: /"
+`, c.name, c.port, c.name, c.port, c.mark)
+	}
+	script.WriteString(`NO_PROXY='*' no_proxy='*' /bin/busybox ping -c 1 -W 2 172.17.0.1 >/dev/null 2>&1 && echo "ping: answered"
+`)
 	addrs := hostAddrs(t)
 	if !slices.Contains(addrs, "172.17.0.1") {
 		addrs = append(addrs, "172.17.0.1") // the engine's default bridge
@@ -124,12 +139,22 @@ echo done
 		t.Fatal(err)
 	}
 	got := out.String()
+	left, err := e.eng.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelPID+"="+strconv.Itoa(os.Getpid())))})
+	for _, n := range left {
+		if strings.HasPrefix(n.Name, "ccrun-egress-") && !strings.HasPrefix(n.Name, "ccrun-egress-gc-") {
+			t.Errorf("network %s left after the run", n.Name)
+		}
+	}
+	if err != nil {
+		t.Error(err)
+	}
 	defer func() {
 		if t.Failed() || testing.Verbose() {
 			t.Logf("exit %d\n%s\nstderr: %s", res.ExitCode, got, errOut.String())
 		}
 	}()
-	for _, want := range []string{fmt.Sprintf("allowed.test nc: hello from allowed.test:%d", port), "refused.test nc: egress: refused refused.test", "HTTPS_PROXY=http://", "ALL_PROXY=socks5h://", "NO_PROXY=\n", "done"} {
+	for _, want := range []string{fmt.Sprintf("allowed.test nc: hello from allowed.test:%d", port), "refused.test nc: egress: refused refused.test",
+		"connect allowed: HTTP/1.1 200", "connect other port: HTTP/1.1 403", "connect refused: HTTP/1.1 403", "HTTPS_PROXY=http://", "ALL_PROXY=socks5h://", "NO_PROXY=\n", "done"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("want %q in the output", want)
 		}
@@ -144,5 +169,35 @@ echo done
 	defer mu.Unlock()
 	if len(refused) == 0 || refused[0].Host != "refused.test" {
 		t.Errorf("refusals %v, want refused.test's reported", refused)
+	}
+}
+
+// TestGCNetworks: an egress network whose owner is gone (a ccrun killed
+// mid-run) is listed by Garbage and removed by GC; one of a live owner,
+// this process, is left alone.
+func TestGCNetworks(t *testing.T) {
+	e := executor(t)
+	ctx := context.Background()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	labels := e.labels()
+	labels[LabelPID], labels[LabelStart] = strconv.Itoa(dead.Process.Pid), "1"
+	gone, err := e.eng.NetworkCreate(ctx, "ccrun-egress-gc-"+randHex(4), network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.eng.NetworkCreate(ctx, "ccrun-egress-gc-"+randHex(4), network.CreateOptions{Driver: "bridge", Internal: true, Labels: e.labels()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.eng.NetworkRemove(ctx, gone.ID); _ = e.eng.NetworkRemove(ctx, live.ID) })
+	if g, err := e.Garbage(ctx, false); err != nil || !slices.Contains(g, gone.ID) || slices.Contains(g, live.ID) {
+		t.Fatalf("Garbage: %v %v", g, err)
+	}
+	removed, err := e.GC(ctx)
+	if err != nil || !slices.Contains(removed, gone.ID) || slices.Contains(removed, live.ID) {
+		t.Fatalf("GC: %v %v; want %s removed, %s kept", removed, err, gone.ID, live.ID)
 	}
 }
