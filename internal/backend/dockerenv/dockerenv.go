@@ -140,8 +140,8 @@ func (b *Backend) Fetch(ctx context.Context, inv *backend.Invocation, p *backend
 	if err != nil {
 		return err
 	}
-	p.Digest, p.Display = pl.digest, pl.display
 	pl.bind(p, id)
+	p.Display += " (pulled from " + registryOf(pl.ref) + " once allowed)"
 	return nil
 }
 
