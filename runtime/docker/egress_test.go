@@ -201,3 +201,36 @@ func TestGCNetworks(t *testing.T) {
 		t.Fatalf("GC: %v %v; want %s removed, %s kept", removed, err, gone.ID, live.ID)
 	}
 }
+
+// BenchmarkBehind: a run of `true` on its own and behind the egress proxy,
+// side by side: what the internal network and the relay add to a call.
+func BenchmarkBehind(b *testing.B) {
+	e := executor(b)
+	p, err := egress.New(egress.Policy{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	sock := filepath.Join(b.TempDir(), "egress.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.Serve(ul)
+	s := Spec{Image: testImage, Cmd: []string{"/bin/busybox", "true"}}
+	ctx := context.Background()
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := e.Run(ctx, s); err != nil || !res.OK() {
+				b.Fatal(err, res)
+			}
+		}
+	})
+	b.Run("behind", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := e.RunBehind(ctx, s, Egress{Socket: sock, Env: p.Env}); err != nil || !res.OK() {
+				b.Fatal(err, res)
+			}
+		}
+	})
+}
