@@ -1,4 +1,4 @@
-package dockerenv_test
+package dockerenv
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/backend"
-	"github.com/ccrun/ccrun/internal/backend/dockerenv"
 	"github.com/ccrun/ccrun/internal/egress"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -58,7 +57,7 @@ func TestEgressOnDocker(t *testing.T) {
 	}
 	go p.Serve(ul)
 
-	e, err := dockerenv.Docker(ctx)
+	e, err := Docker(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
