@@ -52,13 +52,23 @@ type behind struct {
 
 type behindKey struct{}
 
+// unreachableDNS is the resolver the network's own DNS server (the
+// engine's, at 127.0.0.11 in the container) is told to forward to: an
+// address of TEST-NET-1 (RFC 5737), never routed. The engine forwards to a
+// resolver of the host's loopback (systemd-resolved's 127.0.0.53, which a
+// container would otherwise inherit) from the host's namespace, which
+// would let names out; to any other address from the container's, where
+// nothing is reachable.
+const unreachableDNS = "192.0.2.1"
+
 // apply puts a container of the run on the network, pointed at the proxy,
 // with no IPv6 (the network has none: a link-local address must not reach
-// the host either).
+// the host either) and no resolver that answers.
 func (b *behind) apply(cfg *container.Config, hc *container.HostConfig) {
 	cfg.Env = append(cfg.Env, b.env...)
 	hc.NetworkMode = container.NetworkMode(b.network)
 	hc.Sysctls = map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+	hc.DNS, hc.DNSSearch, hc.DNSOptions = []string{unreachableDNS}, nil, nil
 }
 
 // RunBehind runs s as Run does, but with a network whose only way out is
@@ -128,7 +138,7 @@ func (e *Executor) startRelay(ctx context.Context, s Spec, network, socket strin
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(network), ReadonlyRootfs: true, CapDrop: []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"}, AutoRemove: true, LogConfig: container.LogConfig{Type: "none"},
-		Sysctls:   map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"},
+		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"}, DNS: []string{unreachableDNS},
 		Resources: container.Resources{Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids},
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: path, Target: relayPath, ReadOnly: true},
