@@ -54,11 +54,11 @@ type behindKey struct{}
 
 // unreachableDNS is the resolver the network's own DNS server (the
 // engine's, at 127.0.0.11 in the container) is told to forward to: an
-// address of TEST-NET-1 (RFC 5737), never routed. The engine forwards to a
-// resolver of the host's loopback (systemd-resolved's 127.0.0.53, which a
-// container would otherwise inherit) from the host's namespace, which
-// would let names out; to any other address from the container's, where
-// nothing is reachable.
+// address of TEST-NET-1 (RFC 5737), never routed. An engine may forward to
+// a resolver of the host's loopback (systemd-resolved's 127.0.0.53, which
+// a container would otherwise inherit) from the host's namespace, which
+// would let names out; to any other address it forwards from the
+// container's, where nothing is reachable.
 const unreachableDNS = "192.0.2.1"
 
 // apply puts a container of the run on the network, pointed at the proxy,
