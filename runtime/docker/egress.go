@@ -132,7 +132,7 @@ func (e *Executor) startRelay(ctx context.Context, s Spec, network, socket strin
 	if err != nil {
 		return "", nil, err
 	}
-	pids := int64(64)
+	pids := int64(512) // a process a connection: a package manager opens dozens at once
 	cfg := &container.Config{Image: s.Image, Entrypoint: []string{relayPath}, Cmd: []string{relayPort, socketPath},
 		User: fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), AttachStdout: true, AttachStderr: true, Labels: e.labels()}
 	hc := &container.HostConfig{
