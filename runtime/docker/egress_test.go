@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/ccrun/ccrun/internal/egress"
+	"github.com/ccrun/ccrun/internal/egresstest"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -58,14 +57,7 @@ func hostAddrs(t *testing.T) []string {
 // any resolver, whatever the environment says.
 func TestRunBehind(t *testing.T) {
 	e := executor(t)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello from "+r.Host) })}
-	l, err := net.Listen("tcp", "0.0.0.0:0") // every address of the host: an escape would find it
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := egresstest.Server(t)
 	udp, err := net.ListenPacket("udp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
@@ -87,19 +79,9 @@ func TestRunBehind(t *testing.T) {
 	var mu sync.Mutex
 	var refused []egress.Refusal
 	lo := netip.MustParseAddr("127.0.0.1")
-	p, err := egress.New(egress.Policy{Allow: []string{fmt.Sprintf("allowed.test:%d", port)}, AllowInternal: true},
+	sock, p := egresstest.Proxy(t, egress.Policy{Allow: []string{fmt.Sprintf("allowed.test:%d", port)}, AllowInternal: true},
 		egress.WithResolver(names{"allowed.test": lo, "refused.test": lo}),
 		egress.WithReport(func(r egress.Refusal) { mu.Lock(); refused = append(refused, r); mu.Unlock() }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	sock := filepath.Join(t.TempDir(), "egress.sock")
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(ul)
 
 	var script strings.Builder
 	fmt.Fprintf(&script, `hp=${HTTP_PROXY#http://}; ph=${hp%%:*}; pp=${hp##*:}
@@ -206,17 +188,7 @@ func TestGCNetworks(t *testing.T) {
 // side by side: what the internal network and the relay add to a call.
 func BenchmarkBehind(b *testing.B) {
 	e := executor(b)
-	p, err := egress.New(egress.Policy{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	sock := filepath.Join(b.TempDir(), "egress.sock")
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	go p.Serve(ul)
+	sock, p := egresstest.Proxy(b, egress.Policy{})
 	s := Spec{Image: testImage, Cmd: []string{"/bin/busybox", "true"}}
 	ctx := context.Background()
 	b.Run("plain", func(b *testing.B) {

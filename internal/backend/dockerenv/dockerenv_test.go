@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/internal/egress"
+	"github.com/ccrun/ccrun/internal/egresstest"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -37,25 +35,8 @@ func TestEgressOnDocker(t *testing.T) {
 		}
 		t.Skipf("no docker engine: %v", err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello from "+r.Host) })}
-	l, err := net.Listen("tcp", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	p, err := egress.New(egress.Policy{Allow: []string{fmt.Sprintf("allowed.test:%d", port)}, AllowInternal: true}, egress.WithResolver(loopback{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	sock := filepath.Join(t.TempDir(), "egress.sock")
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(ul)
+	port := egresstest.Server(t)
+	sock, p := egresstest.Proxy(t, egress.Policy{Allow: []string{fmt.Sprintf("allowed.test:%d", port)}, AllowInternal: true}, egress.WithResolver(loopback{}))
 
 	e, err := Docker(ctx)
 	if err != nil {
