@@ -52,14 +52,20 @@ type Backend interface {
 }
 
 // Binder is a Backend whose binding of a grant to content needs work that
-// a refusal makes needless, such as resolving an image (which may pull
-// it). Bind runs after Prepare and before the gate asks anyone, only for a
-// call the gate does not refuse outright; it rewrites p.Digest (and may
-// add to p.Display) and inv.Plan. fetch false is Check's: look, but fetch
-// nothing. An error of Bind fails the call (Check notes it and decides
-// without the binding).
+// a refusal makes needless, such as looking an image up. Bind runs after
+// Prepare and before the gate asks anyone, only for a call the gate does
+// not refuse outright; it rewrites p.Digest (and may add to p.Display) and
+// inv.Plan. It binds to what is on this machine and must send nothing off
+// it (no pull, no registry lookup, no DNS query): a call nobody allowed yet
+// reaches nowhere. When what runs must be fetched first, Bind says so in
+// p.Fetch (and from where) and leaves the digest unbound; Fetch then runs
+// once the call is allowed — after the person said yes, before the grant
+// is kept — fetches it and binds p to what arrived, so that the grant is
+// bound to the content that runs. An error of Bind or Fetch fails the
+// call (Check notes Bind's and decides without the binding).
 type Binder interface {
-	Bind(ctx context.Context, inv *Invocation, p *Prepared, fetch bool) error
+	Bind(ctx context.Context, inv *Invocation, p *Prepared) error
+	Fetch(ctx context.Context, inv *Invocation, p *Prepared) error
 }
 
 // Scaffolder is a Backend of a new environment (WithBackend) that says

@@ -294,28 +294,58 @@ func adHoc(c *Call, dir string, inv *Invocation) error {
 }
 
 // bind lets a Binder bind the grant to content before the gate asks
-// anyone, and carries what it bound into req. A call the gate refuses
-// whatever its digest is left as it is (no engine reached, nothing
-// fetched).
-func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invocation, p *Prepared, fetch bool) error {
-	if p == nil {
-		return nil
-	}
-	b, err := r.backend(ctx, inv.Environment)
-	if err != nil {
+// anyone, from what is on this machine only, and carries what it bound
+// into req. A call the gate refuses whatever its digest is left as it is
+// (no engine reached). When what runs must be fetched (Prepared.Fetch),
+// the person asked is told so and from where; fetch fetches it once the
+// call is allowed.
+func (r *Runtime) bind(ctx context.Context, req *permission.Request, inv *Invocation, p *Prepared) error {
+	bi, err := r.binder(ctx, inv, p)
+	if bi == nil || err != nil {
 		return err
 	}
-	bi, ok := b.(Binder)
-	if !ok {
-		return nil
-	}
 	if r.gate.Decide(req).Verdict == permission.Refuse {
-		return nil // no grant can change a refusal: no need to ask the engine, or fetch
+		return nil // no grant can change a refusal: no need to ask the engine
 	}
-	if err := bi.Bind(ctx, inv, p, fetch); err != nil {
+	if err := bi.Bind(ctx, inv, p); err != nil {
 		return err
 	}
 	req.Digest, req.Display = p.Digest, p.Display
+	if p.Fetch != "" {
+		req.Display += "\n" + p.Fetch
+	}
+	return nil
+}
+
+// binder is the Binder of inv's backend, or nil.
+func (r *Runtime) binder(ctx context.Context, inv *Invocation, p *Prepared) (Binder, error) {
+	if p == nil {
+		return nil, nil
+	}
+	b, err := r.backend(ctx, inv.Environment)
+	if err != nil {
+		return nil, err
+	}
+	bi, _ := b.(Binder)
+	return bi, nil
+}
+
+// fetch has inv's Binder fetch what Bind found missing, and carries the
+// binding to what arrived into req. It runs only for a call the gate
+// allowed, or the person allowed, and before a grant is kept.
+func (r *Runtime) fetch(ctx context.Context, req *permission.Request, inv *Invocation, p *Prepared) error {
+	bi, err := r.binder(ctx, inv, p)
+	if err != nil {
+		return err
+	}
+	if bi == nil {
+		return fmt.Errorf("call: %s: the backend said it must fetch %q but is no Binder: %w", inv.Environment, p.Fetch, ErrInvalidCall)
+	}
+	if err := bi.Fetch(ctx, inv, p); err != nil {
+		return err
+	}
+	req.Digest, req.Display = p.Digest, p.Display
+	p.Fetch, p.Unbound = "", false
 	return nil
 }
 

@@ -56,14 +56,10 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 	t.key = req.Permission.Key().String()
 	t.out.Tool = req.Tool
 	t.emit(Validating, nil)
-	if err := r.bind(ctx, req, inv, p, true); err != nil {
+	if err := r.bind(ctx, req, inv, p); err != nil {
 		return t.out, t.fail(err)
 	}
-	d := g.Decide(req)
-	if d.Verdict == permission.AskUser && g.Approver != nil {
-		t.emit(AwaitingApproval, d)
-	}
-	d, err = g.Resolve(ctx, req, d)
+	d, err := r.decide(ctx, g, req, inv, p, func(d *permission.Decision) { t.emit(AwaitingApproval, d) })
 	t.out.Decision = d
 	aerr := r.auditDecision(t, req, d)
 	if aerr == nil && r.audit == nil {
@@ -148,8 +144,11 @@ func (r *Runtime) check(ctx context.Context, c *Call, g *permission.Gate) (*Outc
 	if err != nil {
 		return &Outcome{Request: req}, err
 	}
-	unresolved := r.bind(ctx, req, inv, p, false)
+	unresolved := r.bind(ctx, req, inv, p)
 	d := g.Decide(req)
+	if unresolved == nil && p != nil && p.Fetch != "" {
+		d.Diagnostics = append(d.Diagnostics, p.Fetch+"; no grant bound to content applies before it arrives")
+	}
 	if req.Command != nil && d.Verdict != permission.Refuse {
 		d.Diagnostics = append(d.Diagnostics, "decided again at execution: each program is checked with its expanded words and environment, and each file the script opens")
 	}

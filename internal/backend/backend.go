@@ -78,10 +78,27 @@ type Invocation struct {
 	// confinement (Landlock): set by the root for a command nobody
 	// approved as such.
 	Confine *shell.Confinement
+	// Egress (@docker), when set, is the only way out the container gets:
+	// the egress proxy ccrun serves for the call, which checks every
+	// destination against the call's network lists. Set by the root once
+	// the gate has allowed a call whose lists name hosts; a backend that
+	// cannot put its container behind it must refuse the call.
+	Egress *Egress
 	// Plan is the backend's own: what Prepare (and Bind) made ready to
 	// run, such as the module's bytes or the image's ID. The root never
 	// reads it.
 	Plan any
+}
+
+// Egress is an egress proxy (internal/egress) a call's sandbox reaches
+// the network through.
+type Egress struct {
+	// Socket is the proxy's unix socket, absolute, connectable by the
+	// user ccrun runs as.
+	Socket string
+	// Env is the environment that points a program at the proxy as the
+	// program reaches it at addr (HOST:PORT): egress.Proxy.Env.
+	Env func(addr string) []string
 }
 
 // Prepared is what a backend tells the gate and the person asked about a
@@ -111,6 +128,19 @@ type Prepared struct {
 	Command *permission.Command
 	// Dir is the host directory a @shell command runs in, shown.
 	Dir string
+	// Fetch, set by a Binder's Bind, says that what runs is not on this
+	// machine yet and must be fetched once the call is allowed (an image
+	// to pull), and from where, in a line the person asked is shown.
+	// Digest is then not bound to that content: the root has the Binder
+	// fetch it after the decision and binds the grant to what arrived
+	// before anything runs.
+	Fetch string
+	// Unbound, with Fetch, says Digest is bound to no content yet (none is
+	// here): what the person approves is what Fetch brings. Without it,
+	// Digest is bound to a copy here that Fetch may replace (an image
+	// pulled again on every call), and a different one that arrives is
+	// asked about again.
+	Unbound bool
 }
 
 // ContentDigest binds an ad-hoc grant to what runs (the content, or its

@@ -644,6 +644,9 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled
 	}
 	hc.Mounts = append(hc.Mounts, binds...)
 	hc.AutoRemove = len(binds) == 0 // see run
+	if b, ok := ctx.Value(behindKey{}).(*behind); ok {
+		b.apply(cfg, hc) // RunBehind's
+	}
 	id, err = e.create(kctx, cfg, hc, "")
 	if err != nil && errors.Is(err, ErrNotFound) && !pulled && s.Pull.OrDefault() == PullMissing {
 		if err := e.pull(ctx, s.Image); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 )
 
 // owner names a process: its pid and its start time (field 22 of
@@ -76,10 +77,42 @@ func claimed(names []string) bool {
 // another host (their owner cannot be checked from here), and the idle
 // containers of the warm pool, which are left behind on purpose (DrainPool
 // removes those).
+//
+// It then removes, and returns the ids of, the egress networks (RunBehind)
+// of this host whose owner is gone: once their containers are.
 func (e *Executor) GC(ctx context.Context) ([]string, error) {
-	return e.sweep(ctx, func(c container.Summary) bool {
+	removed, err := e.sweep(ctx, func(c container.Summary) bool {
 		return !idle(c) && !ownerOf(c.Names, c.Labels).alive()
 	})
+	nets, nerr := e.sweepNetworks(ctx, true)
+	return append(removed, nets...), errors.Join(err, nerr)
+}
+
+// sweepNetworks lists, and with remove removes, the egress networks of
+// this host whose owning process is gone, and returns their ids.
+func (e *Executor) sweepNetworks(ctx context.Context, remove bool) ([]string, error) {
+	list, err := e.eng.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", LabelOwned+"=1"),
+		filters.Arg("label", LabelHost+"="+e.hostname),
+	)})
+	if err != nil {
+		return nil, classify(e.host, "list networks", err)
+	}
+	var ids []string
+	var errs []error
+	for _, n := range list {
+		if ownerOf(nil, n.Labels).alive() {
+			continue
+		}
+		if remove {
+			if err := e.eng.NetworkRemove(ctx, n.ID); err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, classify(e.host, "remove network "+n.Name, err))
+				continue
+			}
+		}
+		ids = append(ids, n.ID)
+	}
+	return ids, errors.Join(errs...)
 }
 
 // DrainPool removes, and returns the ids of, every warm-pool container of
@@ -115,10 +148,10 @@ func (e *Executor) DrainPool(ctx context.Context) ([]string, error) {
 	})
 }
 
-// Garbage returns the ids of the containers GC would remove and, with
-// pool, of the warm-pool containers DrainPool would remove (those no run
-// has claimed, as listed now): what ccrun gc --dry-run shows. It removes
-// nothing and takes no lock.
+// Garbage returns the ids of the containers and networks GC would
+// remove and, with pool, of the warm-pool containers DrainPool would
+// remove (those no run has claimed, as listed now): what ccrun gc
+// --dry-run shows. It removes nothing and takes no lock.
 func (e *Executor) Garbage(ctx context.Context, pool bool) ([]string, error) {
 	list, err := e.owned(ctx)
 	if err != nil {
@@ -132,7 +165,8 @@ func (e *Executor) Garbage(ctx context.Context, pool bool) ([]string, error) {
 			ids = append(ids, c.ID)
 		}
 	}
-	return ids, nil
+	nets, err := e.sweepNetworks(ctx, false)
+	return append(ids, nets...), err
 }
 
 // owned lists the containers of ccrun created from this host.

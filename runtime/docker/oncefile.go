@@ -130,15 +130,26 @@ func (e *Executor) onceFile() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return e.programFile("once", arch, code)
+}
+
+// programFile is the file of the pool directory that holds code, a static
+// program of ccrun's for the engine's architecture arch (once, relay),
+// bound read-only into the containers that run it: written, executable
+// and read-only, when it is not there already.
+func (e *Executor) programFile(name, arch string, code []byte) (string, error) {
+	if e.poolDir == "" {
+		return "", newError(ErrUnavailable, nil, "docker: no directory for ccrun's programs in containers (no cache directory: set XDG_CACHE_HOME)")
+	}
 	sum := sha256.Sum256(code)
-	path := filepath.Join(e.poolDir, "once-"+arch+"-"+hex.EncodeToString(sum[:6]))
+	path := filepath.Join(e.poolDir, name+"-"+arch+"-"+hex.EncodeToString(sum[:6]))
 	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, code) {
 		return path, nil
 	}
 	if err := os.MkdirAll(e.poolDir, 0o700); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(e.poolDir, ".once-*")
+	tmp, err := os.CreateTemp(e.poolDir, "."+name+"-*")
 	if err != nil {
 		return "", err
 	}

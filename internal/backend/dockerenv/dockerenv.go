@@ -1,6 +1,7 @@
 // Package dockerenv is the backend of @docker: an image or a @docker
-// capability, its reference resolved to the image's ID before the gate (so
-// a grant is bound to the image, not to a tag that may move), run hardened
+// capability, its reference looked up on the engine before the gate (so a
+// grant is bound to the image's ID, not to a tag that may move) and pulled,
+// when it is not there, only once the call is allowed, run hardened
 // on one of the environment's engines: the local Docker Engine
 // (runtime/docker) or a Kubernetes cluster (runtime/kube). The engine
 // changes where the container runs, not what the person trusts: the key,
@@ -9,12 +10,15 @@ package dockerenv
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/permission/keys"
@@ -27,14 +31,17 @@ type Engine interface {
 	// when pool, from the warm pool.
 	Run(ctx context.Context, inv *backend.Invocation, image, pull string, pool bool) (*job.Result, error)
 	// Resolve returns the image ID ref names now, pulling it first as
-	// the pull policy says.
+	// the pull policy says. With "never" it looks at what the engine has
+	// and sends nothing to any registry (an error of class
+	// errdefs.ErrNotFound when the engine has no such image): Bind's
+	// lookup, before anyone allowed the call.
 	Resolve(ctx context.Context, ref, pull string) (string, error)
 	Close() error
 }
 
 // Backend prepares and runs @docker calls. Its engine starts when a call
-// first needs it (to resolve an image the gate did not refuse outright, or
-// to run), not before. It is safe for concurrent use.
+// first needs it (to look up an image the gate did not refuse outright,
+// or to run), not before. It is safe for concurrent use.
 type Backend struct {
 	start func(context.Context) (Engine, error)
 	e     backend.Lazy[Engine]
@@ -45,9 +52,12 @@ func New(start func(context.Context) (Engine, error)) *Backend { return &Backend
 
 // plan is what runs.
 type plan struct {
+	ref   string // the reference as the call or the manifest gives it
 	image string // the reference, then the image ID once bound
 	pull  string
 	pool  bool
+	// what Bind was given, which Fetch binds again to what arrived
+	digest, display string
 }
 
 // EnforcesLimits says the engine stops the container itself on a timeout,
@@ -61,25 +71,27 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 		m := &c.Manifest
 		inv.Dir = m.Entry.Workdir
 		inv.Args = append(append([]string(nil), m.Entry.Argv...), inv.Args...)
-		inv.Plan = &plan{image: m.Entry.Image, pull: inv.Pull, pool: m.Pool}
+		inv.Plan = &plan{ref: m.Entry.Image, image: m.Entry.Image, pull: inv.Pull, pool: m.Pool}
 		return &backend.Prepared{Display: backend.Display(m.Entry.Image, inv.Args)}, nil
 	}
 	if m := inv.Limits.Memory; m > 0 && m < job.MinMemory {
 		// refused before the engine is reached or anyone is asked
 		return nil, fmt.Errorf("call: memory limit %d bytes is below the %d bytes a container needs to start: %w", m, job.MinMemory, errdefs.ErrInvalidArgument)
 	}
-	inv.Plan = &plan{image: inv.Target, pull: inv.Pull}
+	inv.Plan = &plan{ref: inv.Target, image: inv.Target, pull: inv.Pull}
 	return &backend.Prepared{Key: imageKey(inv.Tool, inv.Target), Display: backend.Display(inv.Target, inv.Args),
 		Digest:  backend.ContentDigest([]byte(inv.Target), inv.Mounts, inv.Network, nil, nil),
 		Network: inv.Network != "" && inv.Network != "none"}, nil
 }
 
-// Bind resolves the image before the gate sees the call: the digest then
-// covers the image ID, the person asked sees it, and the call runs by it
-// (pulled already, so never again). So an image not yet local is pulled,
-// as the call's pull policy says, before anyone is asked: what is approved
-// is what runs. fetch false looks the image up without pulling (Check).
-func (b *Backend) Bind(ctx context.Context, inv *backend.Invocation, p *backend.Prepared, fetch bool) error {
+// Bind binds the grant to the image the engine has under the reference,
+// before the gate sees the call: the digest then covers the image ID, the
+// person asked sees it, and the call runs by it. It looks, and never pulls:
+// nothing leaves the machine for a call nobody allowed, not even a
+// registry lookup. An image the engine does not have (or, under pull policy
+// always, one pulled again) is named in p.Fetch with its registry, from the
+// reference alone; Fetch pulls it once the call is allowed.
+func (b *Backend) Bind(ctx context.Context, inv *backend.Invocation, p *backend.Prepared) error {
 	pl, ok := inv.Plan.(*plan)
 	if !ok || pl.image == "" {
 		return nil
@@ -88,18 +100,70 @@ func (b *Backend) Bind(ctx context.Context, inv *backend.Invocation, p *backend.
 	if err != nil {
 		return err
 	}
-	policy := pl.pull
-	if !fetch {
-		policy = "never"
+	pl.digest, pl.display = p.Digest, p.Display
+	id, err := e.Resolve(ctx, pl.ref, "never")
+	switch {
+	case err == nil:
+		pl.bind(p, id)
+		if pl.pull == "always" {
+			p.Fetch = "pull policy always: pulled again from " + registryOf(pl.ref) + " once allowed; a different image that arrives is asked about again"
+			pl.image, pl.pull = pl.ref, "always"
+		}
+		return nil
+	case errors.Is(err, errdefs.ErrNotFound) && pl.pull != "never":
+		p.Digest = imageDigest(p.Digest, unbound)
+		p.Display += "\nimage: not local"
+		p.Fetch = "not local: pulled from " + registryOf(pl.ref) + " once allowed, and the grant bound to the image that arrives"
+		p.Unbound = true
+		return nil
 	}
-	id, err := e.Resolve(ctx, pl.image, policy)
+	return err
+}
+
+// Fetch pulls the image Bind found missing (or, under pull policy always,
+// pulls it again), now that the call is allowed, and binds the grant to
+// the image that arrived: the call runs by its ID, never by the name.
+func (b *Backend) Fetch(ctx context.Context, inv *backend.Invocation, p *backend.Prepared) error {
+	pl, ok := inv.Plan.(*plan)
+	if !ok {
+		return fmt.Errorf("@docker: the call was not prepared: %w", errdefs.ErrInvalidArgument)
+	}
+	e, err := b.engine(ctx)
 	if err != nil {
 		return err
 	}
-	p.Digest = imageDigest(p.Digest, id)
-	p.Display += "\nimage: " + id
-	pl.image, pl.pull = id, "never"
+	pull := pl.pull
+	if pull == "" || pull == "never" {
+		pull = "missing"
+	}
+	id, err := e.Resolve(ctx, pl.ref, pull)
+	if err != nil {
+		return err
+	}
+	pl.bind(p, id)
+	p.Display += " (pulled from " + registryOf(pl.ref) + " once allowed)"
 	return nil
+}
+
+// bind binds p, and what runs, to the image id.
+func (pl *plan) bind(p *backend.Prepared, id string) {
+	p.Digest = imageDigest(pl.digest, id)
+	p.Display = pl.display + "\nimage: " + id
+	pl.image, pl.pull = id, "never"
+}
+
+// registryOf names the registry ref is pulled from, read from the
+// reference alone (no lookup): Docker Hub for a name without one.
+func registryOf(ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return "its registry (" + ref + " does not parse: " + err.Error() + ")"
+	}
+	domain := reference.Domain(named)
+	if domain == "docker.io" {
+		return "registry docker.io (Docker Hub, or the engine's mirror of it)"
+	}
+	return "registry " + domain
 }
 
 // Run runs the image Prepare (and Bind) chose.
@@ -134,6 +198,16 @@ func imageKey(tool, image string) keys.Key {
 	}
 	return k
 }
+
+// unbound stands for the image of a call whose image is not here: random
+// for the process, so that no grant kept anywhere (a ccrun.json written by
+// anyone) can name it, and a call is allowed to pull only by a rule, a mode
+// or the person asked.
+var unbound = func() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "not here " + hex.EncodeToString(b)
+}()
 
 // imageDigest binds digest (of the call or the capability) to an image ID.
 func imageDigest(digest, id string) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/runtime/docker"
@@ -30,7 +32,12 @@ func Docker(ctx context.Context, opts ...docker.Option) (Engine, error) {
 type dockerEngine struct{ e *docker.Executor }
 
 func (d dockerEngine) Run(ctx context.Context, inv *backend.Invocation, image, pull string, pool bool) (*job.Result, error) {
-	return d.e.Run(ctx, docker.Spec(spec(inv, image, docker.PullPolicy(pull), pool)))
+	s := docker.Spec(spec(inv, image, docker.PullPolicy(pull), pool))
+	if eg := inv.Egress; eg != nil {
+		// the network lists: an internal network whose one way out is the proxy
+		return d.e.RunBehind(ctx, s, docker.Egress{Socket: eg.Socket, Env: eg.Env})
+	}
+	return d.e.Run(ctx, s)
 }
 
 func (d dockerEngine) Resolve(ctx context.Context, ref, pull string) (string, error) {
@@ -53,6 +60,10 @@ func Kubernetes(ctx context.Context, opts ...kube.Option) (Engine, error) {
 type kubeEngine struct{ e *kube.Executor }
 
 func (k kubeEngine) Run(ctx context.Context, inv *backend.Invocation, image, pull string, pool bool) (*job.Result, error) {
+	if inv.Egress != nil {
+		// fail closed: a pod has no way to be put behind ccrun's proxy yet
+		return nil, fmt.Errorf("@docker on kubernetes: a call whose network is limited to named hosts cannot run on a cluster yet (run it on the local Docker Engine: --engine docker): %w", errdefs.ErrInvalidArgument)
+	}
 	p := kube.PullPolicy(pull)
 	if p == kube.PullNever && strings.Contains(image, "@sha256:") {
 		// Bind says "never" because the image was resolved; on a cluster a
