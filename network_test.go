@@ -1,0 +1,125 @@
+package ccrun_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
+)
+
+// netServer is a local HTTP server; its address's port.
+func netServer(t *testing.T) (addr, port string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace needs root here")
+	}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
+	t.Cleanup(s.Close)
+	addr = strings.TrimPrefix(s.URL, "http://")
+	_, port, _ = net.SplitHostPort(addr)
+	return addr, port
+}
+
+// netChooser approves the command, and answers net: asks with net.
+type netChooser struct {
+	mu    sync.Mutex
+	net   ceiling.Grant
+	asked []string
+}
+
+func (c *netChooser) Approve(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p.Request.Tool == keys.NetTool {
+		c.asked = append(c.asked, p.Decision.Key.String())
+		return c.net, nil
+	}
+	return ceiling.Once, nil
+}
+
+// TestNetworkSettingsLimit: the user config's "network" list limits an
+// approved command to its hosts; another is refused, and said in the
+// result, on stderr and in the audit log; with nobody to say yes to it.
+func TestNetworkSettingsLimit(t *testing.T) {
+	needTier(t)
+	addr, port := netServer(t)
+	tierHome(t, `{"network": {"allow": ["127.0.0.1:`+port+`"]}}`)
+	a := &netChooser{net: ceiling.Deny}
+	rt, log := tierRuntime(t, a)
+	n, err := rt.Network(&ccrun.Call{Command: "true"})
+	if err != nil || !n.Limited || len(n.Allow) != 1 || n.Allow[0] != "127.0.0.1:"+port || !n.Ask {
+		t.Fatalf("Network: %+v, %v", n, err)
+	}
+	out, err := rt.Exec(context.Background(), &ccrun.Call{Command: fmt.Sprintf(
+		"curl -sS -m 5 http://%s/; echo; curl -sS -m 5 -o /dev/null -w '%%{http_code}\\n' http://127.0.0.2:%s/", addr, port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Result.Stdout); got != "hello\n403\n" {
+		t.Errorf("stdout %q, want hello then 403 (stderr %q)", got, out.Result.Stderr)
+	}
+	want := "network refused: 127.0.0.2:" + port + " (http): denied when asked"
+	if !strings.Contains(out.Result.Detail, want) || !strings.Contains(string(out.Result.Stderr), "ccrun: "+want) {
+		t.Errorf("detail %q, stderr %q: want %q", out.Result.Detail, out.Result.Stderr, want)
+	}
+	if len(a.asked) != 1 || a.asked[0] != "net:127.0.0.2:"+port {
+		t.Errorf("asked %q, want net:127.0.0.2:%s once", a.asked, port)
+	}
+	data, _ := os.ReadFile(log)
+	if !strings.Contains(string(data), want) {
+		t.Errorf("the audit log does not say it:\n%s", data)
+	}
+	var netLine bool
+	for _, d := range decisionLines(t, log) {
+		netLine = netLine || d["key"] == "net:127.0.0.2:"+port && d["decision"] == "deny"
+	}
+	if !netLine {
+		t.Errorf("no decision line for net:127.0.0.2:%s:\n%s", port, data)
+	}
+}
+
+// TestNetworkAllowHosts: a call's AllowHosts alone limit it; a host asked
+// about and allowed once gets through; no list, the host's network.
+func TestNetworkAllowHosts(t *testing.T) {
+	needTier(t)
+	addr, port := netServer(t)
+	other, _ := netServer(t)
+	tierHome(t, "")
+	a := &netChooser{net: ceiling.Once}
+	rt, _ := tierRuntime(t, a)
+	if n, _ := rt.Network(&ccrun.Call{Command: "true"}); n.Limited {
+		t.Fatalf("no list, yet %+v", n)
+	}
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Command: "true", AllowHosts: []string{"a*.x.org"}}); err == nil {
+		t.Fatal("a malformed host was taken")
+	}
+	cmd := fmt.Sprintf("curl -sS -m 5 http://%s/; echo; curl -sS -m 5 http://%s/; echo; env | grep -c _PROXY=", addr, other)
+	out, err := rt.Exec(context.Background(), &ccrun.Call{Command: cmd, AllowHosts: []string{"127.0.0.1:" + port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Result.Stdout); got != "hello\nhello\n4\n" {
+		t.Errorf("stdout %q (stderr %q)", got, out.Result.Stderr)
+	}
+	if len(a.asked) != 1 {
+		t.Errorf("asked %q", a.asked)
+	}
+	out, err = rt.Exec(context.Background(), &ccrun.Call{Command: "env | grep -c _PROXY= || true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Result.Stdout); got != "0\n" {
+		t.Errorf("without a list the command got proxy variables: %q", got)
+	}
+}
