@@ -118,12 +118,14 @@ func (n *NetNS) Listen(network, address string) (l net.Listener, err error) {
 	return l, err
 }
 
-// Start starts cmd inside the namespace: confined by rs (Ruleset.Start)
-// when rs is not nil, else as cmd.Start does.
+// Start starts cmd inside the namespace: confined by rs when rs is not
+// nil (as Ruleset.Start does, but with only AF_INET and AF_INET6 sockets:
+// a unix socket's path, a netlink or a vsock socket would lead out of the
+// namespace), else as cmd.Start does.
 func (n *NetNS) Start(rs *Ruleset, cmd *exec.Cmd) (err error) {
 	if !n.do(func() {
 		if rs != nil {
-			err = rs.Start(cmd)
+			err = rs.startLimited(cmd)
 		} else {
 			err = cmd.Start()
 		}

@@ -61,6 +61,23 @@ func netClient(mode string, args []string) error {
 			return fmt.Errorf("setns: %w", err)
 		}
 		return netClient("tcp", args)
+	case "unix": // args: the path of a unix socket of the host, connected to
+		c, err := net.DialTimeout("unix", args[0], wait)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(wait))
+		_, err = c.Read(make([]byte, 1))
+		return err
+	case "netlink": // a netlink socket: what moves an interface to another namespace (root)
+		fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW, syscall.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		syscall.Close(fd)
+		return nil
 	case "udp": // args: ADDR, a datagram sent there
 		c, err := net.Dial("udp", args[0])
 		if err != nil {
@@ -153,6 +170,7 @@ type netWorld struct {
 	plain, secure string // HOST:PORT of the servers, 127.0.0.1
 	udp           string // a UDP socket on the host's loopback that counts datagrams
 	udpGot        *atomic.Int64
+	unix          string // a unix socket of the host that says hello (a Docker Engine's, a resolver's)
 }
 
 func newNetWorld(t *testing.T) netWorld {
@@ -181,7 +199,15 @@ func newNetWorld(t *testing.T) netWorld {
 			got.Add(1)
 		}
 	}()
-	return netWorld{w, strings.TrimPrefix(plain.URL, "http://"), strings.TrimPrefix(secure.URL, "https://"), pc.LocalAddr().String(), got}
+	sock := t.TempDir() + "/engine.sock"
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ul.Close() })
+	go http.Serve(ul, hello)
+	os.Chmod(sock, 0o777)
+	return netWorld{w, strings.TrimPrefix(plain.URL, "http://"), strings.TrimPrefix(secure.URL, "https://"), pc.LocalAddr().String(), got, sock}
 }
 
 func port(hp string) string { _, p, _ := net.SplitHostPort(hp); return p }
@@ -248,6 +274,8 @@ func TestNetEscapes(t *testing.T) {
 		{"direct TCP to the server", `CCRUN_NETTEST=tcp "$BIN" ` + w.plain, "tcp: fail"},
 		{"direct TCP to the host's address", `CCRUN_NETTEST=tcp "$BIN" ` + net.JoinHostPort(outside, port(w.plain)), "tcp: fail"},
 		{"setns to PID 1's namespace", `CCRUN_NETTEST=setns "$BIN" ` + w.plain, "setns: fail"},
+		{"a unix socket of the host", `CCRUN_NETTEST=unix "$BIN" ` + w.unix, "unix: fail"},
+		{"a netlink socket", `CCRUN_NETTEST=netlink "$BIN"`, "netlink: fail"},
 		{"UDP to the host's loopback", `CCRUN_NETTEST=udp "$BIN" ` + w.udp, ""},
 		{"UDP out", `CCRUN_NETTEST=udp "$BIN" ` + net.JoinHostPort(outside, "53"), "udp: fail"},
 		{"a raw socket", `CCRUN_NETTEST=raw "$BIN" ` + outside, "raw: fail"},
