@@ -82,18 +82,22 @@ func (h *helperSet) filter(network, writable bool) (*os.File, error) {
 	defer h.mu.Unlock()
 	v := variant(network, writable)
 	if h.filters[v] == nil {
-		prog := filterOf(network, writable)
-		var data []byte
-		if len(prog) > 0 {
-			data = unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
-		}
-		f, err := sealedMemfd("ccrun-seccomp", data)
+		f, err := programMemfd("ccrun-seccomp", filterOf(network, writable))
 		if err != nil {
 			return nil, err
 		}
 		h.filters[v] = f
 	}
 	return h.filters[v], nil
+}
+
+// programMemfd is sealedMemfd of a seccomp program (empty when prog is).
+func programMemfd(name string, prog []unix.SockFilter) (*os.File, error) {
+	var data []byte
+	if len(prog) > 0 {
+		data = unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
+	}
+	return sealedMemfd(name, data)
 }
 
 // sealedMemfd returns a memfd holding data that nobody can change (sealed

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +22,7 @@ import (
 
 const offArg0 = 16 // struct seccomp_data's args[0], low 32 bits on a little-endian machine
 
-// limitedFilter is the program for a Policy's Writable, built once each.
+// limitedFilters are the programs for a Policy's Writable, built once each.
 var limitedFilters = [2]func() []unix.SockFilter{
 	sync.OnceValue(func() []unix.SockFilter { return buildLimited(false) }),
 	sync.OnceValue(func() []unix.SockFilter { return buildLimited(true) }),
@@ -68,12 +67,7 @@ func limitedFilter(writable bool) (*os.File, error) {
 		v = 1
 	}
 	if limitedFiles.files[v] == nil {
-		prog := limitedFilters[v]()
-		var data []byte
-		if len(prog) > 0 {
-			data = unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
-		}
-		f, err := sealedMemfd("ccrun-seccomp-net", data)
+		f, err := programMemfd("ccrun-seccomp-net", limitedFilters[v]())
 		if err != nil {
 			return nil, err
 		}
