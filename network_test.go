@@ -123,3 +123,39 @@ func TestNetworkAllowHosts(t *testing.T) {
 		t.Errorf("without a list the command got proxy variables: %q", got)
 	}
 }
+
+// TestNetworkAskRules: a net: deny rule refuses a host with nobody asked,
+// a session grant of one lets the next call through without asking, and
+// the mode trust does not widen the lists: the host is asked about.
+func TestNetworkAskRules(t *testing.T) {
+	needTier(t)
+	addr, port := netServer(t)
+	other, otherPort := netServer(t)
+	third, thirdPort := netServer(t)
+	tierHome(t, `{"network": {"allow": ["127.0.0.1:`+port+`"]}}`)
+	flags, err := permission.FlagSettings("trust", nil, nil, []string{"net:127.0.0.1:" + thirdPort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &netChooser{net: ceiling.AlwaysThisSession}
+	rt, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithTrustDir(t.TempDir()), ccrun.WithAuditLog(""),
+		ccrun.WithApprover(a), ccrun.WithSettings(flags))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	cmd := fmt.Sprintf("curl -sS -m 5 http://%s/; echo; curl -sS -m 5 http://%s/; echo; curl -sS -m 5 -o /dev/null -w '%%{http_code}\\n' http://%s/",
+		addr, other, third)
+	for i := range 2 {
+		out, err := rt.Exec(context.Background(), &ccrun.Call{Command: cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(out.Result.Stdout); got != "hello\nhello\n403\n" {
+			t.Errorf("run %d: stdout %q (stderr %q)", i, got, out.Result.Stderr)
+		}
+	}
+	if len(a.asked) != 1 || a.asked[0] != "net:127.0.0.1:"+otherPort {
+		t.Errorf("asked %q: want net:127.0.0.1:%s once (the mode does not allow it; the session grant does, the second time; the deny rule is never asked)", a.asked, otherPort)
+	}
+}
