@@ -159,3 +159,69 @@ func TestNetworkAskRules(t *testing.T) {
 		t.Errorf("asked %q: want net:127.0.0.1:%s once (the mode does not allow it; the session grant does, the second time; the deny rule is never asked)", a.asked, otherPort)
 	}
 }
+
+// countingApprover grants every ask for the session and counts the asks
+// of each tool.
+type countingApprover struct {
+	mu    sync.Mutex
+	asked map[string]int
+}
+
+func (c *countingApprover) Approve(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked[p.Request.Tool]++
+	return ceiling.AlwaysThisSession, nil
+}
+
+// TestNetworkCapabilityHosts: a @shell capability's hosts limit its
+// network, and are part of what was approved: the same manifest is not
+// asked again in the session, one with a host added is.
+func TestNetworkCapabilityHosts(t *testing.T) {
+	needTier(t)
+	addr, port := netServer(t)
+	other, _ := netServer(t)
+	tierHome(t, "")
+	dir := t.TempDir()
+	manifest := func(hosts string) string {
+		return `{"name": "fetch", "description": "fetch", "environment": "@shell",
+  "entry": {"command": "curl -sS -m 5 http://` + addr + `/; echo; curl -sS -m 5 -o /dev/null -w '%{http_code}\\n' http://` + other + `/"},
+  "hosts": {"allow": [` + hosts + `]}}`
+	}
+	writeCapability(t, dir, "fetch", manifest(`"127.0.0.1:`+port+`"`))
+	a := &countingApprover{asked: map[string]int{}}
+	rt, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDir(t.TempDir()), ccrun.WithAuditLog(""), ccrun.WithApprover(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	n, err := rt.Network(&ccrun.Call{Capability: "fetch"})
+	if err != nil || !n.Limited || len(n.Allow) != 1 {
+		t.Fatalf("Network: %+v, %v", n, err)
+	}
+	run := func() *ccrun.Outcome {
+		t.Helper()
+		out, err := rt.Exec(context.Background(), &ccrun.Call{Capability: "fetch"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(out.Request.Loosens, "\n"), "network: may reach 127.0.0.1:"+port) {
+			t.Errorf("the prompt does not show the hosts: %q", out.Request.Loosens)
+		}
+		return out
+	}
+	out := run()
+	run()
+	if a.asked["fetch"] != 1 {
+		t.Errorf("the same manifest asked %d times, want once", a.asked["fetch"])
+	}
+	// the other server was asked about (net:) and granted for the session
+	if got := string(out.Result.Stdout); got != "hello\n200\n" || a.asked[keys.NetTool] != 1 {
+		t.Errorf("stdout %q, net asks %d (stderr %q)", got, a.asked[keys.NetTool], out.Result.Stderr)
+	}
+	writeCapability(t, dir, "fetch", manifest(`"127.0.0.1:`+port+`", "registry.npmjs.org"`))
+	run()
+	if a.asked["fetch"] != 2 {
+		t.Errorf("a host added to the manifest asked %d times in all, want twice", a.asked["fetch"])
+	}
+}
