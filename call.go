@@ -62,6 +62,13 @@ type Call struct {
 	Limits job.Limits
 	// Network loosens a run_docker call's network ("" or "none": none).
 	Network string
+	// AllowHosts are hosts a @shell call may reach besides those the
+	// settings' "network" lists allow (HOST, *.DOMAIN, HOST:PORT, an IP
+	// literal; what --allow-host gives): an approved command then reaches
+	// only the allowed hosts, through ccrun's egress proxy. With no list
+	// in the settings they are the only hosts; with one, they widen it
+	// and the prompt says so. Runtime.Network says what a call would get.
+	AllowHosts []string
 	// Pull is the @docker pull policy: "missing" (the default), "never" or
 	// "always".
 	Pull string
@@ -118,6 +125,9 @@ func (r *Runtime) prepare(ctx context.Context, c *Call) (*permission.Request, *I
 	req.Loosens = append(req.Loosens, p.Loosens...)
 	req.Environment = inv.Environment
 	describeReach(req, inv, c)
+	if err := r.describeHosts(req, inv, c); err != nil {
+		return nil, nil, nil, err
+	}
 	return req, inv, p, nil
 }
 

@@ -95,6 +95,7 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 		if inv.Confine, err = r.shellConfinement(g.Policy, req, inv, d, pre); err != nil {
 			return t.out, t.fail(err)
 		}
+		r.limitNetwork(g, t, c, req, inv, d)
 	}
 	t.emit(Executing, d)
 	start := time.Now()

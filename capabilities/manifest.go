@@ -89,6 +89,19 @@ type Manifest struct {
 	Network Network `json:"network,omitempty"`
 	// Pool asks for pre-created, single-use containers (@docker only).
 	Pool bool `json:"pool,omitempty"`
+	// Hosts limits a @shell capability's network to named hosts, through
+	// ccrun's egress proxy; nil: the network the settings give.
+	Hosts *Hosts `json:"hosts,omitempty"`
+}
+
+// Hosts is a manifest's "hosts": {"allow": [...], "deny": [...]}, entries
+// as in the settings' "network" member (HOST, *.DOMAIN, HOST:PORT, an IP
+// literal): the hosts the tool may reach, on top of those the settings
+// allow, and those it may not. Being in the manifest, they are in its
+// digest: changing them asks again.
+type Hosts struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
 }
 
 // Entry says what runs. Which fields apply depends on the environment:
@@ -221,6 +234,9 @@ func (m *Manifest) Loosens() []string {
 	if n := m.NetworkOrDefault(); n != NetworkNone {
 		out = append(out, fmt.Sprintf("network: %s (the tool can reach the network)", show(string(n))))
 	}
+	if h := m.Hosts; h != nil {
+		out = append(out, hostsLines(h)...)
+	}
 	l := m.Limits
 	if d := time.Duration(l.Timeout); d > job.DefaultTimeout {
 		out = append(out, fmt.Sprintf("limits.timeout: %s (default %s)", d, job.DefaultTimeout))
@@ -324,4 +340,25 @@ func guestPath(p string) string {
 		return fmt.Sprintf("want the clean form %s", show(path.Clean(p)))
 	}
 	return ""
+}
+
+// hostsLines is what a manifest's hosts show when asking.
+func hostsLines(h *Hosts) []string {
+	quote := func(list []string) string {
+		out := make([]string, len(list))
+		for i, e := range list {
+			out[i] = show(e)
+		}
+		return strings.Join(out, ", ")
+	}
+	var out []string
+	if len(h.Allow) > 0 {
+		out = append(out, fmt.Sprintf("network: may reach %s (through ccrun's proxy; no other host unless the settings allow it)", quote(h.Allow)))
+	} else {
+		out = append(out, "network: only the hosts the settings allow (through ccrun's proxy)")
+	}
+	if len(h.Deny) > 0 {
+		out = append(out, fmt.Sprintf("network: never %s", quote(h.Deny)))
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/egress"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -282,6 +283,20 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 		}
 		if strings.ContainsRune(mt.Host, ':') {
 			bad(ptr+"/host", "':' in a host path is not allowed (it separates fields of --mount)")
+		}
+	}
+
+	// Hosts.
+	if h := m.Hosts; h != nil {
+		for _, l := range []struct {
+			ptr  string
+			list []string
+		}{{"/hosts/allow", h.Allow}, {"/hosts/deny", h.Deny}} {
+			for i, e := range l.list {
+				if err := egress.CheckEntry(e); err != nil {
+					bad(l.ptr+"/"+strconv.Itoa(i), "%s: %v", show(e), err)
+				}
+			}
 		}
 	}
 

@@ -192,7 +192,8 @@ func notAllowedWhy(env ceiling.Environment, ptr string) string {
 // knownFields lists the fields of each object of a manifest, for "did you
 // mean" hints.
 var knownFields = map[string][]string{
-	"":        {"$schema", "name", "description", "environment", "entry", "parameters", "mounts", "limits", "env", "network", "pool"},
+	"":        {"$schema", "name", "description", "environment", "entry", "parameters", "mounts", "limits", "env", "network", "pool", "hosts"},
+	"/hosts":  {"allow", "deny"},
 	"/entry":  {"module", "args", "command", "image", "workdir", "target"},
 	"/limits": {"timeout", "memory", "output", "pids", "cpus"},
 	"/mounts": {"host", "guest", "rw", "implants"},

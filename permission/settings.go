@@ -57,6 +57,7 @@ var originOrder = map[Origin]int{
 //	  "env": {"pass": ["NAME", …]},         // the runtime's: kept raw here
 //	  "flags": "no-loosening",              // see NoLoosening
 //	  "docker": {"engine": "kubernetes", …} // the runtime's; managed and user files only
+//	  "network": {"allow": […], "deny": […]} // hosts approved commands reach; not in ccrun.json
 //	}
 //
 // Any other member, at the top or in "permissions", a duplicated member, a
@@ -78,6 +79,9 @@ type Settings struct {
 	// Docker is the "docker" member, parsed (managed and user files
 	// only); nil when absent.
 	Docker *DockerSettings
+	// Network is the "network" member, parsed (not in a committed
+	// project file); nil when absent.
+	Network *NetworkSettings
 	// NoLoosening is set by "flags": "no-loosening": the command line may
 	// not loosen the gate (--approve, --mode above default, --allow,
 	// --session-allow, --trust-digest are refused), so that a harness can
@@ -115,7 +119,7 @@ func (s *Settings) checkProject() error {
 	return nil
 }
 
-var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker", "audit", "shell"}
+var knownTop = []string{"$schema", "allowlist", "mode", "permissions", "env", "flags", "docker", "audit", "shell", "network"}
 
 // The values of "shell": {"sandbox": …}: approved @shell commands run in
 // the workspace tier (on, the default), with the person's full rights
@@ -206,6 +210,10 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 				}
 			}
 			s.Writable = sh.Writable
+		case "network":
+			if s.Network, err = parseNetwork(data, m.Value, name, origin); err != nil {
+				return nil, err
+			}
 		case "docker":
 			if s.Docker, err = parseDocker(data, m.Value, name, origin); err != nil {
 				return nil, err

@@ -336,7 +336,7 @@ func (rs *Ruleset) Start(cmd *exec.Cmd) error {
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
-	return startHelper(cmd, rs)
+	return startHelper(cmd, rs, nil)
 }
 
 // Open opens a file (as os.OpenFile would) from the confined opening

@@ -82,18 +82,22 @@ func (h *helperSet) filter(network, writable bool) (*os.File, error) {
 	defer h.mu.Unlock()
 	v := variant(network, writable)
 	if h.filters[v] == nil {
-		prog := filterOf(network, writable)
-		var data []byte
-		if len(prog) > 0 {
-			data = unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
-		}
-		f, err := sealedMemfd("ccrun-seccomp", data)
+		f, err := programMemfd("ccrun-seccomp", filterOf(network, writable))
 		if err != nil {
 			return nil, err
 		}
 		h.filters[v] = f
 	}
 	return h.filters[v], nil
+}
+
+// programMemfd is sealedMemfd of a seccomp program (empty when prog is).
+func programMemfd(name string, prog []unix.SockFilter) (*os.File, error) {
+	var data []byte
+	if len(prog) > 0 {
+		data = unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
+	}
+	return sealedMemfd(name, data)
 }
 
 // sealedMemfd returns a memfd holding data that nobody can change (sealed
@@ -128,8 +132,9 @@ func sealedMemfd(name string, data []byte) (*os.File, error) {
 // fails as cmd.Start would when the program cannot be executed (an
 // *os.PathError with the errno: ENOENT, EACCES, ENOEXEC, ETXTBSY ...), and
 // with ErrUnavailable when the confinement could not be applied; either
-// way nothing ran unconfined, and the helper has been waited for.
-func startHelper(cmd *exec.Cmd, rs *Ruleset) error {
+// way nothing ran unconfined, and the helper has been waited for. A
+// non-nil filter is the seccomp program to use instead of rs's.
+func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File) error {
 	if len(cmd.ExtraFiles) > 0 {
 		return fmt.Errorf("confine: start %s: ExtraFiles are not passed to a confined program: %w", cmd.Path, ErrInvalidPolicy)
 	}
@@ -145,8 +150,11 @@ func startHelper(cmd *exec.Cmd, rs *Ruleset) error {
 	path, args := cmd.Path, cmd.Args
 	cmd.Path = h.path
 	cmd.Args = append([]string{"ccrun-confine", path}, args...)
-	filter, protect := h.empty, h.empty
-	if rs.withSeccomp {
+	protect := h.empty
+	if filter == nil {
+		filter = h.empty
+	}
+	if rs.withSeccomp && filter == h.empty {
 		if filter, err = h.filter(rs.network, rs.writable); err != nil {
 			w.Close()
 			return err

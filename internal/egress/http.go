@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 )
 
 // connKey keys the client's *conn in a request's context.
@@ -119,7 +120,7 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 	if r.Context().Err() != nil {
 		return // the client is gone
 	}
-	http.Error(w, "egress: "+err.Error(), http.StatusBadGateway)
+	http.Error(w, errText(err), http.StatusBadGateway)
 }
 
 // refuseErr refuses for err when it is a refusal met opening a connection.
@@ -162,7 +163,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, c *conn) {
 	up, err := p.open(r.Context(), host, isIP, port)
 	if err != nil {
 		if !p.refuseErr(w, err, via) {
-			http.Error(w, "egress: "+err.Error(), http.StatusBadGateway)
+			http.Error(w, errText(err), http.StatusBadGateway)
 		}
 		return
 	}
@@ -177,4 +178,12 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, c *conn) {
 		return
 	}
 	p.tunnel(c, brw.Reader, up, host, port, via)
+}
+
+// errText is err as the body of an answer, "egress: " once in front.
+func errText(err error) string {
+	if m := err.Error(); strings.HasPrefix(m, "egress: ") {
+		return m
+	}
+	return "egress: " + err.Error()
 }

@@ -103,6 +103,15 @@ func compile(p Policy) (compiled, error) {
 	return c, nil
 }
 
+// CheckEntry reports whether s is an entry a Policy's Allow or Deny may
+// hold (HOST, *.DOMAIN, *, HOST:PORT, an IP literal), and if not, why, as
+// an error of class errdefs.ErrInvalidArgument: for the readers of
+// settings files and manifests, which place it at its line and column.
+func CheckEntry(s string) error {
+	_, err := parseEntry(s)
+	return err
+}
+
 func parseEntry(s string) (entry, error) {
 	e := entry{text: s}
 	host, port, err := splitEntry(s)

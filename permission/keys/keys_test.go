@@ -407,3 +407,24 @@ func TestQuotedDetailIsLiteral(t *testing.T) {
 		t.Error("PatternOf a key with * in its detail matched another detail")
 	}
 }
+
+// TestNetKey: a connection's key prints as net:HOST:PORT, parses back, and
+// is matched by a rule of the host (any port) or of a wildcard domain.
+func TestNetKey(t *testing.T) {
+	k := NetKey("registry.npmjs.org", 443)
+	if k.String() != "net:registry.npmjs.org:443" {
+		t.Fatalf("NetKey: %s", k)
+	}
+	if back, err := ParseKey(k.String()); err != nil || back != k {
+		t.Fatalf("ParseKey(%s): %v, %v", k, back, err)
+	}
+	for pat, want := range map[string]bool{"net:registry.npmjs.org": true, "net:*.npmjs.org": true, "net:registry.npmjs.org:443": true,
+		"net:registry.npmjs.org:80": false, "net:npmjs.org": false, "run_command:registry.npmjs.org": false} {
+		if got := MustParsePattern(pat).Match(k); got != want {
+			t.Errorf("%s matches %s: %v, want %v", pat, k, got, want)
+		}
+	}
+	if k6 := NetKey("2001:db8::1", 443); k6.String() != `net:"2001:db8::1":443` {
+		t.Errorf("an IPv6 host: %s", k6)
+	}
+}

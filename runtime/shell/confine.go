@@ -81,6 +81,9 @@ type Confinement struct {
 	Mask []string
 	// Network keeps sockets and TCP open to the programs.
 	Network bool
+	// Net, when set with Network, limits the network to named hosts
+	// through ccrun's egress proxy (see Net).
+	Net *Net
 	// Temp, when set, is the run's own temporary directory: TMPDIR points
 	// there for the script, and the run removes it when it ends.
 	Temp string
@@ -374,6 +377,7 @@ func (r *run) closeConfined() {
 	if r.confine.Temp != "" {
 		os.RemoveAll(r.confine.Temp)
 	}
+	r.net.close()
 }
 
 // start starts cmd, from the run's confined thread when the run is
@@ -385,6 +389,9 @@ func (r *run) start(cmd *exec.Cmd) error {
 	rs, err := r.ruleset()
 	if err != nil {
 		return err
+	}
+	if r.net != nil {
+		return r.net.ns.Start(rs, cmd) // in the run's network namespace
 	}
 	return rs.Start(cmd)
 }

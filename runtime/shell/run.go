@@ -55,6 +55,7 @@ type run struct {
 	confineOnce sync.Once        // builds confined, on the first start or open
 	confined    *confine.Ruleset // confine's ruleset, once built
 	confineErr  error            // why it could not be built
+	net         *netRun          // Confinement.Net's namespace and proxy; nil: none
 }
 
 func newRun(e *Executor) *run {

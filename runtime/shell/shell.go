@@ -322,6 +322,8 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if s.Confine != nil && s.Confine.Temp != "" {
 		env = append(env, "TMPDIR="+s.Confine.Temp) // the run's own, removed when it ends
 	}
+	netErr := r.startNet(s.Confine)
+	env = append(env, r.net.environ()...) // last: the proxy's, whatever Env said
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
 		interp.Dir(s.Dir),
@@ -343,7 +345,10 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		Start: func(_ context.Context, out *job.Capture) error {
 			stderr = out.Stderr
 			if s.Confine != nil {
-				if msg := unconfinable(); msg != "" {
+				if msg := unconfinable(); msg != "" || netErr != nil {
+					if msg == "" {
+						msg = fmt.Sprintf("not run: the command's network is limited to named hosts, and that cannot be done here: %v", netErr)
+					}
 					fmt.Fprintf(out.Stderr, "ccrun: %s\n", msg)
 					r.sup.Stop(job.Refused, msg)
 					return errors.New(msg)
@@ -365,7 +370,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 			// what the workspace tier's binds could not hold: names made
 			// where none existed (nothing of the run is left to make more)
 			note, problem := s.Confine.sweep()
-			for _, m := range []string{note, problem} {
+			for _, m := range append([]string{note, problem}, r.net.lines()...) {
 				if m != "" {
 					fmt.Fprintf(stderr, "ccrun: %s\n", m)
 					detail = strings.TrimPrefix(detail+"; "+m, "; ")

@@ -1,0 +1,188 @@
+package ccrun
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/egress"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/runtime/shell"
+)
+
+// Network is the network a @shell call would have (Runtime.Network): what
+// `ccrun check` shows.
+type Network struct {
+	// Limited is true when some list names hosts (the settings'
+	// "network", the capability's "hosts", the call's AllowHosts): an
+	// approved command then reaches only Allow, never Deny, through
+	// ccrun's egress proxy. False: the host's network, as without lists.
+	Limited bool
+	// Allow and Deny are the merged lists; deny beats allow.
+	Allow, Deny []string
+	// Ask is true when a host no list allows may be asked about
+	// (net:HOST:PORT), because the Runtime has an approver.
+	Ask bool
+}
+
+// String is the network as one line for a person.
+func (n Network) String() string {
+	if !n.Limited {
+		return `the host's network (no "network" list in the settings)`
+	}
+	s := "only through ccrun's proxy, to: " + strings.Join(n.Allow, ", ")
+	if len(n.Allow) == 0 {
+		s = "only through ccrun's proxy, to no host"
+	}
+	if len(n.Deny) > 0 {
+		s += "; never: " + strings.Join(n.Deny, ", ")
+	}
+	if n.Ask {
+		s += "; another host is asked about (net:HOST:PORT)"
+	} else {
+		s += "; another host is refused"
+	}
+	return s
+}
+
+// Network returns the network c would have, were it a @shell call run in
+// the workspace tier: the settings' lists, the capability's hosts, c's
+// AllowHosts. It runs nothing and asks nobody. `ccrun check` prints it
+// (Network.String) for a @shell call; a read-only command has no network,
+// and one the person runs unconfined the host's.
+func (r *Runtime) Network(c *Call) (Network, error) {
+	if err := checkHosts(c.AllowHosts); err != nil {
+		return Network{}, err
+	}
+	var hosts *capabilities.Hosts
+	if c.Capability != "" {
+		capa, err := r.capability(c.Capability)
+		if err != nil {
+			return Network{}, err
+		}
+		hosts = capa.Manifest.Hosts
+	}
+	allow, deny, limited := r.networkHosts(c.AllowHosts, hosts)
+	return Network{Limited: limited, Allow: allow, Deny: deny, Ask: limited && r.gate.Approver != nil}, nil
+}
+
+// networkHosts merges the settings' lists, a capability's hosts and the
+// call's own.
+func (r *Runtime) networkHosts(extra []string, capa *capabilities.Hosts) (allow, deny []string, limited bool) {
+	root := r
+	for root.parent != nil {
+		root = root.parent
+	}
+	if capa != nil {
+		extra = append(slices.Clone(extra), capa.Allow...)
+	}
+	allow, deny, limited = permission.NetworkHosts(root.files, extra)
+	if capa != nil {
+		limited = true
+		deny = append(deny, capa.Deny...)
+		slices.Sort(deny)
+		deny = slices.Compact(deny)
+	}
+	return allow, deny, limited
+}
+
+// checkHosts checks a call's AllowHosts.
+func checkHosts(hosts []string) error {
+	for _, h := range hosts {
+		if err := egress.CheckEntry(h); err != nil {
+			return fmt.Errorf("call: allow host %q: %v (want HOST, *.DOMAIN, HOST:PORT or an IP literal): %w", h, err, ErrInvalidCall)
+		}
+	}
+	return nil
+}
+
+// describeHosts checks c's AllowHosts and says, for the person asked, what
+// they widen: hosts a call adds to lists the settings already keep are a
+// loosening; with no list, they are the only hosts (a narrowing).
+func (r *Runtime) describeHosts(req *permission.Request, inv *Invocation, c *Call) error {
+	if len(c.AllowHosts) == 0 {
+		return nil
+	}
+	if err := checkHosts(c.AllowHosts); err != nil {
+		return err
+	}
+	if inv.Environment != ceiling.Shell {
+		return fmt.Errorf("call: allow hosts: only a @shell call's network is limited to named hosts so far, not %s's: %w", inv.Environment, ErrInvalidCall)
+	}
+	var hosts *capabilities.Hosts
+	if inv.Capability != nil {
+		hosts = inv.Capability.Manifest.Hosts
+	}
+	if _, _, limited := r.networkHosts(nil, hosts); limited {
+		req.Loosens = append(req.Loosens, "network: also "+strings.Join(c.AllowHosts, ", ")+" (the call's own allowed hosts)")
+	}
+	return nil
+}
+
+// limitNetwork gives an approved @shell command in the workspace tier the
+// network the lists say (shell.Net), when any list names hosts; without
+// one it keeps the host's network, as before lists existed, so that
+// commands that need it (npm install, go mod download) do not break for a
+// person who has named no host. A host no list allows is asked about
+// where g has an approver, else refused.
+func (r *Runtime) limitNetwork(g *permission.Gate, t *tracker, c *Call, req *permission.Request, inv *Invocation, d *permission.Decision) {
+	var hosts *capabilities.Hosts
+	if inv.Capability != nil {
+		hosts = inv.Capability.Manifest.Hosts
+	}
+	allow, deny, limited := r.networkHosts(c.AllowHosts, hosts)
+	if !limited {
+		return
+	}
+	conf := inv.Confine
+	if conf == nil || !conf.Network {
+		if conf == nil {
+			d.Diagnostics = append(d.Diagnostics, "the network lists are not enforced: the command runs outside the sandbox, with the host's network")
+		}
+		return // the read-only tier has no network at all
+	}
+	conf.Net = &shell.Net{Allow: allow, Deny: deny}
+	if g.Approver != nil {
+		conf.Net.Ask = func(ctx context.Context, host string, port uint16) bool {
+			return r.askHost(ctx, g, t, req, host, port)
+		}
+	}
+}
+
+// askHost asks, under net:HOST:PORT, whether the command of req may
+// connect to host: a deny rule refuses, a session grant or an allow rule
+// of it lets it through, otherwise the approver is asked with @shell's
+// ceiling (Once or the session). The mode alone never widens the lists.
+// The decision gets its audit line.
+func (r *Runtime) askHost(ctx context.Context, g *permission.Gate, t *tracker, of *permission.Request, host string, port uint16) bool {
+	key := keys.NetKey(host, port)
+	req := &permission.Request{Tool: keys.NetTool, Environment: ceiling.Shell, Permission: permission.Ask(key),
+		Class: permission.ClassNetwork, Dir: of.Dir,
+		Display: fmt.Sprintf("connect to %s\nfrom: %s", net.JoinHostPort(host, strconv.Itoa(int(port))), of.Display)}
+	d := g.Decide(req)
+	switch {
+	case d.Verdict == permission.Allow && d.Layer != permission.LayerSession && d.Layer != permission.LayerAllowRule:
+		ask := *d
+		ask.Verdict, ask.Reason, ask.Offer = permission.AskUser, "the mode does not widen the network lists", ceiling.Of(ceiling.Shell)
+		d = &ask
+		fallthrough
+	case d.Verdict == permission.AskUser:
+		d, _ = g.Resolve(ctx, req, d) // a refusal is d's verdict
+	}
+	if r.audit != nil {
+		rec := audit.Record{Kind: "decision", Call: t.out.ID, Tool: req.Tool, Key: key.String(), Environment: string(req.Environment),
+			Decision: string(d.Verdict), Layer: string(d.Layer), Reason: d.Reason, Display: req.Display}
+		if d.Layer == permission.LayerApprover {
+			rec.Grant = d.Grant.String()
+		}
+		_ = r.audit.Write(rec)
+	}
+	return d.Allowed()
+}
