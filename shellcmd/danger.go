@@ -89,7 +89,7 @@ type Target struct {
 // directory; empty home: $HOME. It is safe for concurrent use.
 func Dangerous(t Target, projectDir, home string) []Finding {
 	if projectDir == "" {
-		projectDir, _ = os.Getwd()
+		projectDir, _ = getwd()
 	}
 	if home == "" {
 		home, _ = os.UserHomeDir()
