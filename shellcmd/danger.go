@@ -340,7 +340,7 @@ func (d *dangerScan) check(given string, write bool) {
 	}
 	joined := !filepath.IsAbs(p)
 	if joined {
-		p = filepath.Join(d.projectDir, p) // clean, as Join leaves it
+		p = join(d.projectDir, p) // clean, as Join leaves it
 	}
 	if i := strings.IndexAny(p, "*?["); i >= 0 {
 		if d.reach != nil {
@@ -459,7 +459,7 @@ func resolve(p string) string { return resolveFrom("/", p) }
 // about each component where it lies (lstatLink); it gives what
 // resolveSlow gives (FuzzResolveFrom).
 func resolveFrom(base, p string) string {
-	if base == "" || base[0] != '/' || filepath.Clean(base) != base {
+	if !cleanAbs(base) {
 		return resolveSlow(base, p)
 	}
 	var buf [1024]byte
@@ -511,6 +511,41 @@ func resolveFrom(base, p string) string {
 		cur = append(cur[:0], '/')
 	}
 	return string(cur)
+}
+
+// cleanAbs reports whether p is absolute and filepath.Clean(p) == p,
+// without building the clean path: no empty, . or .. component and no
+// final slash, but for / itself.
+func cleanAbs(p string) bool {
+	if p == "" || p[0] != '/' || filepath.Separator != '/' {
+		return false
+	}
+	if p == "/" {
+		return true
+	}
+	for rest := p[1:]; ; {
+		c, after, more := strings.Cut(rest, "/")
+		if c == "" || c == "." || c == ".." {
+			return false
+		}
+		if !more {
+			return true
+		}
+		rest = after
+	}
+}
+
+// join is filepath.Join(dir, p) for a non-empty p, without cleaning
+// again what is clean: dir+"/"+p when dir is clean and absolute and p a
+// plain relative path.
+func join(dir, p string) string {
+	if cleanAbs(dir) && p != "" && p[0] != '/' && cleanAbs("/"+p) {
+		if dir == "/" {
+			return "/" + p
+		}
+		return dir + "/" + p
+	}
+	return filepath.Join(dir, p)
 }
 
 // resolveSlow is resolveFrom for any base, one string per component.

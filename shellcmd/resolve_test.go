@@ -65,3 +65,23 @@ func TestResolveLongPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJoin: cleanAbs is filepath.Clean(p) == p for an absolute p, and
+// join is filepath.Join, for any directory and path.
+func FuzzJoin(f *testing.F) {
+	for _, s := range [][2]string{{"/", "a"}, {"/a/b", "c/d"}, {"/a/", "b"}, {"/a/./b", "c"}, {"/a", "../b"},
+		{"/a", "./b"}, {"/a", "b/"}, {"/a", "b//c"}, {"", "b"}, {"rel", "b"}, {"//", "x"}, {"/a/..", "b"}, {"/a", "..."}, {"/a", "."}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, dir, p string) {
+		if got, want := cleanAbs(dir), dir != "" && dir[0] == '/' && filepath.Clean(dir) == dir; got != want {
+			t.Fatalf("cleanAbs(%q) = %v, want %v", dir, got, want)
+		}
+		if p == "" {
+			return
+		}
+		if got, want := join(dir, p), filepath.Join(dir, p); got != want {
+			t.Fatalf("join(%q, %q) = %q, filepath.Join gives %q", dir, p, got, want)
+		}
+	})
+}
