@@ -32,6 +32,7 @@ func dangerousPaths(in *inside, projectDir, home string) []shellcmd.Finding {
 		if f, ok := in.commandFile(); ok {
 			t.File = f
 			t.WriteShell = !in.classify(f).ReadOnly
+			t.Segments, _ = in.segments()
 		} else if req.Command != nil {
 			t.Source = req.Command.Source
 		}

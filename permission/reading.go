@@ -80,7 +80,11 @@ func (in *inside) Warnings() []string {
 			if in.req.Command != nil {
 				src = in.req.Command.Source
 			}
-			in.warnings = shellcmd.Warnings(f, src)
+			var segs []shellcmd.Segment
+			if f != nil {
+				segs, _ = in.segments()
+			}
+			in.warnings = shellcmd.WarningsWith(f, src, segs)
 		}
 	}
 	return in.warnings

@@ -72,6 +72,9 @@ type Target struct {
 	// WriteShell says the command's words may be written to (it is not
 	// read-only); redirections that write are writes regardless.
 	WriteShell bool
+	// Segments are Segments(File), when the caller has them; nil:
+	// Dangerous computes them.
+	Segments []Segment
 }
 
 // Dangerous lists the dangerous paths t touches: its Paths, and, for a
@@ -106,7 +109,11 @@ func Dangerous(t Target, projectDir, home string) []Finding {
 	}
 	if t.File != nil {
 		d.shell(t.File, t.WriteShell, 0)
-		d.recursive(t.File)
+		segs := t.Segments
+		if segs == nil {
+			segs = Segments(t.File)
+		}
+		d.recursive(segs)
 	} else {
 		d.tokens(t.Source, true)
 	}
@@ -204,9 +211,9 @@ func (d *dangerScan) tokens(s string, write bool) {
 // recursive finds programs that read whole trees (grep -r, rg, find, tar,
 // cp -r, rsync…) given the home directory or one above it: the keys and
 // credentials in it would be read too.
-func (d *dangerScan) recursive(f *syntax.File) {
+func (d *dangerScan) recursive(segs []Segment) {
 	home := filepath.Clean(d.home)
-	for _, seg := range Segments(f) {
+	for _, seg := range segs {
 		prog, lit := seg.Program()
 		if !lit {
 			continue
