@@ -41,7 +41,7 @@ type effective struct {
 	kernelOnly bool
 }
 
-// file is commandFile(in.req).
+// commandFile is commandFile(in.req), kept.
 func (in *inside) commandFile() (*syntax.File, bool) {
 	if !in.fileDone {
 		in.fileDone = true
@@ -50,7 +50,7 @@ func (in *inside) commandFile() (*syntax.File, bool) {
 	return in.file, in.fileOK
 }
 
-// segments are the commands inside the request's shell command; ok is
+// segments returns the commands inside the request's shell command; ok is
 // false when it has none that parses.
 func (in *inside) segments() ([]shellcmd.Segment, bool) {
 	f, ok := in.commandFile()
