@@ -21,12 +21,18 @@ import (
 // allow rules, and only Once is offered (AskDangerous). DangerousPaths is
 // safe for concurrent use.
 func DangerousPaths(req *Request, projectDir, home string) []shellcmd.Finding {
+	return dangerousPaths(&inside{req: req}, projectDir, home)
+}
+
+func dangerousPaths(in *inside, projectDir, home string) []shellcmd.Finding {
+	req := in.req
 	t := shellcmd.Target{Paths: req.Paths, WritePaths: !(req.Class == ClassRead || req.Class == ClassInternal)}
 	if isShell(req) {
 		t.Shell, t.Args = true, req.Args
-		if f, ok := commandFile(req); ok {
+		if f, ok := in.commandFile(); ok {
 			t.File = f
-			t.WriteShell = !readOnlyClass(req, f)
+			t.WriteShell = !in.classify(f).ReadOnly
+			t.Segments, _ = in.segments()
 		} else if req.Command != nil {
 			t.Source = req.Command.Source
 		}

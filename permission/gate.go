@@ -86,21 +86,22 @@ func (g *Gate) Decide(req *Request) *Decision {
 	if why, ok := pol.InScope(req); !ok {
 		return decide(Refuse, LayerScope, "", why)
 	}
-	if rule, ok := pol.DenyRule(req); ok {
+	in := &inside{req: req} // one reading of req for every step
+	if rule, ok := pol.denyRule(in); ok {
 		return decide(Refuse, LayerDenyRule, rule, "denied by rule "+rule)
 	}
-	if why, ok := pol.Restricted(req); ok {
+	if why, ok := pol.restricted(in); ok {
 		return decide(Refuse, LayerDirective, "", why)
 	}
-	if rule, why, ok := pol.DenyUnsure(req); ok {
+	if rule, why, ok := pol.denyUnsure(in); ok {
 		d.Offer = ceiling.Once
 		return decide(AskUser, LayerDenyRule, rule, why)
 	}
-	d.Warnings = Warnings(req)
+	d.Warnings = in.Warnings()
 	if req.Permission.IsNone() {
 		return decide(Allow, LayerNone, "", "the tool has no side effects (permission None)")
 	}
-	if found := pol.Dangerous(req); len(found) > 0 {
+	if found := dangerousPaths(in, pol.projectDir, pol.home); len(found) > 0 {
 		d.Offer = ceiling.Once
 		return decide(AskUser, LayerDangerous, "", "touches a dangerous path: "+found[0].String())
 	}
@@ -123,7 +124,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 			return decide(Allow, LayerSession, m.Entry.Pattern.String(), "allowed for this session")
 		}
 	}
-	v, layer, why := pol.Decide(req)
+	v, layer, why := pol.decide(in)
 	rule := ""
 	if layer == LayerAskRule || layer == LayerAllowRule {
 		rule, why = why, "rule "+why

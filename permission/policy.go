@@ -282,7 +282,10 @@ func (p *Policy) InScope(req *Request) (reason string, ok bool) {
 // text that does not parse matches every run_command deny rule. rule is
 // written "PATTERN (SOURCE)".
 func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
-	in := &inside{req: req}
+	return p.denyRule(&inside{req: req})
+}
+
+func (p *Policy) denyRule(in *inside) (rule string, ok bool) {
 	for _, r := range p.deny {
 		if matchInside(r.Pattern, in) {
 			return r.String(), true
@@ -299,7 +302,10 @@ func (p *Policy) DenyRule(req *Request) (rule string, ok bool) {
 // Once only. rule is the first run_command deny rule, why says what was
 // found.
 func (p *Policy) DenyUnsure(req *Request) (rule, why string, ok bool) {
-	in := &inside{req: req}
+	return p.denyUnsure(&inside{req: req})
+}
+
+func (p *Policy) denyUnsure(in *inside) (rule, why string, ok bool) {
 	for _, r := range p.deny {
 		if r.Pattern.Tool != keys.ShellTool || r.Pattern.Exact {
 			continue
@@ -319,14 +325,25 @@ func (p *Policy) DenyUnsure(req *Request) (rule, why string, ok bool) {
 // why then says so, and kernelOnly says whether only the kernel layer could
 // have contained it (a recursive read, a file list: asked in trust mode
 // too, since it would run unconfined).
-func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string, kernelOnly bool) {
+func (p *Policy) effectiveClass(in *inside) (c Class, ro bool, why string, kernelOnly bool) {
+	if e := in.class; e != nil && e.pol == p {
+		return e.c, e.ro, e.why, e.kernelOnly
+	}
+	c, ro, why, kernelOnly = p.readClass(in)
+	in.class = &effective{pol: p, c: c, ro: ro, why: why, kernelOnly: kernelOnly}
+	return c, ro, why, kernelOnly
+}
+
+// readClass is effectiveClass, not kept.
+func (p *Policy) readClass(in *inside) (c Class, ro bool, why string, kernelOnly bool) {
+	req := in.req
 	c = req.Class
 	if c == "" {
 		c = ClassUnknown
 	}
 	if isShell(req) && (c == ClassExec || c == ClassUnknown) {
-		if f, ok := commandFile(req); ok {
-			v := classify(req, f)
+		if f, ok := in.commandFile(); ok {
+			v := in.classify(f)
 			switch {
 			case v.ReadOnly && v.Kernel != "" && p.unconfined:
 				return c, false, "read-only, but " + v.Kernel + ", and this machine has no kernel layer (Landlock) to contain it", true
@@ -349,7 +366,7 @@ func (p *Policy) effectiveClass(req *Request) (c Class, ro bool, why string, ker
 // command: read-only by its text, and naming no path outside the reach of
 // one (a home directory beyond the project: shellcmd.Beyond).
 func (p *Policy) ReadOnlyCall(req *Request) bool {
-	_, ro, _, _ := p.effectiveClass(req)
+	_, ro, _, _ := p.effectiveClass(&inside{req: req})
 	return ro
 }
 
@@ -380,7 +397,12 @@ func (p *Policy) beyond(req *Request, f *syntax.File) string {
 // unknown calls. An unknown directive forbids everything but reads. When
 // ok, reason says why (the gate denies with LayerDirective).
 func (p *Policy) Restricted(req *Request) (reason string, ok bool) {
-	c, _, _, _ := p.effectiveClass(req)
+	return p.restricted(&inside{req: req})
+}
+
+func (p *Policy) restricted(in *inside) (reason string, ok bool) {
+	req := in.req
+	c, _, _, _ := p.effectiveClass(in)
 	readish := c == ClassRead || c == ClassInternal
 	switch req.Directive {
 	case DirectiveNone:
@@ -407,7 +429,7 @@ func (p *Policy) Restricted(req *Request) (reason string, ok bool) {
 // DangerousPaths), taken against the policy's project and home
 // directories. Any finding means: ask, offering Once only (AskDangerous).
 func (p *Policy) Dangerous(req *Request) []shellcmd.Finding {
-	return DangerousPaths(req, p.projectDir, p.home)
+	return dangerousPaths(&inside{req: req}, p.projectDir, p.home)
 }
 
 // Decide is the gate's step 8, for a call that no earlier step decided:
@@ -422,7 +444,11 @@ func (p *Policy) Dangerous(req *Request) []shellcmd.Finding {
 //
 // why is the rule ("PATTERN (SOURCE)") for rule layers, else a reason.
 func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
-	in := &inside{req: req}
+	return p.decide(&inside{req: req})
+}
+
+func (p *Policy) decide(in *inside) (v Verdict, layer Layer, why string) {
+	req := in.req
 	for _, r := range p.ask {
 		if matchInside(r.Pattern, in) {
 			return AskUser, LayerAskRule, r.String()
@@ -449,7 +475,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		class = ClassUnknown
 	}
 	if p.mode.Verdict(class) != Allow {
-		c, ro, why, _ := p.effectiveClass(req)
+		c, ro, why, _ := p.effectiveClass(in)
 		if ro {
 			if v := p.mode.Verdict(c); v == Allow {
 				return Allow, LayerReadOnly, "a read-only command" + note
@@ -462,7 +488,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 	v = p.mode.Verdict(class)
 	if v == Allow && p.mode == ModeTrust && isShell(req) {
 		// trust mode allows everything but clearly destructive commands
-		if w := Warnings(req); len(w) > 0 {
+		if w := in.Warnings(); len(w) > 0 {
 			return AskUser, LayerMode, fmt.Sprintf("mode %s asks for destructive commands: %s%s", p.mode, strings.Join(w, "; "), note)
 		}
 		// What only the kernel layer could contain (a recursive read through
@@ -470,7 +496,7 @@ func (p *Policy) Decide(req *Request) (v Verdict, layer Layer, why string) {
 		// asked in trust mode too when there is no kernel layer.
 		// So is such a command that names a home directory beyond the
 		// project: it would run unconfined (ReadOnlyCall).
-		if _, _, why, kernelOnly := p.effectiveClass(req); kernelOnly {
+		if _, _, why, kernelOnly := p.effectiveClass(in); kernelOnly {
 			return AskUser, LayerMode, fmt.Sprintf("mode %s: %s", p.mode, why)
 		}
 	}

@@ -64,7 +64,7 @@ func TestReadOnlyBeyondTheProject(t *testing.T) {
 		req.Command = ParseCommand(tt.src)
 		req.Dir = project
 		if got := pol.ReadOnlyCall(req); got != tt.ro {
-			_, _, why, _ := pol.effectiveClass(req)
+			_, _, why, _ := pol.effectiveClass(&inside{req: req})
 			t.Errorf("%q: read-only %v, want %v (%s)", tt.src, got, tt.ro, why)
 		}
 		d, _, why := pol.Decide(req)

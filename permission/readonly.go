@@ -6,12 +6,8 @@ import (
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
-// readOnlyClass reports whether req's shell command f is read-only with
-// what the call carries (its env and positional arguments).
-func readOnlyClass(req *Request, f *syntax.File) bool {
-	return classify(req, f).ReadOnly
-}
-
+// classify is the read-only verdict of req's shell command f with what
+// the call carries (its env and positional arguments).
 func classify(req *Request, f *syntax.File) shellcmd.Verdict {
 	return shellcmd.Classify(f, shellcmd.Call{Args: req.Args, Env: req.Env})
 }

@@ -147,24 +147,6 @@ func looseMatch(p keys.Pattern, seg shellcmd.Segment) bool {
 	return false
 }
 
-// inside holds what deny and ask rules look at in a request, computed once.
-type inside struct {
-	req    *Request
-	done   bool
-	parsed bool
-	segs   []shellcmd.Segment
-}
-
-func (in *inside) segments() ([]shellcmd.Segment, bool) {
-	if !in.done {
-		in.done = true
-		if f, ok := commandFile(in.req); ok {
-			in.parsed, in.segs = true, shellcmd.Segments(f)
-		}
-	}
-	return in.segs, in.parsed
-}
-
 // matchInside reports whether a deny or ask rule covers in.req: its own
 // key, every call of its tool, or, for a shell command, any command
 // anywhere in it. A shell command whose text does not parse matches every

@@ -1,20 +1,10 @@
 package permission
 
-import "github.com/ccrun/ccrun/shellcmd"
-
 // Warnings returns short notes for the person asked about a shell command
 // of a destructive form (rm -rf, git reset --hard, git push --force, DROP
 // TABLE, sudo, curl … | sh…), found anywhere in the command; see shellcmd.Warnings. They change no decision
 // but one: in trust mode a command that carries one is asked. Nil for
 // calls that are not shell commands.
 func Warnings(req *Request) []string {
-	if !isShell(req) {
-		return nil
-	}
-	f, _ := commandFile(req)
-	src := ""
-	if req.Command != nil {
-		src = req.Command.Source
-	}
-	return shellcmd.Warnings(f, src)
+	return (&inside{req: req}).Warnings()
 }

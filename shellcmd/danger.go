@@ -1,11 +1,13 @@
 package shellcmd
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -70,6 +72,9 @@ type Target struct {
 	// WriteShell says the command's words may be written to (it is not
 	// read-only); redirections that write are writes regardless.
 	WriteShell bool
+	// Segments are Segments(File), when the caller has them; nil:
+	// Dangerous computes them.
+	Segments []Segment
 }
 
 // Dangerous lists the dangerous paths t touches: its Paths, and, for a
@@ -87,13 +92,12 @@ type Target struct {
 // directory; empty home: $HOME. It is safe for concurrent use.
 func Dangerous(t Target, projectDir, home string) []Finding {
 	if projectDir == "" {
-		projectDir, _ = os.Getwd()
+		projectDir, _ = getwd()
 	}
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	d := dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}, args: t.Args}
-	d.realProject = resolve(projectDir)
+	d := newScan(projectDir, home, t.Args)
 	for _, p := range t.Paths {
 		d.check(p, t.WritePaths)
 	}
@@ -105,7 +109,11 @@ func Dangerous(t Target, projectDir, home string) []Finding {
 	}
 	if t.File != nil {
 		d.shell(t.File, t.WriteShell, 0)
-		d.recursive(t.File)
+		segs := t.Segments
+		if segs == nil {
+			segs = Segments(t.File)
+		}
+		d.recursive(segs)
 	} else {
 		d.tokens(t.Source, true)
 	}
@@ -114,12 +122,18 @@ func Dangerous(t Target, projectDir, home string) []Finding {
 
 type dangerScan struct {
 	projectDir, home string
+	projectPrefix    string // filepath.Clean(projectDir) + "/"
 	realProject      string // projectDir with its symlinks resolved
 	seen             map[string]bool
 	args             []string // positional parameters
 	out              []Finding
 	reach            *Reach // for Beyond: paths are held against it, not the table
 	beyond           string // the first path outside reach
+}
+
+func newScan(projectDir, home string, args []string) dangerScan {
+	return dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}, args: args,
+		projectPrefix: filepath.Clean(projectDir) + "/", realProject: resolve(projectDir)}
 }
 
 func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
@@ -197,9 +211,9 @@ func (d *dangerScan) tokens(s string, write bool) {
 // recursive finds programs that read whole trees (grep -r, rg, find, tar,
 // cp -r, rsync…) given the home directory or one above it: the keys and
 // credentials in it would be read too.
-func (d *dangerScan) recursive(f *syntax.File) {
+func (d *dangerScan) recursive(segs []Segment) {
 	home := filepath.Clean(d.home)
-	for _, seg := range Segments(f) {
+	for _, seg := range segs {
 		prog, lit := seg.Program()
 		if !lit {
 			continue
@@ -331,8 +345,9 @@ func (d *dangerScan) check(given string, write bool) {
 	case strings.HasPrefix(p, "file://"):
 		p = strings.TrimPrefix(p, "file://")
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(d.projectDir, p)
+	joined := !filepath.IsAbs(p)
+	if joined {
+		p = join(d.projectDir, p) // clean, as Join leaves it
 	}
 	if i := strings.IndexAny(p, "*?["); i >= 0 {
 		if d.reach != nil {
@@ -345,9 +360,12 @@ func (d *dangerScan) check(given string, write bool) {
 		d.glob(given, p, write)
 		return
 	}
-	lexical := filepath.Clean(p)
+	lexical := p
+	if !joined {
+		lexical = filepath.Clean(p)
+	}
 	var physical string
-	if rest, ok := strings.CutPrefix(lexical, filepath.Clean(d.projectDir)+"/"); ok {
+	if rest, ok := strings.CutPrefix(lexical, d.projectPrefix); ok {
 		physical = resolveFrom(d.realProject, rest) // the project's own path resolved once
 	} else {
 		physical = resolve(p)
@@ -358,7 +376,10 @@ func (d *dangerScan) check(given string, write bool) {
 		}
 		return
 	}
-	for _, cand := range []string{lexical, physical} {
+	for n, cand := range []string{lexical, physical} {
+		if n == 1 && cand == lexical {
+			break // the same row, and the same key: seen
+		}
 		i := firstRule(filepath.ToSlash(cand), write)
 		if i < 0 {
 			continue
@@ -441,7 +462,101 @@ func resolve(p string) string { return resolveFrom("/", p) }
 
 // resolveFrom is resolve for a path p below base, where base is already
 // resolved (no symlink in it): only the components past base are looked at.
+// It builds the path it walks in a buffer on the stack and asks the kernel
+// about each component where it lies (lstatLink); it gives what
+// resolveSlow gives (FuzzResolveFrom).
 func resolveFrom(base, p string) string {
+	if !cleanAbs(base) {
+		return resolveSlow(base, p)
+	}
+	var buf [1024]byte
+	cur := append(buf[:0], base...) // clean and absolute throughout
+	rest := filepath.ToSlash(p)
+	links := 0
+	for rest != "" {
+		var c string
+		c, rest, _ = strings.Cut(rest, "/")
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if i := bytes.LastIndexByte(cur, '/'); i > 0 {
+				cur = cur[:i]
+			} else {
+				cur = cur[:1]
+			}
+			continue
+		}
+		n := len(cur)
+		if n > 1 {
+			cur = append(cur, '/')
+		}
+		cur = append(cur, c...)
+		link, err := false, error(syscall.EINVAL) // a NUL: os.Lstat refuses the name
+		if strings.IndexByte(c, 0) < 0 {
+			link, err = lstatLink(cur)
+		}
+		if err != nil {
+			return filepath.Clean(string(cur) + "/" + rest)
+		}
+		if !link {
+			continue
+		}
+		links++
+		if links > 40 {
+			return filepath.Clean(string(cur) + "/" + rest)
+		}
+		target, err := os.Readlink(string(cur))
+		if err != nil {
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(string(cur[:n]), target)
+		}
+		// splice the target's components in place of this one
+		rest = target + "/" + rest
+		cur = append(cur[:0], '/')
+	}
+	return string(cur)
+}
+
+// cleanAbs reports whether p is absolute and filepath.Clean(p) == p,
+// without building the clean path: no empty, . or .. component and no
+// final slash, but for / itself.
+func cleanAbs(p string) bool {
+	if p == "" || p[0] != '/' || filepath.Separator != '/' {
+		return false
+	}
+	if p == "/" {
+		return true
+	}
+	for rest := p[1:]; ; {
+		c, after, more := strings.Cut(rest, "/")
+		if c == "" || c == "." || c == ".." {
+			return false
+		}
+		if !more {
+			return true
+		}
+		rest = after
+	}
+}
+
+// join is filepath.Join(dir, p) for a non-empty p, without cleaning
+// again what is clean: dir+"/"+p when dir is clean and absolute and p a
+// plain relative path.
+func join(dir, p string) string {
+	if cleanAbs(dir) && p != "" && p[0] != '/' && cleanAbs("/"+p) {
+		if dir == "/" {
+			return "/" + p
+		}
+		return dir + "/" + p
+	}
+	return filepath.Join(dir, p)
+}
+
+// resolveSlow is resolveFrom for any base, one string per component.
+func resolveSlow(base, p string) string {
 	comps := strings.Split(filepath.ToSlash(p), "/")
 	cur := base
 	links := 0

@@ -200,7 +200,7 @@ func Parse(src string) *Parsed {
 		c.File, c.Canonical, c.Compound, c.Exact = f, CanonicalEmpty, true, true
 		return c
 	}
-	if c.Canonical, err = printNode(f); err != nil {
+	if c.Canonical, err = canonical(f); err != nil {
 		return c.unparsed(err)
 	}
 	if c.simple(src, f) && !c.Exact {
@@ -278,6 +278,78 @@ func printNode(n syntax.Node) (_ string, err error) {
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
+
+// canonical is printNode(f): for a plain command (plainCanonical) its
+// words joined by blanks, as the printer writes them; for anything else
+// the printer's output.
+func canonical(f *syntax.File) (string, error) {
+	if s, ok := plainCanonical(f); ok {
+		return s, nil
+	}
+	return printNode(f)
+}
+
+// plainCanonical is the printer's output for f when f is one statement
+// of one line that is a call of words of plain text only (letters, digits
+// and . _ / + - @ % , = :), with nothing else in or around it: the
+// words, each as written, joined by one blank. FuzzPlainCanonical holds
+// it to the printer's output.
+func plainCanonical(f *syntax.File) (string, bool) {
+	if len(f.Stmts) != 1 || len(f.Last) > 0 {
+		return "", false
+	}
+	st := f.Stmts[0]
+	if st.Negated || st.Background || st.Coprocess || st.Disown || len(st.Redirs) > 0 || len(st.Comments) > 0 {
+		return "", false
+	}
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 {
+		return "", false
+	}
+	line := call.Args[0].Pos().Line()
+	n := len(call.Args) - 1
+	for _, w := range call.Args {
+		if len(w.Parts) != 1 || w.Pos().Line() != line || w.End().Line() != line {
+			return "", false
+		}
+		l, ok := w.Parts[0].(*syntax.Lit)
+		if !ok || l.Value == "" {
+			return "", false
+		}
+		for i := 0; i < len(l.Value); i++ {
+			if !plainByte[l.Value[i]] {
+				return "", false
+			}
+		}
+		n += len(l.Value)
+	}
+	if len(call.Args) == 1 {
+		return call.Args[0].Parts[0].(*syntax.Lit).Value, true
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, w := range call.Args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Parts[0].(*syntax.Lit).Value)
+	}
+	return b.String(), true
+}
+
+// plainByte are the bytes of a plain word (plainCanonical).
+var plainByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range []byte("._/+-@%,=:") {
+		t[c] = true
+	}
+	return t
+}()
 
 // simple fills in c as a simple command if f is one.
 func (c *Parsed) simple(src string, f *syntax.File) bool {

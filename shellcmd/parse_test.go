@@ -73,3 +73,27 @@ func FuzzSameCommand(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainCanonical: the canonical text of a plain command, made without
+// the printer, is the printer's output, for any text.
+func FuzzPlainCanonical(f *testing.F) {
+	for _, s := range []string{"make test", "git  status", "ls\t-la", "a\\\nb c", "a \\\n b", "x=1 y", "a b#c", "a #c",
+		"git status &", "! a", "a=b c=d", "-a", "a  b\n", "\n\na b", "a;", "a\nb", "a:b,c@d%e+f=g", "time a", "{ a; }",
+		"if", "a -- b", "./x/y.z", "A B"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		file, err := parse(src)
+		if err != nil {
+			return
+		}
+		got, ok := plainCanonical(file)
+		if !ok {
+			return
+		}
+		want, err := printNode(file)
+		if err != nil || got != want {
+			t.Fatalf("%q: plainCanonical %q, the printer %q (%v)", src, got, want, err)
+		}
+	})
+}

@@ -44,8 +44,8 @@ func Beyond(f *syntax.File, args []string, dir, home string, r Reach) string {
 	if len(r.Private) == 0 || f == nil {
 		return ""
 	}
-	d := dangerScan{projectDir: dir, home: home, seen: map[string]bool{}, args: args, reach: &r}
-	d.realProject = resolve(dir)
+	d := newScan(dir, home, args)
+	d.reach = &r
 	for _, a := range args {
 		d.tokens(a, false)
 	}

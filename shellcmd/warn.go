@@ -18,6 +18,12 @@ import (
 // towards warning (git clean -nf warns too). f is the parse of source;
 // nil when it does not parse (then source is searched as text).
 func Warnings(f *syntax.File, source string) []string {
+	return WarningsWith(f, source, nil)
+}
+
+// WarningsWith is Warnings for a caller that has Segments(f) already:
+// segs; nil, and Warnings computes them.
+func WarningsWith(f *syntax.File, source string, segs []Segment) []string {
 	var out []string
 	add := func(s string) {
 		if !slices.Contains(out, s) {
@@ -31,7 +37,10 @@ func Warnings(f *syntax.File, source string) []string {
 		return out
 	}
 	download, shell := false, false
-	for _, seg := range Segments(f) {
+	if segs == nil {
+		segs = Segments(f)
+	}
+	for _, seg := range segs {
 		if seg.Opaque {
 			continue
 		}

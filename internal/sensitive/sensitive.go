@@ -346,7 +346,17 @@ func (r Row) nameAt(j int, pat string) name {
 // absolute, clean, slash-separated path p — Implant rows only when write —
 // or -1.
 func First(p string, write bool) int {
-	return FirstComps(strings.Split(strings.Trim(p, "/"), "/"), write)
+	var buf [32]string // the components, on the stack for a path of up to 32
+	comps := buf[:0]
+	for rest := strings.Trim(p, "/"); ; {
+		c, after, more := strings.Cut(rest, "/")
+		comps = append(comps, c)
+		if !more {
+			break
+		}
+		rest = after
+	}
+	return FirstComps(comps, write)
 }
 
 // FirstComps is First for a path already cut into its components (an

@@ -158,3 +158,19 @@ func TestAnyCase(t *testing.T) {
 		t.Errorf("GitMade of a .GIT and a repository in other cases = %q, want all four", got)
 	}
 }
+
+// FuzzFirst: First, which cuts the path into components on the stack, is
+// FirstComps of the path cut by strings.Split, for any path, either way.
+func FuzzFirst(f *testing.F) {
+	for _, p := range []string{"/", "", "/home/u/.ssh/id_rsa", "//a//b/", "/a/.GIT/HOOKS/x", "/proc/1/environ",
+		"/" + strings.Repeat("a/", 40) + ".env", "x/.aws/credentials", "/etc/shadow"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		for _, write := range []bool{false, true} {
+			if got, want := First(p, write), FirstComps(strings.Split(strings.Trim(p, "/"), "/"), write); got != want {
+				t.Fatalf("First(%q, %v) = %d, FirstComps of its split %d", p, write, got, want)
+			}
+		}
+	})
+}
