@@ -392,6 +392,9 @@ func (r *run) start(cmd *exec.Cmd) error {
 // openFile opens what the script itself opens, from the run's confined
 // thread when it has one; the same as interp.DefaultOpenHandler otherwise.
 func (r *run) openFile(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	if s, ok := stdStream(ctx, path); ok {
+		return s, nil
+	}
 	if r.confine == nil {
 		return interp.DefaultOpenHandler()(ctx, path, flag, perm)
 	}
@@ -408,3 +411,62 @@ func (r *run) openFile(ctx context.Context, path string, flag int, perm os.FileM
 	}
 	return f, nil
 }
+
+// stdStream is the script's own standard stream that path names
+// (/dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/0-2, /proc/self/fd/0-2),
+// as a shell's redirection to one means it: the stream of the command
+// being redirected, not the file of that number in ccrun's process (its
+// own stderr: past the run's capture), nor a walk through /proc/self,
+// which a confined run cannot take (the opening thread resolves
+// beneath a root, where a magic link is refused, and /proc/PID is hidden).
+// Closing it closes nothing.
+func stdStream(ctx context.Context, path string) (io.ReadWriteCloser, bool) {
+	n := -1
+	switch path {
+	case "/dev/stdin":
+		n = 0
+	case "/dev/stdout":
+		n = 1
+	case "/dev/stderr":
+		n = 2
+	default:
+		for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+			if rest, ok := strings.CutPrefix(path, dir); ok && len(rest) == 1 && rest[0] >= '0' && rest[0] <= '2' {
+				n = int(rest[0] - '0')
+			}
+		}
+	}
+	if n < 0 {
+		return nil, false
+	}
+	hc := interp.HandlerCtx(ctx)
+	switch n {
+	case 0:
+		return stream{r: hc.Stdin}, true
+	case 1:
+		return stream{w: hc.Stdout}, true
+	}
+	return stream{w: hc.Stderr}, true
+}
+
+// stream is one of the script's standard streams, opened by name.
+type stream struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s stream) Read(b []byte) (int, error) {
+	if s.r == nil {
+		return 0, syscall.EBADF
+	}
+	return s.r.Read(b)
+}
+
+func (s stream) Write(b []byte) (int, error) {
+	if s.w == nil {
+		return 0, syscall.EBADF
+	}
+	return s.w.Write(b)
+}
+
+func (stream) Close() error { return nil }
