@@ -65,7 +65,7 @@ func findRows(dir string, limit int) (leaks, implants []string, complete bool, e
 	return nil, nil, false, ErrUnavailable
 }
 
-// Implants: nothing is searched on this OS (nothing is confined).
-func Implants(dir string) (implants []string, complete bool, err error) {
+// Sweep: nothing is searched on this OS (nothing is confined).
+func Sweep(dir string, keep []string) (removed []string, complete bool, err error) {
 	return nil, false, ErrUnavailable
 }

@@ -404,6 +404,11 @@ func isAt(f *os.File, path string) bool {
 	return err == nil && os.SameFile(fi, now)
 }
 
+// Waited reports whether the run had to wait for another run's lock:
+// what it planned from the directory before Begin may be stale (another
+// run wrote it meanwhile). False for a nil Lock.
+func (l *Lock) Waited() bool { return l != nil && l.waited > 0 }
+
 // End releases l and returns res and err with what a person should know
 // about the run's mounts added to the Result's Detail (or, with no Result,
 // to the error): that it waited for another run, and that a mount changed

@@ -13,11 +13,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/internal/mountlock"
+	"github.com/ccrun/ccrun/runtime/job"
 )
 
 // Confinement, set as Spec.Confine, runs every program of a run under the
@@ -93,6 +96,40 @@ type Confinement struct {
 
 	warm    *warmRuleset // Warm's ruleset, for the first run that takes it
 	partial bool         // WorkspaceConfinement's search did not reach everything
+	// replan searches the project again (WorkspaceConfinement's), for a
+	// run that waited for the project's lock: another run wrote it
+	// meanwhile
+	replan func() (confine.Policy, bool, error)
+}
+
+// lock takes the project's lock (internal/mountlock, as the sandboxes
+// that mount a directory rw take it) for a workspace run, for the whole
+// run and the sweep after it: the binds hold against any writer at any
+// moment, but the sweep is a walk after the fact, which another ccrun
+// sandbox moving directories about at the same time could dodge, and
+// whose "new since the search" would count what another run made
+// meanwhile as the user's. A run that had to wait searches the project
+// again. The zero Lock for a run that is not in the workspace tier; a
+// Result when the run ended waiting (cancelled, timed out); an error
+// when the lock directory is unsafe.
+func (c *Confinement) lock(ctx context.Context, lim job.Limits) (*mountlock.Lock, *job.Result, error) {
+	if c == nil || c.Sweep == "" {
+		return nil, nil, nil
+	}
+	lk, early, err := mountlock.Begin(ctx, []job.Mount{{Host: c.Sweep, Guest: c.Sweep, Writable: true}}, lim, time.Now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("shell: the workspace sandbox's lock of %s: %w: %w", c.Sweep, ErrExecutor, err)
+	}
+	if early != nil || !lk.Waited() || c.replan == nil {
+		return lk, early, nil
+	}
+	p, complete, err := c.replan()
+	if err != nil {
+		res, err := lk.End(nil, fmt.Errorf("shell: not run: the workspace sandbox cannot be built (%w): %w", err, ErrExecutor))
+		return nil, res, err
+	}
+	c.Protect, c.Mask, c.partial = p.Protect, p.Mask, !complete
+	return lk, nil, nil
 }
 
 // Partial reports whether WorkspaceConfinement's search of the project
@@ -281,14 +318,15 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 	for _, w := range writable {
 		_ = os.MkdirAll(w, 0o755) // a cache not made yet: Landlock can only grant what exists
 	}
-	p, complete, err := confine.Workspace(home, project, parent, writable...)
+	plan := func() (confine.Policy, bool, error) { return confine.Workspace(home, project, parent, writable...) }
+	p, complete, err := plan()
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, false, err
 	}
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
 		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project,
-		partial: !complete}, complete, nil
+		partial: !complete, replan: plan}, complete, nil
 }
 
 // ownedByMe reports whether fi belongs to this process's user.
@@ -303,33 +341,16 @@ func (c *Confinement) sweep() (note, problem string) {
 	if c == nil || c.Sweep == "" {
 		return "", ""
 	}
-	found, complete, err := confine.Implants(c.Sweep)
-	var removed, failed []string
-	root, rerr := os.OpenRoot(c.Sweep)
-	if rerr != nil {
-		return "", fmt.Sprintf("the sandbox could not check %s for planted paths: %v", c.Sweep, rerr)
-	}
-	defer root.Close()
-	for _, p := range found {
-		if slices.Contains(c.Protect, p) {
-			continue // bound read-only for the whole run
-		}
-		rel, _ := filepath.Rel(c.Sweep, p)
-		if err := root.RemoveAll(rel); err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%v)", rel, err))
-		} else {
-			removed = append(removed, rel)
-		}
+	removed, complete, err := confine.Sweep(c.Sweep, c.Protect)
+	for i, r := range removed {
+		removed[i] = strings.TrimPrefix(r, "./")
 	}
 	if len(removed) > 0 {
 		note = "sandbox refused: removed protected paths the command made: " + strings.Join(removed, ", ")
 	}
 	var probs []string
-	if len(failed) > 0 {
-		probs = append(probs, "could not remove protected paths the command made: "+strings.Join(failed, ", "))
-	}
 	if err != nil {
-		probs = append(probs, fmt.Sprintf("the check for planted paths failed: %v", err))
+		probs = append(probs, fmt.Sprintf("the check for planted paths could not finish: %v", strings.ReplaceAll(err.Error(), "\n", "; ")))
 	} else if !complete {
 		probs = append(probs, "the check for planted paths stopped after 50000 names")
 	}
