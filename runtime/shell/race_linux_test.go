@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // swapper is a perl program that swaps, with renameat2(RENAME_EXCHANGE),
@@ -141,5 +142,63 @@ func TestWorkspaceSwapRace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWorkspaceLock: two workspace runs of one project do not overlap
+// (the second waits for the first's lock and says so), and the one that
+// waited searches the project again: a protected path its search found
+// and that is gone by the time it runs (here removed while it waited)
+// does not fail its start.
+func TestWorkspaceLock(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	if err := os.Mkdir(w.project+"/.vscode", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := func(src string) Spec {
+		c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := w.spec(t, src)
+		s.Confine = c
+		return s
+	}
+	e := newExecutor(t)
+	first, second := ws(`echo a >>order; sleep 1; echo a >>order`), ws(`echo b >>order`)
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.Run(context.Background(), first)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("first: exit %d: %s %s", res.ExitCode, res.Stderr, res.Detail)
+		}
+		done <- err
+	}()
+	for i := 0; ; i++ {
+		if b, _ := os.ReadFile(w.project + "/order"); len(b) > 0 {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the first run did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.Remove(w.project + "/.vscode"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background(), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Detail, "waited") {
+		t.Errorf("second: exit %d, stderr %q, detail %q: want a clean run that waited", res.ExitCode, res.Stderr, res.Detail)
+	}
+	if b, _ := os.ReadFile(w.project + "/order"); string(b) != "a\na\nb\n" {
+		t.Errorf("order %q: the runs overlapped", b)
 	}
 }
