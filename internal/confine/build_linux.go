@@ -228,6 +228,19 @@ func (n *node) add(cs []string) {
 // granted (walk into it: the merge of every matching kid), or granted
 // (nil, false).
 func (n *node) match(name string) (*node, bool) {
+	return n.matchAt(-1, name)
+}
+
+// matchAt is match for the entry name of the directory open as fd, which
+// also counts the kids spelled in another case that are the same entry
+// there: in a directory that folds case (a casefold ext4 or tmpfs
+// directory, vfat, exfat), a path written .ssh is the entry listed as
+// .SSH, and is hidden, or walked, as what it is. Whether two spellings
+// are one entry is asked of the directory itself (sameEntry: the kid's
+// spelling looked up in fd leads to the listed entry's inode), so that on
+// a case-sensitive file system .SSH and .ssh stay two paths, neither
+// hiding nor revealing the other. fd -1 asks nothing.
+func (n *node) matchAt(fd int, name string) (*node, bool) {
 	if n.procs && isPID(name) {
 		return nil, true
 	}
@@ -235,9 +248,20 @@ func (n *node) match(name string) (*node, bool) {
 	if k := n.kids[name]; k != nil {
 		hits = append(hits, k)
 	}
+	if fd >= 0 {
+		for kn, k := range n.kids {
+			if kn != name && strings.EqualFold(kn, name) && sameEntry(fd, name, kn) {
+				hits = append(hits, k)
+			}
+		}
+	}
 	for _, g := range n.globs {
 		if ok, _ := path.Match(g.pat, name); ok {
 			hits = append(hits, g.n)
+		} else if low := strings.ToLower(name); fd >= 0 && low != name && sameEntry(fd, name, low) {
+			if ok, _ := path.Match(strings.ToLower(g.pat), low); ok {
+				hits = append(hits, g.n) // ID_RSA where the directory folds case
+			}
 		}
 	}
 	switch len(hits) {
@@ -261,6 +285,18 @@ func (n *node) match(name string) (*node, bool) {
 		merged.globs = append(merged.globs, h.globs...)
 	}
 	return merged, false
+}
+
+// sameEntry reports whether the names a and b lead to one entry (device
+// and inode) of the directory open as fd: two spellings of one name in a
+// directory that folds case. A name that cannot be looked up is not the
+// other.
+func sameEntry(fd int, a, b string) bool {
+	var sa, sb unix.Stat_t
+	if unix.Fstatat(fd, a, &sa, unix.AT_SYMLINK_NOFOLLOW) != nil || unix.Fstatat(fd, b, &sb, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // graft puts the subtree sub at the components cs beneath n.
@@ -469,7 +505,7 @@ func (pl *planner) walk(parent int, name, abs string, n *node) {
 		return
 	}
 	for _, e := range ents {
-		k, hidden := n.match(e.name)
+		k, hidden := n.matchAt(fd, e.name)
 		if e.typ == unix.DT_LNK {
 			if hidden || k != nil {
 				pl.links = append(pl.links, path.Join(abs, e.name))

@@ -110,3 +110,48 @@ func TestSweepGoesOn(t *testing.T) {
 		t.Error("the sweep followed the link it found in the swapped directory's place")
 	}
 }
+
+// TestHideCase: the planner's names meet the directory's. Where a
+// directory folds case, the entry listed as .SSH is the hidden .ssh:
+// simulated here, on a case-sensitive file system, by a second name of
+// the hidden file's own inode in its directory (what a folding
+// directory's lookup of the other spelling returns), for a name and for
+// a glob row. On the case-sensitive file system itself, two real paths
+// that differ in case stay two: a distinct KEY.TXT beside a hidden
+// key.txt is read, and a distinct PROJ beside a revealed proj in a
+// private directory stays hidden.
+func TestHideCase(t *testing.T) {
+	needLandlock(t)
+	base := t.TempDir()
+	home, priv := base+"/home", base+"/priv"
+	mkdir(t, home+"/.ssh")
+	mkdir(t, priv+"/proj")
+	mkdir(t, priv+"/PROJ")
+	write(t, home+"/.ssh/id_rsa", canary+" ssh\n")
+	write(t, home+"/key.txt", canary+" key\n")
+	write(t, home+"/KEY.TXT", "another file\n")
+	write(t, home+"/id_ed25519", canary+" glob\n")
+	write(t, priv+"/proj/ok", "revealed\n")
+	write(t, priv+"/PROJ/secret", canary+" priv\n")
+	for old, alias := range map[string]string{"key.txt": "Key.Txt", "id_ed25519": "ID_ED25519"} {
+		if err := os.Link(home+"/"+old, home+"/"+alias); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := Prepare(Policy{Hide: []string{home + "/.ssh", home + "/key.txt", home + "/id_*"}, Private: []string{priv}, Search: []string{priv + "/proj"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	for file, readable := range map[string]bool{
+		home + "/.ssh/id_rsa": false, home + "/key.txt": false, home + "/Key.Txt": false,
+		home + "/id_ed25519": false, home + "/ID_ED25519": false,
+		home + "/KEY.TXT": true, priv + "/proj/ok": true, priv + "/PROJ/secret": false,
+	} {
+		cmd := exec.Command("/bin/cat", file)
+		out, err := startWait(t, rs, cmd)
+		if got := err == nil; got != readable {
+			t.Errorf("cat %s: %v %q, want readable %v", file, err, out, readable)
+		}
+	}
+}
