@@ -69,3 +69,6 @@ func findRows(dir string, limit int) (leaks, implants []string, complete bool, e
 func Sweep(dir string, keep []string) (removed []string, complete bool, err error) {
 	return nil, false, ErrUnavailable
 }
+
+// MountNamespace: this OS has none for a confined program.
+func MountNamespace() error { return ErrUnavailable }

@@ -268,6 +268,39 @@ var ErrConfineUnavailable = confine.ErrUnavailable
 // cannot run here (a Spec with Confine then fails closed).
 func ConfineAvailable() (abi int, err error) { return confine.Available() }
 
+// MissingGuarantees names, one sentence each, what this machine's kernel
+// does not give of a tier: the read-only one (workspace false: a command
+// nobody approved) or the workspace one (a command a person, a grant, a
+// rule or the mode let run). Empty when the tier holds in full. For
+// `ccrun check` and doctor: it starts a process to try a mount namespace.
+func MissingGuarantees(workspace bool) []string {
+	var out []string
+	abi, err := confine.Available()
+	switch {
+	case err != nil && workspace:
+		return []string{fmt.Sprintf("kernel confinement (%v): an approved command is not kept to the project, its TMPDIR and "+
+			"the writable directories; it writes and reads whatever the user can (with \"shell\": {\"sandbox\": \"required\"} it does not run)", err)}
+	case err != nil:
+		return []string{fmt.Sprintf("kernel confinement (%v): a read-only command's programs are checked by ccrun only, "+
+			"and the commands only the kernel could contain (git, recursive reads) are asked", err)}
+	}
+	if !confine.Seccomp() {
+		out = append(out, "the seccomp filter (none on "+runtime.GOARCH+"): confined programs may open sockets of every family, "+
+			"trace processes of their own domain and change modes, owners and times")
+	}
+	if abi < 6 {
+		out = append(out, fmt.Sprintf("signal and abstract-socket scoping (Landlock ABI 6, this kernel has %d): confined programs may "+
+			"signal processes outside the run and connect to their abstract unix sockets", abi))
+	}
+	if workspace {
+		if err := confine.MountNamespace(); err != nil {
+			out = append(out, fmt.Sprintf("a mount namespace (%v): the protected paths in the project (.git/config, hooks, .envrc...) "+
+				"cannot be bound read-only, so an approved command does not start in the workspace tier", err))
+		}
+	}
+	return out
+}
+
 // ReadOnlyConfinement is the confinement of a command that runs because it
 // was judged read-only and nobody was asked (internal/confine.ReadOnly):
 // the home directories are hidden but for dirs (give the project root and
