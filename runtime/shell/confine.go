@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -461,9 +462,44 @@ func (r *run) openFile(ctx context.Context, path string, flag int, perm os.FileM
 	}
 	f, err := rs.Open(path, flag, perm)
 	if err != nil {
+		r.sandboxRefused(interp.HandlerCtx(ctx).Stderr, path, flag, err)
 		return nil, err // a nil *os.File must not become a non-nil interface
 	}
 	return f, nil
+}
+
+// sandboxRefused says, on the script's stderr and later in the run's detail,
+// that the sandbox refused the script's own open of path: "ccrun: sandbox
+// refused: write PATH" (or read), for the errors the kernel's layers give
+// (EACCES from Landlock, EROFS from a read-only bind, EPERM), so that an
+// agent can ask for what it needs instead of guessing. Other errors (a
+// missing file) are the program's to report.
+func (r *run) sandboxRefused(stderr io.Writer, path string, flag int, err error) {
+	if !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.EROFS) && !errors.Is(err, syscall.EPERM) {
+		return
+	}
+	what := "read " + path
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		what = "write " + path
+	}
+	if stderr != nil {
+		fmt.Fprintf(stderr, "ccrun: sandbox refused: %s\n", what)
+	}
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	if len(r.refused) < 20 && !slices.Contains(r.refused, what) {
+		r.refused = append(r.refused, what)
+	}
+}
+
+// refusals is what the run's detail says of sandboxRefused's finds: "" for none.
+func (r *run) refusals() string {
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	if len(r.refused) == 0 {
+		return ""
+	}
+	return "sandbox refused: " + strings.Join(r.refused, ", ")
 }
 
 // stdStream is the script's own standard stream that path names

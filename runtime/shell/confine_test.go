@@ -526,3 +526,34 @@ func TestStdStreamsByName(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxRefusedSaid: what the sandbox refuses the script's own
+// opens is said, one stderr line each ("ccrun: sandbox refused: write
+// PATH") and in the run's detail: a write of a protected path (a
+// read-only bind), a write outside the project (Landlock), a read of a
+// secret (Landlock). A file that is only missing is not a refusal.
+func TestSandboxRefusedSaid(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.spec(t, `echo evil >> .git/config; echo evil > "$HOME/.bashrc"; read -r x < "$HOME/.ssh/id_rsa"; cat < missing; echo done`)
+	s.Confine = c
+	res, err := newExecutor(t).Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"write " + w.project + "/.git/config", "write " + w.home + "/.bashrc", "read " + w.home + "/.ssh/id_rsa"} {
+		if !strings.Contains(string(res.Stderr), "ccrun: sandbox refused: "+what+"\n") {
+			t.Errorf("stderr %q: want %q said", res.Stderr, what)
+		}
+		if !strings.Contains(res.Detail, what) {
+			t.Errorf("detail %q: want %q", res.Detail, what)
+		}
+	}
+	if strings.Contains(res.Detail, "missing") {
+		t.Errorf("detail %q: a missing file is no refusal", res.Detail)
+	}
+}

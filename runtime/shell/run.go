@@ -55,6 +55,8 @@ type run struct {
 	confineOnce sync.Once        // builds confined, on the first start or open
 	confined    *confine.Ruleset // confine's ruleset, once built
 	confineErr  error            // why it could not be built
+	refusedMu   sync.Mutex
+	refused     []string // what the confined opening thread was refused ("write PATH")
 }
 
 func newRun(e *Executor) *run {

@@ -373,6 +373,9 @@ func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result
 			}
 			// what the workspace tier's binds could not hold: names made
 			// where none existed (nothing of the run is left to make more)
+			if m := r.refusals(); m != "" {
+				detail = strings.TrimPrefix(detail+"; "+m, "; ") // each said on stderr as it came
+			}
 			note, problem := s.Confine.sweep()
 			for _, m := range []string{note, problem} {
 				if m != "" {
