@@ -110,14 +110,15 @@ type Confinement struct {
 // sandbox moving directories about at the same time could dodge, and
 // whose "new since the search" would count what another run made
 // meanwhile as the user's. A run that had to wait searches the project
-// again. The zero Lock for a run that is not in the workspace tier; a
+// again. Unwatched: a one-call ccrun's exit would pay for the inotify
+// instance (mountlock.BeginUnwatched). The zero Lock for a run that is not in the workspace tier; a
 // Result when the run ended waiting (cancelled, timed out); an error
 // when the lock directory is unsafe.
 func (c *Confinement) lock(ctx context.Context, lim job.Limits) (*mountlock.Lock, *job.Result, error) {
 	if c == nil || c.Sweep == "" {
 		return nil, nil, nil
 	}
-	lk, early, err := mountlock.Begin(ctx, []job.Mount{{Host: c.Sweep, Guest: c.Sweep, Writable: true}}, lim, time.Now())
+	lk, early, err := mountlock.BeginUnwatched(ctx, []job.Mount{{Host: c.Sweep, Guest: c.Sweep, Writable: true}}, lim, time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("shell: the workspace sandbox's lock of %s: %w: %w", c.Sweep, ErrExecutor, err)
 	}
