@@ -1,5 +1,6 @@
 // Package mountlock keeps sandboxed runs that write one host directory
-// apart, whatever engine runs them (@wasm, @docker, Kubernetes) and in
+// apart, whatever engine runs them (@wasm, @docker, Kubernetes, and
+// @shell's workspace tier, which writes its project) and in
 // whichever of this user's ccrun processes: a run holds a lock on each
 // directory it has mounted read-write for the whole run, and a second run
 // that would write the same directory waits for it. It also tells a run
