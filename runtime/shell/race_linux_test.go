@@ -75,15 +75,7 @@ func TestWorkspaceSwapRace(t *testing.T) {
 			}
 			config, _ := os.ReadFile(w.project + "/.git/config")
 			e := newExecutor(t)
-			ws := func(src string) Spec {
-				c, _, err := WorkspaceConfinement(w.home, w.project, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := w.spec(t, src)
-				s.Confine = c
-				return s
-			}
+			ws := func(src string) Spec { return w.workspaceSpec(t, src) }
 			swap := swapper(t, 100000)
 			writer := ws(raceWriter)
 			stop := make(chan struct{})
@@ -157,15 +149,7 @@ func TestWorkspaceLock(t *testing.T) {
 	if err := os.Mkdir(w.project+"/.vscode", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ws := func(src string) Spec {
-		c, _, err := WorkspaceConfinement(w.home, w.project, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := w.spec(t, src)
-		s.Confine = c
-		return s
-	}
+	ws := func(src string) Spec { return w.workspaceSpec(t, src) }
 	e := newExecutor(t)
 	first, second := ws(`echo a >>order; sleep 1; echo a >>order`), ws(`echo b >>order`)
 	done := make(chan error, 1)
@@ -201,4 +185,16 @@ func TestWorkspaceLock(t *testing.T) {
 	if b, _ := os.ReadFile(w.project + "/order"); string(b) != "a\na\nb\n" {
 		t.Errorf("order %q: the runs overlapped", b)
 	}
+}
+
+// workspaceSpec is spec in the workspace tier of the project.
+func (w confineWorld) workspaceSpec(t *testing.T, src string) Spec {
+	t.Helper()
+	c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.spec(t, src)
+	s.Confine = c
+	return s
 }
