@@ -10,6 +10,7 @@ import (
 	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/guard"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
 	"github.com/ccrun/ccrun/shellcmd"
 )
@@ -112,6 +113,30 @@ func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Reque
 		d.Diagnostics = append(d.Diagnostics, "the workspace sandbox searched the first 50000 names of the project: protected and secret paths deeper were not found")
 	}
 	return c, nil
+}
+
+// ShellSandboxNotes says, for the Outcome of a @shell call that Check
+// (or Exec) returned, what of its sandbox tier this machine does not give,
+// one sentence each, each naming the guarantee that is missing: the
+// read-only tier for a call the gate lets run unasked as read-only, the
+// workspace tier for one a person, a grant, a rule or the mode lets run
+// (a call asked for is judged as the person's approval would run it).
+// Nil when the tier holds in full, for another environment, and where
+// "shell": {"sandbox": "off"} runs approved calls outside any tier (said
+// so). What `ccrun check` prints as its kernel lines.
+func (r *Runtime) ShellSandboxNotes(o *Outcome) []string {
+	if o == nil || o.Request == nil || o.Request.Tool != keys.ShellTool || o.Decision == nil {
+		return nil
+	}
+	d := o.Decision
+	if d.Layer != permission.LayerApprover && d.Verdict != permission.AskUser && r.gate.Policy != nil && r.gate.Policy.ReadOnlyCall(o.Request) {
+		return shell.MissingGuarantees(false)
+	}
+	sandbox, by, _ := r.shellSandbox()
+	if sandbox == permission.SandboxOff {
+		return []string{"the workspace tier: " + by + " says \"shell\": {\"sandbox\": \"off\"}: an approved command runs with all of the person's rights"}
+	}
+	return shell.MissingGuarantees(true)
 }
 
 // workspaceConfinement is shell.WorkspaceConfinement for inv's project.

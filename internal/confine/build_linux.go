@@ -4,10 +4,15 @@ package confine
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,6 +228,19 @@ func (n *node) add(cs []string) {
 // granted (walk into it: the merge of every matching kid), or granted
 // (nil, false).
 func (n *node) match(name string) (*node, bool) {
+	return n.matchAt(-1, name)
+}
+
+// matchAt is match for the entry name of the directory open as fd, which
+// also counts the kids spelled in another case that are the same entry
+// there: in a directory that folds case (a casefold ext4 or tmpfs
+// directory, vfat, exfat), a path written .ssh is the entry listed as
+// .SSH, and is hidden, or walked, as what it is. Whether two spellings
+// are one entry is asked of the directory itself (sameEntry: the kid's
+// spelling looked up in fd leads to the listed entry's inode), so that on
+// a case-sensitive file system .SSH and .ssh stay two paths, neither
+// hiding nor revealing the other. fd -1 asks nothing.
+func (n *node) matchAt(fd int, name string) (*node, bool) {
 	if n.procs && isPID(name) {
 		return nil, true
 	}
@@ -230,9 +248,20 @@ func (n *node) match(name string) (*node, bool) {
 	if k := n.kids[name]; k != nil {
 		hits = append(hits, k)
 	}
+	if fd >= 0 {
+		for kn, k := range n.kids {
+			if kn != name && strings.EqualFold(kn, name) && sameEntry(fd, name, kn) {
+				hits = append(hits, k)
+			}
+		}
+	}
 	for _, g := range n.globs {
 		if ok, _ := path.Match(g.pat, name); ok {
 			hits = append(hits, g.n)
+		} else if low := strings.ToLower(name); fd >= 0 && low != name && sameEntry(fd, name, low) {
+			if ok, _ := path.Match(strings.ToLower(g.pat), low); ok {
+				hits = append(hits, g.n) // ID_RSA where the directory folds case
+			}
 		}
 	}
 	switch len(hits) {
@@ -256,6 +285,18 @@ func (n *node) match(name string) (*node, bool) {
 		merged.globs = append(merged.globs, h.globs...)
 	}
 	return merged, false
+}
+
+// sameEntry reports whether the names a and b lead to one entry (device
+// and inode) of the directory open as fd: two spellings of one name in a
+// directory that folds case. A name that cannot be looked up is not the
+// other.
+func sameEntry(fd int, a, b string) bool {
+	var sa, sb unix.Stat_t
+	if unix.Fstatat(fd, a, &sa, unix.AT_SYMLINK_NOFOLLOW) != nil || unix.Fstatat(fd, b, &sb, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // graft puts the subtree sub at the components cs beneath n.
@@ -464,7 +505,7 @@ func (pl *planner) walk(parent int, name, abs string, n *node) {
 		return
 	}
 	for _, e := range ents {
-		k, hidden := n.match(e.name)
+		k, hidden := n.matchAt(fd, e.name)
 		if e.typ == unix.DT_LNK {
 			if hidden || k != nil {
 				pl.links = append(pl.links, path.Join(abs, e.name))
@@ -747,71 +788,189 @@ func isPID(name string) bool {
 
 // findRows walks dir as search does (breadth first, no symlink followed,
 // at most limit names) and returns the paths beneath it that a Leak row
-// covers, and those an Implant row covers; in a .git directory it goes only
-// where a row may lie beneath (its config, hooks, objects/info: not the
-// objects themselves).
+// covers, and those an Implant row covers or git's view of the tree
+// makes one (implantAt); in a .git directory it goes only where a row may
+// lie beneath (its config, hooks, objects/info: not the objects
+// themselves).
 // Past limit names it stops, with complete false: breadth first, what is
 // left unsearched is the deepest part of the tree. A directory that
 // changed while it was searched, or cannot be listed, is an error.
 func findRows(dir string, limit int) (leaks, implants []string, complete bool, err error) {
-	return walkRows(dir, limit, false)
+	return walkRows(dir, limit, nil)
 }
 
-// Implants returns the paths beneath dir that an Implant row covers,
-// symbolic links included, walking as findRows does: what a workspace run
-// may have made where no bind could be put (a name that did not exist
-// before it: .envrc, ccrun.local.json, sub/.git/hooks). complete is false
-// when more than SearchLimit names were walked.
-func Implants(dir string) (implants []string, complete bool, err error) {
-	_, implants, complete, err = walkRows(dir, searchLimit, true)
-	return implants, complete, err
+// Sweep removes from the tree dir what a workspace run may have made
+// where no bind could be put: each path an Implant row covers, or git's
+// view of the tree makes one (a .git that is not a directory, a config
+// or hooks/ in a directory git takes for a repository under any name),
+// symbolic links included, but for those keep names (the paths the run's
+// binds held: they were there before it). Each is removed from the
+// directory the walk opened, not by its path (a directory swapped for a
+// link meanwhile redirects nothing). The walk goes on past what it cannot
+// open or remove; err says what it could not look at or remove, and
+// complete is false past SearchLimit names: either way what it found is
+// removed, and the caller fails the run.
+func Sweep(dir string, keep []string) (removed []string, complete bool, err error) {
+	sw := &sweeper{keep: keep}
+	_, _, complete, err = walkRows(dir, searchLimit, sw)
+	return sw.removed, complete, errors.Join(append(sw.problems, err)...)
 }
 
-func walkRows(dir string, limit int, links bool) (leaks, implants []string, complete bool, err error) {
+// sweeper is what Sweep keeps and has done as walkRows goes.
+type sweeper struct {
+	keep     []string
+	removed  []string
+	problems []error
+	rootFd   int
+}
+
+// remove removes the entry name of the directory open as fd (abs, rel
+// beneath the swept tree), a directory with all it holds: moved to a
+// name of its own in the tree's top first, from this very directory, then
+// removed beneath the top with no symbolic link followed (os.Root).
+func (sw *sweeper) remove(dir string, fd int, name, rel string, isDir bool) {
+	if !isDir {
+		err := unix.Unlinkat(fd, name, 0)
+		if err == nil || err == unix.ENOENT {
+			sw.removed = append(sw.removed, rel)
+			return
+		}
+		if err != unix.EISDIR && err != unix.EPERM {
+			sw.problems = append(sw.problems, fmt.Errorf("remove %s: %w", rel, err))
+			return
+		}
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	tmp := ".ccrun-swept-" + hex.EncodeToString(b[:])
+	if err := unix.Renameat2(fd, name, sw.rootFd, tmp, unix.RENAME_NOREPLACE); err != nil {
+		sw.problems = append(sw.problems, fmt.Errorf("remove %s: %w", rel, err))
+		return
+	}
+	root, err := os.OpenRoot(dir)
+	if err == nil {
+		err = root.RemoveAll(tmp)
+		root.Close()
+	}
+	if err != nil {
+		sw.problems = append(sw.problems, fmt.Errorf("remove %s (moved to %s): %w", rel, tmp, err))
+		return
+	}
+	sw.removed = append(sw.removed, rel)
+}
+
+// implantAt reports whether the entry name (of type typ) of a directory
+// whose path's components are cs is one a workspace run may not make or
+// change: a row of the table covers it (Implant: implant true), or git's
+// view of the tree makes it one — a .git that is not a directory (a
+// gitfile names any directory as the repository), or, beneath a
+// directory git takes for a repository under another name than .git (gitAt
+// its components' count, -1 for none), a path a row under .git/ covers
+// there (config, hooks/, commondir...).
+func implantAt(cs []string, name string, typ uint8, gitAt int) (row int, implant, ok bool) {
+	kcs := append(cs[:len(cs):len(cs)], name)
+	if i := sensitive.FirstComps(kcs, true); i >= 0 {
+		return i, sensitive.Table()[i].Kind == sensitive.Implant, true
+	}
+	if sensitive.IsGit(name) && typ != unix.DT_DIR {
+		return -1, true, true
+	}
+	if gitAt >= 0 && gitAt < len(kcs) {
+		if _, ok := sensitive.GitRow(kcs[gitAt:]); ok {
+			return -1, true, true
+		}
+	}
+	return -1, false, false
+}
+
+// gitLike reports whether a directory holding ents is one git takes for
+// a repository (sensitive.GitLike), in any case.
+func gitLike(ents []dirent) bool {
+	return sensitive.GitLike(func(n string) bool {
+		for _, e := range ents {
+			if strings.EqualFold(e.name, n) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// queueHook, when set (tests), is called before walkRows opens each
+// directory it listed: where a racing writer would swap it.
+var queueHook func(rel string)
+
+func walkRows(dir string, limit int, sw *sweeper) (leaks, implants []string, complete bool, err error) {
 	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("confine: search %s: %w", dir, err)
 	}
 	defer unix.Close(rootFd)
+	if sw != nil {
+		sw.rootFd = rootFd
+	}
 	type item struct {
 		rel   string
 		cs    []string
 		inGit bool
+		gitAt int // the components' count of the repository it lies in under another name; -1: none
 	}
-	queue := []item{{".", comps(dir), false}}
+	queue := []item{{".", comps(dir), false, -1}}
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
 		fd := rootFd
 		if it.rel != "." {
+			if queueHook != nil {
+				queueHook(it.rel)
+			}
 			fd, err = unix.Openat2(rootFd, it.rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 			if err != nil {
-				return nil, nil, false, fmt.Errorf("confine: search %s: %s changed while it was searched: %w", dir, it.rel, err)
+				err = fmt.Errorf("confine: search %s: %s changed while it was searched: %w", dir, it.rel, err)
+				if sw == nil {
+					return nil, nil, false, err
+				}
+				sw.problems = append(sw.problems, err)
+				continue
 			}
 		}
 		ents, err := listDir(fd, false)
-		if fd != rootFd {
-			unix.Close(fd)
-		}
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("confine: search %s: %s: %w", dir, it.rel, err)
+			if fd != rootFd {
+				unix.Close(fd)
+			}
+			err = fmt.Errorf("confine: search %s: %s: %w", dir, it.rel, err)
+			if sw == nil {
+				return nil, nil, false, err
+			}
+			sw.problems = append(sw.problems, err)
+			continue
 		}
 		if limit -= len(ents); limit < 0 {
+			if fd != rootFd {
+				unix.Close(fd)
+			}
 			return leaks, implants, false, nil
 		}
+		gitAt := it.gitAt
+		if !it.inGit && gitLike(ents) {
+			gitAt = len(it.cs) // a repository under this name: the rows under .git/ apply beneath
+		}
 		for _, e := range ents {
-			kcs := append(it.cs[:len(it.cs):len(it.cs)], e.name)
 			abs := path.Join(dir, it.rel, e.name)
-			if i := sensitive.FirstComps(kcs, true); i >= 0 {
-				switch leak := sensitive.Table()[i].Kind == sensitive.Leak; {
-				case e.typ == unix.DT_LNK && leak:
+			rel := path.Join(it.rel, e.name)
+			if _, implant, ok := implantAt(it.cs, e.name, e.typ, gitAt); ok {
+				switch {
+				case e.typ == unix.DT_LNK && !implant:
 					// what it points to is judged where it is
-				case e.typ == unix.DT_LNK && links:
-					implants = append(implants, abs)
+				case sw != nil && implant && !slices.Contains(sw.keep, abs):
+					sw.remove(dir, fd, e.name, rel, e.typ == unix.DT_DIR)
+				case sw != nil:
 				case e.typ == unix.DT_LNK:
+					unix.Close(fd)
 					return nil, nil, false, fmt.Errorf("confine: %s is protected, and a symbolic link, which a bind cannot keep in place: %w", abs, ErrInvalidPolicy)
-				case leak:
+				case !implant:
 					leaks = append(leaks, abs)
 				default:
 					implants = append(implants, abs)
@@ -820,9 +979,12 @@ func walkRows(dir string, limit int, links bool) (leaks, implants []string, comp
 			}
 			// in a .git directory, only where a row may lie beneath
 			// (.git/objects/info/alternates), not the objects themselves
-			if rel := path.Join(it.rel, e.name); e.typ == unix.DT_DIR && (!it.inGit || sensitive.Above(rel)) {
-				queue = append(queue, item{rel, kcs, it.inGit || sensitive.IsGit(e.name)})
+			if e.typ == unix.DT_DIR && (!it.inGit || sensitive.Above(rel)) {
+				queue = append(queue, item{rel, append(it.cs[:len(it.cs):len(it.cs)], e.name), it.inGit || sensitive.IsGit(e.name), gitAt})
 			}
+		}
+		if fd != rootFd {
+			unix.Close(fd)
 		}
 	}
 	return leaks, implants, true, nil

@@ -185,7 +185,7 @@ type Policy struct {
 	// renamed away and replaced. Each must exist, and neither be nor lie under a
 	// symbolic link: the start fails otherwise (a link could be swapped
 	// for another). What does not exist cannot be protected so: the
-	// caller checks for it after the run. Default none.
+	// caller sweeps it after the run (Sweep). Default none.
 	Protect []string
 	// Mask lists absolute paths hidden by an empty read-only file or
 	// directory bound over each in the program's mount namespace, as
@@ -291,9 +291,11 @@ func ReadOnly(home string, dirs ...string) Policy {
 // any other), and /proc/PID of every process; it writes, makes, removes
 // and renames files beneath project, tmp and each of writable, but for
 // the Implant rows that exist in project (bound read-only: .git/config,
-// .git/hooks, ccrun.json, .vscode…); it writes /dev/null and the
+// .git/hooks, ccrun.json, .vscode…) and git's shapes there (a .git that
+// is not a directory; a config, hooks/, commondir… in a directory git
+// takes for a repository under another name); it writes /dev/null and the
 // terminals; it keeps the network (Network). An Implant row that does not
-// exist cannot be bound: the caller checks for it after the run. The
+// exist cannot be bound: the caller sweeps it after the run (Sweep). The
 // project is searched breadth first for at most SearchLimit names:
 // complete is false when some of it was left unsearched (its deepest
 // directories), where nothing is masked or protected. An error when a

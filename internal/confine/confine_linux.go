@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -435,4 +436,26 @@ func (rs *Ruleset) Close() error {
 		}
 	}
 	return rs.ruleset.Close()
+}
+
+// MountNamespace reports whether a confined program can have a mount
+// namespace of its own here, as the helper makes one for Protect and
+// Mask (CLONE_NEWNS, in a new user namespace when not root), or why not:
+// without one, a workspace run's protected paths cannot be bound
+// read-only and its start fails. It starts /bin/true so (a millisecond or
+// two): for ccrun check and doctor, not for every run.
+func MountNamespace() error {
+	flags := uintptr(unix.CLONE_NEWNS)
+	attr := &syscall.SysProcAttr{}
+	if os.Geteuid() != 0 {
+		flags |= unix.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+	}
+	attr.Cloneflags = flags
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = attr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("confine: no mount namespace for a confined program (%w): %w", err, ErrUnavailable)
+	}
+	return nil
 }

@@ -65,7 +65,10 @@ func findRows(dir string, limit int) (leaks, implants []string, complete bool, e
 	return nil, nil, false, ErrUnavailable
 }
 
-// Implants: nothing is searched on this OS (nothing is confined).
-func Implants(dir string) (implants []string, complete bool, err error) {
+// Sweep: nothing is searched on this OS (nothing is confined).
+func Sweep(dir string, keep []string) (removed []string, complete bool, err error) {
 	return nil, false, ErrUnavailable
 }
+
+// MountNamespace: this OS has none for a confined program.
+func MountNamespace() error { return ErrUnavailable }

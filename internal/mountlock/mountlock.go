@@ -1,5 +1,6 @@
 // Package mountlock keeps sandboxed runs that write one host directory
-// apart, whatever engine runs them (@wasm, @docker, Kubernetes) and in
+// apart, whatever engine runs them (@wasm, @docker, Kubernetes, and
+// @shell's workspace tier, which writes its project) and in
 // whichever of this user's ccrun processes: a run holds a lock on each
 // directory it has mounted read-write for the whole run, and a second run
 // that would write the same directory waits for it. It also tells a run
@@ -179,6 +180,21 @@ type want struct {
 // directory cannot be resolved, or is not a directory, is left to the
 // engine, which refuses it.
 func Begin(ctx context.Context, ms []job.Mount, lim job.Limits, begin time.Time) (*Lock, *job.Result, error) {
+	return beginRun(ctx, ms, lim, begin, true)
+}
+
+// BeginUnwatched is Begin without the inotify watch of the mounts' roots,
+// for a run in a process that ends soon after it (a one-call ccrun): the
+// first inotify instance of a process costs its exit an RCU grace period
+// of the kernel's (milliseconds, more on a loaded machine: the workspace
+// tier's `make -v` paid 3 to 5 ms). End still tells a root that leads to
+// another directory at the end, or was replaced; one moved away and back
+// during the run is not seen.
+func BeginUnwatched(ctx context.Context, ms []job.Mount, lim job.Limits, begin time.Time) (*Lock, *job.Result, error) {
+	return beginRun(ctx, ms, lim, begin, false)
+}
+
+func beginRun(ctx context.Context, ms []job.Mount, lim job.Limits, begin time.Time, watched bool) (*Lock, *job.Result, error) {
 	wants, roots := plan(ms)
 	l := &Lock{roots: roots}
 	if len(wants) == 0 {
@@ -227,7 +243,9 @@ func Begin(ctx context.Context, ms []job.Mount, lim job.Limits, begin time.Time)
 	}
 	waited()
 	for i := range l.roots {
-		l.roots[i].watch = watch(l.roots[i].real)
+		if watched {
+			l.roots[i].watch = watch(l.roots[i].real)
+		}
 	}
 	return l, nil, nil
 }
@@ -403,6 +421,11 @@ func isAt(f *os.File, path string) bool {
 	now, err := os.Lstat(path)
 	return err == nil && os.SameFile(fi, now)
 }
+
+// Waited reports whether the run had to wait for another run's lock:
+// what it planned from the directory before Begin may be stale (another
+// run wrote it meanwhile). False for a nil Lock.
+func (l *Lock) Waited() bool { return l != nil && l.waited > 0 }
 
 // End releases l and returns res and err with what a person should know
 // about the run's mounts added to the Result's Detail (or, with no Result,

@@ -390,6 +390,47 @@ func TestMovedAndBack(t *testing.T) {
 	}
 }
 
+// TestMovedAndBackShared: the runs of one process share one inotify
+// instance, and each is told of its own root only: of two runs at once,
+// the one whose root was moved away and back says so, the other not; a
+// run after both ends, on the moved root again, starts with no move
+// (what was queued for the earlier watches is not its). BeginUnwatched's
+// run is not told of such a move (documented).
+func TestMovedAndBackShared(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("inotify")
+	}
+	base := tree(t)
+	p, q := filepath.Join(base, "p"), filepath.Join(base, "q")
+	moveBack := func() {
+		if err := os.Rename(p, p+".away"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".away", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lp, lq := mustBegin(t, rw(p)), mustBegin(t, rw(q))
+	moveBack()
+	rp, _ := lp.End(&job.Result{}, nil)
+	rq, _ := lq.End(&job.Result{}, nil)
+	if !strings.Contains(rp.Detail, "was moved or removed during the run") || rq.Detail != "" {
+		t.Errorf("moved p: %q; q: %q", rp.Detail, rq.Detail)
+	}
+	again := mustBegin(t, rw(p))
+	if res, _ := again.End(&job.Result{}, nil); res.Detail != "" {
+		t.Errorf("a later run of p: %q", res.Detail)
+	}
+	un, _, err := BeginUnwatched(context.Background(), rw(p), job.Limits{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	moveBack()
+	if res, _ := un.End(&job.Result{}, nil); res.Detail != "" {
+		t.Errorf("unwatched: %q", res.Detail)
+	}
+}
+
 // TestLockFileRemoved: a lock file removed while its run holds it (a
 // second run can then lock a new one) is named when the first run ends.
 func TestLockFileRemoved(t *testing.T) {

@@ -171,6 +171,17 @@ func Git(fsys FS, rel string) (Row, bool) {
 	return Row{}, false
 }
 
+// GitRow returns the row under .git/ (config, hooks/, commondir...) that
+// covers comps, a path cut into its components relative to a directory
+// git takes for a repository (GitLike) whatever its name, in any case:
+// what a walk that has listed such a directory asks of what lies beneath.
+func GitRow(comps []string) (Row, bool) {
+	if len(comps) == 0 {
+		return Row{}, false
+	}
+	return built().gitRow(lower(comps))
+}
+
 // gitRow returns the row under .git/ that covers comps, a path relative
 // to a repository's directory, in lower case.
 func (t *table) gitRow(comps []string) (Row, bool) {

@@ -214,3 +214,21 @@ func TestGitMade(t *testing.T) {
 		}
 	}
 }
+
+// TestGitRow: the rows under .git/ cover the same paths beneath a
+// repository of any name, in any case, and nothing else.
+func TestGitRow(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"config": true, "CONFIG": true, "hooks": true, "hooks/pre-commit": true, "commondir": true,
+		"objects/info/alternates": true, "info/attributes": true, "worktrees/x/config": true,
+		"HEAD": false, "objects/ab/cdef": false, "refs/heads/main": false, "src/config": false, "": false,
+	} {
+		var comps []string
+		if rel != "" {
+			comps = strings.Split(rel, "/")
+		}
+		if _, got := GitRow(comps); got != want {
+			t.Errorf("GitRow(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +14,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/internal/mountlock"
+	"github.com/ccrun/ccrun/runtime/job"
 )
 
 // Confinement, set as Spec.Confine, runs every program of a run under the
@@ -96,6 +100,41 @@ type Confinement struct {
 
 	warm    *warmRuleset // Warm's ruleset, for the first run that takes it
 	partial bool         // WorkspaceConfinement's search did not reach everything
+	// replan searches the project again (WorkspaceConfinement's), for a
+	// run that waited for the project's lock: another run wrote it
+	// meanwhile
+	replan func() (confine.Policy, bool, error)
+}
+
+// lock takes the project's lock (internal/mountlock, as the sandboxes
+// that mount a directory rw take it) for a workspace run, for the whole
+// run and the sweep after it: the binds hold against any writer at any
+// moment, but the sweep is a walk after the fact, which another ccrun
+// sandbox moving directories about at the same time could dodge, and
+// whose "new since the search" would count what another run made
+// meanwhile as the user's. A run that had to wait searches the project
+// again. Unwatched: a one-call ccrun's exit would pay for the inotify
+// instance (mountlock.BeginUnwatched). The zero Lock for a run that is not in the workspace tier; a
+// Result when the run ended waiting (cancelled, timed out); an error
+// when the lock directory is unsafe.
+func (c *Confinement) lock(ctx context.Context, lim job.Limits) (*mountlock.Lock, *job.Result, error) {
+	if c == nil || c.Sweep == "" {
+		return nil, nil, nil
+	}
+	lk, early, err := mountlock.BeginUnwatched(ctx, []job.Mount{{Host: c.Sweep, Guest: c.Sweep, Writable: true}}, lim, time.Now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("shell: the workspace sandbox's lock of %s: %w: %w", c.Sweep, ErrExecutor, err)
+	}
+	if early != nil || !lk.Waited() || c.replan == nil {
+		return lk, early, nil
+	}
+	p, complete, err := c.replan()
+	if err != nil {
+		res, err := lk.End(nil, fmt.Errorf("shell: not run: the workspace sandbox cannot be built (%w): %w", err, ErrExecutor))
+		return nil, res, err
+	}
+	c.Protect, c.Mask, c.partial = p.Protect, p.Mask, !complete
+	return lk, nil, nil
 }
 
 // Partial reports whether WorkspaceConfinement's search of the project
@@ -234,6 +273,39 @@ var ErrConfineUnavailable = confine.ErrUnavailable
 // cannot run here (a Spec with Confine then fails closed).
 func ConfineAvailable() (abi int, err error) { return confine.Available() }
 
+// MissingGuarantees names, one sentence each, what this machine's kernel
+// does not give of a tier: the read-only one (workspace false: a command
+// nobody approved) or the workspace one (a command a person, a grant, a
+// rule or the mode let run). Empty when the tier holds in full. For
+// `ccrun check` and doctor: it starts a process to try a mount namespace.
+func MissingGuarantees(workspace bool) []string {
+	var out []string
+	abi, err := confine.Available()
+	switch {
+	case err != nil && workspace:
+		return []string{fmt.Sprintf("kernel confinement (%v): an approved command is not kept to the project, its TMPDIR and "+
+			"the writable directories; it writes and reads whatever the user can (with \"shell\": {\"sandbox\": \"required\"} it does not run)", err)}
+	case err != nil:
+		return []string{fmt.Sprintf("kernel confinement (%v): a read-only command's programs are checked by ccrun only, "+
+			"and the commands only the kernel could contain (git, recursive reads) are asked", err)}
+	}
+	if !confine.Seccomp() {
+		out = append(out, "the seccomp filter (none on "+runtime.GOARCH+"): confined programs may open sockets of every family, "+
+			"trace processes of their own domain and change modes, owners and times")
+	}
+	if abi < 6 {
+		out = append(out, fmt.Sprintf("signal and abstract-socket scoping (Landlock ABI 6, this kernel has %d): confined programs may "+
+			"signal processes outside the run and connect to their abstract unix sockets", abi))
+	}
+	if workspace {
+		if err := confine.MountNamespace(); err != nil {
+			out = append(out, fmt.Sprintf("a mount namespace (%v): the protected paths in the project (.git/config, hooks, .envrc...) "+
+				"cannot be bound read-only, so an approved command does not start in the workspace tier", err))
+		}
+	}
+	return out
+}
+
 // ReadOnlyConfinement is the confinement of a command that runs because it
 // was judged read-only and nobody was asked (internal/confine.ReadOnly):
 // the home directories are hidden but for dirs (give the project root and
@@ -284,14 +356,15 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 	for _, w := range writable {
 		_ = os.MkdirAll(w, 0o755) // a cache not made yet: Landlock can only grant what exists
 	}
-	p, complete, err := confine.Workspace(home, project, parent, writable...)
+	plan := func() (confine.Policy, bool, error) { return confine.Workspace(home, project, parent, writable...) }
+	p, complete, err := plan()
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, false, err
 	}
 	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
 		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project,
-		partial: !complete}, complete, nil
+		partial: !complete, replan: plan}, complete, nil
 }
 
 // ownedByMe reports whether fi belongs to this process's user.
@@ -306,33 +379,16 @@ func (c *Confinement) sweep() (note, problem string) {
 	if c == nil || c.Sweep == "" {
 		return "", ""
 	}
-	found, complete, err := confine.Implants(c.Sweep)
-	var removed, failed []string
-	root, rerr := os.OpenRoot(c.Sweep)
-	if rerr != nil {
-		return "", fmt.Sprintf("the sandbox could not check %s for planted paths: %v", c.Sweep, rerr)
-	}
-	defer root.Close()
-	for _, p := range found {
-		if slices.Contains(c.Protect, p) {
-			continue // bound read-only for the whole run
-		}
-		rel, _ := filepath.Rel(c.Sweep, p)
-		if err := root.RemoveAll(rel); err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%v)", rel, err))
-		} else {
-			removed = append(removed, rel)
-		}
+	removed, complete, err := confine.Sweep(c.Sweep, c.Protect)
+	for i, r := range removed {
+		removed[i] = strings.TrimPrefix(r, "./")
 	}
 	if len(removed) > 0 {
 		note = "sandbox refused: removed protected paths the command made: " + strings.Join(removed, ", ")
 	}
 	var probs []string
-	if len(failed) > 0 {
-		probs = append(probs, "could not remove protected paths the command made: "+strings.Join(failed, ", "))
-	}
 	if err != nil {
-		probs = append(probs, fmt.Sprintf("the check for planted paths failed: %v", err))
+		probs = append(probs, fmt.Sprintf("the check for planted paths could not finish: %v", strings.ReplaceAll(err.Error(), "\n", "; ")))
 	} else if !complete {
 		probs = append(probs, "the check for planted paths stopped after 50000 names")
 	}
@@ -399,6 +455,9 @@ func (r *run) start(cmd *exec.Cmd) error {
 // openFile opens what the script itself opens, from the run's confined
 // thread when it has one; the same as interp.DefaultOpenHandler otherwise.
 func (r *run) openFile(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	if s, ok := stdStream(ctx, path); ok {
+		return s, nil
+	}
 	if r.confine == nil {
 		return interp.DefaultOpenHandler()(ctx, path, flag, perm)
 	}
@@ -411,7 +470,101 @@ func (r *run) openFile(ctx context.Context, path string, flag int, perm os.FileM
 	}
 	f, err := rs.Open(path, flag, perm)
 	if err != nil {
+		r.sandboxRefused(interp.HandlerCtx(ctx).Stderr, path, flag, err)
 		return nil, err // a nil *os.File must not become a non-nil interface
 	}
 	return f, nil
 }
+
+// sandboxRefused says, on the script's stderr and later in the run's detail,
+// that the sandbox refused the script's own open of path: "ccrun: sandbox
+// refused: write PATH" (or read), for the errors the kernel's layers give
+// (EACCES from Landlock, EROFS from a read-only bind, EPERM), so that an
+// agent can ask for what it needs instead of guessing. Other errors (a
+// missing file) are the program's to report.
+func (r *run) sandboxRefused(stderr io.Writer, path string, flag int, err error) {
+	if !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.EROFS) && !errors.Is(err, syscall.EPERM) {
+		return
+	}
+	what := "read " + path
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		what = "write " + path
+	}
+	if stderr != nil {
+		fmt.Fprintf(stderr, "ccrun: sandbox refused: %s\n", what)
+	}
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	if len(r.refused) < 20 && !slices.Contains(r.refused, what) {
+		r.refused = append(r.refused, what)
+	}
+}
+
+// refusals is what the run's detail says of sandboxRefused's finds: "" for none.
+func (r *run) refusals() string {
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	if len(r.refused) == 0 {
+		return ""
+	}
+	return "sandbox refused: " + strings.Join(r.refused, ", ")
+}
+
+// stdStream is the script's own standard stream that path names
+// (/dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/0-2, /proc/self/fd/0-2),
+// as a shell's redirection to one means it: the stream of the command
+// being redirected, not the file of that number in ccrun's process (its
+// own stderr: past the run's capture), nor a walk through /proc/self,
+// which a confined run cannot take (the opening thread resolves
+// beneath a root, where a magic link is refused, and /proc/PID is hidden).
+// Closing it closes nothing.
+func stdStream(ctx context.Context, path string) (io.ReadWriteCloser, bool) {
+	n := -1
+	switch path {
+	case "/dev/stdin":
+		n = 0
+	case "/dev/stdout":
+		n = 1
+	case "/dev/stderr":
+		n = 2
+	default:
+		for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+			if rest, ok := strings.CutPrefix(path, dir); ok && len(rest) == 1 && rest[0] >= '0' && rest[0] <= '2' {
+				n = int(rest[0] - '0')
+			}
+		}
+	}
+	if n < 0 {
+		return nil, false
+	}
+	hc := interp.HandlerCtx(ctx)
+	switch n {
+	case 0:
+		return stream{r: hc.Stdin}, true
+	case 1:
+		return stream{w: hc.Stdout}, true
+	}
+	return stream{w: hc.Stderr}, true
+}
+
+// stream is one of the script's standard streams, opened by name.
+type stream struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s stream) Read(b []byte) (int, error) {
+	if s.r == nil {
+		return 0, syscall.EBADF
+	}
+	return s.r.Read(b)
+}
+
+func (s stream) Write(b []byte) (int, error) {
+	if s.w == nil {
+		return 0, syscall.EBADF
+	}
+	return s.w.Write(b)
+}
+
+func (stream) Close() error { return nil }

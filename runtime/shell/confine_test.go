@@ -495,3 +495,65 @@ echo ok > out.txt; echo ok > "$TMPDIR/t"; cat out.txt "$TMPDIR/t"`)
 		}
 	}
 }
+
+// TestStdStreamsByName: a script's redirection to /dev/stderr (and its
+// kin) writes the run's own stream, confined in the workspace tier (where
+// /proc/self is hidden and the opening thread refuses magic links) and
+// not: neither fails, and neither reaches ccrun's own stderr past the
+// capture. A program's own `> /dev/stderr` works too.
+func TestStdStreamsByName(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	const src = `echo a > /dev/stderr; echo b > /dev/stdout; echo c >/dev/fd/2; echo e >>/proc/self/fd/2
+{ echo d > /dev/stderr; } 2>&1; sh -c 'echo f > /dev/stderr'; read -r x </dev/stdin; echo "[$x]"`
+	for _, confined := range []bool{false, true} {
+		s := w.spec(t, src)
+		s.Streams.Stdin = strings.NewReader("in\n")
+		s.Confine = nil
+		if confined {
+			c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Confine = c
+		}
+		res, err := newExecutor(t).Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 || string(res.Stdout) != "b\nd\n[in]\n" || string(res.Stderr) != "a\nc\ne\nf\n" {
+			t.Errorf("confined %v: exit %d, stdout %q, stderr %q (%s)", confined, res.ExitCode, res.Stdout, res.Stderr, res.Detail)
+		}
+	}
+}
+
+// TestSandboxRefusedSaid: what the sandbox refuses the script's own
+// opens is said, one stderr line each ("ccrun: sandbox refused: write
+// PATH") and in the run's detail: a write of a protected path (a
+// read-only bind), a write outside the project (Landlock), a read of a
+// secret (Landlock). A file that is only missing is not a refusal.
+func TestSandboxRefusedSaid(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.spec(t, `echo evil >> .git/config; echo evil > "$HOME/.bashrc"; read -r x < "$HOME/.ssh/id_rsa"; cat < missing; echo done`)
+	s.Confine = c
+	res, err := newExecutor(t).Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"write " + w.project + "/.git/config", "write " + w.home + "/.bashrc", "read " + w.home + "/.ssh/id_rsa"} {
+		if !strings.Contains(string(res.Stderr), "ccrun: sandbox refused: "+what+"\n") {
+			t.Errorf("stderr %q: want %q said", res.Stderr, what)
+		}
+		if !strings.Contains(res.Detail, what) {
+			t.Errorf("detail %q: want %q", res.Detail, what)
+		}
+	}
+	if strings.Contains(res.Detail, "missing") {
+		t.Errorf("detail %q: a missing file is no refusal", res.Detail)
+	}
+}

@@ -56,6 +56,8 @@ type run struct {
 	confined    *confine.Ruleset // confine's ruleset, once built
 	confineErr  error            // why it could not be built
 	net         *netRun          // Confinement.Net's namespace and proxy; nil: none
+	refusedMu   sync.Mutex
+	refused     []string // what the confined opening thread was refused ("write PATH")
 }
 
 func newRun(e *Executor) *run {

@@ -293,6 +293,15 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	lim := s.Limits.WithDefaults()
+	lk, early, err := s.Confine.lock(ctx, lim)
+	if err != nil || early != nil {
+		return early, err
+	}
+	return lk.End(e.run(ctx, s, lim))
+}
+
+// run is Run once the project's lock is held.
+func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result, error) {
 	r := newRun(e)
 	r.guard = s.Guard
 	r.beforeStart, _ = ctx.Value(beforeStartKey{}).(func())
@@ -369,6 +378,9 @@ func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 			}
 			// what the workspace tier's binds could not hold: names made
 			// where none existed (nothing of the run is left to make more)
+			if m := r.refusals(); m != "" {
+				detail = strings.TrimPrefix(detail+"; "+m, "; ") // each said on stderr as it came
+			}
 			note, problem := s.Confine.sweep()
 			for _, m := range append([]string{note, problem}, r.net.lines()...) {
 				if m != "" {
