@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -91,7 +91,7 @@ func TestAdviceSameEverywhere(t *testing.T) {
 				writeFiles(t, dir, files)
 
 				var out, errb bytes.Buffer
-				a := &app{io: stdio{strings.NewReader(""), &out, &errb}, args: append([]string{"--project-dir", dir}, tc.cli...), options: backends}
+				a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, &errb}, args: append([]string{"--project-dir", dir}, tc.cli...), options: backends}
 				if code := a.execute(); code != exitDenied {
 					t.Fatalf("CLI: exit %d, want %d; %s", code, exitDenied, errb.String())
 				}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // options, and nothing else is done with it.
 func TestAllowlistOptions(t *testing.T) {
 	t.Parallel()
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	parse := func(c *cobra.Command, args ...string) {
 		t.Helper()
 		c.SetArgs(args)
@@ -66,7 +66,7 @@ func TestRunAllowlist(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	a := &app{io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
 	ctx := context.Background()
 	step := func(name string, err error, want string) {
 		t.Helper()

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -27,7 +27,7 @@ func benchPair(b *testing.B) (front, full string) {
 // `ccrun exec --shell true` process (parse, key, gate, audit, run) with
 // `sh -c true`, `ccrun version` (what starting the process costs), and a
 // command the front hands over (`ccrun capability list`), for what `make
-// build` gives: the front (bin/ccrun, front.go) and the whole ccrun
+// build` gives: the front (bin/ccrun, cmd/ccrun/front) and the whole ccrun
 // (bin/ccrun-full, what `go install` gives). They run in turn within each
 // iteration, in a rotating order, so that a change of the machine's load
 // hits them alike; each is reported as its median wall time (…-ms).

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -70,6 +70,7 @@ decision could be made; the JSON fields are stable.`,
 		},
 	}
 	o.call.register(c, false)
+	o.call.checkImage = a.checkImage
 	c.Flags().Lookup("shell").Usage = "decide on this shell command (bash syntax), as exec --shell would run it"
 	c.Flags().BoolVar(&o.json, "json", false, "print the decision as JSON")
 	c.Flags().StringArrayVar(&o.sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestCheckOptions(t *testing.T) {
 		{[]string{"--wasm", "m.wasm", "--mount", "a:/b", "--deny", "run_wasm:*"}, checkOptions{call: callFlags{wasmFile: "m.wasm", mounts: []string{"a:/b"}, deny: []string{"run_wasm:*"}}, args: []string{}, dash: -1}},
 	} {
 		var got *checkOptions
-		a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+		a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 		c := a.checkCommand(func(_ context.Context, o *checkOptions) error { got = o; return nil })
 		c.SetArgs(tc.args)
 		if err := c.Execute(); err != nil {
@@ -59,7 +59,7 @@ func TestRunCheck(t *testing.T) {
 		{checkOptions{call: callFlags{shell: "touch made"}, dash: -1}, "", "decision:    ask\n"},
 	} {
 		var out, errb bytes.Buffer
-		a := &app{io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
+		a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
 		if err := a.runCheck(context.Background(), &tc.o); err != nil {
 			t.Fatalf("%+v: %v; %s", tc.o, err, errb.String())
 		}
@@ -84,7 +84,7 @@ func TestRunCheck(t *testing.T) {
 		t.Errorf("check wrote into the project: %v", entries)
 	}
 	// What the flags would refuse, the run refuses too.
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}, projectDir: dir}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}, projectDir: dir}
 	for _, o := range []checkOptions{
 		{dash: -1}, // nothing to check
 		{call: callFlags{shell: "ls"}, dash: -1, sessionAllow: []string{"bad key!!"}},

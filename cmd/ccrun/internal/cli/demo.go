@@ -1,6 +1,4 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"context"
@@ -13,7 +11,6 @@ import (
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -66,7 +63,7 @@ func (a *app) runDemo(ctx context.Context, o *demoOptions) error {
 	})
 	// The demo's trust records stay in its own directory: a record
 	// for a project the demo then deletes would outlive it.
-	rt, err := ccrun.New(append(engines.All(), ccrun.WithProjectDir(dir), ccrun.WithApprover(ask),
+	rt, err := ccrun.New(append(a.eng.Options(EngineChoices{}), ccrun.WithProjectDir(dir), ccrun.WithApprover(ask),
 		ccrun.WithTrustDir(filepath.Join(dir, ".ccrun", "trust")))...)
 	if err != nil {
 		return err

@@ -1,6 +1,4 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"context"
@@ -8,13 +6,10 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"time"
 
-	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun/internal/confine"
-	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // doctorReport is what `ccrun doctor --json` prints. Its fields are
@@ -29,8 +24,8 @@ type doctorReport struct {
 	// Workspace: approved @shell commands run in the workspace tier
 	// (Landlock, and a mount namespace: as root, or in a user namespace)
 	Workspace workspaceReport `json:"workspace"`
-	Docker    dockerReport    `json:"docker"`
-	Engine    engineReport    `json:"docker_engine"` // where a @docker call runs (kube.go)
+	Docker    DockerReport    `json:"docker"`
+	Engine    EngineReport    `json:"docker_engine"` // where a @docker call runs
 	Cgroup    string          `json:"cgroup"`        // "2", "1", "hybrid" or "none"
 	Missing   []string        `json:"missing"`
 }
@@ -50,14 +45,6 @@ type workspaceReport struct {
 type userNSReport struct {
 	Available bool   `json:"available"`
 	Detail    string `json:"detail,omitempty"`
-}
-
-type dockerReport struct {
-	Reachable  bool   `json:"reachable"`
-	Host       string `json:"host,omitempty"`
-	Version    string `json:"version,omitempty"`
-	APIVersion string `json:"api_version,omitempty"`
-	Error      string `json:"error,omitempty"`
 }
 
 // landlockLevels says what each Landlock ABI level adds, and since which
@@ -102,9 +89,9 @@ whatever is missing; --json prints the report with stable fields.`,
 
 // runDoctor reports which protections this machine gives.
 func (a *app) runDoctor(ctx context.Context, o *doctorOptions) error {
-	r := doctor(ctx)
-	if o.engine != "" { // --engine: where a @docker call would run with that flag (kube.go)
-		r.Engine = engineInfo(ctx, o.engine)
+	r := a.doctor(ctx)
+	if o.engine != "" { // --engine: where a @docker call would run with that flag
+		r.Engine = a.eng.EngineInfo(ctx, o.engine)
 	}
 	if o.json {
 		return writeJSON(a.io.out, r)
@@ -113,7 +100,8 @@ func (a *app) runDoctor(ctx context.Context, o *doctorOptions) error {
 	return nil
 }
 
-func doctor(ctx context.Context) doctorReport {
+// doctor checks the machine; the engines' lines are Engines'.
+func (a *app) doctor(ctx context.Context) doctorReport {
 	r := doctorReport{OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: kernelRelease(), Cgroup: cgroupVersion(), Missing: []string{}}
 	abi, err := confine.Available()
 	r.Landlock.ABI, r.Landlock.Gives = abi, []string{}
@@ -148,8 +136,8 @@ func doctor(ctx context.Context) doctorReport {
 	if !r.Workspace.Available {
 		r.Missing = append(r.Missing, "workspace tier ("+r.Workspace.Reason+"): approved @shell commands run with all of the person's rights")
 	}
-	r.Docker = dockerInfo(ctx)
-	r.Engine = engineInfo(ctx, "")
+	r.Docker = a.eng.DockerInfo(ctx)
+	r.Engine = a.eng.EngineInfo(ctx, "")
 	if !r.Docker.Reachable {
 		r.Missing = append(r.Missing, "docker engine: @docker tools cannot run")
 	}
@@ -157,26 +145,6 @@ func doctor(ctx context.Context) doctorReport {
 		r.Missing = append(r.Missing, "cgroups")
 	}
 	return r
-}
-
-// dockerInfo connects as @docker does (runtime/docker.New: the
-// environment's engine, the API version negotiated), then asks the
-// version.
-func dockerInfo(ctx context.Context) dockerReport {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	host, err := housekeep.DockerHost(ctx)
-	if err != nil {
-		return dockerReport{Error: err.Error()}
-	}
-	d := dockerReport{Reachable: true, Host: host}
-	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
-		defer c.Close()
-		if v, err := c.ServerVersion(ctx); err == nil {
-			d.Version, d.APIVersion = v.Version, v.APIVersion
-		}
-	}
-	return d
 }
 
 func printDoctor(a *app, r doctorReport) {

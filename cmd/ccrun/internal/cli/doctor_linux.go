@@ -1,6 +1,4 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"os"

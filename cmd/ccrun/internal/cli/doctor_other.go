@@ -1,6 +1,6 @@
-//go:build !linux && !ccrunfront
+//go:build !linux
 
-package main
+package cli
 
 func kernelRelease() string { return "" }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -39,6 +39,9 @@ type callFlags struct {
 	directive              string
 	mode                   string
 	allow, ask, deny       []string
+	// checkImage refuses an image reference before the engine is
+	// called (app.checkImage); nil refuses every one.
+	checkImage func(ref string) error
 }
 
 func (f *callFlags) register(c *cobra.Command, withLimits bool) {
@@ -120,7 +123,10 @@ func (f *callFlags) call(args []string, dash int, stdin io.Reader) (*ccrun.Call,
 		return nil, usagef("--wasm: %w", err)
 	}
 	if call.Image != "" {
-		if err := checkImage(call.Image); err != nil {
+		if f.checkImage == nil {
+			return nil, fmt.Errorf("--docker %s: no @docker engine here: %w", call.Image, ccrun.ErrInvalidCall)
+		}
+		if err := f.checkImage(call.Image); err != nil {
 			return nil, err
 		}
 	}
@@ -197,6 +203,7 @@ The tool's exit code becomes ccrun's.`,
 		},
 	}
 	o.call.register(c, true)
+	o.call.checkImage = a.checkImage
 	c.Flags().StringVar(&o.approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell), or unconfined: once, and a @shell command runs outside the workspace sandbox")
 	c.Flags().BoolVar(&o.worker, "wasm-worker", false, "run a @wasm guest in a worker process of its own, killed at the limits, at ~90 ms more per run (by default it runs in the project's warm server, ccrun-full wasm-server SOCKET, or in ccrun's own process where there is none)")
 	c.Flags().StringVar(&o.events, "events", "", "print each state transition as a JSON line on stderr: json")
@@ -236,7 +243,7 @@ func (a *app) runExec(ctx context.Context, o *execOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := a.execEngines(o.call.engine, o.worker); err != nil { // engines.go
+	if err := a.execEngines(o.call.engine, o.worker); err != nil {
 		return err
 	}
 	// shown counts the notes of the decision an approver answered:
@@ -285,7 +292,7 @@ func (a *app) runExec(ctx context.Context, o *execOptions) error {
 	})()
 	callCtx := outlive.WithBeforeStart(sigs.ctx, sigs.install)
 	if st != nil {
-		callCtx = withCompileProgress(callCtx, st)
+		callCtx = a.withCompileProgress(callCtx, st)
 	}
 	out, err := rt.Exec(callCtx, call)
 	if out != nil {
@@ -501,8 +508,8 @@ func (a *app) runtime(approver permission.Approver, layer *permission.Settings, 
 		a.session = sess
 		opts = append(opts, ccrun.WithSession(sess))
 	}
-	opts = append(opts, backends...)              // backends.go
-	opts = append(opts, a.runtimeEngines(dir)...) // engines.go
+	opts = append(opts, backends...) // backends.go
+	opts = append(opts, a.runtimeEngines(dir)...)
 	opts = append(opts, a.options...)
 	rt, err := ccrun.New(append(opts, extra...)...)
 	if err == nil {

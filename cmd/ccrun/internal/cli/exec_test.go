@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // else is done with it.
 func TestExecOptions(t *testing.T) {
 	t.Parallel()
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	var got *execOptions
 	c := a.execCommand(func(_ context.Context, o *execOptions) error { got = o; return nil })
 	c.SetArgs([]string{"--approve", "unconfined", "--events", "json", "--timeout", "2s", "--env", "A=1", "--shell", "make", "--", "x"})
@@ -37,12 +37,12 @@ func TestRunExec(t *testing.T) {
 	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	a := &app{io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
 	err := a.runExec(context.Background(), &execOptions{call: callFlags{shell: `echo "$1"; exit 3`}, args: []string{"hi"}, dash: 0, approve: "once"})
 	if err != nil || out.String() != "hi\n" || exitCode(a.result, err) != 3 {
 		t.Errorf("exec: %v, %q, exit %d; %s", err, out.String(), exitCode(a.result, err), errb.String())
 	}
-	a = &app{io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
+	a = &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, &errb}, projectDir: dir}
 	err = a.runExec(context.Background(), &execOptions{call: callFlags{shell: "touch made"}, dash: -1})
 	if exitCode(a.result, err) != exitDenied || !strings.Contains(err.Error(), "to allow it, answer once or session when asked") {
 		t.Errorf("nobody to ask: %v", err)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -51,7 +51,7 @@ func walk(c *cobra.Command, f func(*cobra.Command)) {
 // values exactly.
 func TestEnumFlags(t *testing.T) {
 	t.Parallel()
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	root := a.command()
 	enum := map[string]bool{} // "path --flag"
 	for _, ef := range enumFlags {

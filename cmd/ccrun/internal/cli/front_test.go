@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -13,10 +13,17 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
+	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
-// The front build (front.go): `make build`'s bin/ccrun, which serves the
+// The front (cmd/ccrun/front): `make build`'s bin/ccrun, which serves the
 // gate and @shell and hands the rest to bin/ccrun-full beside it.
+
+// wholePkg and frontPkg are the two main packages over this one.
+const (
+	wholePkg = "github.com/ccrun/ccrun/cmd/ccrun"
+	frontPkg = "github.com/ccrun/ccrun/cmd/ccrun/front"
+)
 
 var (
 	pairOnce            sync.Once
@@ -24,9 +31,9 @@ var (
 	pairErr             error
 )
 
-// builtPair builds cmd/ccrun as `make build` does, once per test binary:
-// the front (the ccrunfront tag) as DIR/ccrun and the whole ccrun as
-// DIR/ccrun-full, both static.
+// builtPair builds the two mains as `make build` does, once per test
+// binary: the front (cmd/ccrun/front) as DIR/ccrun and the whole ccrun
+// (cmd/ccrun) as DIR/ccrun-full, both static.
 func builtPair(tb testing.TB) (front, full string) {
 	tb.Helper()
 	pairOnce.Do(func() {
@@ -36,8 +43,8 @@ func builtPair(tb testing.TB) (front, full string) {
 			return
 		}
 		pairFront, pairFull = filepath.Join(dir, "ccrun"), filepath.Join(dir, handoff.FullName)
-		for _, b := range [][]string{{"-tags", "ccrunfront", "-o", pairFront}, {"-o", pairFull}} {
-			cmd := goCommand([]string{"CGO_ENABLED=0"}, append(append([]string{"build"}, b...), ".")...)
+		for _, b := range [][]string{{"-o", pairFront, frontPkg}, {"-o", pairFull, wholePkg}} {
+			cmd := goCommand([]string{"CGO_ENABLED=0"}, append([]string{"build"}, b...)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				pairErr = &buildError{args: cmd.Args, out: out, err: err}
 				return
@@ -143,7 +150,7 @@ var frontCases = []struct {
 	{"unknown command", false, "", []string{"frobnicate"}},
 	{"gc dry run", false, "", []string{"gc", "--dry-run", "--json"}},
 	{"allowlist", false, "", []string{"allowlist", "list"}},
-	{"helper argument", false, "", []string{dockerRefillCmd}},
+	{"helper argument", false, "", []string{housekeep.RefillArg}},
 }
 
 // TestFront: the front and the whole ccrun say and do the same, run for
@@ -293,7 +300,7 @@ func TestFrontServedFlags(t *testing.T) {
 	if handoff.ExitInternal != exitInternal {
 		t.Errorf("handoff.ExitInternal = %d, want exitInternal %d", handoff.ExitInternal, exitInternal)
 	}
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	root := a.command()
 	for name, flags := range handoff.Served() {
 		c, _, err := root.Find([]string{name})

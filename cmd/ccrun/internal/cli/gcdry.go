@@ -1,14 +1,10 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
-	"github.com/ccrun/ccrun/engines"
-	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
@@ -34,20 +30,20 @@ type gcPlan struct {
 
 // gcDryRun lists what gc would remove, and removes nothing: the orphaned
 // helper processes, the expired session files, the containers of a killed
-// ccrun (and with pool the idle warm-pool containers) and its pods, on
-// every engine gc visits (housekeep.GCSites; engine kubernetes adds the
+// ccrun (and with --pool the idle warm-pool containers) and its pods, on
+// every engine gc visits (Engines.Sites; --engine kubernetes adds the
 // kubeconfig's cluster).
-func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON bool) error {
+func (a *app) gcDryRun(ctx context.Context, o *gcOptions) error {
 	plan := &gcPlan{Processes: []string{}, Sessions: []string{}, Containers: []string{}}
 	r := gcReport{Processes: []string{}, Sessions: []string{}, Containers: []string{}, Engines: []string{}, Errors: []string{},
 		DryRun: true, WouldRemove: plan}
 	note := func(err error) {
 		r.Errors = append(r.Errors, err.Error())
-		if !asJSON {
+		if !o.json {
 			fmt.Fprintf(a.io.err, "ccrun: note: %v\n", err)
 		}
 	}
-	found, err := findOrphans()
+	found, err := findOrphans(a.eng.Helpers)
 	for _, o := range found {
 		plan.Processes = append(plan.Processes, fmt.Sprintf("%s %d", o.what, o.pid))
 	}
@@ -59,13 +55,13 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 	if err != nil {
 		note(err)
 	}
-	sites, err := housekeep.GCSites(engine == engines.EngineKubernetes)
+	sites, err := a.eng.Sites(o.engine == "kubernetes")
 	if err != nil {
 		note(err)
 	}
 	for i, site := range sites {
 		sctx, cancel := context.WithTimeout(ctx, gcSiteTimeout)
-		listed, err := housekeep.GarbageAt(sctx, site, pool)
+		listed, err := a.eng.Garbage(sctx, site, o.pool)
 		cancel()
 		plan.Containers = append(plan.Containers, listed...)
 		switch {
@@ -77,7 +73,7 @@ func (a *app) gcDryRun(ctx context.Context, pool bool, engine string, asJSON boo
 			note(fmt.Errorf("%s: not listed: %w", site, err))
 		}
 	}
-	if asJSON {
+	if o.json {
 		return writeJSON(a.io.out, r)
 	}
 	w := a.io.out

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // their options, and nothing else is done with them.
 func TestKeyAndVersionOptions(t *testing.T) {
 	t.Parallel()
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	var k *keyOptions
 	c := a.keyCommand(func(_ context.Context, o *keyOptions) error { k = o; return nil })
 	c.SetArgs([]string{"--json", "git push origin"})
@@ -33,7 +33,7 @@ func TestKeyAndVersionOptions(t *testing.T) {
 func TestRunKeyAndVersion(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	a := &app{io: stdio{strings.NewReader(""), &out, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, io.Discard}}
 	if err := a.runKey(context.Background(), &keyOptions{command: "make", json: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRunKeyAndVersion(t *testing.T) {
 // cobra, and their commands' parsing with a runF.
 func TestRunDoctorAndDemo(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-docker.sock")
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	var d *doctorOptions
 	c := a.doctorCommand(func(_ context.Context, o *doctorOptions) error { d = o; return nil })
 	c.SetArgs([]string{"--json", "--engine", "docker"})
@@ -64,7 +64,7 @@ func TestRunDoctorAndDemo(t *testing.T) {
 		t.Errorf("doctor: %+v, %v", d, err)
 	}
 	var out bytes.Buffer
-	a = &app{io: stdio{strings.NewReader(""), &out, io.Discard}}
+	a = &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, io.Discard}}
 	if err := a.runDoctor(context.Background(), &doctorOptions{json: true}); err != nil || !json.Valid(out.Bytes()) || !strings.Contains(out.String(), `"landlock"`) {
 		t.Errorf("doctor --json: %v %q", err, out.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -9,12 +9,29 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// testEngines are the whole ccrun's, package full's: engines_test.go (of
+// package cli_test, which may import package full, itself an importer of
+// this one) gives them from its init, before TestMain.
+var testEngines *Engines
+
+// SetTestEngines gives the tests the whole ccrun's engines.
+func SetTestEngines(e *Engines) { testEngines = e }
+
+// run is the whole ccrun's Main without os.Exit, for tests: it parses
+// args, runs the command and returns the exit code.
+func run(args []string, io stdio) int {
+	return (&app{eng: testEngines, io: io, args: args}).execute()
+}
+
 // asCCRun, set to 1 in the environment, makes the test binary run as
 // ccrun: for tests that need ccrun as a process of its own (a terminal's
 // signals).
 const asCCRun = "CCRUN_TEST_AS_CCRUN"
 
 func TestMain(m *testing.M) {
+	if testEngines == nil {
+		panic("no engines: engines_test.go's init gives them")
+	}
 	if code, ok := housekeep.Serve(os.Args[1:]); ok {
 		os.Exit(code)
 	}

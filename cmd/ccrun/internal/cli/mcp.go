@@ -1,6 +1,4 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"context"
@@ -9,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
-	"github.com/ccrun/ccrun/mcpserver"
 )
 
 // mcpOptions are `ccrun mcp`'s flags.
@@ -76,8 +72,8 @@ transport on a loopback address (127.0.0.1:8765, [::1]:8765, localhost:8765) or 
 	c.Flags().StringVar(&o.http, "http", "", "serve the streamable HTTP transport on ADDR: a loopback host:port or unix:/path (default: stdio)")
 	c.Flags().StringVar(&o.tokenFile, "token-file", "", "read the bearer token from FILE, readable by you alone (default: make one up and print it on stderr)")
 	c.Flags().StringArrayVar(&o.origins, "allow-origin", nil, "with --http: serve requests from this Origin (scheme://host[:port]) besides loopback ones (repeatable)")
-	c.Flags().DurationVar(&o.sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session that made no request for this long")
-	c.Flags().IntVar(&o.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: the most sessions open at once; past it a new one is refused")
+	c.Flags().DurationVar(&o.sessionTimeout, "session-timeout", a.eng.MCPDefaults.SessionTimeout, "with --http: close a session that made no request for this long")
+	c.Flags().IntVar(&o.maxSessions, "max-sessions", a.eng.MCPDefaults.MaxSessions, "with --http: the most sessions open at once; past it a new one is refused")
 	return c
 }
 
@@ -101,7 +97,7 @@ func (a *app) runMCP(ctx context.Context, o *mcpOptions) error {
 	}
 	defer rt.Close()
 	reload := func() (*ccrun.Runtime, error) { return a.runtime(nil, nil) }
-	srv, err := mcpserver.New(rt, &mcpserver.Options{Version: buildVersion().Version, Reload: reload,
+	srv, err := a.eng.MCP(rt, reload, MCPOptions{Version: buildVersion().Version,
 		AllowOrigins: o.origins, SessionTimeout: o.sessionTimeout, MaxSessions: o.maxSessions})
 	if err != nil {
 		return err
@@ -110,7 +106,7 @@ func (a *app) runMCP(ctx context.Context, o *mcpOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.http == "" {
-		err := srv.Serve(ctx, mcpserver.StdioTransport(a.io.in, a.io.out))
+		err := srv.Serve(ctx, a.io.in, a.io.out)
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -120,12 +116,8 @@ func (a *app) runMCP(ctx context.Context, o *mcpOptions) error {
 }
 
 // serveHTTP serves srv on addr until ctx is done.
-func (a *app) serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, tokenFile string) error {
+func (a *app) serveHTTP(ctx context.Context, srv MCPServer, addr, tokenFile string) error {
 	token, made, err := bearerToken(tokenFile)
-	if err != nil {
-		return err
-	}
-	h, err := srv.Handler(token)
 	if err != nil {
 		return err
 	}
@@ -139,31 +131,7 @@ func (a *app) serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, tokenF
 	} else {
 		fmt.Fprintf(a.io.err, "ccrun mcp: serving %s (bearer token from %s)\n", url, tokenFile)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Watch(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		// Every call in flight stops, its process tree or container with
-		// it, and is audited, before the server goes.
-		_ = srv.CancelCalls(sctx)
-		// The sessions' streams (a client's GET stays open) end with
-		// their sessions; then nothing holds Shutdown.
-		for ss := range srv.MCP().Sessions() {
-			_ = ss.Close()
-		}
-		if hs.Shutdown(sctx) != nil {
-			_ = hs.Close()
-		}
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	<-stopped // Serve returns at once on Shutdown: wait for the calls' end
-	return nil
+	return srv.ServeHTTP(ctx, ln, token)
 }
 
 // bearerToken reads the token from file, or makes one up (made true).

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -50,7 +50,7 @@ func mcpBinary(t testing.TB) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		cmd := goCommand(nil, append(args, ".")...)
+		cmd := goCommand(nil, append(args, wholePkg)...)
 		mcpBuild.out, mcpBuild.err = cmd.CombinedOutput()
 	})
 	if mcpBuild.err != nil {

@@ -1,6 +1,4 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"bytes"
@@ -9,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
 // refillOverdue is how long a detached docker refiller may live before
@@ -101,18 +97,18 @@ func envValue(env []string, key string) (string, bool) {
 // started it (which then died), or a docker refiller past its time. The
 // warm @wasm server is not one: it outlives its clients by design, and
 // ends itself (idle, replaced binary, run count).
-func orphaned(p helperProc, uid int) (string, bool) {
+func orphaned(p helperProc, uid int, h Helpers) (string, bool) {
 	if p.uid != uid || p.euid != uid {
 		return "", false
 	}
-	if v, _ := envValue(p.env, housekeep.WasmWorkerEnv); v == "1" {
-		parent, ok := envValue(p.env, housekeep.WasmWorkerParentEnv)
+	if v, _ := envValue(p.env, h.WorkerEnv); v == "1" {
+		parent, ok := envValue(p.env, h.WorkerParentEnv)
 		if !ok { // a worker of an older ccrun: orphaned once reparented to init
 			return "wasm worker", p.ppid == 1
 		}
 		return "wasm worker", parent != strconv.Itoa(p.ppid)
 	}
-	if len(p.argv) > 1 && p.argv[1] == dockerRefillCmd && p.age > refillOverdue {
+	if len(p.argv) > 1 && p.argv[1] == h.RefillArg && p.age > refillOverdue {
 		return "docker refiller", true
 	}
 	return "", false
@@ -121,7 +117,7 @@ func orphaned(p helperProc, uid int) (string, bool) {
 // findOrphans lists ccrun's orphaned helper processes of this user, as
 // endOrphans would end them now: what ccrun gc --dry-run shows. It
 // signals nothing.
-func findOrphans() ([]orphan, error) {
+func findOrphans(h Helpers) ([]orphan, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
@@ -134,7 +130,7 @@ func findOrphans() ([]orphan, error) {
 			continue
 		}
 		if p, ok := readProc(pid); ok {
-			if what, bad := orphaned(p, uid); bad {
+			if what, bad := orphaned(p, uid, h); bad {
 				found = append(found, orphan{pid, what})
 			}
 		}

@@ -1,6 +1,4 @@
-//go:build !ccrunfront
-
-package main
+package cli
 
 import (
 	"errors"
@@ -14,7 +12,7 @@ import (
 // endOrphans finds ccrun's orphaned helper processes of this user and ends
 // them (SIGKILL). Each is pinned with a pidfd and checked again through
 // it, so that a pid reused meanwhile is never signalled.
-func endOrphans() ([]orphan, error) {
+func endOrphans(h Helpers) ([]orphan, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
@@ -31,7 +29,7 @@ func endOrphans() ([]orphan, error) {
 		if !ok {
 			continue
 		}
-		if _, bad := orphaned(p, uid); !bad {
+		if _, bad := orphaned(p, uid, h); !bad {
 			continue
 		}
 		fd, err := unix.PidfdOpen(pid, 0)
@@ -39,7 +37,7 @@ func endOrphans() ([]orphan, error) {
 			continue // gone already
 		}
 		p, ok = readProc(pid) // the process fd pins, or a newer one: checked again
-		what, bad := orphaned(p, uid)
+		what, bad := orphaned(p, uid, h)
 		if ok && bad {
 			err = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 			switch {

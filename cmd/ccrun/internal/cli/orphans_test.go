@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestOrphaned(t *testing.T) {
 		return helperProc{uid: me, euid: me, ppid: ppid, env: env, argv: []string{"ccrun"}}
 	}
 	refiller := func(age time.Duration) helperProc {
-		return helperProc{uid: me, euid: me, ppid: 1, argv: []string{"ccrun", dockerRefillCmd}, age: age}
+		return helperProc{uid: me, euid: me, ppid: 1, argv: []string{"ccrun", housekeep.RefillArg}, age: age}
 	}
 	other := worker("42", 1)
 	other.uid, other.euid = 0, 0
@@ -54,7 +54,7 @@ func TestOrphaned(t *testing.T) {
 		{"a plain process", helperProc{uid: me, euid: me, ppid: 1, argv: []string{"sleep", "60"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, got := orphaned(tc.p, me); got != tc.want {
+			if _, got := orphaned(tc.p, me, testEngines.Helpers); got != tc.want {
 				t.Errorf("orphaned = %v, want %v", got, tc.want)
 			}
 		})
@@ -134,7 +134,7 @@ func TestWorkerChecksParent(t *testing.T) {
 func buildCcrun(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ccrun")
-	cmd := goCommand(nil, "build", "-o", bin, ".")
+	cmd := goCommand(nil, "build", "-o", bin, wholePkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}

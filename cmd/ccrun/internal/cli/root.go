@@ -1,15 +1,17 @@
-package main
+package cli
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
 	"github.com/ccrun/ccrun/internal/suggest"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -30,24 +32,20 @@ type app struct {
 	trustDigest string
 	loosenFlags []string
 
-	// exec's choices for the engines (execEngines): dockerEngine is
-	// --engine; wasmWorker the executable a @wasm worker starts
-	// (--wasm-worker); oneShot runs a @wasm guest as this process's one
-	// call and wasmServer sends it to the project's warm server (in
-	// ccrun's own main).
-	dockerEngine string
-	wasmWorker   string
-	oneShot      bool
-	wasmServer   bool
+	// eng is what the whole ccrun links (engines.go); nil in the front,
+	// which has only the commands handoff.Serves lets through.
+	eng *Engines
+	// oneShotProcess says this run is ccrun's main (Main), which exits
+	// once it returns, not a test calling run.
+	oneShotProcess bool
+	// choices are exec's for the engines (execEngines), given to every
+	// Runtime of this run (runtimeEngines).
+	choices EngineChoices
 
 	// options are given to every Runtime of this run after the CLI's
 	// own: none in ccrun's main; a test's backends.
 	options []ccrun.Option
 }
-
-// run is main without os.Exit, for tests: it parses args, runs the command
-// and returns the exit code.
-func run(args []string, io stdio) int { return (&app{io: io, args: args}).execute() }
 
 // execute runs the command line a.args and returns the exit code.
 func (a *app) execute() int {
@@ -85,10 +83,28 @@ func isCobraUsage(err error) bool {
 
 func (a *app) command() *cobra.Command {
 	root := a.rootCommand()
-	root.AddCommand(a.commands()...) // engines.go; the front's, front.go
-	frontRoot(root)
+	root.AddCommand(a.commands()...)
+	if a.eng == nil {
+		// cobra's completion command is the whole ccrun's (completion
+		// and __complete are handed over): the front does not make it
+		// at every run.
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
 	strictFlags(root) // flags.go
 	return root
+}
+
+// commands are ccrun's commands: every one, given the engines; without
+// them (the front), the ones handoff.Serves serves, which the front's
+// handoff lets through (handoff.Served: one function decides both).
+func (a *app) commands() []*cobra.Command {
+	all := []*cobra.Command{a.execCommand(nil), a.checkCommand(nil), a.versionCommand(nil), a.keyCommand(nil)}
+	if a.eng == nil {
+		served := handoff.Served()
+		return slices.DeleteFunc(all, func(c *cobra.Command) bool { _, ok := served[c.Name()]; return !ok })
+	}
+	return append(all, a.allowlistCommand(), a.capabilityCommand(), a.sessionCommand(), a.trustCommand(nil),
+		a.gcCommand(nil), a.demoCommand(nil), a.doctorCommand(nil), a.mcpCommand(nil))
 }
 
 // rootCommand is the root command, its flags, and none of its commands.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // TestSessionOptions: session start's command line becomes its options.
 func TestSessionOptions(t *testing.T) {
 	t.Parallel()
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	var got *sessionStartOptions
 	c := a.sessionStartCommand(func(_ context.Context, o *sessionStartOptions) error { got = o; return nil })
 	c.SetArgs([]string{"--lifetime", "90m"})
@@ -34,7 +34,7 @@ func TestRunSession(t *testing.T) {
 	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
 	t.Setenv("CCRUN_SESSION", "")
 	var out, errb bytes.Buffer
-	a := &app{io: stdio{strings.NewReader(""), &out, &errb}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, &errb}}
 	ctx := context.Background()
 	if err := a.runSessionStart(ctx, &sessionStartOptions{lifetime: time.Hour}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // options, and nothing else is done with them.
 func TestTrustAndMCPOptions(t *testing.T) {
 	t.Parallel()
-	a := &app{io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}
 	var tr *trustOptions
 	c := a.trustCommand(func(_ context.Context, o *trustOptions) error { tr = o; return nil })
 	c.SetArgs([]string{"--list", "--json"})
@@ -42,7 +42,7 @@ func TestRunTrustAndMCP(t *testing.T) {
 	t.Setenv(trustDigestEnv, "")
 	dir := t.TempDir()
 	var out bytes.Buffer
-	a := &app{io: stdio{strings.NewReader(""), &out, io.Discard}, projectDir: dir}
+	a := &app{eng: testEngines, io: stdio{strings.NewReader(""), &out, io.Discard}, projectDir: dir}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string

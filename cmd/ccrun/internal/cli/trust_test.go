@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -386,7 +386,7 @@ func TestTrustDigestForCI(t *testing.T) {
 	}
 	t.Setenv(trustDigestEnv, "")
 	writeFiles(t, dir, map[string]string{"ccrun.json": `{"permissions": {"allow": ["run_wasm:*"]}}`})
-	a := &app{trustDigest: reviewed}
+	a := &app{eng: testEngines, trustDigest: reviewed}
 	if opts := a.trustOptions(); len(opts) != 1 {
 		t.Errorf("--trust-digest: %d options, want 1", len(opts))
 	}

@@ -1,111 +1,177 @@
-//go:build !ccrunfront
-
-package main
+// Package full is what only the whole ccrun links: the @wasm and @docker
+// engines (package engines), the helper processes' plumbing and the
+// engines' housekeeping (internal/housekeep), the Docker client doctor
+// asks, and the MCP server. Engines gives them to the CLI (cli.Engines),
+// which the whole main (cmd/ccrun) runs with them; the front
+// (cmd/ccrun/front) imports neither this package nor what it links.
+package full
 
 import (
 	"context"
-	"os"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"time"
 
 	"github.com/distribution/reference"
-	"github.com/spf13/cobra"
+	"github.com/docker/docker/client"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/cmd/ccrun/internal/cli"
 	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/housekeep"
-	"github.com/ccrun/ccrun/runtime/job"
+	"github.com/ccrun/ccrun/mcpserver"
 )
 
-// This file and front.go are what the two builds of the CLI do
-// differently. This one, the whole ccrun (`go install`, `make build`'s
-// bin/ccrun-full), links the @wasm and @docker engines (package engines,
-// given to every Runtime: runtimeEngines), gc, doctor, demo and mcp. The
-// front (the ccrunfront tag, `make build`'s bin/ccrun) links the gate and
-// @shell alone and hands every other command to the whole ccrun beside it
-// (front.go, internal/handoff).
-
-// dockerRefillCmd is the hidden first argument under which ccrun refills a
-// @docker warm pool in a process of its own, so that the run that used a
-// pooled container exits at once (housekeep.Serve serves it).
-const dockerRefillCmd = housekeep.RefillArg
-
-// serveHelper serves a @wasm worker of `exec --wasm-worker`, the warm
-// @wasm server, and the detached refill of a warm container pool.
-func serveHelper(args []string) (code int, ok bool) { return housekeep.Serve(args) }
-
-// commands are ccrun's commands: the gate's, and those of the engines.
-func (a *app) commands() []*cobra.Command {
-	return []*cobra.Command{a.execCommand(nil), a.checkCommand(nil), a.allowlistCommand(), a.capabilityCommand(),
-		a.sessionCommand(), a.versionCommand(nil), a.keyCommand(nil), a.trustCommand(nil),
-		a.gcCommand(), a.demoCommand(nil), a.doctorCommand(nil), a.mcpCommand(nil)}
-}
-
-// frontRoot does nothing in the whole ccrun (front.go).
-func frontRoot(*cobra.Command) {}
-
-// execEngines takes exec's choices for the @docker and @wasm engines:
-// --engine, --wasm-worker, and in ccrun's own main the one-shot @wasm
-// guest and the warm server. runtimeEngines gives them to the Runtime.
-func (a *app) execEngines(engine string, worker bool) error {
-	a.dockerEngine = engine
-	if worker {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		a.wasmWorker = exe
-	} else if oneShotProcess {
-		// This process runs one call and exits: a @wasm guest runs
-		// here at full speed, and a limit that stops it returns at
-		// once (the guest goes with the process). Should reporting
-		// it then hang, the hook ends the process with its code.
-		a.oneShot = true
-		// And the guest goes first to the project's warm server,
-		// which has the module compiled already (runtime(); off
-		// with CCRUN_WASM_SERVER=0).
-		a.wasmServer = os.Getenv(housekeep.WasmServerEnv) != "0"
+// Engines returns the whole ccrun's engines, for cli.Main.
+func Engines() *cli.Engines {
+	return &cli.Engines{
+		ServeHelper:     housekeep.Serve,
+		Options:         options,
+		CompileProgress: housekeep.WithCompileProgress,
+		CheckImage:      checkImage,
+		Helpers: cli.Helpers{WorkerEnv: housekeep.WasmWorkerEnv, WorkerParentEnv: housekeep.WasmWorkerParentEnv,
+			ServerEnv: housekeep.WasmServerEnv, RefillArg: housekeep.RefillArg},
+		WasmSockets: housekeep.CollectWasmSockets,
+		Sites:       housekeep.GCSites,
+		Collect:     housekeep.CollectAt,
+		Garbage:     housekeep.GarbageAt,
+		DockerInfo:  dockerInfo,
+		EngineInfo:  engineInfo,
+		MCP:         newMCP,
+		MCPDefaults: cli.MCPOptions{SessionTimeout: mcpserver.DefaultSessionTimeout, MaxSessions: mcpserver.DefaultMaxSessions},
 	}
-	return nil
 }
 
-// runtimeEngines returns the engines of every Runtime of the CLI, @wasm's
-// and @docker's (package engines), with their options: pull progress on a
+// options returns the engines of a Runtime of the CLI, @wasm's and
+// @docker's (package engines), with the run's choices: pull progress on a
 // terminal, the detached refill of a warm container pool, the warm @wasm
-// server, and exec's choices (execEngines).
-func (a *app) runtimeEngines(dir string) []ccrun.Option {
+// server, exec's --engine and --wasm-worker, the one-shot @wasm guest.
+func options(c cli.EngineChoices) []ccrun.Option {
 	var opts []engines.Option
-	if isTerminal(a.io.err) {
-		opts = append(opts, housekeep.PullProgress(a.io.err))
+	if c.Progress != nil {
+		opts = append(opts, housekeep.PullProgress(c.Progress))
 	}
-	if exe, err := os.Executable(); err == nil {
-		opts = append(opts, housekeep.DetachedRefill(exe))
-		if a.wasmServer {
-			opts = append(opts, housekeep.WasmServer(exe, dir))
+	if c.Exe != "" {
+		opts = append(opts, housekeep.DetachedRefill(c.Exe))
+		if c.WasmServer {
+			opts = append(opts, housekeep.WasmServer(c.Exe, c.Dir))
 		}
 	}
-	if a.dockerEngine != "" {
-		opts = append(opts, engines.WithDockerEngine(a.dockerEngine))
+	if c.DockerEngine != "" {
+		opts = append(opts, engines.WithDockerEngine(c.DockerEngine))
 	}
-	if a.wasmWorker != "" {
-		opts = append(opts, housekeep.WasmWorker(a.wasmWorker))
-	} else if a.oneShot {
-		opts = append(opts, housekeep.WasmOneShot(func(r *job.Result) {
-			os.Exit(exitCode(r, nil))
-		}))
+	if c.WasmWorker != "" {
+		opts = append(opts, housekeep.WasmWorker(c.WasmWorker))
+	} else if c.OneShot != nil {
+		opts = append(opts, housekeep.WasmOneShot(c.OneShot))
 	}
 	return engines.All(opts...)
 }
 
-// withCompileProgress shows a @wasm module's compilation on st.
-func withCompileProgress(ctx context.Context, st *status) context.Context {
-	return housekeep.WithCompileProgress(ctx, st.compile)
+// checkImage refuses an image reference the engine could not read: it
+// wants a name (with a registry, a tag or a digest) or an image ID.
+func checkImage(ref string) error {
+	_, err := reference.ParseAnyReference(ref)
+	return err
 }
 
-// checkImage refuses an image reference the engine could not read, before
-// the engine is called: a name (with a registry, a tag or a digest) or an
-// image ID.
-func checkImage(ref string) error {
-	if _, err := reference.ParseAnyReference(ref); err != nil {
-		return usagef("--docker %q: not an image reference (want NAME[:TAG][@DIGEST], such as busybox:1.36, or an image ID): %v", ref, err)
+// dockerInfo connects as @docker does (runtime/docker.New: the
+// environment's engine, the API version negotiated), then asks the
+// version.
+func dockerInfo(ctx context.Context) cli.DockerReport {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	host, err := housekeep.DockerHost(ctx)
+	if err != nil {
+		return cli.DockerReport{Error: err.Error()}
 	}
+	d := cli.DockerReport{Reachable: true, Host: host}
+	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
+		defer c.Close()
+		if v, err := c.ServerVersion(ctx); err == nil {
+			d.Version, d.APIVersion = v.Version, v.APIVersion
+		}
+	}
+	return d
+}
+
+// engineInfo finds the @docker engine as a Runtime would (flag, managed
+// then user settings) and, for Kubernetes, asks the cluster.
+func engineInfo(ctx context.Context, flag string) cli.EngineReport {
+	engine, from, opts, err := engines.DefaultDockerEngine()
+	if flag != "" {
+		engine, from, opts, err = flag, "flag", nil, nil
+	}
+	r := cli.EngineReport{Engine: engine, From: from}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if engine != engines.EngineKubernetes {
+		r.Answers = true // the docker engine's line says whether it does
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := housekeep.ClusterInfo(ctx, opts...)
+	r.Cluster = &cli.Cluster{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Version: c.Version,
+		Nodes: c.Nodes, ReadyNodes: c.ReadyNodes}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.Answers = true
+	r.NetworkPolicy = "unknown: network none is a NetworkPolicy, enforced only if the cluster's network plugin enforces policies"
+	return r
+}
+
+// mcpServer is package mcpserver's server, as `ccrun mcp` serves it.
+type mcpServer struct{ *mcpserver.Server }
+
+func newMCP(rt *ccrun.Runtime, reload func() (*ccrun.Runtime, error), o cli.MCPOptions) (cli.MCPServer, error) {
+	srv, err := mcpserver.New(rt, &mcpserver.Options{Version: o.Version, Reload: reload,
+		AllowOrigins: o.AllowOrigins, SessionTimeout: o.SessionTimeout, MaxSessions: o.MaxSessions})
+	if err != nil {
+		return nil, err
+	}
+	return mcpServer{srv}, nil
+}
+
+func (s mcpServer) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.Server.Serve(ctx, mcpserver.StdioTransport(in, out))
+}
+
+// ServeHTTP serves the streamable HTTP transport on ln until ctx is done.
+func (s mcpServer) ServeHTTP(ctx context.Context, ln net.Listener, token string) error {
+	h, err := s.Handler(token)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go s.Watch(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Every call in flight stops, its process tree or container with
+		// it, and is audited, before the server goes.
+		_ = s.CancelCalls(sctx)
+		// The sessions' streams (a client's GET stays open) end with
+		// their sessions; then nothing holds Shutdown.
+		for ss := range s.MCP().Sessions() {
+			_ = ss.Close()
+		}
+		if hs.Shutdown(sctx) != nil {
+			_ = hs.Close()
+		}
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	<-stopped // Serve returns at once on Shutdown: wait for the calls' end
 	return nil
 }
