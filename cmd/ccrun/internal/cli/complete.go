@@ -87,17 +87,10 @@ func (a *app) completeProjectKeys(_ *cobra.Command, args []string, prefix string
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeCallFlags registers the completions of the flags exec and check
-// share.
+// completeCallFlags registers the completion of --wasm, for exec and
+// check; their flags with a fixed list of values complete from that list
+// (enumFlags, strictFlags).
 func completeCallFlags(c *cobra.Command) {
-	for flag, words := range map[string][]string{
-		"mode":      {"plan", "default", "accept-edits", "trust"},
-		"directive": {"read-only", "plan-only", "analyze-only", "do-not-edit"},
-		"pull":      {"missing", "never", "always"},
-		"network":   {"none", "bridge", "host"},
-	} {
-		_ = c.RegisterFlagCompletionFunc(flag, completeWords(words...))
-	}
 	_ = c.RegisterFlagCompletionFunc("wasm", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"wasm"}, cobra.ShellCompDirectiveFilterFileExt
 	})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,6 +82,23 @@ func TestBashCompletesCapabilities(t *testing.T) {
 		}
 		if g := strings.Join(got, "\n"); g != c.want {
 			t.Errorf("%q offers %q, want %q", c.line, g, c.want)
+		}
+	}
+}
+
+// TestCompletionUnknownShell: `ccrun completion SHELL` for a shell cobra
+// has no script for is a usage error (64) that lists the valid shells,
+// not its help and 0; each valid one writes its script.
+func TestCompletionUnknownShell(t *testing.T) {
+	var out, errb strings.Builder
+	code := run([]string{"completion", "bogus"}, stdio{strings.NewReader(""), &out, &errb})
+	if want := `"bogus" is not a shell ccrun completes; valid: bash, fish, powershell, zsh`; code != exitUsage || !strings.Contains(errb.String(), want) || out.Len() != 0 {
+		t.Errorf("completion bogus: exit %d, stdout %q, stderr %q; want %d and %q", code, out.String(), errb.String(), exitUsage, want)
+	}
+	for _, sh := range []string{"bash", "fish", "powershell", "zsh"} {
+		out.Reset()
+		if code := run([]string{"completion", sh}, stdio{strings.NewReader(""), &out, io.Discard}); code != 0 || !strings.Contains(out.String(), "ccrun") {
+			t.Errorf("completion %s: exit %d, %d bytes", sh, code, out.Len())
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -365,4 +366,33 @@ func TestScriptsFront(t *testing.T) {
 		},
 		RequireExplicitExec: true,
 	})
+}
+
+// TestFrontCommands: given no engines (the front's Main), the CLI has
+// exactly the commands handoff.Served names, and no completion command:
+// the front's list comes from the one function that decides what it
+// serves. Given them, it has every command.
+func TestFrontCommands(t *testing.T) {
+	names := func(e *Engines) []string {
+		var out []string
+		for _, c := range (&app{eng: e, io: stdio{strings.NewReader(""), io.Discard, io.Discard}}).command().Commands() {
+			out = append(out, c.Name())
+		}
+		slices.Sort(out)
+		return out
+	}
+	var served []string
+	for name := range handoff.Served() {
+		served = append(served, name)
+	}
+	slices.Sort(served)
+	if got := names(nil); !slices.Equal(got, served) {
+		t.Errorf("the front's commands are %v, want handoff.Served's %v", got, served)
+	}
+	whole := names(testEngines)
+	for _, want := range append(served, "gc", "mcp", "doctor", "demo", "capability", "completion") {
+		if !slices.Contains(whole, want) {
+			t.Errorf("the whole ccrun has no %s: %v", want, whole)
+		}
+	}
 }

@@ -89,6 +89,11 @@ func (a *app) command() *cobra.Command {
 		// and __complete are handed over): the front does not make it
 		// at every run.
 		root.CompletionOptions.DisableDefaultCmd = true
+	} else {
+		// cobra's completion scripts go to the writer set when the
+		// command is made: the run's, not os.Stdout
+		root.SetOut(a.io.out)
+		strictCompletion(root)
 	}
 	strictFlags(root) // flags.go
 	return root
@@ -105,6 +110,28 @@ func (a *app) commands() []*cobra.Command {
 	}
 	return append(all, a.allowlistCommand(), a.capabilityCommand(), a.sessionCommand(), a.trustCommand(nil),
 		a.gcCommand(nil), a.demoCommand(nil), a.doctorCommand(nil), a.mcpCommand(nil))
+}
+
+// strictCompletion makes cobra's completion command refuse a shell it has
+// no script for, as a usage error (64) that lists the valid ones: cobra's
+// own prints its help and exits 0.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			shells = append(shells, s.Name())
+		}
+		return usagef("%q is not a shell ccrun completes; valid: %s", args[0], strings.Join(shells, ", "))
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 }
 
 // rootCommand is the root command, its flags, and none of its commands.
