@@ -70,7 +70,6 @@ decision could be made; the JSON fields are stable.`,
 		},
 	}
 	o.call.register(c, false)
-	o.call.checkImage = a.checkImage
 	c.Flags().Lookup("shell").Usage = "decide on this shell command (bash syntax), as exec --shell would run it"
 	c.Flags().BoolVar(&o.json, "json", false, "print the decision as JSON")
 	c.Flags().StringArrayVar(&o.sessionAllow, "session-allow", nil, "add a session grant of this key pattern, for this evaluation only (repeatable)")
@@ -81,7 +80,7 @@ decision could be made; the JSON fields are stable.`,
 // runCheck decides on the call o describes, as exec would with nobody to
 // ask, and prints the decision; it runs nothing and writes nothing.
 func (a *app) runCheck(ctx context.Context, o *checkOptions) error {
-	call, err := o.call.call(o.args, o.dash, a.io.in)
+	call, err := o.call.call(o.args, o.dash, a.io.in, a.checkImage)
 	if err != nil {
 		return err
 	}

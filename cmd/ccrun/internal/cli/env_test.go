@@ -248,7 +248,7 @@ func TestWasmServerThroughCLI(t *testing.T) {
 	if err := os.Symlink(exe, bin); err != nil {
 		t.Fatal(err)
 	}
-	probeSrc, err := os.ReadFile(filepath.Join("..", "..", "testdata", "wasm", "probe", "main.go"))
+	probeSrc, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "wasm", "probe", "main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

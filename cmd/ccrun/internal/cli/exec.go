@@ -35,13 +35,10 @@ type callFlags struct {
 	mounts, env            []string
 	input                  string
 	network, pull          string
-	engine                 string // --engine: where @docker runs (kube.go)
+	engine                 string // --engine: where @docker runs
 	directive              string
 	mode                   string
 	allow, ask, deny       []string
-	// checkImage refuses an image reference before the engine is
-	// called (app.checkImage); nil refuses every one.
-	checkImage func(ref string) error
 }
 
 func (f *callFlags) register(c *cobra.Command, withLimits bool) {
@@ -71,8 +68,9 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 
 // call builds the call from the flags and the arguments: args before the
 // index dash (-1: no --) name a capability, those after it are the tool's;
-// --input - reads stdin.
-func (f *callFlags) call(args []string, dash int, stdin io.Reader) (*ccrun.Call, error) {
+// --input - reads stdin; checkImage refuses a --docker image reference
+// the engine could not read (app.checkImage).
+func (f *callFlags) call(args []string, dash int, stdin io.Reader, checkImage func(ref string) error) (*ccrun.Call, error) {
 	var name string
 	var rest []string
 	before := args
@@ -123,10 +121,7 @@ func (f *callFlags) call(args []string, dash int, stdin io.Reader) (*ccrun.Call,
 		return nil, usagef("--wasm: %w", err)
 	}
 	if call.Image != "" {
-		if f.checkImage == nil {
-			return nil, fmt.Errorf("--docker %s: no @docker engine here: %w", call.Image, ccrun.ErrInvalidCall)
-		}
-		if err := f.checkImage(call.Image); err != nil {
+		if err := checkImage(call.Image); err != nil {
 			return nil, err
 		}
 	}
@@ -203,7 +198,6 @@ The tool's exit code becomes ccrun's.`,
 		},
 	}
 	o.call.register(c, true)
-	o.call.checkImage = a.checkImage
 	c.Flags().StringVar(&o.approve, "approve", "", "answer an ask in advance when nobody can be prompted: once, session or project (project is refused for @shell), or unconfined: once, and a @shell command runs outside the workspace sandbox")
 	c.Flags().BoolVar(&o.worker, "wasm-worker", false, "run a @wasm guest in a worker process of its own, killed at the limits, at ~90 ms more per run (by default it runs in the project's warm server, ccrun-full wasm-server SOCKET, or in ccrun's own process where there is none)")
 	c.Flags().StringVar(&o.events, "events", "", "print each state transition as a JSON line on stderr: json")
@@ -214,7 +208,7 @@ The tool's exit code becomes ccrun's.`,
 // runExec puts the call o describes before the gate, asks whoever can be
 // asked, runs it, and leaves its result in a.result.
 func (a *app) runExec(ctx context.Context, o *execOptions) error {
-	call, err := o.call.call(o.args, o.dash, a.io.in)
+	call, err := o.call.call(o.args, o.dash, a.io.in, a.checkImage)
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func TestJSONOutputs(t *testing.T) {
 // The shapes docs/cli.md documents are the shapes printed: every member of
 // every report type is named in the page.
 func TestJSONShapesDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func (s *status) update(e ccrun.Event) {
 	}
 }
 
-// compile takes a @wasm call's compile progress (housekeep.WithCompileProgress).
+// compile takes a @wasm call's compile progress (Engines.CompileProgress).
 func (s *status) compile(module string, compiling bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
