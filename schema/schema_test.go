@@ -186,7 +186,7 @@ func settingsOrigin(name string) (permission.Origin, bool) {
 func TestScriptSettingsMatchSchema(t *testing.T) {
 	t.Parallel()
 	rs := resolved(t, "ccrun.schema.json")
-	scripts, _ := filepath.Glob("../cmd/ccrun/testdata/script/*.txtar")
+	scripts, _ := filepath.Glob("../cmd/ccrun/internal/cli/testdata/script/*.txtar")
 	n := 0
 	for _, script := range scripts {
 		a, err := txtar.ParseFile(script)
