@@ -204,9 +204,6 @@ func (r *Runtime) builtinBackends() {
 // listing those it has; one it knows but has no backend for (@wasm or
 // @docker without package engines) is noBackend's.
 func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend, error) {
-	if r.parent != nil {
-		return r.parent.backend(ctx, env)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b, ok := r.backends[env]; ok {

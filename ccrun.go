@@ -41,23 +41,46 @@ import (
 )
 
 // Runtime runs calls for one project. Build it with New.
+//
+// A Runtime is a view of one project's state (shared): New makes the state
+// and the Runtime of the agent that built it; SubAgent makes another view
+// of the same state, with its own narrowing. What is the project's — the
+// directory, the settings files and trust, the backends, the library
+// tools, the audit log, the call ids, the subscribers — is reached only
+// through the one shared value both point to, so no method of a sub-agent
+// can read a state of its own that is empty: it has none. What is the
+// agent's is the gate its calls pass (its policy) and its narrowing.
 type Runtime struct {
+	*shared
+	gate   *permission.Gate // this agent's: the project's, or a sub-agent's copy with its narrowed policy
+	narrow narrowing
+}
+
+// narrowing is what a Runtime's agent may do less than the agent that
+// built the project's Runtime; the zero narrowing is that agent's.
+type narrowing struct {
+	// subAgent: a sub-agent (SubAgent) grants nothing (Grant) and releases
+	// nothing (Close): the state and what it started are the parent's.
+	subAgent bool
+}
+
+// shared is one project's state: what a Runtime and its sub-agents see
+// alike, one value they all point to.
+type shared struct {
 	dir      string
-	gate     *permission.Gate
 	audit    *audit.Log
 	envPass  []string
 	bus      bus
-	ids      atomic.Uint64 // call ids; a sub-agent's come from its parent's (nextID)
+	ids      atomic.Uint64 // call ids, for every agent of the project (nextID)
 	idOnce   sync.Once     // idBase is made on the first call
 	idBase   string        // random, per Runtime: ids are unique across processes
 	mu       sync.Mutex
 	backends map[ceiling.Environment]Backend                                // started (backend.go)
-	makers   map[ceiling.Environment]func(context.Context) (Backend, error) // WithBackend and the built-in ones
+	makers   map[ceiling.Environment]func(context.Context) (Backend, error) // WithBackend and the built-in ones; fixed once New returns
 	closers  []func() error
 	noAudit  bool
 	auditLog string
 	layers   []*permission.Settings
-	parent   *Runtime   // a sub-agent's: backends are the parent's
 	libs     []*libTool // WithTool (libtools.go)
 
 	// workspace trust (config.go)
@@ -144,9 +167,11 @@ func WithEnvPass(names ...string) Option {
 // is refused) and nothing else: executors start on first use.
 func New(opts ...Option) (*Runtime, error) {
 	r := &Runtime{
-		gate:     &permission.Gate{},
-		backends: map[ceiling.Environment]Backend{},
-		makers:   map[ceiling.Environment]func(context.Context) (Backend, error){},
+		shared: &shared{
+			backends: map[ceiling.Environment]Backend{},
+			makers:   map[ceiling.Environment]func(context.Context) (Backend, error){},
+		},
+		gate: &permission.Gate{},
 	}
 	for _, o := range opts {
 		if err := o(r); err != nil {
@@ -199,16 +224,18 @@ func New(opts ...Option) (*Runtime, error) {
 func (r *Runtime) ProjectDir() string { return r.dir }
 
 // Subscribe calls f with every state transition of every call, in order,
-// on the goroutine running the call. It returns a function that stops it;
+// on the goroutine running the call: of every agent of the project, a
+// sub-agent's calls as its parent's, whichever Runtime f was given to (as
+// they share the audit log). It returns a function that stops it;
 // f may call it from inside itself. After cancel returns, f sees no event
 // published later.
 func (r *Runtime) Subscribe(f func(Event)) (cancel func()) { return r.bus.subscribe(f) }
 
 // Close releases the backends (the wasm runtime, the Docker client) and
-// the audit log.
+// the audit log. A sub-agent's releases nothing: they are its parent's.
 func (r *Runtime) Close() error {
-	if r.parent != nil {
-		return nil // the parent owns the executors and the log
+	if r.narrow.subAgent {
+		return nil
 	}
 	r.mu.Lock()
 	closers := r.closers
@@ -227,10 +254,7 @@ func (r *Runtime) Close() error {
 // that an id names one call in the audit log for ever, whatever other
 // process, connection or Runtime wrote to it. A sub-agent shares its
 // parent's, as it shares the audit log.
-func (r *Runtime) nextID() string {
-	for r.parent != nil {
-		r = r.parent
-	}
+func (r *shared) nextID() string {
 	r.idOnce.Do(func() { r.idBase = rand.Text()[:13] })
 	return "c" + strconv.FormatUint(r.ids.Add(1), 10) + "-" + r.idBase
 }

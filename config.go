@@ -193,9 +193,6 @@ func (r *Runtime) loadFiles() error {
 // Trust returns what the project's files loosen and whether it counts, as
 // read when the Runtime was built.
 func (r *Runtime) Trust() TrustState {
-	if r.parent != nil {
-		return r.parent.Trust()
-	}
 	st := r.trust
 	st.Loosens = append([]string(nil), st.Loosens...)
 	return st
@@ -209,9 +206,6 @@ func (r *Runtime) Trust() TrustState {
 // @docker engine from their "docker" member. The layers are r's own: the
 // caller must not modify them.
 func (r *Runtime) SettingsFiles() []*permission.Settings {
-	for r.parent != nil {
-		r = r.parent
-	}
 	return slices.Clone(r.files)
 }
 
@@ -220,27 +214,18 @@ func (r *Runtime) SettingsFiles() []*permission.Settings {
 // then refuse whatever a caller passes to loosen the gate: an approval in
 // advance, a mode above default, allow rules, session grants.
 func (r *Runtime) LoosenLock() (by string, locked bool) {
-	if r.parent != nil {
-		return r.parent.LoosenLock()
-	}
 	return permission.LoosenLock(r.files)
 }
 
 // auditRequired reports whether a settings file says "audit":
 // "required", and which.
-func (r *Runtime) auditRequired() (by string, required bool) {
-	for r.parent != nil {
-		r = r.parent
-	}
+func (r *shared) auditRequired() (by string, required bool) {
 	return permission.AuditRequired(r.files)
 }
 
 // shellSandbox is what the settings say of the sandbox of approved @shell
 // commands (permission.ShellSandbox).
-func (r *Runtime) shellSandbox() (sandbox, by string, writable []string) {
-	for r.parent != nil {
-		r = r.parent
-	}
+func (r *shared) shellSandbox() (sandbox, by string, writable []string) {
 	home, _ := os.UserHomeDir()
 	return permission.ShellSandbox(r.files, home)
 }

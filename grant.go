@@ -30,7 +30,7 @@ func (r *Runtime) Grant(ctx context.Context, p keys.Pattern, scope ceiling.Grant
 	if err := ctx.Err(); err != nil {
 		return allowlist.Entry{}, err
 	}
-	if r.parent != nil {
+	if r.narrow.subAgent {
 		return allowlist.Entry{}, fmt.Errorf("grant %s: a sub-agent cannot grant: %w", p, ErrPermissionDenied)
 	}
 	if by, locked := r.LoosenLock(); locked {

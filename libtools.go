@@ -140,10 +140,7 @@ func validToolName(s string) bool {
 }
 
 // findLib returns the library tool named name, or nil.
-func (r *Runtime) findLib(name string) *libTool {
-	if r.parent != nil {
-		return r.parent.findLib(name)
-	}
+func (r *shared) findLib(name string) *libTool {
 	for _, t := range r.libs {
 		if t.Name == name {
 			return t
@@ -154,14 +151,11 @@ func (r *Runtime) findLib(name string) *libTool {
 
 // shadowed reports whether a capability of this name is hidden by a
 // library tool.
-func (r *Runtime) shadowed(name string) bool { return r.findLib(name) != nil }
+func (r *shared) shadowed(name string) bool { return r.findLib(name) != nil }
 
 // libTools are the library tools pol lets the caller see, in the order they
 // were given.
-func (r *Runtime) libTools(pol *permission.Policy) []capabilities.Tool {
-	if r.parent != nil {
-		return r.parent.libTools(pol)
-	}
+func (r *shared) libTools(pol *permission.Policy) []capabilities.Tool {
 	var out []capabilities.Tool
 	for _, t := range r.libs {
 		if pol == nil || pol.Visible(t.Name, false) {

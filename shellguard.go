@@ -126,11 +126,7 @@ func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*she
 	if project == "" {
 		project = inv.Dir
 	}
-	root := r
-	for root.parent != nil {
-		root = root.parent
-	}
-	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (isProject(r.dir) || root.auditLog == filepath.Join(dot, "audit.jsonl")) {
+	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (isProject(r.dir) || r.auditLog == filepath.Join(dot, "audit.jsonl")) {
 		if err := dotccrun.Mkdir(dot, 0o700); err != nil {
 			return nil, false, err
 		}

@@ -98,6 +98,5 @@ func (r *Runtime) SubAgent() (*Runtime, error) {
 	}
 	g := *r.gate
 	g.Policy = sub
-	c := &Runtime{dir: r.dir, gate: &g, audit: r.audit, envPass: r.envPass, parent: r}
-	return c, nil
+	return &Runtime{shared: r.shared, gate: &g, narrow: narrowing{subAgent: true}}, nil
 }
