@@ -214,7 +214,7 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 		if err := r.gate.Environments.Require(env); err != nil {
 			return nil, fmt.Errorf("call: %w", err)
 		}
-		return nil, r.noBackend(env)
+		return nil, r.noBackend(r.gate.Environments, env)
 	}
 	b, err := mk(ctx)
 	if err != nil {
@@ -233,11 +233,11 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 // noBackend is the error of a call of env, an environment r knows (its
 // ceiling, its manifests) but has no backend for: it names env, the
 // environments r has a backend for, and the option that adds env's. The
-// root cannot add it itself: it links no engine. r.mu is held.
-func (r *Runtime) noBackend(env ceiling.Environment) error {
+// root cannot add it itself: it links no engine.
+func (r *shared) noBackend(envs ceiling.Set, env ceiling.Environment) error {
 	var have []string
-	for _, e := range r.gate.Environments.List() {
-		if _, ok := r.makers[e]; ok {
+	for _, e := range envs.List() {
+		if r.runs(e) {
 			have = append(have, string(e))
 		}
 	}
@@ -250,6 +250,13 @@ func (r *Runtime) noBackend(env ceiling.Environment) error {
 	}
 	return fmt.Errorf("call: %s: this Runtime has no backend for it (it has one for %s): give ccrun.New %s: %w",
 		env, strings.Join(have, ", "), add, ErrUnavailable)
+}
+
+// runs reports whether r has a backend for env, started or not. The
+// makers are fixed once New returned, so no lock is needed.
+func (r *shared) runs(env ceiling.Environment) bool {
+	_, ok := r.makers[env]
+	return ok
 }
 
 // limitEnforcer is a Backend whose Run enforces the call's limits itself.

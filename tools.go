@@ -23,24 +23,31 @@ var builtins = []capabilities.Tool{
 		Parameters: json.RawMessage(`{"type":"object","required":["image"],"additionalProperties":false,"properties":{"image":{"type":"string","minLength":1,"description":"the image reference"},"command":{"type":"array","items":{"type":"string"},"description":"the container's command"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
 }
 
-// Tools lists the tools the caller may see: the built-in ones and the
+// Tools lists the tools the caller may see: the built-in ones of the
+// environments r has a backend for (run_wasm and run_docker only with
+// their engines, package engines), the library tools (WithTool) and the
 // project's capabilities (of a built-in environment, or of one registered
 // with WithBackend), less those its scope hides and those a deny rule
 // covers entirely (a deny is applied twice: here, so the agent is not even
 // offered the tool, and again by the gate at execution). Capabilities that
-// do not load, and those of an environment r does not run
-// (Capability.CheckEnvironment), are returned as errors beside the list.
+// do not load, those of an environment r does not know
+// (Capability.CheckEnvironment), and those of one it has no backend for
+// are returned as errors beside the list: r lists only what it can run.
 func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
 	caps, errs := r.Capabilities()
 	pol := r.gate.Policy
 	var out []capabilities.Tool
 	for _, t := range builtins {
-		if pol == nil || pol.Visible(t.Name, false) {
+		if r.runs(t.Environment) && (pol == nil || pol.Visible(t.Name, false)) {
 			out = append(out, t)
 		}
 	}
 	out = append(out, r.libTools(pol)...)
 	for _, c := range caps {
+		if !r.runs(c.Manifest.Environment) {
+			errs = append(errs, fmt.Errorf("capability %s: %w", c.Manifest.Name, r.noBackend(r.Environments(), c.Manifest.Environment)))
+			continue
+		}
 		if r.shadowed(c.Manifest.Name) {
 			errs = append(errs, fmt.Errorf("capability %s: a library tool has that name, so the capability is not offered: %w", c.Manifest.Name, capabilities.ErrInvalidManifest))
 			continue
