@@ -243,7 +243,7 @@ func TestToolsHidesDenied(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte(`{"permissions": {"deny": ["run_docker:*"]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(dir))
+	rt, err := ccrun.New(append(engines.All(), ccrun.WithProjectDir(dir))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 			pt, perrs := parent.Tools()
 			st, serrs := sub.Tools()
 			for _, tl := range st {
-				if !slices.ContainsFunc(pt, func(p capabilities.Tool) bool { return p.Name == tl.Name }) {
+				if !slices.ContainsFunc(pt, func(p ccrun.Tool) bool { return p.Name == tl.Name }) {
 					t.Errorf("the sub-agent is offered %s, which its parent is not", tl.Name)
 				}
 			}

@@ -3,6 +3,7 @@ package ccrun
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
@@ -11,16 +12,16 @@ import (
 )
 
 // builtins are the tools every Runtime offers besides the capabilities.
-var builtins = []capabilities.Tool{
+var builtins = []Tool{
 	{Name: keys.ShellTool, Description: "Run a shell command (Bash syntax) on the host, from the project root.",
 		Environment: ceiling.Shell, Class: permission.ClassExec,
-		Parameters: json.RawMessage(`{"type":"object","required":["command"],"additionalProperties":false,"properties":{"command":{"type":"string","minLength":1,"description":"the command, in Bash syntax"}}}`)},
+		InputSchema: json.RawMessage(`{"type":"object","required":["command"],"additionalProperties":false,"properties":{"command":{"type":"string","minLength":1,"description":"the command, in Bash syntax"}}}`)},
 	{Name: keys.WasmTool, Description: "Run a WebAssembly (WASI preview 1) module in a sandbox: no network, only the mounted directories.",
 		Environment: ceiling.Wasm, Class: permission.ClassExec,
-		Parameters: json.RawMessage(`{"type":"object","required":["module"],"additionalProperties":false,"properties":{"module":{"type":"string","minLength":1,"description":"the .wasm file, relative to the project root"},"args":{"type":"array","items":{"type":"string"},"description":"argv[1:]"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
+		InputSchema: json.RawMessage(`{"type":"object","required":["module"],"additionalProperties":false,"properties":{"module":{"type":"string","minLength":1,"description":"the .wasm file, relative to the project root"},"args":{"type":"array","items":{"type":"string"},"description":"argv[1:]"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
 	{Name: keys.DockerTool, Description: "Run a command in a hardened container: no network, read-only root, no capabilities, only the mounted directories.",
 		Environment: ceiling.Docker, Class: permission.ClassExec,
-		Parameters: json.RawMessage(`{"type":"object","required":["image"],"additionalProperties":false,"properties":{"image":{"type":"string","minLength":1,"description":"the image reference"},"command":{"type":"array","items":{"type":"string"},"description":"the container's command"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
+		InputSchema: json.RawMessage(`{"type":"object","required":["image"],"additionalProperties":false,"properties":{"image":{"type":"string","minLength":1,"description":"the image reference"},"command":{"type":"array","items":{"type":"string"},"description":"the container's command"},"mounts":{"type":"array","items":{"type":"string"},"description":"HOST:GUEST[:ro|rw], read-only unless rw; HOST relative to the project root"}}}`)},
 }
 
 // Tools lists the tools the caller may see: the built-in ones of the
@@ -33,10 +34,10 @@ var builtins = []capabilities.Tool{
 // do not load, those of an environment r does not know
 // (Capability.CheckEnvironment), and those of one it has no backend for
 // are returned as errors beside the list: r lists only what it can run.
-func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
+func (r *Runtime) Tools() ([]Tool, []error) {
 	caps, errs := r.Capabilities()
 	pol := r.gate.Policy
-	var out []capabilities.Tool
+	var out []Tool
 	for _, t := range builtins {
 		if r.runs(t.Environment) && (pol == nil || pol.Visible(t.Name, false)) {
 			out = append(out, t)
@@ -53,10 +54,17 @@ func (r *Runtime) Tools() ([]capabilities.Tool, []error) {
 			continue
 		}
 		if pol == nil || pol.Visible(c.Manifest.Name, false) {
-			out = append(out, c.Tool())
+			out = append(out, capabilityTool(c))
 		}
 	}
 	return out, errs
+}
+
+// capabilityTool is c as an agent is offered it.
+func capabilityTool(c *capabilities.Capability) Tool {
+	m := &c.Manifest
+	return Tool{Name: m.Name, Description: m.Description, Environment: m.Environment,
+		InputSchema: slices.Clone(m.ParametersOrDefault()), Class: c.Class()}
 }
 
 // Capabilities loads the project's capabilities that r runs, in name
