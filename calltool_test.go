@@ -149,11 +149,11 @@ func TestExecWithSession(t *testing.T) {
 	if err := run(one, nil); err != nil {
 		t.Fatalf("same session, nobody to ask: %v, want the session grant to allow it", err)
 	}
-	if err := run(two, nil); !errors.Is(err, permission.ErrPermissionDenied) {
+	if err := run(two, nil); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("another session: %v, want denied", err)
 	}
 	call, _ := rt.CallFromTool("run_command", json.RawMessage(`{"command":"touch x"}`))
-	if _, err := rt.Exec(context.Background(), call); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := rt.Exec(context.Background(), call); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("the Runtime's own session: %v, want denied", err)
 	}
 }

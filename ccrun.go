@@ -137,7 +137,7 @@ func WithPolicy(p *permission.Policy) Option {
 // ccrun.local.json (the project's two counting in full only when trusted,
 // see TrustState). Ignored when WithPolicy is given. A flags layer that
 // loosens anything while a file sets "flags": "no-loosening" makes New
-// fail with permission.ErrPermissionDenied.
+// fail with ErrPermissionDenied.
 func WithSettings(layers ...*permission.Settings) Option {
 	return func(r *Runtime) error { r.layers = append(r.layers, layers...); return nil }
 }
@@ -162,7 +162,7 @@ func WithEnvPass(names ...string) Option {
 }
 
 // New builds a Runtime. It reads the settings files and the project's trust
-// record (a malformed file is an error of class permission.ErrInvalidConfig,
+// record (a malformed file is an error of class ErrInvalidConfig,
 // naming file, line and column; a file or project directory of another user
 // is refused) and nothing else: executors start on first use.
 func New(opts ...Option) (*Runtime, error) {

@@ -110,7 +110,7 @@ func TestDeniedNeverExecutes(t *testing.T) {
 			rt, rec, _ := newRuntime(t, opt)
 			got := states(rt)
 			out, err := rt.Exec(context.Background(), &ccrun.Call{Command: "rm -rf build"})
-			if !errors.Is(err, permission.ErrPermissionDenied) {
+			if !errors.Is(err, ccrun.ErrPermissionDenied) {
 				t.Fatalf("err = %v, want ErrPermissionDenied", err)
 			}
 			if rec.runs != 0 || out.Result != nil {
@@ -227,7 +227,7 @@ func TestMalformedConfigIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ccrun.New(ccrun.WithProjectDir(dir))
-	if !errors.Is(err, permission.ErrInvalidConfig) {
+	if !errors.Is(err, ccrun.ErrInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "ccrun.json")); string(data) != string(bad) {
@@ -259,7 +259,7 @@ func TestToolsHidesDenied(t *testing.T) {
 	if diff := cmp.Diff([]string{keys.ShellTool, keys.WasmTool}, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Errorf("a hidden tool was not denied at execution: %v", err)
 	}
 }

@@ -43,7 +43,7 @@ type TrustState struct {
 func WithTrustDigest(digest string) Option {
 	return func(r *Runtime) error {
 		if digest != "" && !validTrustDigest(digest) {
-			return fmt.Errorf("trust digest %q: want sha256: and 64 lowercase hex digits: %w", digest, permission.ErrInvalidConfig)
+			return fmt.Errorf("trust digest %q: want sha256: and 64 lowercase hex digits: %w", digest, ErrInvalidConfig)
 		}
 		r.trustDigest = digest
 		return nil
@@ -183,7 +183,7 @@ func (r *Runtime) loadFiles() error {
 				continue
 			}
 			if l, _ := s.LoosensPast(layers); len(l) > 0 {
-				return fmt.Errorf("%s: %q is locked by %s (\"flags\": \"no-loosening\"): %w", s.Name, l[0], by, permission.ErrPermissionDenied)
+				return fmt.Errorf("%s: %q is locked by %s (\"flags\": \"no-loosening\"): %w", s.Name, l[0], by, ErrPermissionDenied)
 			}
 		}
 	}
@@ -236,7 +236,7 @@ func (r *shared) shellSandbox() (sandbox, by string, writable []string) {
 // itself. The root must be a directory of the current user that others
 // cannot write into (allowlist.CheckProjectDir): a ccrun.json another user
 // wrote into a shared parent such as /tmp is refused, with an error of
-// classes permission.ErrInvalidConfig and fs.ErrPermission.
+// classes ErrInvalidConfig and fs.ErrPermission.
 func FindProject(start string) (string, error) {
 	start, err := filepath.Abs(start)
 	if err != nil {

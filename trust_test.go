@@ -137,7 +137,7 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	if st := rt.Trust(); !st.Trusted || st.By != "digest" {
 		t.Fatalf("CI digest: %+v", st)
 	}
-	if _, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDigest("sha256:xyz")); !errors.Is(err, permission.ErrInvalidConfig) {
+	if _, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDigest("sha256:xyz")); !errors.Is(err, ccrun.ErrInvalidConfig) {
 		t.Errorf("malformed digest: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestFindProjectStaysInRepository(t *testing.T) {
 		if err := os.Mkdir(w, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ccrun.FindProject(w); !errors.Is(err, permission.ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
+		if _, err := ccrun.FindProject(w); !errors.Is(err, ccrun.ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
 			t.Errorf("a shared parent of uid 65534: %v, want ErrInvalidConfig and fs.ErrPermission", err)
 		}
 		if _, err := ccrun.New(ccrun.WithProjectDir(shared)); !errors.Is(err, fs.ErrPermission) {

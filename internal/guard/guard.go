@@ -49,6 +49,7 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
 	"github.com/ccrun/ccrun/shellcmd"
+	"github.com/containerd/errdefs"
 )
 
 // Scope is what the decision that let a call run covers.
@@ -255,8 +256,8 @@ func (r *Refusal) Error() string {
 	return s
 }
 
-// Is makes a Refusal of class permission.ErrPermissionDenied.
-func (r *Refusal) Is(target error) bool { return target == permission.ErrPermissionDenied }
+// Is makes a Refusal of class ccrun.ErrPermissionDenied.
+func (r *Refusal) Is(target error) bool { return target == errdefs.ErrPermissionDenied }
 
 // Exec checks one program before it starts.
 func (g *Guard) Exec(ctx context.Context, p shell.Program) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/containerd/errdefs"
 )
 
 func TestScopeOf(t *testing.T) {
@@ -109,7 +110,7 @@ func TestGitPrograms(t *testing.T) {
 func TestRefusalClass(t *testing.T) {
 	g := New(Config{Scope: ReadOnly})
 	err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "-f", "x"}, Path: "/bin/rm", Dir: t.TempDir()})
-	if !errors.Is(err, permission.ErrPermissionDenied) {
+	if !errors.Is(err, errdefs.ErrPermissionDenied) {
 		t.Fatalf("rm under a read-only scope: %v, want a denial", err)
 	}
 	var r *Refusal
