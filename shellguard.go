@@ -16,16 +16,16 @@ import (
 
 // shellGuard builds the checks that enforce d where a @shell call runs
 // (internal/guard): every program with its expanded words and every file
-// the script opens is held against the scope of the decision, the deny
-// rules and the dangerous paths. A capability runs under the scope of a
+// the script opens is held against the basis of the decision, the deny
+// rules and the dangerous paths. A capability runs under the basis of a
 // person's approval: its files were approved as a whole, by digest.
 func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *Invocation, d *permission.Decision, base []string) *guard.Guard {
-	scope, pat := guard.ScopeOf(d)
-	if inv.Capability != nil && scope != guard.ReadOnly {
-		scope = guard.Person
+	basis, pat := guard.BasisOf(d)
+	if inv.Capability != nil && basis != guard.ReadOnly {
+		basis = guard.Person
 	}
 	home, _ := os.UserHomeDir()
-	cfg := guard.Config{Scope: scope, Pattern: pat, Policy: r.gate.Policy, ProjectDir: r.dir, Home: home, BaseEnv: base}
+	cfg := guard.Config{Basis: basis, Pattern: pat, Policy: r.gate.Policy, ProjectDir: r.dir, Home: home, BaseEnv: base}
 	if d.Layer == permission.LayerApprover {
 		// The person saw the dangerous paths the prompt named.
 		for _, f := range r.gate.Policy.Dangerous(req) {

@@ -126,7 +126,7 @@ type PolicyConfig struct {
 	// Unconfined says the kernel layer (Landlock) is missing on this
 	// machine: read-only commands whose safety rests on it (git, which runs
 	// what its configuration names; file lists; recursive reads such as
-	// grep -r, rg, find — shellcmd.Verdict.Kernel) are then asked instead
+	// grep -r, rg, find — shellcmd.Classification.Kernel) are then asked instead
 	// of auto-allowed. Default false: the caller runs read-only commands
 	// under Landlock.
 	Unconfined bool

@@ -12,6 +12,6 @@ func readOnlyClass(req *Request, f *syntax.File) bool {
 	return classify(req, f).ReadOnly
 }
 
-func classify(req *Request, f *syntax.File) shellcmd.Verdict {
+func classify(req *Request, f *syntax.File) shellcmd.Classification {
 	return shellcmd.Classify(f, shellcmd.Call{Args: req.Args, Env: req.Env})
 }

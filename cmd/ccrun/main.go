@@ -24,7 +24,7 @@ type stdio struct {
 func main() {
 	// the confinement server, which keeps the rulesets of read-only
 	// commands for the ccrun processes that come and go
-	if confine.IsServer() {
+	if confine.IsRulesetServer() {
 		os.Exit(confine.ServeMain())
 	}
 	// a @wasm worker of `exec --wasm-worker`, the warm @wasm server
