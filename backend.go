@@ -104,7 +104,10 @@ type Prepared = backend.Prepared
 
 // ContentDigest binds an ad-hoc grant to what runs (the content, or its
 // sha256), what it may reach, and the arguments and environment it is
-// given, for a Backend's Prepared.Digest.
+// given, for a Backend's Prepared.Digest. It is the one the built-in
+// backends bind with: a Backend of a Go program's own uses it so that its
+// grants are bound as theirs are (a digest of the content alone would let
+// a grant cover any mounts, network, arguments and environment).
 func ContentDigest(content []byte, mounts []job.Mount, network string, args, env []string) string {
 	return backend.ContentDigest(content, mounts, network, args, env)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend/toy"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 )
@@ -134,18 +135,6 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 				t.Fatalf("Scaffold on the sub-agent: %q, %v", made, err)
 			}
 		},
-		"RecordCapabilityWritten": func(t *testing.T) {
-			caps, _ := sub.Capabilities()
-			if len(caps) == 0 {
-				t.Fatal("the sub-agent loads no capability")
-			}
-			if err := sub.RecordCapabilityWritten(caps[0], "the test", false); err != nil {
-				t.Fatal(err)
-			}
-			if data, _ := os.ReadFile(auditLog); !bytes.Contains(data, []byte("written through the test")) {
-				t.Error("the sub-agent's record is not in the parent's audit log")
-			}
-		},
 		"Tools": func(t *testing.T) {
 			// fewer (its scope), none the parent lacks, the same errors
 			pt, perrs := parent.Tools()
@@ -187,8 +176,20 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 			}
 		})
 	}
+	// what the MCP server records of a capability an agent wrote through
+	// a sub-agent is in the parent's audit log
+	caps, _ := sub.Capabilities()
+	if len(caps) == 0 {
+		t.Fatal("the sub-agent loads no capability")
+	}
+	if err := runtimehook.CapabilityWritten(sub, caps[0], "the test", false); err != nil {
+		t.Fatal(err)
+	}
 	// the sub-agent's calls are in the parent's audit log
 	data, err := os.ReadFile(auditLog)
+	if !bytes.Contains(data, []byte("written through the test")) {
+		t.Error("the sub-agent's record of a capability written is not in the parent's audit log")
+	}
 	if n := bytes.Count(data, []byte(`"tool":"probe"`)); err != nil || n < 4 {
 		t.Errorf("the audit log holds %d records of probe (%v); want those of the parent's and the sub-agent's calls", n, err)
 	}
