@@ -35,6 +35,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/shell"
@@ -97,8 +98,9 @@ type Option func(*Runtime) error
 // WithProjectDir sets the project root: where ccrun.json, .ccrun/ and the
 // capabilities are, and the working directory of @shell calls. It must be
 // a directory of the current user that others cannot write into
-// (allowlist.CheckProjectDir). Default: FindProject of the current
-// directory.
+// (allowlist.CheckProjectDir). Default: the project of the current
+// directory: the nearest directory upwards holding a ccrun.json, else
+// git's top level (never above it), else the current directory itself.
 func WithProjectDir(dir string) Option {
 	return func(r *Runtime) error {
 		abs, err := filepath.Abs(dir)
@@ -184,7 +186,7 @@ func New(opts ...Option) (*Runtime, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.dir, err = FindProject(wd); err != nil {
+		if r.dir, err = projectdir.Find(wd); err != nil {
 			return nil, err
 		}
 	} else if err := allowlist.CheckProjectDir(r.dir); err != nil {

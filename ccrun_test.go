@@ -19,6 +19,7 @@ import (
 	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/backend/shellenv"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -208,13 +209,13 @@ func TestFindProject(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ccrun.FindProject(deep); err != nil || got != deep {
+	if got, err := projectdir.Find(deep); err != nil || got != deep {
 		t.Errorf("no ccrun.json: got %s, %v, want %s", got, err, deep)
 	}
 	if err := os.WriteFile(filepath.Join(root, "ccrun.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ccrun.FindProject(deep); err != nil || got != root {
+	if got, err := projectdir.Find(deep); err != nil || got != root {
 		t.Errorf("got %s, %v, want %s", got, err, root)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ccrun/ccrun/internal/dotccrun"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -230,42 +231,12 @@ func (r *shared) shellSandbox() (sandbox, by string, writable []string) {
 	return permission.ShellSandbox(r.files, home)
 }
 
-// FindProject returns the project root for a start directory: the nearest
-// directory from start upwards holding a ccrun.json, else the nearest one
-// holding .git (git's top level), never above it; with neither, start
-// itself. The root must be a directory of the current user that others
-// cannot write into (allowlist.CheckProjectDir): a ccrun.json another user
-// wrote into a shared parent such as /tmp is refused, with an error of
-// classes ErrInvalidConfig and fs.ErrPermission.
-func FindProject(start string) (string, error) {
-	start, err := filepath.Abs(start)
-	if err != nil {
-		return "", fmt.Errorf("project dir: %w", err)
-	}
-	root := start
-	for dir := start; ; {
-		if isProject(dir) {
-			root = dir
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	if err := allowlist.CheckProjectDir(root); err != nil {
-		return "", err
-	}
-	return root, nil
-}
-
 // defaultAuditLog is the audit log of a Runtime whose project is dir: its
 // .ccrun/audit.jsonl when dir was given or is a project (it holds
 // ccrun.json or .git), else the one in the user's state directory; "" when
 // there is none.
 func defaultAuditLog(dir string, given bool) string {
-	if given || isProject(dir) {
+	if given || projectdir.Marked(dir) {
 		return filepath.Join(dir, dotccrun.Name, "audit.jsonl")
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
@@ -275,14 +246,4 @@ func defaultAuditLog(dir string, given bool) string {
 		return filepath.Join(h, ".local", "state", "ccrun", "audit.jsonl")
 	}
 	return ""
-}
-
-// isProject reports whether dir holds ccrun.json or .git.
-func isProject(dir string) bool {
-	for _, name := range []string{"ccrun.json", ".git"} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/guard"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/runtime/shell"
 	"github.com/ccrun/ccrun/shellcmd"
@@ -126,7 +127,7 @@ func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*she
 	if project == "" {
 		project = inv.Dir
 	}
-	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (isProject(r.dir) || r.auditLog == filepath.Join(dot, "audit.jsonl")) {
+	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (projectdir.Marked(r.dir) || r.auditLog == filepath.Join(dot, "audit.jsonl")) {
 		if err := dotccrun.Mkdir(dot, 0o700); err != nil {
 			return nil, false, err
 		}

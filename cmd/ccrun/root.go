@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/internal/suggest"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -128,7 +129,7 @@ func (a *app) project() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return ccrun.FindProject(wd)
+	return projectdir.Find(wd)
 }
 
 // session opens the session named by $CCRUN_SESSION, or returns nil when
