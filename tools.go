@@ -97,11 +97,14 @@ func (r *Runtime) capability(name string) (*capabilities.Capability, error) {
 	return c, nil
 }
 
-// SubAgent returns a Runtime for a sub-agent of this one:
-// it shares the project, the executors, the approver and the audit log, and
-// its policy sees only tools that never ask (any other call is denied by
-// the gate's scope step), keeps this Runtime's deny and ask rules, and
-// cannot derive a further sub-agent (permission.ErrDepthExceeded).
+// SubAgent returns a Runtime for a sub-agent of this one: another view
+// of the same project state — the project, the settings and trust, the
+// backends, the library tools, the approver, the audit log, the call ids
+// and the subscribers are this Runtime's, not copies — whose policy sees
+// only tools that never ask (any other call is denied by the gate's scope
+// step) and keeps this Runtime's deny and ask rules. It grants nothing
+// (Grant), its Close releases nothing, and it cannot derive a further
+// sub-agent (permission.ErrDepthExceeded).
 func (r *Runtime) SubAgent() (*Runtime, error) {
 	pol := r.gate.Policy
 	if pol == nil {
