@@ -26,7 +26,7 @@ type stdio struct {
 func Main(e *Engines) int {
 	// the confinement server, which keeps the rulesets of read-only
 	// commands for the ccrun processes that come and go
-	if confine.IsServer() {
+	if confine.IsRulesetServer() {
 		return confine.ServeMain()
 	}
 	// a @wasm worker of `exec --wasm-worker`, the warm @wasm server

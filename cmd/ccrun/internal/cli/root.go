@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/internal/suggest"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -171,7 +172,7 @@ func (a *app) project() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return ccrun.FindProject(wd)
+	return projectdir.Find(wd)
 }
 
 // session opens the session named by $CCRUN_SESSION, or returns nil when

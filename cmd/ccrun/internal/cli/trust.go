@@ -64,7 +64,7 @@ func (a *app) checkLock(rt *ccrun.Runtime, approver permission.Approver) error {
 		return nil
 	}
 	return fmt.Errorf("%s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person at a terminal answers instead: %w",
-		strings.Join(flags, ", "), by, permission.ErrPermissionDenied)
+		strings.Join(flags, ", "), by, ccrun.ErrPermissionDenied)
 }
 
 // lockedEnv names the environment variables set that loosen the gate, each
@@ -99,7 +99,7 @@ func (a *app) lockedAdmin(what, instead string) error {
 	by, locked := rt.LoosenLock()
 	rt.Close()
 	if locked {
-		return fmt.Errorf("%s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); %s: %w", what, by, instead, permission.ErrPermissionDenied)
+		return fmt.Errorf("%s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); %s: %w", what, by, instead, ccrun.ErrPermissionDenied)
 	}
 	return nil
 }
@@ -246,12 +246,12 @@ func (a *app) runTrust(_ context.Context, o *trustOptions) error {
 	}
 	if !o.yes {
 		if !isTerminal(a.io.in) || !isTerminal(a.io.err) {
-			return fmt.Errorf("not trusted: nobody at a terminal to ask (run ccrun trust at a terminal, or pass --yes): %w", permission.ErrPermissionDenied)
+			return fmt.Errorf("not trusted: nobody at a terminal to ask (run ccrun trust at a terminal, or pass --yes): %w", ccrun.ErrPermissionDenied)
 		}
 		fmt.Fprint(a.io.err, "Trust exactly this? [y/N] ")
 		line, _ := bufio.NewReader(a.io.in).ReadString('\n')
 		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
-			return fmt.Errorf("not trusted: %w", permission.ErrPermissionDenied)
+			return fmt.Errorf("not trusted: %w", ccrun.ErrPermissionDenied)
 		}
 	}
 	// What is recorded must be what was shown: read again.
@@ -260,7 +260,7 @@ func (a *app) runTrust(_ context.Context, o *trustOptions) error {
 		return err
 	}
 	if again.Digest() != loos.Digest() {
-		return fmt.Errorf("the files changed while you were reviewing them: run ccrun trust again: %w", permission.ErrPermissionDenied)
+		return fmt.Errorf("the files changed while you were reviewing them: run ccrun trust again: %w", ccrun.ErrPermissionDenied)
 	}
 	err = store.Update(real, func(*trust.Record) (*trust.Record, error) {
 		return &trust.Record{Digest: loos.Digest(), Shown: loos.Lines}, nil
