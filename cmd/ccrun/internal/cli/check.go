@@ -10,7 +10,6 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
@@ -34,6 +33,8 @@ type checkReport struct {
 	Loosens     []string `json:"loosens"`
 	Diagnostics []string `json:"diagnostics"`
 	Warnings    []string `json:"warnings"`
+	Network     string   `json:"network,omitempty"` // what a @shell or @docker call may reach (Runtime.Network)
+	Missing     []string `json:"missing"`           // the guarantees a @shell call's sandbox lacks here (Runtime.ShellSandboxNotes)
 }
 
 // checkOptions are `ccrun check`'s flags and arguments as the command
@@ -120,6 +121,14 @@ func (a *app) runCheck(ctx context.Context, o *checkOptions) error {
 		return err
 	}
 	r := checkReportOf(out)
+	r.Missing = nonNil(rt.ShellSandboxNotes(out))
+	if env := out.Request.Environment; env == ceiling.Shell || env == ceiling.Docker {
+		// @docker's own default is no network (--network): the lists
+		// say something of it only when they limit it
+		if n, err := rt.Network(call); err == nil && (env == ceiling.Shell || n.Limited) {
+			r.Network = n.String()
+		}
+	}
 	if o.json {
 		enc := json.NewEncoder(a.io.out)
 		enc.SetIndent("", "  ")
@@ -196,7 +205,10 @@ func printReport(a *app, r checkReport) {
 	if len(r.Warnings) > 0 {
 		fmt.Fprintf(w, "warnings:    %s\n", strings.Join(r.Warnings, "; "))
 	}
-	if _, err := confine.Available(); err != nil && r.Environment == "@shell" {
-		fmt.Fprintf(w, "kernel:      no Landlock here, read-only commands cannot be confined (%v; see ccrun doctor)\n", err)
+	if r.Network != "" {
+		fmt.Fprintf(w, "network:     %s\n", r.Network)
+	}
+	for _, m := range r.Missing {
+		fmt.Fprintf(w, "kernel:      missing here: %s (see ccrun doctor)\n", m)
 	}
 }

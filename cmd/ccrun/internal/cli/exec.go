@@ -39,6 +39,7 @@ type callFlags struct {
 	directive              string
 	mode                   string
 	allow, ask, deny       []string
+	allowHosts             []string // --allow-host, repeated
 }
 
 func (f *callFlags) register(c *cobra.Command, withLimits bool) {
@@ -56,6 +57,7 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 	fl.StringArrayVar(&f.allow, "allow", nil, "allow rule for this run, a key pattern (repeatable)")
 	fl.StringArrayVar(&f.ask, "ask", nil, "ask rule for this run (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "deny rule for this run (repeatable)")
+	fl.StringArrayVar(&f.allowHosts, "allow-host", nil, "let an approved @shell or @docker call reach this host through ccrun's egress proxy (and no host that no list allows): HOST, *.DOMAIN, HOST:PORT or an IP literal (repeatable; a loosening where the settings keep a \"network\" list)")
 	fl.StringVar(&f.directive, "directive", "", "narrow this call: read-only, plan-only, analyze-only or do-not-edit")
 	if withLimits {
 		fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit, e.g. 30s (default: the capability's, else 10m)")
@@ -105,7 +107,8 @@ func (f *callFlags) call(args []string, dash int, stdin io.Reader, checkImage fu
 		return nil, usagef("--shell: the command is empty")
 	}
 	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image, Environment: env, Target: target,
-		Args: rest, Env: f.env, Network: f.network, Pull: f.pull, Directive: permission.Directive(f.directive)}
+		Args: rest, Env: f.env, Network: f.network, Pull: f.pull, Directive: permission.Directive(f.directive),
+		AllowHosts: f.allowHosts}
 	for _, m := range f.mounts {
 		mt, err := job.ParseMount(m)
 		if err == nil {
@@ -211,6 +214,11 @@ func (a *app) runExec(ctx context.Context, o *execOptions) error {
 	call, err := o.call.call(o.args, o.dash, a.io.in, a.checkImage)
 	if err != nil {
 		return err
+	}
+	if len(call.AllowHosts) > 0 {
+		// it may widen the settings' lists: refused under the lock
+		// (checkLock), as --approve is
+		a.loosenFlags = append(a.loosenFlags, "--allow-host")
 	}
 	sigs := newSignals(ctx)
 	defer sigs.stop()

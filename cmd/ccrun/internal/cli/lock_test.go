@@ -28,6 +28,7 @@ func TestLockHasNoSideDoor(t *testing.T) {
 		{"--mode accept-edits", nil, []string{"exec", "--mode", "accept-edits", "--shell", "touch x"}},
 		{"--mode default over plan", nil, []string{"exec", "--mode", "default", "--shell", "touch x"}},
 		{"--allow", nil, []string{"exec", "--allow", "run_command:*", "--shell", "touch x"}},
+		{"--allow-host", nil, []string{"exec", "--allow-host", "example.com", "--shell", "touch x"}},
 		{"check --allow", nil, []string{"check", "--allow", "run_wasm:*", "--shell", "ls"}},
 		{"check --session-allow", nil, []string{"check", "--session-allow", "run_command:*", "--shell", "touch x"}},
 		{"--trust-digest", nil, []string{"--trust-digest", digest, "exec", "--shell", "ls"}},
