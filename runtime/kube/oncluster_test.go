@@ -111,14 +111,27 @@ func TestRegistryOnCluster(t *testing.T) {
 // warm, as on the local engine; one that is nowhere is exit 127.
 func TestProgramOnPath(t *testing.T) {
 	e := newTest(t, WithPool(1))
+	defer e.DrainPool(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	for _, pool := range []bool{false, true} {
 		s := Spec{Image: testRef, Cmd: []string{"busybox", "echo", "found"}, Pull: PullNever, Pool: pool}
-		r, err := e.Run(context.Background(), s)
+		s.Limits.Memory = 64 << 20
+		if pool {
+			if err := e.Warm(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := e.pooledRuns.Load()
+		r, err := e.Run(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !r.OK() || string(r.Stdout) != "found\n" {
 			t.Errorf("pool %v: %s %d stdout %q stderr %q", pool, r.Reason, r.ExitCode, r.Stdout, r.Stderr)
+		}
+		if warm := e.pooledRuns.Load() != before; warm != pool {
+			t.Errorf("pool %v: served by a warm pod: %v", pool, warm)
 		}
 	}
 	r, err := e.Run(context.Background(), Spec{Image: testRef, Cmd: []string{"no-such-program"}, Pull: PullNever})
