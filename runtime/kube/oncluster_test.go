@@ -143,24 +143,6 @@ func TestProgramOnPath(t *testing.T) {
 	}
 }
 
-// quote is s as one single-quoted word of sh.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// gitScript is a plant's steps as sh lines in /w, each printing "DONE i"
-// or "BLOCKED i".
-func gitScript(steps []gittest.Step) string {
-	var b strings.Builder
-	b.WriteString("cd /w\n")
-	for i, s := range steps {
-		cmd := "mkdir " + quote(s.Path)
-		if !s.Dir {
-			cmd = "printf '%s' " + quote(s.Data) + " > " + quote(s.Path)
-		}
-		fmt.Fprintf(&b, "if ( %s ) 2>/dev/null; then echo 'DONE %d'; else echo 'BLOCKED %d'; fi\n", cmd, i, i)
-	}
-	return b.String()
-}
-
 // TestGitPlantsOnCluster: a pod with a repository mounted rw makes each of
 // gittest's plants (the project's own .git/commondir, a gitfile, a nested
 // repository's commondir, a new nested repository, a git directory under
@@ -177,7 +159,7 @@ func TestGitPlantsOnCluster(t *testing.T) {
 			p := tr.Plants()[i]
 			before := tr.State(t)
 			steps := append(append([]gittest.Step(nil), p.Steps...), gittest.Ordinary)
-			s := spec("sh", "-c", gitScript(steps))
+			s := spec("sh", "-c", gittest.Script("/w", steps))
 			s.Mounts = []job.Mount{{Host: tr.Dir, Guest: "/w", Writable: true}}
 			res, err := e.Run(context.Background(), s)
 			if err != nil {
