@@ -608,7 +608,7 @@ status_left() {
 status() {
 	local f
 	for f in "$ST"/pids/*; do
-		[[ -f $f ]] || continue
+		[[ -f $f && $f != *.cmd ]] || continue
 		if kill -0 "$(cat "$f")" 2>/dev/null; then echo "$(basename "$f"): running"; else echo "$(basename "$f"): stopped"; fi
 	done
 	[[ -f $ST/up ]] && $KUBECTL get nodes -o wide 2>/dev/null || true
