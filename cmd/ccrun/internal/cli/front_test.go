@@ -7,13 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
+	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
@@ -393,6 +397,70 @@ func TestFrontCommands(t *testing.T) {
 	for _, want := range append(served, "gc", "mcp", "doctor", "demo", "capability", "completion") {
 		if !slices.Contains(whole, want) {
 			t.Errorf("the whole ccrun has no %s: %v", want, whole)
+		}
+	}
+}
+
+// TestFrontServesItsConfineServer: the confinement server the front starts
+// for the rulesets of read-only commands is the front itself, so that it
+// answers the front's next process. Handed to ccrun-full it answered no
+// front ("another ccrun executable serves here"), and every confined
+// command built its ruleset anew.
+func TestFrontServesItsConfineServer(t *testing.T) {
+	if _, err := confine.Available(); err != nil {
+		t.Skipf("no kernel confinement here: %v", err)
+	}
+	if !handoff.Serves([]string{"confine-server", "/run/x.sock"}) {
+		t.Fatal("handoff hands the confinement server to the whole ccrun")
+	}
+	front, _ := builtPair(t)
+	dir := t.TempDir()
+	runtimeDir := filepath.Join(dir, "run")
+	if err := os.Mkdir(runtimeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := append(frontEnv(dir), "XDG_RUNTIME_DIR="+runtimeDir)
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runBin(t, front, dir, "", env, "exec", "--shell", "cat f"); r.code != 0 {
+		t.Fatalf("exec: %d %q", r.code, r.stderr)
+	}
+	t.Cleanup(func() { killServers(runtimeDir) })
+	var exe string
+	for deadline := time.Now().Add(20 * time.Second); exe == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		exe = serverExe(runtimeDir)
+	}
+	if exe != front {
+		t.Fatalf("the confinement server runs %q, want the front %q", exe, front)
+	}
+}
+
+// serverExe is the executable of a confinement server whose socket is in
+// runtimeDir, or "".
+func serverExe(runtimeDir string) string {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "confine-server\x00"+filepath.Join(runtimeDir, "ccrun")) {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join(filepath.Dir(p), "exe"))
+		if err == nil {
+			return exe
+		}
+	}
+	return ""
+}
+
+// killServers ends the confinement servers of runtimeDir.
+func killServers(runtimeDir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "confine-server\x00"+filepath.Join(runtimeDir, "ccrun")) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
 		}
 	}
 }

@@ -42,6 +42,15 @@ var served = map[string]map[string]bool{
 
 var gateFlags = map[string]bool{"mode": true, "allow": true, "ask": true, "deny": true, "directive": true}
 
+// confineServer is the first argument of the confinement server the
+// front starts from itself (internal/confine's ServerExe, for the rulesets
+// of read-only commands): the front serves it, since a server answers only
+// clients of its own executable, and handed to the whole ccrun it would
+// answer no front. What makes a process the server is its environment
+// (CCRUN_CONFINE_SERVE=1), read by package cli; without it, the front's
+// CLI refuses the command as the whole ccrun does.
+const confineServer = "confine-server"
+
 var rootFlags = map[string]bool{"project-dir": true, "trust-digest": true}
 
 // Served returns, for each command the front serves, its flags (true: the
@@ -73,6 +82,9 @@ func Served() map[string]map[string]bool {
 // A short flag, help, an unknown flag, or a flag that is not the command's
 // goes to the whole ccrun.
 func Serves(args []string) bool {
+	if len(args) == 2 && args[0] == confineServer {
+		return true
+	}
 	i := 0
 	for ; i < len(args); i++ { // the root's flags, before the command
 		name, value, ok := long(args[i])
