@@ -9,10 +9,10 @@ BIN      ?= bin/ccrun
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_.-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# Two static binaries, side by side. bin/ccrun is the front (the ccrunfront
-# tag): it links the gate and @shell alone and starts in a third of the
-# time; what it does not serve it hands, by execve, to bin/ccrun-full, the
-# whole ccrun (cmd/ccrun/front.go). Keep them in one directory. A static
+# Two static binaries, side by side. bin/ccrun is the front
+# (cmd/ccrun/front): it links the gate and @shell alone and starts in a
+# third of the time; what it does not serve it hands, by execve, to
+# bin/ccrun-full, the whole ccrun (cmd/ccrun). Keep them in one directory. A static
 # binary starts ~2 ms faster than one linked against libc (no dynamic
 # loader): it matters for an agent that calls ccrun again and again.
 .PHONY: build
@@ -20,13 +20,10 @@ help: ## list the targets
 # VERSION is stamped into both binaries (ccrun version): git describe of
 # the work tree, or "devel" outside one.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-VERSION_LDFLAGS = -X main.version=$(VERSION)
-# FRONT_LDFLAGS: the front links as the whole does, with Go's own entry;
-# what it hands over, it hands from Go (cmd/ccrun/internal/handoff).
-FRONT_LDFLAGS = -ldflags='$(VERSION_LDFLAGS)'
+VERSION_LDFLAGS = -X github.com/ccrun/ccrun/cmd/ccrun/internal/cli.version=$(VERSION)
 
 build: ## build bin/ccrun (the front: the gate and @shell) and bin/ccrun-full (the rest), static
-	CGO_ENABLED=0 $(GO) build -tags ccrunfront $(FRONT_LDFLAGS) -o $(BIN) ./cmd/ccrun
+	CGO_ENABLED=0 $(GO) build -ldflags='$(VERSION_LDFLAGS)' -o $(BIN) ./cmd/ccrun/front
 	CGO_ENABLED=0 $(GO) build -ldflags='$(VERSION_LDFLAGS)' -o $(BIN)-full ./cmd/ccrun
 
 # PREFIX: where `make install` puts the two binaries (PREFIX/bin), side by
@@ -57,21 +54,16 @@ fmt-check:
 .PHONY: vet
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) build -tags ccrunfront -o /dev/null ./cmd/ccrun # the front (its tests are the whole build's)
 
 # The library and the CLI build for darwin: Linux-only code lives in
 # _linux.go files with an _other.go counterpart.
 .PHONY: cross
 cross: ## build for darwin (GOOS=darwin go build)
 	GOOS=darwin GOARCH=arm64 $(GO) build $(PKGS)
-	GOOS=darwin GOARCH=arm64 $(GO) build -tags ccrunfront -o /dev/null ./cmd/ccrun
 
-# The front build is checked without its tests (they are the whole
-# build's) and without U1000: the code it shares with the whole build is
-# used there.
 .PHONY: lint
 lint: ## staticcheck when installed
-	@if command -v staticcheck >/dev/null; then staticcheck $(PKGS) && staticcheck -tests=false -checks inherit,-U1000 -tags ccrunfront ./cmd/ccrun; else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
+	@if command -v staticcheck >/dev/null; then staticcheck $(PKGS); else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
 
 .PHONY: tidy-check
 tidy-check:
@@ -93,7 +85,7 @@ bench-gate: ## a decision for a simple and a compound command, parse included
 bench-shell: build ## `ccrun exec --shell true`, `ccrun version` and a handed-over `ccrun capability list` (the front, and the whole ccrun) against `sh -c true`, as new processes, interleaved
 	@l0=$$(cut -d' ' -f1-3 /proc/loadavg); \
 	CCRUN_BENCH_BIN=$(abspath $(BIN)) CCRUN_BENCH_BASE=$(if $(BENCH_SHELL_BASE),$(abspath $(BENCH_SHELL_BASE))) \
-	$(GO) test -run '^$$' -bench ShellTrue -benchtime $(BENCH_N)x ./cmd/ccrun/ | \
+	$(GO) test -run '^$$' -bench ShellTrue -benchtime $(BENCH_N)x ./cmd/ccrun/internal/cli/ | \
 	awk -v l0="$$l0" '/^BenchmarkShellTrue/ { for (i = 3; i < NF; i += 2) m[$$(i+1)] = $$i } END { if (!("sh-c-ms" in m)) { print "bench-shell: no figures"; exit 1 } \
 	     getline l1 < "/proc/loadavg"; split(l1, a, " "); s = m["sh-c-ms"]; \
 	     printf "ccrun exec --shell true: %6.2f ms  vs sh -c true %6.2f ms: +%.2f ms (median of the differences; goal <= +3 ms)\n", m["ccrun-exec-ms"], s, m["overhead-ms"]; \

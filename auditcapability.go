@@ -5,14 +5,19 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 )
 
-// RecordCapabilityWritten appends a "capability" line to the audit log: a
-// capability c was written into the project by via (e.g. the MCP tool
-// capability_create), replacing one of that name when replaced. Writing a
-// capability grants nothing — its first run is asked — but what an agent
-// wrote into the project is part of what a person reviews afterwards.
-func (r *Runtime) RecordCapabilityWritten(c *capabilities.Capability, via string, replaced bool) error {
+func init() {
+	runtimehook.CapabilityWritten = func(rt any, c *capabilities.Capability, via string, replaced bool) error {
+		return rt.(*Runtime).recordCapabilityWritten(c, via, replaced)
+	}
+}
+
+// recordCapabilityWritten is runtimehook.CapabilityWritten: the MCP
+// server's record of a capability an agent wrote, in the project's audit
+// log (a sub-agent's too: the log is the project's).
+func (r *Runtime) recordCapabilityWritten(c *capabilities.Capability, via string, replaced bool) error {
 	outcome := "created"
 	if replaced {
 		outcome = "replaced"

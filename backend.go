@@ -110,7 +110,10 @@ type Prepared = backend.Prepared
 
 // ContentDigest binds an ad-hoc grant to what runs (the content, or its
 // sha256), what it may reach, and the arguments and environment it is
-// given, for a Backend's Prepared.Digest.
+// given, for a Backend's Prepared.Digest. It is the one the built-in
+// backends bind with: a Backend of a Go program's own uses it so that its
+// grants are bound as theirs are (a digest of the content alone would let
+// a grant cover any mounts, network, arguments and environment).
 func ContentDigest(content []byte, mounts []job.Mount, network string, args, env []string) string {
 	return backend.ContentDigest(content, mounts, network, args, env)
 }
@@ -210,9 +213,6 @@ func (r *Runtime) builtinBackends() {
 // listing those it has; one it knows but has no backend for (@wasm or
 // @docker without package engines) is noBackend's.
 func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend, error) {
-	if r.parent != nil {
-		return r.parent.backend(ctx, env)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b, ok := r.backends[env]; ok {
@@ -223,7 +223,7 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 		if err := r.gate.Environments.Require(env); err != nil {
 			return nil, fmt.Errorf("call: %w", err)
 		}
-		return nil, r.noBackend(env)
+		return nil, r.noBackend(r.gate.Environments, env)
 	}
 	b, err := mk(ctx)
 	if err != nil {
@@ -242,11 +242,11 @@ func (r *Runtime) backend(ctx context.Context, env ceiling.Environment) (Backend
 // noBackend is the error of a call of env, an environment r knows (its
 // ceiling, its manifests) but has no backend for: it names env, the
 // environments r has a backend for, and the option that adds env's. The
-// root cannot add it itself: it links no engine. r.mu is held.
-func (r *Runtime) noBackend(env ceiling.Environment) error {
+// root cannot add it itself: it links no engine.
+func (r *shared) noBackend(envs ceiling.Set, env ceiling.Environment) error {
 	var have []string
-	for _, e := range r.gate.Environments.List() {
-		if _, ok := r.makers[e]; ok {
+	for _, e := range envs.List() {
+		if r.runs(e) {
 			have = append(have, string(e))
 		}
 	}
@@ -259,6 +259,13 @@ func (r *Runtime) noBackend(env ceiling.Environment) error {
 	}
 	return fmt.Errorf("call: %s: this Runtime has no backend for it (it has one for %s): give ccrun.New %s: %w",
 		env, strings.Join(have, ", "), add, ErrUnavailable)
+}
+
+// runs reports whether r has a backend for env, started or not. The
+// makers are fixed once New returned, so no lock is needed.
+func (r *shared) runs(env ceiling.Environment) bool {
+	_, ok := r.makers[env]
+	return ok
 }
 
 // limitEnforcer is a Backend whose Run enforces the call's limits itself.

@@ -86,8 +86,8 @@ func TestBackendCapability(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("Tools: %v", errs)
 	}
-	i := slices.IndexFunc(tools, func(tl capabilities.Tool) bool { return tl.Name == "box-cap" })
-	if i < 0 || tools[i].Environment != boxEnv || !strings.Contains(string(tools[i].Parameters), `"who"`) {
+	i := slices.IndexFunc(tools, func(tl ccrun.Tool) bool { return tl.Name == "box-cap" })
+	if i < 0 || tools[i].Environment != boxEnv || !strings.Contains(string(tools[i].InputSchema), `"who"`) {
 		t.Fatalf("Tools: box-cap missing or wrong: %+v", tools)
 	}
 	call := func(input string) *ccrun.Call {
@@ -217,7 +217,7 @@ func TestBackendCapabilityNotHere(t *testing.T) {
 		}
 	}
 	tools, errs := rt.Tools()
-	if slices.ContainsFunc(tools, func(tl capabilities.Tool) bool { return tl.Name == "box-cap" }) || len(errs) != 1 {
+	if slices.ContainsFunc(tools, func(tl ccrun.Tool) bool { return tl.Name == "box-cap" }) || len(errs) != 1 {
 		t.Fatalf("Tools: box-cap offered, or errors %v; want it left out with one error", errs)
 	}
 	notHere("Tools", errs[0])

@@ -374,7 +374,6 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 		return refusedCall(err)
 	}
 	m := &capa.Manifest
-	t := capa.Tool()
 	mounts, err := capa.Mounts()
 	if err != nil {
 		return err
@@ -396,7 +395,7 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 	}
 	sort.Strings(env)
 	inv.Env = append(env, inv.Env...)
-	req.Tool, req.Class, req.Digest = m.Name, t.Class, capa.Digest
+	req.Tool, req.Class, req.Digest = m.Name, capa.Class(), capa.Digest
 	req.Permission = permission.Ask(capa.Key())
 	req.Loosens = append(req.Loosens, m.Loosens()...)
 	return nil

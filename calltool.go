@@ -90,7 +90,7 @@ func (r *Runtime) CallFromTool(name string, input json.RawMessage) (*Call, error
 var builtinSchemas = sync.OnceValues(func() (map[string]inputSchema, error) {
 	out := map[string]inputSchema{}
 	for _, t := range builtins {
-		res, err := compileInputSchema(t.Parameters, false)
+		res, err := compileInputSchema(t.InputSchema, false)
 		if err != nil {
 			return nil, fmt.Errorf("built-in %s: %w", t.Name, err)
 		}

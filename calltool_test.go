@@ -86,7 +86,9 @@ func TestLibraryToolGate(t *testing.T) {
 	}
 	for _, tool := range []ccrun.Tool{{Name: "run_command", Execute: func(context.Context, json.RawMessage, io.Writer, io.Writer) error { return nil }},
 		{Name: "Bad Name", Execute: func(context.Context, json.RawMessage, io.Writer, io.Writer) error { return nil }},
-		{Name: "no_execute"}} {
+		{Name: "no_execute"},
+		// a library tool runs in the calling process: it cannot claim a sandbox
+		{Name: "in_a_box", Environment: ceiling.Wasm, Execute: func(context.Context, json.RawMessage, io.Writer, io.Writer) error { return nil }}} {
 		if _, err := ccrun.New(ccrun.WithProjectDir(t.TempDir()), ccrun.WithTool(tool)); !errors.Is(err, ccrun.ErrInvalidCall) {
 			t.Errorf("WithTool(%q): %v, want ErrInvalidCall", tool.Name, err)
 		}
@@ -147,11 +149,11 @@ func TestExecWithSession(t *testing.T) {
 	if err := run(one, nil); err != nil {
 		t.Fatalf("same session, nobody to ask: %v, want the session grant to allow it", err)
 	}
-	if err := run(two, nil); !errors.Is(err, permission.ErrPermissionDenied) {
+	if err := run(two, nil); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("another session: %v, want denied", err)
 	}
 	call, _ := rt.CallFromTool("run_command", json.RawMessage(`{"command":"touch x"}`))
-	if _, err := rt.Exec(context.Background(), call); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := rt.Exec(context.Background(), call); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("the Runtime's own session: %v, want denied", err)
 	}
 }

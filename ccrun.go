@@ -35,29 +35,53 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
 
 // Runtime runs calls for one project. Build it with New.
+//
+// A Runtime is a view of one project's state (shared): New makes the state
+// and the Runtime of the agent that built it; SubAgent makes another view
+// of the same state, with its own narrowing. What is the project's — the
+// directory, the settings files and trust, the backends, the library
+// tools, the audit log, the call ids, the subscribers — is reached only
+// through the one shared value both point to, so no method of a sub-agent
+// can read a state of its own that is empty: it has none. What is the
+// agent's is the gate its calls pass (its policy) and its narrowing.
 type Runtime struct {
+	*shared
+	gate   *permission.Gate // this agent's: the project's, or a sub-agent's copy with its narrowed policy
+	narrow narrowing
+}
+
+// narrowing is what a Runtime's agent may do less than the agent that
+// built the project's Runtime; the zero narrowing is that agent's.
+type narrowing struct {
+	// subAgent: a sub-agent (SubAgent) grants nothing (Grant) and releases
+	// nothing (Close): the state and what it started are the parent's.
+	subAgent bool
+}
+
+// shared is one project's state: what a Runtime and its sub-agents see
+// alike, one value they all point to.
+type shared struct {
 	dir      string
-	gate     *permission.Gate
 	audit    *audit.Log
 	envPass  []string
 	bus      bus
-	ids      atomic.Uint64 // call ids; a sub-agent's come from its parent's (nextID)
+	ids      atomic.Uint64 // call ids, for every agent of the project (nextID)
 	idOnce   sync.Once     // idBase is made on the first call
 	idBase   string        // random, per Runtime: ids are unique across processes
 	mu       sync.Mutex
 	backends map[ceiling.Environment]Backend                                // started (backend.go)
-	makers   map[ceiling.Environment]func(context.Context) (Backend, error) // WithBackend and the built-in ones
+	makers   map[ceiling.Environment]func(context.Context) (Backend, error) // WithBackend and the built-in ones; fixed once New returns
 	closers  []func() error
 	noAudit  bool
 	auditLog string
 	layers   []*permission.Settings
-	parent   *Runtime   // a sub-agent's: backends are the parent's
 	libs     []*libTool // WithTool (libtools.go)
 
 	// workspace trust (config.go)
@@ -74,8 +98,9 @@ type Option func(*Runtime) error
 // WithProjectDir sets the project root: where ccrun.json, .ccrun/ and the
 // capabilities are, and the working directory of @shell calls. It must be
 // a directory of the current user that others cannot write into
-// (allowlist.CheckProjectDir). Default: FindProject of the current
-// directory.
+// (allowlist.CheckProjectDir). Default: the project of the current
+// directory: the nearest directory upwards holding a ccrun.json, else
+// git's top level (never above it), else the current directory itself.
 func WithProjectDir(dir string) Option {
 	return func(r *Runtime) error {
 		abs, err := filepath.Abs(dir)
@@ -114,7 +139,7 @@ func WithPolicy(p *permission.Policy) Option {
 // ccrun.local.json (the project's two counting in full only when trusted,
 // see TrustState). Ignored when WithPolicy is given. A flags layer that
 // loosens anything while a file sets "flags": "no-loosening" makes New
-// fail with permission.ErrPermissionDenied.
+// fail with ErrPermissionDenied.
 func WithSettings(layers ...*permission.Settings) Option {
 	return func(r *Runtime) error { r.layers = append(r.layers, layers...); return nil }
 }
@@ -139,14 +164,16 @@ func WithEnvPass(names ...string) Option {
 }
 
 // New builds a Runtime. It reads the settings files and the project's trust
-// record (a malformed file is an error of class permission.ErrInvalidConfig,
+// record (a malformed file is an error of class ErrInvalidConfig,
 // naming file, line and column; a file or project directory of another user
 // is refused) and nothing else: executors start on first use.
 func New(opts ...Option) (*Runtime, error) {
 	r := &Runtime{
-		gate:     &permission.Gate{},
-		backends: map[ceiling.Environment]Backend{},
-		makers:   map[ceiling.Environment]func(context.Context) (Backend, error){},
+		shared: &shared{
+			backends: map[ceiling.Environment]Backend{},
+			makers:   map[ceiling.Environment]func(context.Context) (Backend, error){},
+		},
+		gate: &permission.Gate{},
 	}
 	for _, o := range opts {
 		if err := o(r); err != nil {
@@ -159,7 +186,7 @@ func New(opts ...Option) (*Runtime, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.dir, err = FindProject(wd); err != nil {
+		if r.dir, err = projectdir.Find(wd); err != nil {
 			return nil, err
 		}
 	} else if err := allowlist.CheckProjectDir(r.dir); err != nil {
@@ -199,16 +226,18 @@ func New(opts ...Option) (*Runtime, error) {
 func (r *Runtime) ProjectDir() string { return r.dir }
 
 // Subscribe calls f with every state transition of every call, in order,
-// on the goroutine running the call. It returns a function that stops it;
+// on the goroutine running the call: of every agent of the project, a
+// sub-agent's calls as its parent's, whichever Runtime f was given to (as
+// they share the audit log). It returns a function that stops it;
 // f may call it from inside itself. After cancel returns, f sees no event
 // published later.
 func (r *Runtime) Subscribe(f func(Event)) (cancel func()) { return r.bus.subscribe(f) }
 
 // Close releases the backends (the wasm runtime, the Docker client) and
-// the audit log.
+// the audit log. A sub-agent's releases nothing: they are its parent's.
 func (r *Runtime) Close() error {
-	if r.parent != nil {
-		return nil // the parent owns the executors and the log
+	if r.narrow.subAgent {
+		return nil
 	}
 	r.mu.Lock()
 	closers := r.closers
@@ -227,10 +256,7 @@ func (r *Runtime) Close() error {
 // that an id names one call in the audit log for ever, whatever other
 // process, connection or Runtime wrote to it. A sub-agent shares its
 // parent's, as it shares the audit log.
-func (r *Runtime) nextID() string {
-	for r.parent != nil {
-		r = r.parent
-	}
+func (r *shared) nextID() string {
 	r.idOnce.Do(func() { r.idBase = rand.Text()[:13] })
 	return "c" + strconv.FormatUint(r.ids.Add(1), 10) + "-" + r.idBase
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/backend/shellenv"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
@@ -110,7 +111,7 @@ func TestDeniedNeverExecutes(t *testing.T) {
 			rt, rec, _ := newRuntime(t, opt)
 			got := states(rt)
 			out, err := rt.Exec(context.Background(), &ccrun.Call{Command: "rm -rf build"})
-			if !errors.Is(err, permission.ErrPermissionDenied) {
+			if !errors.Is(err, ccrun.ErrPermissionDenied) {
 				t.Fatalf("err = %v, want ErrPermissionDenied", err)
 			}
 			if rec.runs != 0 || out.Result != nil {
@@ -208,13 +209,13 @@ func TestFindProject(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ccrun.FindProject(deep); err != nil || got != deep {
+	if got, err := projectdir.Find(deep); err != nil || got != deep {
 		t.Errorf("no ccrun.json: got %s, %v, want %s", got, err, deep)
 	}
 	if err := os.WriteFile(filepath.Join(root, "ccrun.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ccrun.FindProject(deep); err != nil || got != root {
+	if got, err := projectdir.Find(deep); err != nil || got != root {
 		t.Errorf("got %s, %v, want %s", got, err, root)
 	}
 }
@@ -227,7 +228,7 @@ func TestMalformedConfigIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ccrun.New(ccrun.WithProjectDir(dir))
-	if !errors.Is(err, permission.ErrInvalidConfig) {
+	if !errors.Is(err, ccrun.ErrInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "ccrun.json")); string(data) != string(bad) {
@@ -243,7 +244,7 @@ func TestToolsHidesDenied(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ccrun.json"), []byte(`{"permissions": {"deny": ["run_docker:*"]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := ccrun.New(engines.Docker(), ccrun.WithProjectDir(dir))
+	rt, err := ccrun.New(append(engines.All(), ccrun.WithProjectDir(dir))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestToolsHidesDenied(t *testing.T) {
 	if diff := cmp.Diff([]string{keys.ShellTool, keys.WasmTool}, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "x:y"}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Errorf("a hidden tool was not denied at execution: %v", err)
 	}
 }

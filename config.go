@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ccrun/ccrun/internal/dotccrun"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -43,7 +44,7 @@ type TrustState struct {
 func WithTrustDigest(digest string) Option {
 	return func(r *Runtime) error {
 		if digest != "" && !validTrustDigest(digest) {
-			return fmt.Errorf("trust digest %q: want sha256: and 64 lowercase hex digits: %w", digest, permission.ErrInvalidConfig)
+			return fmt.Errorf("trust digest %q: want sha256: and 64 lowercase hex digits: %w", digest, ErrInvalidConfig)
 		}
 		r.trustDigest = digest
 		return nil
@@ -183,7 +184,7 @@ func (r *Runtime) loadFiles() error {
 				continue
 			}
 			if l, _ := s.LoosensPast(layers); len(l) > 0 {
-				return fmt.Errorf("%s: %q is locked by %s (\"flags\": \"no-loosening\"): %w", s.Name, l[0], by, permission.ErrPermissionDenied)
+				return fmt.Errorf("%s: %q is locked by %s (\"flags\": \"no-loosening\"): %w", s.Name, l[0], by, ErrPermissionDenied)
 			}
 		}
 	}
@@ -193,9 +194,6 @@ func (r *Runtime) loadFiles() error {
 // Trust returns what the project's files loosen and whether it counts, as
 // read when the Runtime was built.
 func (r *Runtime) Trust() TrustState {
-	if r.parent != nil {
-		return r.parent.Trust()
-	}
 	st := r.trust
 	st.Loosens = append([]string(nil), st.Loosens...)
 	return st
@@ -209,9 +207,6 @@ func (r *Runtime) Trust() TrustState {
 // @docker engine from their "docker" member. The layers are r's own: the
 // caller must not modify them.
 func (r *Runtime) SettingsFiles() []*permission.Settings {
-	for r.parent != nil {
-		r = r.parent
-	}
 	return slices.Clone(r.files)
 }
 
@@ -220,59 +215,20 @@ func (r *Runtime) SettingsFiles() []*permission.Settings {
 // then refuse whatever a caller passes to loosen the gate: an approval in
 // advance, a mode above default, allow rules, session grants.
 func (r *Runtime) LoosenLock() (by string, locked bool) {
-	if r.parent != nil {
-		return r.parent.LoosenLock()
-	}
 	return permission.LoosenLock(r.files)
 }
 
 // auditRequired reports whether a settings file says "audit":
 // "required", and which.
-func (r *Runtime) auditRequired() (by string, required bool) {
-	for r.parent != nil {
-		r = r.parent
-	}
+func (r *shared) auditRequired() (by string, required bool) {
 	return permission.AuditRequired(r.files)
 }
 
 // shellSandbox is what the settings say of the sandbox of approved @shell
 // commands (permission.ShellSandbox).
-func (r *Runtime) shellSandbox() (sandbox, by string, writable []string) {
-	for r.parent != nil {
-		r = r.parent
-	}
+func (r *shared) shellSandbox() (sandbox, by string, writable []string) {
 	home, _ := os.UserHomeDir()
 	return permission.ShellSandbox(r.files, home)
-}
-
-// FindProject returns the project root for a start directory: the nearest
-// directory from start upwards holding a ccrun.json, else the nearest one
-// holding .git (git's top level), never above it; with neither, start
-// itself. The root must be a directory of the current user that others
-// cannot write into (allowlist.CheckProjectDir): a ccrun.json another user
-// wrote into a shared parent such as /tmp is refused, with an error of
-// classes permission.ErrInvalidConfig and fs.ErrPermission.
-func FindProject(start string) (string, error) {
-	start, err := filepath.Abs(start)
-	if err != nil {
-		return "", fmt.Errorf("project dir: %w", err)
-	}
-	root := start
-	for dir := start; ; {
-		if isProject(dir) {
-			root = dir
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	if err := allowlist.CheckProjectDir(root); err != nil {
-		return "", err
-	}
-	return root, nil
 }
 
 // defaultAuditLog is the audit log of a Runtime whose project is dir: its
@@ -280,7 +236,7 @@ func FindProject(start string) (string, error) {
 // ccrun.json or .git), else the one in the user's state directory; "" when
 // there is none.
 func defaultAuditLog(dir string, given bool) string {
-	if given || isProject(dir) {
+	if given || projectdir.Marked(dir) {
 		return filepath.Join(dir, dotccrun.Name, "audit.jsonl")
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
@@ -290,14 +246,4 @@ func defaultAuditLog(dir string, given bool) string {
 		return filepath.Join(h, ".local", "state", "ccrun", "audit.jsonl")
 	}
 	return ""
-}
-
-// isProject reports whether dir holds ccrun.json or .git.
-func isProject(dir string) bool {
-	for _, name := range []string{"ccrun.json", ".git"} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }

@@ -79,7 +79,7 @@ func TestEnvironmentsPerRuntime(t *testing.T) {
 			t.Errorf("%s: Check: %v %+v; want ask run_toy:a.toy, offering %s", name, err, out.Decision, want)
 		}
 		tools, errs := rt.Tools()
-		if len(errs) > 0 || !slices.ContainsFunc(tools, func(tl capabilities.Tool) bool { return tl.Name == "hello" }) {
+		if len(errs) > 0 || !slices.ContainsFunc(tools, func(tl ccrun.Tool) bool { return tl.Name == "hello" }) {
 			t.Errorf("%s: Tools: hello missing, errors %v", name, errs)
 		}
 		for _, key := range []string{"capability:hello", "run_toy:a.toy", "run_toy:*"} {
@@ -106,7 +106,7 @@ func TestEnvironmentsPerRuntime(t *testing.T) {
 	if _, err := none.Check(adHoc()); !errors.Is(err, ceiling.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "(@shell, @wasm, @docker;") {
 		t.Errorf("none: Check of @toy: %v; want an unknown environment, listing the built-in ones", err)
 	}
-	if tools, errs := none.Tools(); slices.ContainsFunc(tools, func(tl capabilities.Tool) bool { return tl.Name == "hello" }) ||
+	if tools, errs := none.Tools(); slices.ContainsFunc(tools, func(tl ccrun.Tool) bool { return tl.Name == "hello" }) ||
 		len(errs) != 1 || !errors.Is(errs[0], ceiling.ErrUnknownEnvironment) {
 		t.Errorf("none: Tools: %v; want hello left out, with an unknown environment", errs)
 	}

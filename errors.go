@@ -7,7 +7,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/internal/errclass"
 )
 
 // The error classes. Every error the Runtime returns — its own, the
@@ -30,10 +30,10 @@ var (
 	// ErrInvalidConfig: a settings file, the project allowlist or a
 	// capability manifest is malformed or holds what cannot be kept (a
 	// grant past the ceiling, a key of no known form).
-	ErrInvalidConfig = permission.ErrInvalidConfig
+	ErrInvalidConfig = errclass.InvalidConfig
 	// ErrPermissionDenied: the gate said no, nobody could be asked, or
 	// what runs changed since it was allowed.
-	ErrPermissionDenied = permission.ErrPermissionDenied
+	ErrPermissionDenied = errdefs.ErrPermissionDenied
 	// ErrCeilingViolation: a grant past its environment's ceiling (a
 	// @shell key kept for the project). It is of class ErrPermissionDenied
 	// too; errors.As finds the *ceiling.Violation.

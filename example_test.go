@@ -58,7 +58,7 @@ func ExampleRuntime_SubAgent() {
 		return
 	}
 	out, err := sub.Exec(context.Background(), &ccrun.Call{Command: "touch notes.txt"})
-	fmt.Println(errors.Is(err, permission.ErrPermissionDenied), out.Decision.Layer)
+	fmt.Println(errors.Is(err, ccrun.ErrPermissionDenied), out.Decision.Layer)
 	_, err = sub.SubAgent()
 	fmt.Println(errors.Is(err, permission.ErrDepthExceeded))
 	// Output:

@@ -24,7 +24,7 @@ type Outcome struct {
 // Exec runs one call: it validates it, puts it before the gate (asking the
 // approver when the gate says ask), and runs it in its environment. The
 // error is nil when the tool ran, whatever its exit code (see
-// Outcome.Result); it is of class permission.ErrPermissionDenied when the
+// Outcome.Result); it is of class ErrPermissionDenied when the
 // gate said no, ErrInvalidCall or capabilities.ErrInvalidManifest for a bad
 // call, and otherwise says why the tool could not run.
 func (r *Runtime) Exec(ctx context.Context, c *Call) (*Outcome, error) {

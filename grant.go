@@ -30,13 +30,13 @@ func (r *Runtime) Grant(ctx context.Context, p keys.Pattern, scope ceiling.Grant
 	if err := ctx.Err(); err != nil {
 		return allowlist.Entry{}, err
 	}
-	if r.parent != nil {
+	if r.narrow.subAgent {
 		return allowlist.Entry{}, fmt.Errorf("grant %s: a sub-agent cannot grant: %w", p, ErrPermissionDenied)
 	}
 	if by, locked := r.LoosenLock(); locked {
 		return allowlist.Entry{}, fmt.Errorf("grant %s refused: %s locks the flags that loosen the gate (\"flags\": \"no-loosening\"); a person grants at the prompt, or edits the settings: %w", p, by, ErrPermissionDenied)
 	}
-	env, capa, err := r.EnvironmentOf(p)
+	env, capa, err := r.environmentOf(p)
 	if err != nil {
 		return allowlist.Entry{}, err
 	}
@@ -182,7 +182,7 @@ func (r *Runtime) Lint() (*Allowlist, error) {
 // the ceiling is a problem; a capability that changed since approval is a
 // warning.
 func (r *Runtime) lintEntry(e allowlist.Entry) (warning string, problem error) {
-	env, capa, err := r.EnvironmentOf(e.Pattern)
+	env, capa, err := r.environmentOf(e.Pattern)
 	if err != nil {
 		return "", err
 	}

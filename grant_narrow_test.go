@@ -53,7 +53,7 @@ func TestSessionGrantOfNarrowedKeyRuns(t *testing.T) {
 		t.Errorf("timeout 60 true under its grant: %v", err)
 	}
 	for _, src := range []string{"timeout 60 sh -c 'touch planted'", "rm keep.txt", "rm *.txt"} {
-		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 			t.Errorf("%s under the grants of rm *.log and timeout 60 true: %v, want denied", src, err)
 		}
 	}
@@ -92,7 +92,7 @@ func TestSessionGrantOfOptionsRuns(t *testing.T) {
 		t.Fatalf("Grant %s: %v", granted.Key, err)
 	}
 	for _, src := range []string{"rm -rf sub", "rm -f sub/keep", "rm -rf", "rm a.log -rf sub"} {
-		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 			t.Errorf("%s under the grant of rm -f a.log: %v, want denied", src, err)
 		}
 	}
@@ -155,7 +155,7 @@ func TestSessionGrantOfBareCommandRuns(t *testing.T) {
 		t.Errorf("make under its grant: stdout %q at %s, want built by the session grant", got, out.Decision.Layer)
 	}
 	for _, src := range []string{"make deploy", "make -j4 test", "make test -j4", "make -C . deploy", "'make' deploy"} {
-		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 			t.Errorf("%s under the grant of make: %v, want denied", src, err)
 		}
 	}
@@ -170,11 +170,11 @@ func TestSessionGrantOfBareCommandRuns(t *testing.T) {
 
 	// The same from the prompt: "this session" for git grants git alone.
 	asked = nil
-	if _, err := rt.Exec(ctx, &ccrun.Call{Command: "git", Limits: limits20s}); errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := rt.Exec(ctx, &ccrun.Call{Command: "git", Limits: limits20s}); errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("git, answered this session: %v", err)
 	}
 	for _, src := range []string{"git push", "git push --force", "git commit"} {
-		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, permission.ErrPermissionDenied) {
+		if _, err := rt.Exec(ctx, &ccrun.Call{Command: src, Limits: limits20s}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 			t.Errorf("%s after a session grant of git: %v, want asked and denied", src, err)
 		}
 	}

@@ -52,7 +52,7 @@ func TestHostileShellLibrary(t *testing.T) {
 				o, err := rt.Exec(ctx, &ccrun.Call{Command: c.Text(mode), Args: c.ArgsIn(home), Env: c.EnvIn(mode),
 					Limits: limits20s, Stdout: &out, Stderr: &errb})
 				hostile.Verify(t, c, project, before, out.String()+errb.String())
-				if err != nil && !errors.Is(err, permission.ErrPermissionDenied) {
+				if err != nil && !errors.Is(err, ccrun.ErrPermissionDenied) {
 					t.Errorf("error %v: want a denial or a result", err)
 				}
 				if err == nil && o.Result != nil && o.Result.OK() && (len(c.Created) > 0 || len(before) > 0) {

@@ -77,7 +77,7 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 
 	point(idB)
 	answer.Store(ceiling.Deny)
-	if v, err := variant(); !errors.Is(err, permission.ErrPermissionDenied) || asked.Load() != 2 {
+	if v, err := variant(); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != 2 {
 		t.Fatalf("tag moved to another image: %q %v, asked %d times; want asked again and denied", v, err, asked.Load())
 	}
 	out, err := rt.Check(&ccrun.Call{Image: tag})
@@ -136,7 +136,7 @@ func TestDockerRefusedWithoutEngine(t *testing.T) {
 	if err != nil || out.Decision.Verdict != permission.Refuse || len(out.Decision.Diagnostics) != 0 {
 		t.Errorf("Check with a deny rule: %v %+v", err, out.Decision)
 	}
-	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "anything:1"}); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := rt.Exec(context.Background(), &ccrun.Call{Image: "anything:1"}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Errorf("Exec with a deny rule: %v, want denied", err)
 	}
 

@@ -11,17 +11,18 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
-// ErrUnknownKey is the class of EnvironmentOf's error: a key pattern that
-// names no tool ccrun runs, or no single capability.
+// ErrUnknownKey is the class of the error of Grant, and of a Lint problem,
+// for a key pattern that names no tool the Runtime runs, or no single
+// capability.
 var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 
-// EnvironmentOf says where the calls a key pattern covers would run, so
+// environmentOf says where the calls a key pattern covers would run, so
 // that a grant of it can be checked against the ceiling. For a capability it
 // also returns the capability (whose digest a project grant is bound to).
 // The tool run_NAME is the environment @NAME of WithBackend, when r has it.
 // A pattern with a wildcard in a capability's name, or of a tool r does
 // not run, is an error of class ErrUnknownKey.
-func (r *Runtime) EnvironmentOf(p keys.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
+func (r *Runtime) environmentOf(p keys.Pattern) (ceiling.Environment, *capabilities.Capability, error) {
 	switch p.Tool {
 	case keys.ShellTool:
 		return ceiling.Shell, nil, nil

@@ -3,7 +3,10 @@ package ccrun_test
 import (
 	"bufio"
 	"bytes"
+	"go/build/constraint"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -94,16 +97,26 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	// No build tag forks a library package: the front's tag (until the
-	// front is a main of its own) changes cmd/ccrun's files alone.
-	files := `{{.ImportPath}} {{join .GoFiles ","}} {{join .TestGoFiles ","}} {{join .XTestGoFiles ","}}`
-	plain, front := goList(t, files, "./..."), goList(t, files, "-tags=ccrunfront", "./...")
-	if len(plain) != len(front) {
-		t.Fatalf("go list with the ccrunfront tag lists %d packages, without %d", len(front), len(plain))
+	// No build tag forks a package: a file's constraint names only an
+	// operating system or an architecture (the front is a main of its
+	// own, cmd/ccrun/front, over the same packages).
+	platforms := map[string]bool{"unix": true}
+	dist, err := exec.Command("go", "tool", "dist", "list").Output()
+	if err != nil {
+		t.Fatalf("go tool dist list: %v", err)
 	}
-	for i := range plain {
-		if pkg, _, _ := strings.Cut(plain[i], " "); plain[i] != front[i] && pkg != module+"/cmd/ccrun" {
-			t.Errorf("the ccrunfront tag changes the files of %s:\n%s\n%s", pkg, plain[i], front[i])
+	for _, p := range strings.Fields(string(dist)) {
+		goos, goarch, _ := strings.Cut(p, "/")
+		platforms[goos], platforms[goarch] = true, true
+	}
+	for _, line := range goList(t, `{{.Dir}} {{join .GoFiles " "}} {{join .IgnoredGoFiles " "}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}`, "./...") {
+		f := strings.Fields(line)
+		for _, name := range f[1:] {
+			for _, tag := range buildTags(t, filepath.Join(f[0], name)) {
+				if !platforms[tag] {
+					t.Errorf("%s: build tag %q: a file may be constrained to an OS or an architecture only", filepath.Join(f[0], name), tag)
+				}
+			}
 		}
 	}
 	// The CLI, its tests included, goes through the root and engines.
@@ -149,8 +162,8 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-// TestFrontLinks: the front build of the CLI (the ccrunfront tag,
-// cmd/ccrun/front.go) links the gate and @shell, and none of the libraries
+// TestFrontLinks: the front of the CLI (cmd/ccrun/front, a main of its
+// own over package cli, given no engines) links the gate and @shell, and none of the libraries
 // whose package init a process that only runs @shell would pay: no other
 // backend, no package engines, no MCP server, no Docker, Kubernetes,
 // wazero or MCP library. It links the JSON Schema library of ccrun's one
@@ -160,9 +173,9 @@ func TestFrontLinks(t *testing.T) {
 	t.Parallel()
 	heavy := []string{module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube",
 		module + "/internal/backend/wasmenv", module + "/internal/backend/dockerenv", module + "/mcpserver",
-		module + "/engines", "github.com/docker/", "github.com/distribution/", "k8s.io/", "github.com/tetratelabs/wazero",
+		module + "/engines", module + "/internal/housekeep", module + "/cmd/ccrun/internal/full", "net/http", "github.com/docker/", "github.com/distribution/", "k8s.io/", "github.com/tetratelabs/wazero",
 		"github.com/modelcontextprotocol/", "go.opentelemetry.io/"}
-	deps := goList(t, `{{.ImportPath}}`, "-deps", "-tags=ccrunfront", "./cmd/ccrun")
+	deps := goList(t, `{{.ImportPath}}`, "-deps", "./cmd/ccrun/front")
 	if !slices.Contains(deps, module+"/runtime/shell") || !slices.Contains(deps, module+"/permission") {
 		t.Fatalf("the front does not link the gate and @shell: %v", deps)
 	}
@@ -177,4 +190,44 @@ func TestFrontLinks(t *testing.T) {
 	if whole := goList(t, `{{.ImportPath}}`, "-deps", "./cmd/ccrun"); !slices.Contains(whole, module+"/runtime/wasm") {
 		t.Errorf("the whole CLI does not link runtime/wasm: is the list right?")
 	}
+}
+
+// buildTags returns the tags of the file's //go:build line.
+func buildTags(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tags []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "package ") {
+			break
+		}
+		if !constraint.IsGoBuild(l) {
+			continue
+		}
+		x, err := constraint.Parse(l)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		tags = append(tags, exprTags(x)...)
+	}
+	return tags
+}
+
+// exprTags returns every tag x names (Eval would stop at the first that
+// decides).
+func exprTags(x constraint.Expr) []string {
+	switch x := x.(type) {
+	case *constraint.TagExpr:
+		return []string{x.Tag}
+	case *constraint.NotExpr:
+		return exprTags(x.X)
+	case *constraint.AndExpr:
+		return append(exprTags(x.X), exprTags(x.Y)...)
+	case *constraint.OrExpr:
+		return append(exprTags(x.X), exprTags(x.Y)...)
+	}
+	return nil
 }

@@ -9,18 +9,21 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
-// Tool is a tool a Go program gives its Runtime (WithTool), beside the
-// built-in ones and the project's capabilities: what its Permission says is
-// decided by the gate before its Execute may run.
+// Tool is a tool an agent is offered: what Runtime.Tools lists (a
+// built-in tool, a capability of the project, a library tool) and what a
+// Go program gives its Runtime as a library tool of its own (WithTool):
+// what its Permission says is decided by the gate before its Execute may
+// run. In Tools' list the fields that describe it are set (Name,
+// Description, Environment, InputSchema, Class), not its functions: a
+// call of any tool goes through Exec.
 //
-// A call of it goes through the same pipeline as any other: its input is
+// A call of a library tool goes through the same pipeline as any other: its input is
 // validated against InputSchema, the gate decides on what Permission says
 // (deny rules, the mode × Class matrix, the dangerous paths of Paths, the
 // allowlists, the person), every transition is published and the decision
@@ -34,8 +37,13 @@ type Tool struct {
 	Name string
 	// Description says what it does, for the agent and the person asked.
 	Description string
+	// Environment is where its calls run: in Tools' list, a built-in
+	// tool's or the capability's environment, and @shell (the host) for
+	// a library tool; WithTool takes "" or @shell, the host's.
+	Environment ceiling.Environment
 	// InputSchema is the JSON Schema (draft 2020-12) of its input, an
-	// object. Default: {"type":"object"}, any object.
+	// object. Default: {"type":"object"}, any object; in Tools' list it
+	// is never empty.
 	InputSchema json.RawMessage
 	// Class is what kind of effect it has; it picks the mode's verdict
 	// (accept-edits allows ClassWrite, plan mode only reads). Default:
@@ -113,6 +121,10 @@ func compileTool(t Tool) (*libTool, error) {
 	if t.Execute == nil {
 		return nil, fmt.Errorf("tool %s: no Execute function: %w", t.Name, ErrInvalidCall)
 	}
+	if t.Environment != "" && t.Environment != ceiling.Shell {
+		return nil, fmt.Errorf("tool %s: environment %s: a library tool runs in the calling process, on the host: want %s or none: %w", t.Name, t.Environment, ceiling.Shell, ErrInvalidCall)
+	}
+	t.Environment = ceiling.Shell
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
@@ -140,10 +152,7 @@ func validToolName(s string) bool {
 }
 
 // findLib returns the library tool named name, or nil.
-func (r *Runtime) findLib(name string) *libTool {
-	if r.parent != nil {
-		return r.parent.findLib(name)
-	}
+func (r *shared) findLib(name string) *libTool {
 	for _, t := range r.libs {
 		if t.Name == name {
 			return t
@@ -154,19 +163,16 @@ func (r *Runtime) findLib(name string) *libTool {
 
 // shadowed reports whether a capability of this name is hidden by a
 // library tool.
-func (r *Runtime) shadowed(name string) bool { return r.findLib(name) != nil }
+func (r *shared) shadowed(name string) bool { return r.findLib(name) != nil }
 
 // libTools are the library tools pol lets the caller see, in the order they
 // were given.
-func (r *Runtime) libTools(pol *permission.Policy) []capabilities.Tool {
-	if r.parent != nil {
-		return r.parent.libTools(pol)
-	}
-	var out []capabilities.Tool
+func (r *shared) libTools(pol *permission.Policy) []Tool {
+	var out []Tool
 	for _, t := range r.libs {
 		if pol == nil || pol.Visible(t.Name, false) {
-			out = append(out, capabilities.Tool{Name: t.Name, Description: t.Description, Environment: ceiling.Shell,
-				Parameters: slices.Clone(t.InputSchema), Class: t.Class})
+			out = append(out, Tool{Name: t.Name, Description: t.Description, Environment: t.Environment,
+				InputSchema: slices.Clone(t.InputSchema), Class: t.Class})
 		}
 	}
 	return out

@@ -83,14 +83,10 @@ func (r *Runtime) Network(c *Call) (Network, error) {
 // networkHosts merges the settings' lists, a capability's hosts and the
 // call's own.
 func (r *Runtime) networkHosts(extra []string, capa *capabilities.Hosts) (allow, deny []string, limited bool) {
-	root := r
-	for root.parent != nil {
-		root = root.parent
-	}
 	if capa != nil {
 		extra = append(slices.Clone(extra), capa.Allow...)
 	}
-	allow, deny, limited = permission.NetworkHosts(root.files, extra)
+	allow, deny, limited = permission.NetworkHosts(r.files, extra)
 	if capa != nil {
 		limited = true
 		deny = append(deny, capa.Deny...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -92,5 +93,49 @@ func TestNoEngineFailsClosed(t *testing.T) {
 	// The shell still runs.
 	if out, err := shellOnly.Exec(context.Background(), &ccrun.Call{Command: "true"}); err != nil || !out.Result.OK() {
 		t.Errorf("@shell without the engines: %v", err)
+	}
+}
+
+// TestToolsListWhatRuns: a Runtime lists only the tools it can run. One
+// without the engines lists no run_wasm or run_docker, and a @wasm
+// capability is left out with an error beside the list saying which
+// option adds its engine; one given @wasm's engine lists run_wasm and the
+// capability, and still no run_docker.
+func TestToolsListWhatRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := capabilities.Scaffold(dir, "hello", ceiling.Wasm); err != nil {
+		t.Fatal(err)
+	}
+	base := []ccrun.Option{ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""), ccrun.WithTrustDir(t.TempDir())}
+	for _, tc := range []struct {
+		name     string
+		opts     []ccrun.Option
+		want     []string
+		errNames string // what the one error beside the list says; "" none
+	}{
+		{"no engine", nil, []string{"run_command"}, "engines.Wasm"},
+		{"@wasm's engine", []ccrun.Option{engines.Wasm()}, []string{"run_command", "run_wasm", "hello"}, ""},
+		{"both engines", engines.All(), []string{"run_command", "run_wasm", "run_docker", "hello"}, ""},
+	} {
+		rt, err := ccrun.New(append(slices.Clone(base), tc.opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		tools, errs := rt.Tools()
+		var names []string
+		for _, tl := range tools {
+			names = append(names, tl.Name)
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s: Tools lists %q; want %q", tc.name, names, tc.want)
+		}
+		switch {
+		case tc.errNames == "" && len(errs) > 0:
+			t.Errorf("%s: errors %v; want none", tc.name, errs)
+		case tc.errNames != "" && (len(errs) != 1 || !errors.Is(errs[0], ccrun.ErrUnavailable) || !strings.Contains(errs[0].Error(), tc.errNames) || !strings.Contains(errs[0].Error(), "hello")):
+			t.Errorf("%s: errors %v; want one of class ErrUnavailable naming hello and %s", tc.name, errs, tc.errNames)
+		}
 	}
 }

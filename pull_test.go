@@ -82,7 +82,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nobody.Close()
-	if _, err := nobody.Exec(ctx, call()); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := nobody.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("nobody to ask: %v, want denied", err)
 	}
 	untouched(t, reg, "nobody to ask")
@@ -104,7 +104,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer denied.Close()
-	if _, err := denied.Exec(ctx, call()); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := denied.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("deny rule: %v, want denied", err)
 	}
 	untouched(t, reg, "deny rule")
@@ -123,7 +123,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer person.Close()
-	if _, err := person.Exec(ctx, call()); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := person.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("the person says no: %v, want denied", err)
 	}
 	untouched(t, reg, "the person says no")
@@ -156,7 +156,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 	always := call()
 	always.Pull = "always"
 	out, err = nobody.Exec(ctx, always)
-	if !errors.Is(err, permission.ErrPermissionDenied) || (out.Result != nil && strings.TrimSpace(string(out.Result.Stdout)) == "b") {
+	if !errors.Is(err, ccrun.ErrPermissionDenied) || (out.Result != nil && strings.TrimSpace(string(out.Result.Stdout)) == "b") {
 		t.Fatalf("another image arrived: %v %+v, want refused", err, out.Result)
 	}
 	d := auditDecisions(t, log)
@@ -181,7 +181,7 @@ func TestDockerCapabilityNothingBeforeTheDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nobody.Close()
-	if _, err := nobody.Exec(ctx, &ccrun.Call{Capability: "variant"}); !errors.Is(err, permission.ErrPermissionDenied) {
+	if _, err := nobody.Exec(ctx, &ccrun.Call{Capability: "variant"}); !errors.Is(err, ccrun.ErrPermissionDenied) {
 		t.Fatalf("nobody to ask: %v, want denied", err)
 	}
 	untouched(t, reg, "capability, nobody to ask")

@@ -9,6 +9,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/guard"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
@@ -17,16 +18,16 @@ import (
 
 // shellGuard builds the checks that enforce d where a @shell call runs
 // (internal/guard): every program with its expanded words and every file
-// the script opens is held against the scope of the decision, the deny
-// rules and the dangerous paths. A capability runs under the scope of a
+// the script opens is held against the basis of the decision, the deny
+// rules and the dangerous paths. A capability runs under the basis of a
 // person's approval: its files were approved as a whole, by digest.
 func (r *Runtime) shellGuard(g *permission.Gate, req *permission.Request, inv *Invocation, d *permission.Decision, base []string) *guard.Guard {
-	scope, pat := guard.ScopeOf(d)
-	if inv.Capability != nil && scope != guard.ReadOnly {
-		scope = guard.Person
+	basis, pat := guard.BasisOf(d)
+	if inv.Capability != nil && basis != guard.ReadOnly {
+		basis = guard.Person
 	}
 	home, _ := os.UserHomeDir()
-	cfg := guard.Config{Scope: scope, Pattern: pat, Policy: r.gate.Policy, ProjectDir: r.dir, Home: home, BaseEnv: base}
+	cfg := guard.Config{Basis: basis, Pattern: pat, Policy: r.gate.Policy, ProjectDir: r.dir, Home: home, BaseEnv: base}
 	if d.Layer == permission.LayerApprover {
 		// The person saw the dangerous paths the prompt named.
 		for _, f := range r.gate.Policy.Dangerous(req) {
@@ -151,11 +152,7 @@ func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*she
 	if project == "" {
 		project = inv.Dir
 	}
-	root := r
-	for root.parent != nil {
-		root = root.parent
-	}
-	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (isProject(r.dir) || root.auditLog == filepath.Join(dot, "audit.jsonl")) {
+	if dot := filepath.Join(r.dir, dotccrun.Name); r.dir != "" && (projectdir.Marked(r.dir) || r.auditLog == filepath.Join(dot, "audit.jsonl")) {
 		if err := dotccrun.Mkdir(dot, 0o700); err != nil {
 			return nil, false, err
 		}

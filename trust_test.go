@@ -13,6 +13,7 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/engines"
+	"github.com/ccrun/ccrun/internal/projectdir"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -137,7 +138,7 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	if st := rt.Trust(); !st.Trusted || st.By != "digest" {
 		t.Fatalf("CI digest: %+v", st)
 	}
-	if _, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDigest("sha256:xyz")); !errors.Is(err, permission.ErrInvalidConfig) {
+	if _, err := ccrun.New(ccrun.WithProjectDir(dir), ccrun.WithTrustDigest("sha256:xyz")); !errors.Is(err, ccrun.ErrInvalidConfig) {
 		t.Errorf("malformed digest: %v", err)
 	}
 }
@@ -160,22 +161,22 @@ func TestFindProjectStaysInRepository(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ccrun.FindProject(deep); err != nil || got != repo {
-		t.Errorf("FindProject: %s, %v; want the repository %s (not the ccrun.json above it)", got, err, repo)
+	if got, err := projectdir.Find(deep); err != nil || got != repo {
+		t.Errorf("projectdir.Find: %s, %v; want the repository %s (not the ccrun.json above it)", got, err, repo)
 	}
 	// A worktree or submodule has a .git file: also a top level.
 	sub := filepath.Join(repo, "a")
 	if err := os.WriteFile(filepath.Join(sub, ".git"), []byte("gitdir: ../.git/modules/a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := ccrun.FindProject(deep); got != sub {
-		t.Errorf("FindProject with a .git file: %s, want %s", got, sub)
+	if got, _ := projectdir.Find(deep); got != sub {
+		t.Errorf("projectdir.Find with a .git file: %s, want %s", got, sub)
 	}
 	if err := os.WriteFile(filepath.Join(deep, "ccrun.json"), []byte(`{}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := ccrun.FindProject(deep); got != deep {
-		t.Errorf("FindProject with its own ccrun.json: %s, want %s", got, deep)
+	if got, _ := projectdir.Find(deep); got != deep {
+		t.Errorf("projectdir.Find with its own ccrun.json: %s, want %s", got, deep)
 	}
 	if os.Geteuid() == 0 {
 		shared := t.TempDir()
@@ -189,7 +190,7 @@ func TestFindProjectStaysInRepository(t *testing.T) {
 		if err := os.Mkdir(w, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ccrun.FindProject(w); !errors.Is(err, permission.ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
+		if _, err := projectdir.Find(w); !errors.Is(err, ccrun.ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
 			t.Errorf("a shared parent of uid 65534: %v, want ErrInvalidConfig and fs.ErrPermission", err)
 		}
 		if _, err := ccrun.New(ccrun.WithProjectDir(shared)); !errors.Is(err, fs.ErrPermission) {

@@ -29,7 +29,7 @@ func TestConcurrentUse(t *testing.T) {
 				if err := c.ValidateInput(in); (err == nil) != ((i+j)%2 == 0) {
 					t.Errorf("ValidateInput(%s) = %v", in, err)
 				}
-				_ = c.Tool()
+				_ = c.Class()
 				_ = c.Manifest.Loosens()
 				if err := c.Verify(); err != nil {
 					t.Error(err)

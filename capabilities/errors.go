@@ -6,8 +6,8 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/internal/jsonpos"
-	"github.com/ccrun/ccrun/permission"
 )
 
 // Error classes of this package. Test them with errors.Is.
@@ -16,8 +16,8 @@ var (
 	// published schema, or names something it may not (a path outside
 	// its directory, an unknown environment). The error is a
 	// *ManifestError listing every problem found. It is of class
-	// permission.ErrInvalidConfig.
-	ErrInvalidManifest error = subclass{permission.ErrInvalidConfig, "invalid capability manifest"}
+	// ccrun.ErrInvalidConfig.
+	ErrInvalidManifest error = subclass{errclass.InvalidConfig, "invalid capability manifest"}
 	// ErrNotFound: no capability of that name, or no capability.json in
 	// the directory.
 	ErrNotFound = errdefs.ErrNotFound.WithMessage("capability not found")

@@ -63,8 +63,8 @@ func TestParseRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if tool := c.Tool(); tool.Environment != capBox || c.Digest == "" || c.Key().String() != "capability:box-it" {
-		t.Errorf("loaded: tool %+v, digest %q, key %s", tool, c.Digest, c.Key())
+	if c.Manifest.Environment != capBox || c.Digest == "" || c.Key().String() != "capability:box-it" {
+		t.Errorf("loaded: environment %s, digest %q, key %s", c.Manifest.Environment, c.Digest, c.Key())
 	}
 	// A Runtime that runs capBox runs it; one that does not says so, at
 	// the manifest's environment, listing what it runs.

@@ -15,10 +15,9 @@ func TestToolAndKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool := wasm.Tool()
-	if tool.Name != "fmt-json" || tool.Description != "Pretty-print JSON" || tool.Environment != ceiling.Wasm ||
-		string(tool.Parameters) != `{"type":"object"}` || tool.Class != permission.ClassExec {
-		t.Errorf("Tool() = %+v", tool)
+	if m := wasm.Manifest; m.Name != "fmt-json" || m.Description != "Pretty-print JSON" || m.Environment != ceiling.Wasm ||
+		string(m.ParametersOrDefault()) != `{"type":"object"}` || wasm.Class() != permission.ClassExec {
+		t.Errorf("manifest %+v, class %s", m, wasm.Class())
 	}
 	k := wasm.Key()
 	if got := k.String(); got != "capability:fmt-json" {
@@ -36,7 +35,7 @@ func TestToolAndKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tool := net.Tool(); tool.Class != permission.ClassNetwork || string(tool.Parameters) != `{"type": "object", "required": ["url"]}` {
-		t.Errorf("Tool() = %+v; want ClassNetwork and the manifest's parameters", tool)
+	if net.Class() != permission.ClassNetwork || string(net.Manifest.ParametersOrDefault()) != `{"type": "object", "required": ["url"]}` {
+		t.Errorf("class %s, parameters %s; want ClassNetwork and the manifest's parameters", net.Class(), net.Manifest.ParametersOrDefault())
 	}
 }

@@ -113,7 +113,7 @@ func (c *config) engine(rt *ccrun.Runtime) (*choice, error) {
 		case EngineKubernetes:
 			return &choice{engine: EngineKubernetes, opts: KubeOptions(*d), from: f.path}, nil
 		default: // permission's parser refused it already
-			return nil, fmt.Errorf("%s: docker.engine %q: want docker or kubernetes: %w", f.path, d.Engine, permission.ErrInvalidConfig)
+			return nil, fmt.Errorf("%s: docker.engine %q: want docker or kubernetes: %w", f.path, d.Engine, ccrun.ErrInvalidConfig)
 		}
 	}
 	return &choice{engine: EngineDocker, from: "default"}, nil

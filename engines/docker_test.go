@@ -10,7 +10,6 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/engines"
-	"github.com/ccrun/ccrun/permission"
 )
 
 // userConfig points XDG_CONFIG_HOME at a new directory and returns where
@@ -50,7 +49,7 @@ func TestDockerEngineFromSettings(t *testing.T) {
 
 	write(`{"docker": {"engine": "nomad"}}`)
 	_, err = ccrun.New(ccrun.WithProjectDir(t.TempDir()))
-	if !errors.Is(err, permission.ErrInvalidConfig) {
+	if !errors.Is(err, ccrun.ErrInvalidConfig) {
 		t.Errorf("engine nomad: %v, want ErrInvalidConfig", err)
 	}
 
@@ -87,7 +86,7 @@ func TestDockerSettingsOneVerdict(t *testing.T) {
 		_, _, _, derr := engines.DefaultDockerEngine()
 		_, nerr := ccrun.New(ccrun.WithProjectDir(t.TempDir()))
 		for what, err := range map[string]error{"DefaultDockerEngine": derr, "New": nerr} {
-			if !errors.Is(err, permission.ErrInvalidConfig) || !strings.Contains(err.Error(), path+tc.at) {
+			if !errors.Is(err, ccrun.ErrInvalidConfig) || !strings.Contains(err.Error(), path+tc.at) {
 				t.Errorf("%s: %s: %v; want ErrInvalidConfig at %s%s", tc.text, what, err, path, tc.at)
 			}
 		}

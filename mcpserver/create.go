@@ -15,6 +15,7 @@ import (
 
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/internal/inputschema"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/internal/sensitive"
 )
 
@@ -95,7 +96,7 @@ func (s *Server) handleCreate(ctx context.Context, req *mcp.CallToolRequest) (*m
 		return createError(err), nil
 	}
 	rt, done := s.use()
-	aerr := rt.RecordCapabilityWritten(c, ToolCapabilityCreate, replaced)
+	aerr := runtimehook.CapabilityWritten(rt, c, ToolCapabilityCreate, replaced)
 	done()
 	_ = s.Sync() // the new tool is listed, and list_changed sent, before this returns
 	out := created{Name: c.Manifest.Name, Dir: c.Dir, Key: c.Key().String(), Digest: c.Digest, Environment: string(c.Manifest.Environment)}

@@ -492,7 +492,7 @@ func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 
 // describe is t as MCP lists it: its schema, the result's schema, and
 // annotations that say the truth about what ccrun lets it do.
-func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
+func (s *Server) describe(t ccrun.Tool) *mcp.Tool {
 	f, tr := false, true
 	a := &mcp.ToolAnnotations{DestructiveHint: &tr, OpenWorldHint: &tr}
 	desc := t.Description
@@ -536,7 +536,7 @@ func (s *Server) describe(t capabilities.Tool) *mcp.Tool {
 			}
 		}
 	}
-	return &mcp.Tool{Name: t.Name, Description: desc, InputSchema: t.Parameters,
+	return &mcp.Tool{Name: t.Name, Description: desc, InputSchema: t.InputSchema,
 		OutputSchema: json.RawMessage(resultSchema), Annotations: a}
 }
 

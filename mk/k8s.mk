@@ -27,7 +27,7 @@ test-cluster-down: ## stop the test cluster and remove everything it made
 .PHONY: test-kube
 test-kube: ## the Kubernetes engine's tests against the test cluster (CCRUN_REQUIRE_K8S=1)
 	env $(K8S_ENV) CCRUN_REQUIRE_K8S=1 CCRUN_K8S_CLUSTER=$(CURDIR)/$(K8S_CLUSTER) $(GO) test -race -count=1 -timeout 30m ./runtime/kube/
-	env $(K8S_ENV) CCRUN_REQUIRE_K8S=1 CCRUN_K8S_CLUSTER=$(CURDIR)/$(K8S_CLUSTER) $(GO) test -count=1 -timeout 20m -run 'Kube|ExecutorsAgree' . ./cmd/ccrun/
+	env $(K8S_ENV) CCRUN_REQUIRE_K8S=1 CCRUN_K8S_CLUSTER=$(CURDIR)/$(K8S_CLUSTER) $(GO) test -count=1 -timeout 20m -run 'Kube|ExecutorsAgree' . ./cmd/ccrun/internal/cli/
 
 .PHONY: bench-kube
 bench-kube: ## cold and warm-pool calls on the test cluster against kubectl run

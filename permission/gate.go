@@ -8,6 +8,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/containerd/errdefs"
 )
 
 // Gate decides whether calls may run. It runs this order (the README's
@@ -134,7 +135,7 @@ func (g *Gate) Decide(req *Request) *Decision {
 
 // Authorize decides, asks the approver when the decision is ask, and keeps
 // the grant the person chose. It returns the final decision (allow or
-// deny). A deny comes with an error of class ErrPermissionDenied; a person
+// deny). A deny comes with an error of class ccrun.ErrPermissionDenied; a person
 // choosing AlwaysThisProject for a key whose environment cannot reach it
 // also gets a *ceiling.Violation (errors.As), and the call is denied.
 func (g *Gate) Authorize(ctx context.Context, req *Request) (*Decision, error) {
@@ -236,7 +237,7 @@ func (e *UnconfinedError) Error() string {
 }
 
 // DeniedError is the error of a call the gate did not allow. It is of class
-// ErrPermissionDenied, and unwraps to the cause (a ceiling violation, the
+// ccrun.ErrPermissionDenied, and unwraps to the cause (a ceiling violation, the
 // approver's failure) when there is one.
 type DeniedError struct {
 	Decision *Decision
@@ -253,10 +254,10 @@ func (e *DeniedError) Error() string {
 	return msg
 }
 
-// Unwrap returns ErrPermissionDenied and the cause.
+// Unwrap returns ccrun.ErrPermissionDenied and the cause.
 func (e *DeniedError) Unwrap() []error {
 	if e.Err == nil {
-		return []error{ErrPermissionDenied}
+		return []error{errdefs.ErrPermissionDenied}
 	}
-	return []error{ErrPermissionDenied, e.Err}
+	return []error{errdefs.ErrPermissionDenied, e.Err}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/containerd/errdefs"
 )
 
 const digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -97,7 +98,7 @@ func TestCeilingProjectAllowlistShellKey(t *testing.T) {
 
 	// With nobody to ask, the violation never becomes an allow.
 	d, err := (&permission.Gate{Project: p}).Authorize(context.Background(), shellReq("run_command:git"))
-	if !errors.Is(err, permission.ErrPermissionDenied) || d.Allowed() {
+	if !errors.Is(err, errdefs.ErrPermissionDenied) || d.Allowed() {
 		t.Fatalf("got %v, %v; want a deny", d.Verdict, err)
 	}
 }
@@ -111,7 +112,7 @@ func TestCeilingProjectGrantOnShellKey(t *testing.T) {
 	g := &permission.Gate{Project: p, Approver: a}
 	d, err := g.Authorize(context.Background(), shellReq("run_command:git"))
 	var v *ceiling.Violation
-	if !errors.As(err, &v) || !errors.Is(err, ceiling.ErrViolation) || !errors.Is(err, permission.ErrPermissionDenied) {
+	if !errors.As(err, &v) || !errors.Is(err, ceiling.ErrViolation) || !errors.Is(err, errdefs.ErrPermissionDenied) {
 		t.Fatalf("err = %v, want a ceiling violation of class ErrPermissionDenied", err)
 	}
 	if d.Allowed() {
@@ -209,7 +210,7 @@ func TestNobodyToAskDenies(t *testing.T) {
 func TestApproverDeny(t *testing.T) {
 	t.Parallel()
 	_, err := (&permission.Gate{Approver: &answer{g: ceiling.Deny}}).Authorize(context.Background(), shellReq("run_command:rm"))
-	if !errors.Is(err, permission.ErrPermissionDenied) {
+	if !errors.Is(err, errdefs.ErrPermissionDenied) {
 		t.Fatalf("err = %v", err)
 	}
 }

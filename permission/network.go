@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ccrun/ccrun/internal/egress"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 )
 
@@ -26,7 +27,7 @@ type NetworkSettings struct {
 // (egress.New): the settings only carry them.
 func parseNetwork(data []byte, v *jsonpos.Value, name string, origin Origin) (*NetworkSettings, error) {
 	bad := func(off int, format string, args ...any) error {
-		return fmt.Errorf("%s:%s: network%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), ErrInvalidConfig)
+		return fmt.Errorf("%s:%s: network%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), errclass.InvalidConfig)
 	}
 	if origin == OriginProject {
 		return nil, bad(v.Start, ": the hosts a command may reach are set in the managed policy, the user config or ccrun.local.json, not in a committed project file")

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ccrun/ccrun/internal/errclass"
 )
 
 // TestNetworkSettings: the "network" member is read strictly, each error
@@ -37,7 +39,7 @@ func TestNetworkSettings(t *testing.T) {
 	}
 	for _, c := range bad {
 		_, err := ParseSettings([]byte(c.text), "f.json", c.origin)
-		if err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, errclass.InvalidConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: got %v, want %q", c.origin, c.text, err, c.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
 
@@ -45,7 +46,7 @@ var Modes = []Mode{ModePlan, ModeDefault, ModeAcceptEdits, ModeTrust}
 // exactly as written here. There are no aliases: a spelling that meant
 // one mode to its writer and another to ccrun could loosen the gate (an
 // "auto" read as trust), so every other spelling is an error, of class
-// ErrInvalidConfig, that lists the four. The empty string is ModeDefault
+// ccrun.ErrInvalidConfig, that lists the four. The empty string is ModeDefault
 // (no mode set).
 func ParseMode(s string) (Mode, error) {
 	if s == "" {
@@ -54,7 +55,7 @@ func ParseMode(s string) (Mode, error) {
 	if m := Mode(s); slices.Contains(Modes, m) {
 		return m, nil
 	}
-	return "", fmt.Errorf("mode %q: want %s: %w", s, modeNames, ErrInvalidConfig)
+	return "", fmt.Errorf("mode %q: want %s: %w", s, modeNames, errclass.InvalidConfig)
 }
 
 // modeNames are the modes, for an error.
@@ -125,7 +126,7 @@ type PolicyConfig struct {
 	// Unconfined says the kernel layer (Landlock) is missing on this
 	// machine: read-only commands whose safety rests on it (git, which runs
 	// what its configuration names; file lists; recursive reads such as
-	// grep -r, rg, find — shellcmd.Verdict.Kernel) are then asked instead
+	// grep -r, rg, find — shellcmd.Classification.Kernel) are then asked instead
 	// of auto-allowed. Default false: the caller runs read-only commands
 	// under Landlock.
 	Unconfined bool
@@ -153,7 +154,7 @@ type Policy struct {
 // specific layer that sets it (session, then flags, local, project, user),
 // capped by the managed layer's mode: a managed "plan" makes every looser
 // mode plan. A layer that does not say which it is is an error of class
-// ErrInvalidConfig.
+// ccrun.ErrInvalidConfig.
 func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 	p := &Policy{mode: ModeDefault, scope: cfg.Scope, projectDir: cfg.ProjectDir, home: cfg.Home, unconfined: cfg.Unconfined}
 	best := -1
@@ -163,7 +164,7 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		}
 		order, ok := originOrder[s.Origin]
 		if !ok {
-			return nil, fmt.Errorf("settings %s: unknown origin %q: %w", s.Name, s.Origin, ErrInvalidConfig)
+			return nil, fmt.Errorf("settings %s: unknown origin %q: %w", s.Name, s.Origin, errclass.InvalidConfig)
 		}
 		if s.Origin == OriginManaged {
 			if s.Mode != "" && (p.capMode == "" || s.Mode.rank() < p.capMode.rank()) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
@@ -63,8 +64,8 @@ func TestParseMode(t *testing.T) {
 	for _, bad := range []string{"auto", "yolo", "YOLO", "solo", "edit", "edits", "acceptEdits", "accept_edits",
 		"strict", "safe", "read-only", "readonly", "balanced", "ask", "Trust", " plan", "lenient"} {
 		_, err := ParseMode(bad)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "want plan, default, accept-edits or trust") {
-			t.Errorf("ParseMode(%q) error = %v, want ErrInvalidConfig listing the modes", bad, err)
+		if !errors.Is(err, errclass.InvalidConfig) || !strings.Contains(fmt.Sprint(err), "want plan, default, accept-edits or trust") {
+			t.Errorf("ParseMode(%q) error = %v, want errclass.InvalidConfig listing the modes", bad, err)
 		}
 	}
 }
@@ -349,8 +350,8 @@ func TestProjectFileCannotLoosen(t *testing.T) {
 		{Origin: OriginProject, Name: "ccrun.json", Mode: ModeAcceptEdits},
 		{Origin: OriginProject, Name: "ccrun.json", Allow: mustRules(t, "run_command:git")},
 	} {
-		if _, err := NewPolicy(PolicyConfig{Layers: []*Settings{s}}); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewPolicy(%+v) error = %v, want ErrInvalidConfig", s, err)
+		if _, err := NewPolicy(PolicyConfig{Layers: []*Settings{s}}); !errors.Is(err, errclass.InvalidConfig) {
+			t.Errorf("NewPolicy(%+v) error = %v, want errclass.InvalidConfig", s, err)
 		}
 	}
 	// a project allow rule never allows @shell exec code (the ceiling)

@@ -24,7 +24,7 @@ type inside struct {
 	segs     []shellcmd.Segment
 
 	verdictDone bool
-	verdict     shellcmd.Verdict
+	verdict     shellcmd.Classification
 
 	warnDone bool
 	warnings []string
@@ -62,7 +62,7 @@ func (in *inside) segments() ([]shellcmd.Segment, bool) {
 }
 
 // classify is classify(in.req, f) for the request's own parse f.
-func (in *inside) classify(f *syntax.File) shellcmd.Verdict {
+func (in *inside) classify(f *syntax.File) shellcmd.Classification {
 	if !in.verdictDone {
 		in.verdictDone = true
 		in.verdict = classify(in.req, f)

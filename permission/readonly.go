@@ -8,6 +8,6 @@ import (
 
 // classify is the read-only verdict of req's shell command f with what
 // the call carries (its env and positional arguments).
-func classify(req *Request, f *syntax.File) shellcmd.Verdict {
+func classify(req *Request, f *syntax.File) shellcmd.Classification {
 	return shellcmd.Classify(f, shellcmd.Call{Args: req.Args, Env: req.Env})
 }

@@ -31,7 +31,7 @@ func (r Rule) String() string {
 // stands for every call of that tool (write_file:*). A rule that does not
 // read is ParsePattern's error, of class ErrInvalidKey, which names the
 // rule: the caller adds where it was written (a file's position and the
-// class ErrInvalidConfig, a flag).
+// class ccrun.ErrInvalidConfig, a flag).
 func ParseRule(s string) (keys.Pattern, error) {
 	if !strings.Contains(s, ":") && keys.BareTool(s) {
 		s += ":*"

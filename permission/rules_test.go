@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/internal/hostile"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
@@ -23,7 +24,7 @@ func TestParseRule(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "run_command:", "*:x", "run_command:git status", `run_command:"unterminated`} {
-		if _, err := ParseRule(bad); !errors.Is(err, keys.ErrInvalidKey) || errors.Is(err, ErrInvalidConfig) {
+		if _, err := ParseRule(bad); !errors.Is(err, keys.ErrInvalidKey) || errors.Is(err, errclass.InvalidConfig) {
 			t.Errorf("ParseRule(%q) error = %v, want ErrInvalidKey alone (the caller says where it was written)", bad, err)
 		}
 	}

@@ -1,6 +1,10 @@
 package permission
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ccrun/ccrun/internal/errclass"
+)
 
 // Scope decides which tools a caller sees (a sub-agent's policy has
 // ScopeReadOnly; docs/policy.md). A tool outside the caller's scope is not listed to it and is
@@ -40,7 +44,7 @@ func (s Scope) String() string {
 // ParseScope reads a scope's name: full or read-only, exactly as written
 // here (String's names). There are no aliases and case counts: every other
 // spelling (readonly, full-access, Full) is an error, of class
-// ErrInvalidConfig, that lists the two. The empty string is ScopeFull (no
+// ccrun.ErrInvalidConfig, that lists the two. The empty string is ScopeFull (no
 // scope set).
 func ParseScope(s string) (Scope, error) {
 	switch s {
@@ -49,5 +53,5 @@ func ParseScope(s string) (Scope, error) {
 	case string(ScopeReadOnly):
 		return ScopeReadOnly, nil
 	}
-	return "", fmt.Errorf("scope %q: want full or read-only: %w", s, ErrInvalidConfig)
+	return "", fmt.Errorf("scope %q: want full or read-only: %w", s, errclass.InvalidConfig)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ccrun/ccrun/internal/errclass"
 )
 
 // TestParseScope: a scope is full or read-only, exactly; every other
@@ -23,8 +25,8 @@ func TestParseScope(t *testing.T) {
 	}
 	for _, bad := range []string{"readonly", "read-only-explorer", "full-access", "Full", "READ-ONLY", " full", "none"} {
 		_, err := ParseScope(bad)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "want full or read-only") {
-			t.Errorf("ParseScope(%q) error = %v, want ErrInvalidConfig listing the scopes", bad, err)
+		if !errors.Is(err, errclass.InvalidConfig) || !strings.Contains(fmt.Sprint(err), "want full or read-only") {
+			t.Errorf("ParseScope(%q) error = %v, want errclass.InvalidConfig listing the scopes", bad, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
@@ -62,7 +63,7 @@ var originOrder = map[Origin]int{
 //
 // Any other member, at the top or in "permissions", a duplicated member, a
 // rule that is not a valid pattern, or an unknown mode is an error of class
-// ErrInvalidConfig naming the file, line and column. The published JSON
+// ccrun.ErrInvalidConfig naming the file, line and column. The published JSON
 // Schema of the format is schema/ccrun.schema.json.
 type Settings struct {
 	Origin Origin
@@ -109,11 +110,11 @@ type Settings struct {
 // the session: the ceiling).
 func (s *Settings) checkProject() error {
 	if s.Mode.rank() > ModeDefault.rank() {
-		return fmt.Errorf("%s: mode %s may not be set in a committed project file (use ccrun.local.json, the user config or --mode): %w", s.Name, s.Mode, ErrInvalidConfig)
+		return fmt.Errorf("%s: mode %s may not be set in a committed project file (use ccrun.local.json, the user config or --mode): %w", s.Name, s.Mode, errclass.InvalidConfig)
 	}
 	for _, p := range s.Allow {
 		if p.Tool == keys.ShellTool {
-			return fmt.Errorf("%s: allow rule %s: a committed project file cannot allow shell commands (the @shell ceiling is the session; use ccrun.local.json or the user config): %w", s.Name, p, ErrInvalidConfig)
+			return fmt.Errorf("%s: allow rule %s: a committed project file cannot allow shell commands (the @shell ceiling is the session; use ccrun.local.json or the user config): %w", s.Name, p, errclass.InvalidConfig)
 		}
 	}
 	return nil
@@ -134,7 +135,7 @@ const (
 // ParseSettings reads a settings file's content. name is used in errors.
 func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 	if _, ok := originOrder[origin]; !ok {
-		return nil, fmt.Errorf("%s: unknown origin %q: %w", name, origin, ErrInvalidConfig)
+		return nil, fmt.Errorf("%s: unknown origin %q: %w", name, origin, errclass.InvalidConfig)
 	}
 	s := &Settings{Origin: origin, Name: name, data: data}
 	top, err := jsonpos.Parse(data)
@@ -149,14 +150,14 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 		at := jsonpos.Position(data, m.At)
 		if !slices.Contains(knownTop, m.Name) {
 			return nil, fmt.Errorf("%s:%s: unknown member %q (want one of %s; rules go under \"permissions\"): %w",
-				name, at, m.Name, strings.Join(knownTop, ", "), ErrInvalidConfig)
+				name, at, m.Name, strings.Join(knownTop, ", "), errclass.InvalidConfig)
 		}
 		raw, valAt := m.Value.Raw, jsonpos.Position(data, m.Value.Start)
 		switch m.Name {
 		case "mode":
 			str, ok := m.Value.Text()
 			if !ok {
-				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, valAt, ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: mode must be a string: %w", name, valAt, errclass.InvalidConfig)
 			}
 			mode, err := ParseMode(str)
 			if err != nil {
@@ -172,20 +173,20 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			}
 		case "flags":
 			if str, _ := m.Value.Text(); str != "no-loosening" {
-				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, valAt, ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: flags: want \"no-loosening\" (nothing can lift it): %w", name, valAt, errclass.InvalidConfig)
 			}
 			s.NoLoosening = true
 		case "audit":
 			if str, _ := m.Value.Text(); str != "required" {
-				return nil, fmt.Errorf("%s:%s: audit: want \"required\": %w", name, valAt, ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: audit: want \"required\": %w", name, valAt, errclass.InvalidConfig)
 			}
 			if origin != OriginManaged && origin != OriginUser {
-				return nil, fmt.Errorf("%s:%s: audit: set in the managed policy or the user config, not in a project file: %w", name, valAt, ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: audit: set in the managed policy or the user config, not in a project file: %w", name, valAt, errclass.InvalidConfig)
 			}
 			s.AuditRequired = true
 		case "shell":
 			if origin != OriginManaged && origin != OriginUser {
-				return nil, fmt.Errorf("%s:%s: shell: the sandbox of approved commands is set in the managed policy or the user config, not in a project file: %w", name, valAt, ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: shell: the sandbox of approved commands is set in the managed policy or the user config, not in a project file: %w", name, valAt, errclass.InvalidConfig)
 			}
 			var sh struct {
 				Sandbox  *string  `json:"sandbox"`
@@ -194,19 +195,19 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&sh); err != nil {
-				return nil, fmt.Errorf("%s:%s: shell: want {\"sandbox\": \"on\"|\"off\"|\"required\", \"writable\": [\"DIR\", …]}: %v: %w", name, valAt, err, ErrInvalidConfig)
+				return nil, fmt.Errorf("%s:%s: shell: want {\"sandbox\": \"on\"|\"off\"|\"required\", \"writable\": [\"DIR\", …]}: %v: %w", name, valAt, err, errclass.InvalidConfig)
 			}
 			if sh.Sandbox != nil {
 				switch *sh.Sandbox {
 				case SandboxOn, SandboxOff, SandboxRequired:
 					s.Sandbox = *sh.Sandbox
 				default:
-					return nil, fmt.Errorf("%s:%s: shell: sandbox %q: want \"on\", \"off\" or \"required\": %w", name, valAt, *sh.Sandbox, ErrInvalidConfig)
+					return nil, fmt.Errorf("%s:%s: shell: sandbox %q: want \"on\", \"off\" or \"required\": %w", name, valAt, *sh.Sandbox, errclass.InvalidConfig)
 				}
 			}
 			for _, w := range sh.Writable {
 				if !filepath.IsAbs(w) && !strings.HasPrefix(w, "~/") {
-					return nil, fmt.Errorf("%s:%s: shell: writable %q: want an absolute path or one starting with ~/: %w", name, valAt, w, ErrInvalidConfig)
+					return nil, fmt.Errorf("%s:%s: shell: writable %q: want an absolute path or one starting with ~/: %w", name, valAt, w, errclass.InvalidConfig)
 				}
 			}
 			s.Writable = sh.Writable
@@ -255,7 +256,7 @@ type DockerSettings struct {
 // repository's choice.
 func parseDocker(data []byte, v *jsonpos.Value, name string, origin Origin) (*DockerSettings, error) {
 	bad := func(off int, format string, args ...any) error {
-		return fmt.Errorf("%s:%s: docker%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), ErrInvalidConfig)
+		return fmt.Errorf("%s:%s: docker%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), errclass.InvalidConfig)
 	}
 	if origin == OriginProject || origin == OriginLocal {
 		return nil, bad(v.Start, ": the @docker engine is chosen in the managed policy or the user config, not in a project file")
@@ -320,19 +321,19 @@ func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) 
 			dst = &s.Deny
 		default:
 			return fmt.Errorf("%s:%s: unknown member %q of permissions (want allow, ask, deny): %w",
-				name, jsonpos.Position(data, m.At), m.Name, ErrInvalidConfig)
+				name, jsonpos.Position(data, m.At), m.Name, errclass.InvalidConfig)
 		}
 		if m.Value.Kind != jsonpos.Array {
-			return fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, jsonpos.Position(data, m.Value.Start), ErrInvalidConfig)
+			return fmt.Errorf("%s:%s: want a JSON array of rules: %w", name, jsonpos.Position(data, m.Value.Start), errclass.InvalidConfig)
 		}
 		for _, e := range m.Value.Elems {
 			str, ok := e.Text()
 			if !ok {
-				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, jsonpos.Position(data, e.Start), m.Name, ErrInvalidConfig)
+				return fmt.Errorf("%s:%s: a %s rule must be a string: %w", name, jsonpos.Position(data, e.Start), m.Name, errclass.InvalidConfig)
 			}
 			p, err := ParseRule(str)
 			if err != nil {
-				return fmt.Errorf("%s:%s: %s rule %w: %w", name, jsonpos.Position(data, e.Start), m.Name, err, ErrInvalidConfig)
+				return fmt.Errorf("%s:%s: %s rule %w: %w", name, jsonpos.Position(data, e.Start), m.Name, err, errclass.InvalidConfig)
 			}
 			*dst = append(*dst, p)
 		}
@@ -360,7 +361,7 @@ func LoadSettings(path string, origin Origin) (*Settings, error) {
 
 // EnvPass returns the names of the "env": {"pass": [...]} member: host
 // variables that reach @shell tools although the default filter holds them
-// back. A malformed env member is an error of class ErrInvalidConfig.
+// back. A malformed env member is an error of class ccrun.ErrInvalidConfig.
 func (s *Settings) EnvPass() ([]string, error) {
 	if len(s.Env) == 0 {
 		return nil, nil
@@ -371,7 +372,7 @@ func (s *Settings) EnvPass() ([]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(s.Env))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&env); err != nil {
-		return nil, fmt.Errorf("env: want {\"pass\": [\"NAME\", …]}: %v: %w", err, ErrInvalidConfig)
+		return nil, fmt.Errorf("env: want {\"pass\": [\"NAME\", …]}: %v: %w", err, errclass.InvalidConfig)
 	}
 	return env.Pass, nil
 }
@@ -658,12 +659,12 @@ func FlagSettings(mode string, allow, ask, deny []string) (*Settings, error) {
 // names no member twice.
 func objectMembers(data []byte, v *jsonpos.Value, name string) ([]jsonpos.Member, error) {
 	if v.Kind != jsonpos.Object {
-		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, jsonpos.Position(data, v.Start), ErrInvalidConfig)
+		return nil, fmt.Errorf("%s:%s: want a JSON object: %w", name, jsonpos.Position(data, v.Start), errclass.InvalidConfig)
 	}
 	seen := make(map[string]bool, len(v.Members))
 	for _, m := range v.Members {
 		if seen[m.Name] {
-			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, jsonpos.Position(data, m.At), m.Name, ErrInvalidConfig)
+			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, jsonpos.Position(data, m.At), m.Name, errclass.InvalidConfig)
 		}
 		seen[m.Name] = true
 	}
@@ -674,7 +675,7 @@ func objectMembers(data []byte, v *jsonpos.Value, name string) ([]jsonpos.Member
 func jsonError(name string, err error) error {
 	var je *jsonpos.Error
 	if errors.As(err, &je) {
-		return fmt.Errorf("%s:%d:%d: malformed JSON: %s: %w", name, je.Line, je.Column, je.Msg, ErrInvalidConfig)
+		return fmt.Errorf("%s:%d:%d: malformed JSON: %s: %w", name, je.Line, je.Column, je.Msg, errclass.InvalidConfig)
 	}
-	return fmt.Errorf("%s: malformed JSON: %v: %w", name, err, ErrInvalidConfig)
+	return fmt.Errorf("%s: malformed JSON: %v: %w", name, err, errclass.InvalidConfig)
 }

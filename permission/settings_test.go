@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/google/go-cmp/cmp"
 )
@@ -79,8 +80,8 @@ func TestParseSettingsErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseSettings([]byte(tt.data), "x.json", OriginUser)
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("error = %v, want ErrInvalidConfig", err)
+			if !errors.Is(err, errclass.InvalidConfig) {
+				t.Fatalf("error = %v, want errclass.InvalidConfig", err)
 			}
 			if !strings.HasPrefix(err.Error(), tt.where) {
 				t.Errorf("error = %q, want it to start with %q", err, tt.where)
@@ -106,8 +107,8 @@ func TestLoadLayers(t *testing.T) {
 		Local:   write("ccrun.local.json", `{"mode": "trust", "permissions": {"allow": ["run_command:curl"]}}`),
 	}
 	layers, err := LoadLayers(loc)
-	if !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("a project allow of run_command: error = %v, want ErrInvalidConfig", err)
+	if !errors.Is(err, errclass.InvalidConfig) {
+		t.Fatalf("a project allow of run_command: error = %v, want errclass.InvalidConfig", err)
 	}
 	_ = layers
 	loc.Project = write("ccrun.json", `{"permissions": {"ask": ["run_command:npm"]}}`)
@@ -132,8 +133,8 @@ func TestLoadLayers(t *testing.T) {
 		t.Errorf("missing file error = %v", err)
 	}
 	loc.Managed = write("managed.json", `{"mode": `)
-	if _, err := LoadLayers(loc); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("broken managed file error = %v, want ErrInvalidConfig", err)
+	if _, err := LoadLayers(loc); !errors.Is(err, errclass.InvalidConfig) {
+		t.Errorf("broken managed file error = %v, want errclass.InvalidConfig", err)
 	}
 }
 
@@ -164,8 +165,8 @@ func TestFlagSettings(t *testing.T) {
 	// its text names the flag and the value once each.
 	for _, bad := range []string{"run_command:", ":x", "run command:x", "a:b:c:d", "bad key!!"} {
 		_, err := FlagSettings("", nil, []string{bad}, nil)
-		if !errors.Is(err, errdefs.ErrInvalidArgument) || errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("rule %q: error = %v, want ErrInvalidArgument and not ErrInvalidConfig", bad, err)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || errors.Is(err, errclass.InvalidConfig) {
+			t.Errorf("rule %q: error = %v, want ErrInvalidArgument and not errclass.InvalidConfig", bad, err)
 		}
 		if msg := fmt.Sprint(err); !strings.HasPrefix(msg, "--ask: ") || strings.Count(msg, strconv.QuoteToASCII(bad)) != 1 ||
 			strings.Count(msg, "invalid") != 1 {
@@ -174,7 +175,7 @@ func TestFlagSettings(t *testing.T) {
 	}
 	for _, bad := range []string{"x", "auto", "yolo"} {
 		_, err := FlagSettings(bad, nil, nil, nil)
-		if !errors.Is(err, errdefs.ErrInvalidArgument) || errors.Is(err, ErrInvalidConfig) || strings.Count(fmt.Sprint(err), "mode") != 1 {
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || errors.Is(err, errclass.InvalidConfig) || strings.Count(fmt.Sprint(err), "mode") != 1 {
 			t.Errorf("mode %q: error = %v, want ErrInvalidArgument naming --mode once", bad, err)
 		}
 	}
@@ -185,8 +186,8 @@ func TestFlagSettings(t *testing.T) {
 func TestSettingsRuleError(t *testing.T) {
 	t.Parallel()
 	_, err := ParseSettings([]byte(`{"permissions": {"allow": ["bad key!!"]}}`), "ccrun.json", OriginLocal)
-	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, keys.ErrInvalidKey) {
-		t.Fatalf("error = %v, want ErrInvalidConfig and ErrInvalidKey", err)
+	if !errors.Is(err, errclass.InvalidConfig) || !errors.Is(err, keys.ErrInvalidKey) {
+		t.Fatalf("error = %v, want errclass.InvalidConfig and ErrInvalidKey", err)
 	}
 	want := `ccrun.json:1:28: allow rule "bad key!!": the tool, before the first colon, must be letters, digits, _ - . (want tool:action[:detail], e.g. run_command:git:status): invalid permission key: invalid configuration`
 	if got := err.Error(); got != want {
@@ -235,8 +236,8 @@ func TestParseSettingsDocker(t *testing.T) {
 			if tt.ok && s.Docker == nil {
 				t.Fatalf("ParseSettings: no docker member parsed")
 			}
-			if !tt.ok && (!errors.Is(err, ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "x.json:1:") || !strings.Contains(err.Error(), "docker")) {
-				t.Fatalf("ParseSettings error = %v; want an ErrInvalidConfig at x.json:1: naming docker", err)
+			if !tt.ok && (!errors.Is(err, errclass.InvalidConfig) || !strings.HasPrefix(err.Error(), "x.json:1:") || !strings.Contains(err.Error(), "docker")) {
+				t.Fatalf("ParseSettings error = %v; want an errclass.InvalidConfig at x.json:1: naming docker", err)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/google/go-cmp/cmp"
@@ -127,8 +128,8 @@ func TestFlagsSetting(t *testing.T) {
 		t.Fatalf("ParseSettings: %+v, %v", s, err)
 	}
 	for _, bad := range []string{`{"flags": "loosening"}`, `{"flags": ""}`, `{"flags": true}`, `{"flags": ["no-loosening"]}`} {
-		if _, err := ParseSettings([]byte(bad), "x.json", OriginProject); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: %v, want ErrInvalidConfig", bad, err)
+		if _, err := ParseSettings([]byte(bad), "x.json", OriginProject); !errors.Is(err, errclass.InvalidConfig) {
+			t.Errorf("%s: %v, want errclass.InvalidConfig", bad, err)
 		}
 	}
 	user := &Settings{Origin: OriginUser, Name: "user"}
@@ -143,8 +144,8 @@ func TestFlagsSetting(t *testing.T) {
 func TestEnvPassMalformed(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{`{"env": {"pass": "HOME"}}`, `{"env": {"pas": ["HOME"]}}`, `{"env": []}`} {
-		if _, err := ParseSettings([]byte(bad), "ccrun.json", OriginProject); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: %v, want ErrInvalidConfig", bad, err)
+		if _, err := ParseSettings([]byte(bad), "ccrun.json", OriginProject); !errors.Is(err, errclass.InvalidConfig) {
+			t.Errorf("%s: %v, want errclass.InvalidConfig", bad, err)
 		}
 	}
 }
@@ -156,8 +157,8 @@ func TestProjectFileHostile(t *testing.T) {
 	alMust(t, os.WriteFile(victim, []byte(`{"mode": "trust"}`), 0o644))
 	link := filepath.Join(dir, "ccrun.local.json")
 	alMust(t, os.Symlink(victim, link))
-	if _, err := LoadSettings(link, OriginLocal); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
-		t.Errorf("symlinked ccrun.local.json: %v, want ErrInvalidConfig and fs.ErrPermission", err)
+	if _, err := LoadSettings(link, OriginLocal); !errors.Is(err, errclass.InvalidConfig) || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("symlinked ccrun.local.json: %v, want errclass.InvalidConfig and fs.ErrPermission", err)
 	}
 }
 
@@ -169,8 +170,8 @@ func TestProjectFileOfAnotherUser(t *testing.T) {
 	path := allowlist.ProjectFile(t.TempDir())
 	alMust(t, os.WriteFile(path, []byte(`{"permissions": {"allow": ["run_wasm:*"]}}`), 0o644))
 	alMust(t, os.Chown(path, 65534, 65534))
-	if _, err := LoadSettings(path, OriginProject); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
-		t.Errorf("LoadSettings: %v, want ErrInvalidConfig and fs.ErrPermission", err)
+	if _, err := LoadSettings(path, OriginProject); !errors.Is(err, errclass.InvalidConfig) || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("LoadSettings: %v, want errclass.InvalidConfig and fs.ErrPermission", err)
 	}
 	if _, err := allowlist.LoadProject(path); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("LoadProject: %v, want fs.ErrPermission", err)

@@ -3,22 +3,15 @@ package permission
 import (
 	"context"
 
-	"github.com/containerd/errdefs"
-
 	"github.com/ccrun/ccrun/ceiling"
-	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
-// Error classes of this package. Test them with errors.Is.
-var (
-	// ErrPermissionDenied: the gate said no, or nobody could be asked.
-	ErrPermissionDenied = errdefs.ErrPermissionDenied
-	// ErrInvalidConfig: a settings file or allowlist is malformed or
-	// holds a rule that cannot match.
-	ErrInvalidConfig = allowlist.ErrInvalidConfig
-)
+// The errors of this package are of the root's classes: the gate's
+// refusals of ccrun.ErrPermissionDenied (errdefs.ErrPermissionDenied), a
+// malformed settings file or allowlist of ccrun.ErrInvalidConfig. Test
+// them with errors.Is against those.
 
 // Permission is what a tool call asks for: None (a call with no side
 // effects, never asked) or Ask(key). The zero Permission is None.

@@ -9,6 +9,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
+	"github.com/containerd/errdefs"
 )
 
 // unconfinedAnswer is an UnconfinedApprover that always answers g with
@@ -62,7 +63,7 @@ func TestUnconfinedOnceOnly(t *testing.T) {
 			}
 			if tc.wantVerdict == permission.Refuse {
 				var ue *permission.UnconfinedError
-				if !errors.Is(err, permission.ErrPermissionDenied) || !errors.As(err, &ue) || ue.Grant != tc.grant {
+				if !errors.Is(err, errdefs.ErrPermissionDenied) || !errors.As(err, &ue) || ue.Grant != tc.grant {
 					t.Fatalf("err %v; want ErrPermissionDenied and an UnconfinedError of %s", err, tc.grant)
 				}
 				if m := s.Lookup(d.Key, "", time.Now()); m.OK {

@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/ccrun/ccrun/capabilities"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
@@ -186,7 +187,7 @@ func settingsOrigin(name string) (permission.Origin, bool) {
 func TestScriptSettingsMatchSchema(t *testing.T) {
 	t.Parallel()
 	rs := resolved(t, "ccrun.schema.json")
-	scripts, _ := filepath.Glob("../cmd/ccrun/testdata/script/*.txtar")
+	scripts, _ := filepath.Glob("../cmd/ccrun/internal/cli/testdata/script/*.txtar")
 	n := 0
 	for _, script := range scripts {
 		a, err := txtar.ParseFile(script)
@@ -262,7 +263,7 @@ func TestSchemaRefuses(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Errorf("ccrun: err = %v; want ok %v", err, tt.ok)
 			}
-			if err != nil && !errors.Is(err, permission.ErrInvalidConfig) {
+			if err != nil && !errors.Is(err, errclass.InvalidConfig) {
 				t.Errorf("ccrun: err = %v; want ErrInvalidConfig", err)
 			}
 		})

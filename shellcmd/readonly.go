@@ -17,8 +17,8 @@ type Call struct {
 	Env []string
 }
 
-// Verdict is what Classify says of a command.
-type Verdict struct {
+// Classification is what Classify says of a command.
+type Classification struct {
 	// ReadOnly: running it cannot change anything (see ReadOnly).
 	ReadOnly bool
 	// Reason says why it is not read-only, for the person asked.
@@ -97,50 +97,50 @@ const MaxReadOnlyPrograms = 32
 
 // Classify says whether f is read-only when run with call's positional
 // arguments and environment (see ReadOnly for the rules), and, when it is,
-// whether its safety rests on the kernel layer (Verdict.Kernel). It is
+// whether its safety rests on the kernel layer (Classification.Kernel). It is
 // safe for concurrent use.
-func Classify(f *syntax.File, call Call) Verdict {
+func Classify(f *syntax.File, call Call) Classification {
 	if f == nil || len(f.Stmts) == 0 {
-		return Verdict{Reason: "no command"}
+		return Classification{Reason: "no command"}
 	}
 	c := &classifier{call: call}
 	for _, kv := range call.Env {
 		name, _, _ := strings.Cut(kv, "=")
 		if why, ok := envOK(name); !ok {
-			return Verdict{Reason: "the call's environment " + why}
+			return Classification{Reason: "the call's environment " + why}
 		}
 	}
 	for _, st := range f.Stmts {
 		if why, ok := c.stmt(st); !ok {
-			return Verdict{Reason: why}
+			return Classification{Reason: why}
 		}
 	}
-	return Verdict{ReadOnly: true, Kernel: c.kernel}
+	return Classification{ReadOnly: true, Kernel: c.kernel}
 }
 
 // ClassifyArgv is Classify of one program invocation: argv are its words
 // as they are about to run (expanded), env the variables set for it beyond
 // the environment the executor started from (KEY=VALUE).
-func ClassifyArgv(argv []string, env []string) Verdict {
+func ClassifyArgv(argv []string, env []string) Classification {
 	if len(argv) == 0 {
-		return Verdict{Reason: "no command"}
+		return Classification{Reason: "no command"}
 	}
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if why, ok := envOK(name); !ok {
-			return Verdict{Reason: "the environment " + why}
+			return Classification{Reason: "the environment " + why}
 		}
 	}
 	for _, a := range argv {
 		if hasControl(a) {
-			return Verdict{Reason: "has control characters"}
+			return Classification{Reason: "has control characters"}
 		}
 	}
 	c := &classifier{}
 	if why, ok := c.argv(argv, false); !ok {
-		return Verdict{Reason: why}
+		return Classification{Reason: why}
 	}
-	return Verdict{ReadOnly: true, Kernel: c.kernel}
+	return Classification{ReadOnly: true, Kernel: c.kernel}
 }
 
 // ReadOnlyArgv reports whether one program invocation is read-only: argv

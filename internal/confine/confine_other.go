@@ -54,8 +54,8 @@ func NonDumpable() error { return nil }
 // served.
 var ServerExe string
 
-// IsServer reports false: this OS has no confinement server.
-func IsServer() bool { return false }
+// IsRulesetServer reports false: this OS has no confinement server.
+func IsRulesetServer() bool { return false }
 
 // ServeMain fails: this OS has no confinement server.
 func ServeMain() int { return 1 }

@@ -25,7 +25,7 @@ const (
 
 func TestMain(m *testing.M) {
 	switch {
-	case IsServer():
+	case IsRulesetServer():
 		os.Exit(ServeMain())
 	case os.Getenv(wsUserEnv) != "":
 		os.Exit(wsUserMain(os.Getenv(wsUserEnv)))

@@ -46,7 +46,7 @@ import (
 const (
 	// ServerEnv, set to "off", keeps Prepare from asking a server or
 	// starting one; ServeEnv=1 makes a ccrun process the server
-	// (IsServer, ServeMain).
+	// (IsRulesetServer, ServeMain).
 	ServerEnv = "CCRUN_CONFINE_SERVER"
 	ServeEnv  = "CCRUN_CONFINE_SERVE"
 	// socketEnv tells a server started by Prepare its socket.
@@ -78,8 +78,9 @@ func ServerSocket() string {
 	return filepath.Join(usersock.Dir(), "confine-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
-// IsServer reports whether this process was started as the server.
-func IsServer() bool { return os.Getenv(ServeEnv) == "1" }
+// IsRulesetServer reports whether this process was started as the
+// confinement server, which keeps rulesets for one-call processes.
+func IsRulesetServer() bool { return os.Getenv(ServeEnv) == "1" }
 
 // ServeMain serves at the socket it was started for (ServerSocket by
 // default) until it has been idle for ServerIdleEnv, or SIGTERM or SIGINT;

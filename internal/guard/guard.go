@@ -3,11 +3,11 @@
 // braces, globs, variables and positional parameters, and a program may be
 // more than its words said. A Guard built from the gate's decision checks
 // every program the interpreter is about to start, with its expanded argv
-// and environment, and every file the script opens, against the scope of
+// and environment, and every file the script opens, against the basis of
 // that decision, the deny rules and the dangerous-path table
 // (internal/sensitive), as they are about to happen.
 //
-// What the scope allows:
+// What the basis allows:
 //
 //   - ReadOnly (nobody was asked: the command was judged read-only): every
 //     program must be read-only on its expanded words and environment and
@@ -21,12 +21,12 @@
 //     allowed by the mode on its own.
 //   - Person (a person approved this very call): what they saw runs.
 //
-// In every scope, deny rules are checked on each program's expanded words,
+// In every basis, deny rules are checked on each program's expanded words,
 // dangerous paths (reads of leak-class paths, writes of implant-class
 // ones) that the person did not approve are refused, and git runs only
 // where the repository's own configuration names no program to run (see
 // gitPrograms): files that came with a repository are nobody's consent. A step outside the
-// scope is asked when an approver is there (only Once is offered), and
+// basis is asked when an approver is there (only Once is offered), and
 // refused otherwise. A Guard is safe for concurrent use: the programs of a
 // pipeline are checked at once, and asks are made one at a time.
 package guard
@@ -49,22 +49,25 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
 	"github.com/ccrun/ccrun/shellcmd"
+	"github.com/containerd/errdefs"
 )
 
-// Scope is what the decision that let a call run covers.
-type Scope int
+// Basis is what the decision that let a call run rests on (a person, a
+// grant or rule, the mode, a read-only judgement): it bounds what the
+// script may do as it runs. (A caller's scope is permission.Scope.)
+type Basis int
 
-// The scopes.
+// The bases.
 const (
-	ReadOnly Scope = iota // nobody was asked: the command was judged read-only
+	ReadOnly Basis = iota // nobody was asked: the command was judged read-only
 	Pattern               // a grant or an allow rule: Config.Pattern
 	Mode                  // the mode allowed the call's class
 	Person                // a person approved this very call
 )
 
-// ScopeOf returns the scope of an allow decision, and the pattern that
+// BasisOf returns the basis of an allow decision, and the pattern that
 // allowed it for Pattern.
-func ScopeOf(d *permission.Decision) (Scope, keys.Pattern) {
+func BasisOf(d *permission.Decision) (Basis, keys.Pattern) {
 	switch d.Layer {
 	case permission.LayerApprover:
 		return Person, keys.Pattern{}
@@ -79,7 +82,7 @@ func ScopeOf(d *permission.Decision) (Scope, keys.Pattern) {
 				return Pattern, p
 			}
 		}
-		return ReadOnly, keys.Pattern{} // fail closed: the narrowest scope
+		return ReadOnly, keys.Pattern{} // fail closed: the narrowest basis
 	case permission.LayerMode:
 		return Mode, keys.Pattern{}
 	}
@@ -88,8 +91,8 @@ func ScopeOf(d *permission.Decision) (Scope, keys.Pattern) {
 
 // Config is what a Guard enforces.
 type Config struct {
-	Scope   Scope
-	Pattern keys.Pattern // for Scope Pattern
+	Basis   Basis
+	Pattern keys.Pattern // for Basis Pattern
 	// Policy holds the deny rules and the mode; nil: the default policy.
 	Policy *permission.Policy
 	// ProjectDir is the project root (programs found under it are not
@@ -104,7 +107,7 @@ type Config struct {
 	// only when the call, the capability or the script set it.
 	BaseEnv []string
 	// Ask asks a person about one step, offering Once; nil: nobody can be
-	// asked, and a step outside the scope is refused.
+	// asked, and a step outside the basis is refused.
 	Ask func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error)
 }
 
@@ -134,7 +137,7 @@ func New(cfg Config) *Guard {
 			g.base[k] = v
 		}
 	}
-	if cfg.Scope == Pattern && cfg.Pattern.Exact && cfg.Pattern.Tool == keys.ShellTool {
+	if cfg.Basis == Pattern && cfg.Pattern.Exact && cfg.Pattern.Tool == keys.ShellTool {
 		g.argvs = writtenCommands(cfg.Pattern.Action)
 	}
 	return g
@@ -255,8 +258,8 @@ func (r *Refusal) Error() string {
 	return s
 }
 
-// Is makes a Refusal of class permission.ErrPermissionDenied.
-func (r *Refusal) Is(target error) bool { return target == permission.ErrPermissionDenied }
+// Is makes a Refusal of class ccrun.ErrPermissionDenied.
+func (r *Refusal) Is(target error) bool { return target == errdefs.ErrPermissionDenied }
 
 // Exec checks one program before it starts.
 func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
@@ -277,11 +280,11 @@ func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
 	if filepath.Base(p.Path) == "git" {
 		// Whoever allowed git did not see what the repository's files
 		// make it run.
-		if why := gitPrograms(ctx, p, g.cfg.Scope == Person); why != "" {
+		if why := gitPrograms(ctx, p, g.cfg.Basis == Person); why != "" {
 			return g.ask(ctx, req, why)
 		}
 	}
-	if g.cfg.Scope != Person {
+	if g.cfg.Basis != Person {
 		// Variables that make a program run other code (BASH_ENV, LD_PRELOAD,
 		// GIT_SSH_COMMAND…), set by the call, a capability or the script:
 		// whoever allowed the program did not see that code.
@@ -293,7 +296,7 @@ func (g *Guard) Exec(ctx context.Context, p shell.Program) error {
 		}
 	}
 	why := ""
-	switch g.cfg.Scope {
+	switch g.cfg.Basis {
 	case Person:
 		return nil
 	case Pattern:
@@ -348,7 +351,7 @@ func (g *Guard) Open(ctx context.Context, path string, flag int) error {
 	if found := g.dangerous(permission.DangerousPaths(req, "/", g.cfg.Home)); len(found) > 0 {
 		return g.ask(ctx, req, "touches a dangerous path: "+found[0].String())
 	}
-	if write && g.cfg.Scope == ReadOnly && !terminalOrNull(path) {
+	if write && g.cfg.Basis == ReadOnly && !terminalOrNull(path) {
 		return g.ask(ctx, req, "writes "+shellcmd.Escape(path)+", and the command was allowed as read-only")
 	}
 	return nil

@@ -14,12 +14,13 @@ import (
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/shell"
+	"github.com/containerd/errdefs"
 )
 
 func TestScopeOf(t *testing.T) {
 	for _, tc := range []struct {
 		d    permission.Decision
-		want Scope
+		want Basis
 		pat  string
 	}{
 		{permission.Decision{Layer: permission.LayerApprover}, Person, ""},
@@ -30,9 +31,9 @@ func TestScopeOf(t *testing.T) {
 		{permission.Decision{Layer: permission.LayerSession, Rule: "run_command:git:status"}, Pattern, "run_command:git:status"},
 		{permission.Decision{Layer: permission.LayerSession, Rule: "::not a pattern"}, ReadOnly, ""}, // fails closed
 	} {
-		got, pat := ScopeOf(&tc.d)
+		got, pat := BasisOf(&tc.d)
 		if got != tc.want || (tc.pat != "" && pat.String() != tc.pat) {
-			t.Errorf("ScopeOf(%s %q) = %v %s, want %v %s", tc.d.Layer, tc.d.Rule, got, pat, tc.want, tc.pat)
+			t.Errorf("BasisOf(%s %q) = %v %s, want %v %s", tc.d.Layer, tc.d.Rule, got, pat, tc.want, tc.pat)
 		}
 	}
 }
@@ -107,10 +108,10 @@ func TestGitPrograms(t *testing.T) {
 
 // TestRefusalClass: a refused step is a permission denial.
 func TestRefusalClass(t *testing.T) {
-	g := New(Config{Scope: ReadOnly})
+	g := New(Config{Basis: ReadOnly})
 	err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "-f", "x"}, Path: "/bin/rm", Dir: t.TempDir()})
-	if !errors.Is(err, permission.ErrPermissionDenied) {
-		t.Fatalf("rm under a read-only scope: %v, want a denial", err)
+	if !errors.Is(err, errdefs.ErrPermissionDenied) {
+		t.Fatalf("rm under a read-only basis: %v, want a denial", err)
 	}
 	var r *Refusal
 	if !errors.As(err, &r) || r.What != "rm -f x" {
@@ -120,14 +121,14 @@ func TestRefusalClass(t *testing.T) {
 		t.Errorf("ls: %v", err)
 	}
 	if err := g.Open(context.Background(), "/tmp/x", os.O_WRONLY|os.O_CREATE); err == nil {
-		t.Error("a write under a read-only scope was allowed")
+		t.Error("a write under a read-only basis was allowed")
 	}
 	if err := g.Open(context.Background(), "/dev/null", os.O_WRONLY); err != nil {
 		t.Errorf("/dev/null: %v", err)
 	}
 	// Asked, and approved once.
 	asked := 0
-	g = New(Config{Scope: ReadOnly, Ask: func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+	g = New(Config{Basis: ReadOnly, Ask: func(ctx context.Context, p *permission.Prompt) (ceiling.Grant, error) {
 		asked++
 		if p.Decision.Offer != ceiling.Once {
 			t.Errorf("offer %v, want once", p.Decision.Offer)
@@ -140,11 +141,11 @@ func TestRefusalClass(t *testing.T) {
 }
 
 // BenchmarkGuardExec is the check where a command runs, per program: a
-// simple read-only one, and one with more words, under the read-only scope
+// simple read-only one, and one with more words, under the read-only basis
 // (git is left out: its configuration check starts a process).
 func BenchmarkGuardExec(b *testing.B) {
 	dir := b.TempDir()
-	g := New(Config{Scope: ReadOnly, ProjectDir: dir, Home: b.TempDir()})
+	g := New(Config{Basis: ReadOnly, ProjectDir: dir, Home: b.TempDir()})
 	for _, tc := range []struct {
 		name string
 		argv []string
@@ -170,7 +171,7 @@ func BenchmarkGuardExec(b *testing.B) {
 func TestCompoundRuleCoversItsCommands(t *testing.T) {
 	t.Parallel()
 	pat := keys.MustParsePattern(`run_command:"'touch' a && touch \"b c\" | wc -l; echo $X"`)
-	g := New(Config{Scope: Pattern, Pattern: pat})
+	g := New(Config{Basis: Pattern, Pattern: pat})
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		argv []string
@@ -189,7 +190,7 @@ func TestCompoundRuleCoversItsCommands(t *testing.T) {
 		}
 	}
 	// A simple command's pattern keeps its meaning: its key, nothing more.
-	g = New(Config{Scope: Pattern, Pattern: keys.MustParsePattern("run_command:touch:a")})
+	g = New(Config{Basis: Pattern, Pattern: keys.MustParsePattern("run_command:touch:a")})
 	if err := g.Exec(context.Background(), shell.Program{Argv: []string{"rm", "a"}, Path: "/usr/bin/rm", Dir: dir}); err == nil {
 		t.Error("rm a allowed under run_command:touch:a")
 	}
@@ -333,7 +334,7 @@ func TestExactGrantCoversItsExpansion(t *testing.T) {
 		{`run_command:"rm *.log && rm *.tmp"`, []string{"rm", "x.tmp", "y.log"}, false},
 	} {
 		pat := keys.MustParsePattern(tc.pattern)
-		g := New(Config{Scope: Pattern, Pattern: pat})
+		g := New(Config{Basis: Pattern, Pattern: pat})
 		err := g.Exec(context.Background(), shell.Program{Argv: tc.argv, Path: "/usr/bin/" + tc.argv[0], Dir: dir})
 		if got := err == nil; got != tc.ok {
 			t.Errorf("Exec(%q) under %s: %v, want allowed %v", tc.argv, pat, err, tc.ok)
@@ -346,9 +347,9 @@ func TestExactGrantCoversItsExpansion(t *testing.T) {
 func TestScopeOfExactRule(t *testing.T) {
 	t.Parallel()
 	for _, rule := range []string{`run_command:"echo 'a (b)'"`, `run_command:"echo 'a (b)'" (session)`} {
-		s, p := ScopeOf(&permission.Decision{Layer: permission.LayerSession, Rule: rule})
+		s, p := BasisOf(&permission.Decision{Layer: permission.LayerSession, Rule: rule})
 		if s != Pattern || p.String() != `run_command:"echo 'a (b)'"` {
-			t.Errorf("ScopeOf(%s) = %v %s, want Pattern and the exact pattern", rule, s, p)
+			t.Errorf("BasisOf(%s) = %v %s, want Pattern and the exact pattern", rule, s, p)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func Serve(args []string) (code int, ok bool) {
 	switch {
 	case wasm.IsWorker():
 		return wasm.ServeWorker(), true
-	case wasm.IsServer():
+	case wasm.IsWarmServer():
 		return wasm.ServeDefault(), true
 	case len(args) > 0 && args[0] == RefillArg:
 		return docker.RefillMain(), true

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	switch {
 	case wasm.IsWorker():
 		os.Exit(wasm.ServeWorker())
-	case wasm.IsServer():
+	case wasm.IsWarmServer():
 		os.Exit(wasm.ServeDefault())
 	case os.Getenv(mountlock.HoldEnv) != "":
 		os.Exit(holdMain(os.Getenv(mountlock.HoldEnv)))

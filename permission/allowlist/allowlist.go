@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/internal/jsonpos"
 	"github.com/ccrun/ccrun/permission/keys"
 )
@@ -32,10 +33,6 @@ var (
 	// replaced by someone else than the current user (wrong owner, group or
 	// other permission bits, a symbolic link). ccrun refuses to use it.
 	ErrUnsafeStorage = errdefs.ErrPermissionDenied.WithMessage("unsafe session storage")
-	// ErrInvalidConfig: a project file, a settings file or a session file
-	// is malformed or holds what cannot be kept. permission (and the root)
-	// repeat it as their ErrInvalidConfig.
-	ErrInvalidConfig = errdefs.ErrFailedPrecondition.WithMessage("invalid configuration")
 )
 
 // Entry is one grant kept in an allowlist: the pattern it covers, the grant
@@ -200,7 +197,7 @@ func entryProblem(e Entry, digest string, now time.Time) string {
 }
 
 // ConfigError is a problem at a place in a configuration file. Its classes
-// are ErrInvalidConfig and those of Err (ErrInvalidKey, ceiling's
+// are ccrun.ErrInvalidConfig and those of Err (ErrInvalidKey, ceiling's
 // ErrUnknownGrant, …): test them with errors.Is.
 type ConfigError struct {
 	File   string // the file, as it was named to ccrun
@@ -210,16 +207,16 @@ type ConfigError struct {
 }
 
 // Error places the problem in its file (file:line:column when it has a
-// place) and ends with ErrInvalidConfig's text.
+// place) and ends with ccrun.ErrInvalidConfig's text.
 func (e *ConfigError) Error() string {
 	if e.Line == 0 {
-		return fmt.Sprintf("%s: %v: %v", e.File, e.Err, ErrInvalidConfig)
+		return fmt.Sprintf("%s: %v: %v", e.File, e.Err, errclass.InvalidConfig)
 	}
-	return fmt.Sprintf("%s:%d:%d: %v: %v", e.File, e.Line, e.Column, e.Err, ErrInvalidConfig)
+	return fmt.Sprintf("%s:%d:%d: %v: %v", e.File, e.Line, e.Column, e.Err, errclass.InvalidConfig)
 }
 
-// Unwrap returns Err and ErrInvalidConfig.
-func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrInvalidConfig} }
+// Unwrap returns Err and ccrun.ErrInvalidConfig.
+func (e *ConfigError) Unwrap() []error { return []error{e.Err, errclass.InvalidConfig} }
 
 // configErrorAt makes a *ConfigError for byte offset off of data.
 func configErrorAt(file string, data []byte, off int, err error) *ConfigError {

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/ccrun/ccrun/internal/errclass"
 )
 
 // maxProjectFile bounds what ReadProjectFile reads.
@@ -16,12 +18,12 @@ const maxProjectFile = 4 << 20
 // ccrun.local.json) without following a symbolic link at path, and only
 // when it is a regular file owned by the current user: a file another user
 // wrote (into a shared directory, say) is refused with an error of classes
-// ErrInvalidConfig and fs.ErrPermission. A missing file is an error that
+// ccrun.ErrInvalidConfig and fs.ErrPermission. A missing file is an error that
 // errors.Is(err, fs.ErrNotExist).
 func ReadProjectFile(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s: a symbolic link: ccrun reads its project files only as regular files: %w: %w", path, ErrInvalidConfig, fs.ErrPermission)
+		return nil, fmt.Errorf("%s: a symbolic link: ccrun reads its project files only as regular files: %w: %w", path, errclass.InvalidConfig, fs.ErrPermission)
 	}
 	if err != nil {
 		return nil, err
@@ -32,7 +34,7 @@ func ReadProjectFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file: %w", path, ErrInvalidConfig)
+		return nil, fmt.Errorf("%s: not a regular file: %w", path, errclass.InvalidConfig)
 	}
 	if err := ownedByMe(path, fi); err != nil {
 		return nil, err
@@ -42,7 +44,7 @@ func ReadProjectFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > maxProjectFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes: %w", path, maxProjectFile, ErrInvalidConfig)
+		return nil, fmt.Errorf("%s: larger than %d bytes: %w", path, maxProjectFile, errclass.InvalidConfig)
 	}
 	return data, nil
 }
@@ -52,14 +54,14 @@ func ownedByMe(path string, fi fs.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if ok && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("%s: owned by uid %d, not by you (uid %d): ccrun does not read project files another user wrote: %w: %w",
-			path, st.Uid, os.Geteuid(), ErrInvalidConfig, fs.ErrPermission)
+			path, st.Uid, os.Geteuid(), errclass.InvalidConfig, fs.ErrPermission)
 	}
 	return nil
 }
 
 // CheckProjectDir refuses a project root that another user could have put
 // files into: a directory owned by another user, or one writable by others
-// without the sticky bit. The error is of classes ErrInvalidConfig and
+// without the sticky bit. The error is of classes ccrun.ErrInvalidConfig and
 // fs.ErrPermission.
 func CheckProjectDir(dir string) error {
 	fi, err := os.Stat(dir)
@@ -67,14 +69,14 @@ func CheckProjectDir(dir string) error {
 		return fmt.Errorf("project dir: %w", err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("project dir %s: not a directory: %w", dir, ErrInvalidConfig)
+		return fmt.Errorf("project dir %s: not a directory: %w", dir, errclass.InvalidConfig)
 	}
 	if err := ownedByMe(dir, fi); err != nil {
 		return err
 	}
 	if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("%s: writable by every user (mode %04o, no sticky bit): anyone could plant ccrun.json there: %w: %w",
-			dir, fi.Mode().Perm(), ErrInvalidConfig, fs.ErrPermission)
+			dir, fi.Mode().Perm(), errclass.InvalidConfig, fs.ErrPermission)
 	}
 	return nil
 }

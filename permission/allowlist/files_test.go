@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/ccrun/ccrun/internal/errclass"
 )
 
 // TestReadProjectFile: a missing file is fs.ErrNotExist; a symbolic link
@@ -21,13 +23,13 @@ func TestReadProjectFile(t *testing.T) {
 	alMust(t, os.WriteFile(victim, []byte(`{}`), 0o644))
 	link := filepath.Join(dir, "ccrun.local.json")
 	alMust(t, os.Symlink(victim, link))
-	if _, err := ReadProjectFile(link); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission) {
-		t.Errorf("a symbolic link: %v, want ErrInvalidConfig and fs.ErrPermission", err)
+	if _, err := ReadProjectFile(link); !errors.Is(err, errclass.InvalidConfig) || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("a symbolic link: %v, want errclass.InvalidConfig and fs.ErrPermission", err)
 	}
 	fifo := filepath.Join(dir, "ccrun.json")
 	if err := syscall.Mkfifo(fifo, 0o644); err == nil {
-		if _, err := ReadProjectFile(fifo); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("a fifo: %v, want ErrInvalidConfig (and no hang)", err)
+		if _, err := ReadProjectFile(fifo); !errors.Is(err, errclass.InvalidConfig) {
+			t.Errorf("a fifo: %v, want errclass.InvalidConfig (and no hang)", err)
 		}
 	}
 }
@@ -61,8 +63,8 @@ func TestCheckProjectDir(t *testing.T) {
 			if tc.ok && err != nil {
 				t.Errorf("refused: %v", err)
 			}
-			if !tc.ok && (!errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrPermission)) {
-				t.Errorf("got %v, want ErrInvalidConfig and fs.ErrPermission", err)
+			if !tc.ok && (!errors.Is(err, errclass.InvalidConfig) || !errors.Is(err, fs.ErrPermission)) {
+				t.Errorf("got %v, want errclass.InvalidConfig and fs.ErrPermission", err)
 			}
 		})
 	}

@@ -55,7 +55,7 @@ func ProjectFile(projectDir string) string { return filepath.Join(projectDir, "c
 // # Reading
 //
 // A missing file is an empty allowlist. A malformed one is a *ConfigError
-// of class ErrInvalidConfig naming the file, line and column: JSON syntax,
+// of class ccrun.ErrInvalidConfig naming the file, line and column: JSON syntax,
 // an allowlist that is not an object, an unknown grant name, an invalid
 // pattern, a bad digest, a repeated pattern, an unknown field in an entry.
 // Edits by hand are not seen until Reload is called.
@@ -105,7 +105,7 @@ type ProjectAllowlist struct {
 
 // LoadProject reads the allowlist of the ccrun.json at path (see
 // ProjectFile). A missing file is an empty allowlist; a malformed one is an
-// error of class ErrInvalidConfig.
+// error of class ccrun.ErrInvalidConfig.
 func LoadProject(path string) (*ProjectAllowlist, error) {
 	p := &ProjectAllowlist{path: path}
 	if err := p.Reload(); err != nil {

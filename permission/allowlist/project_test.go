@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
@@ -328,8 +329,8 @@ func TestProjectReloadFailureFailsClosed(t *testing.T) {
 	if err := os.WriteFile(path, []byte(alProjectTemplate[:40]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Reload(); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("Reload of a truncated file: %v, want ErrInvalidConfig", err)
+	if err := p.Reload(); !errors.Is(err, errclass.InvalidConfig) {
+		t.Fatalf("Reload of a truncated file: %v, want errclass.InvalidConfig", err)
 	}
 	m := p.Lookup(keys.MustParseKey("capability:lint"), "", alNow)
 	if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "not loaded") {
@@ -346,7 +347,7 @@ func TestProjectMalformed(t *testing.T) {
 		name      string
 		text      string
 		line, col int   // 0: no place
-		class     error // besides ErrInvalidConfig
+		class     error // besides ccrun.ErrInvalidConfig
 		message   string
 	}{
 		{name: "empty", text: "", line: 1, col: 1, message: "unexpected end"},
@@ -388,11 +389,11 @@ func TestProjectMalformed(t *testing.T) {
 				t.Fatal(err)
 			}
 			good.path = path
-			if err := good.Add(Entry{Pattern: keys.MustParsePattern("capability:y"), Grant: ceiling.AlwaysThisProject}); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("Add on a malformed file: %v, want ErrInvalidConfig", err)
+			if err := good.Add(Entry{Pattern: keys.MustParsePattern("capability:y"), Grant: ceiling.AlwaysThisProject}); !errors.Is(err, errclass.InvalidConfig) {
+				t.Errorf("Add on a malformed file: %v, want errclass.InvalidConfig", err)
 			}
-			if _, err := good.Remove("capability:x"); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("Remove on a malformed file: %v, want ErrInvalidConfig", err)
+			if _, err := good.Remove("capability:x"); !errors.Is(err, errclass.InvalidConfig) {
+				t.Errorf("Remove on a malformed file: %v, want errclass.InvalidConfig", err)
 			}
 			if got := string(alReadFile(t, path)); got != tt.text {
 				t.Errorf("file changed by a failed write:\n%s", got)
@@ -406,8 +407,8 @@ func TestProjectMalformed(t *testing.T) {
 
 func alCheckConfigError(t *testing.T, err error, path string, line, col int, class error, message string) {
 	t.Helper()
-	if !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("error %v, want class ErrInvalidConfig", err)
+	if !errors.Is(err, errclass.InvalidConfig) {
+		t.Fatalf("error %v, want class errclass.InvalidConfig", err)
 	}
 	if class != nil && !errors.Is(err, class) {
 		t.Errorf("error %v, want class %v too", err, class)
@@ -640,8 +641,8 @@ func FuzzProjectFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := parseProjectDoc("ccrun.json", data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("error %v is not ErrInvalidConfig", err)
+			if !errors.Is(err, errclass.InvalidConfig) {
+				t.Fatalf("error %v is not errclass.InvalidConfig", err)
 			}
 			return
 		}

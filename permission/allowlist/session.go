@@ -85,7 +85,7 @@ func WithSessionClock(now func() time.Time) SessionOption {
 // root and not be writable by others unless sticky (/tmp). Anything else,
 // and a symbolic link in place of DIR or a file, is refused with
 // ErrUnsafeStorage. A file that does not parse is an error of class
-// ErrInvalidConfig naming it; it is never read as empty.
+// ccrun.ErrInvalidConfig naming it; it is never read as empty.
 //
 // Add writes under an exclusive flock(2) of the lock file: it re-reads the
 // file, merges, writes a temp file in DIR, fsyncs and renames it over. A
@@ -156,7 +156,7 @@ func StartSession(dir string, lifetime time.Duration, opts ...SessionOption) (*S
 // It fails with ErrSessionNotFound when there is no such session, it was
 // ended, its lifetime ran out (the file is then removed) or id is not a
 // session id; with ErrUnsafeStorage when dir or the file could be touched
-// by someone else; with ErrInvalidConfig when the file is corrupt.
+// by someone else; with ccrun.ErrInvalidConfig when the file is corrupt.
 func OpenSession(dir, id string, opts ...SessionOption) (*SessionAllowlist, error) {
 	cfg := sessionOptions(opts)
 	if !validSessionID(id) {

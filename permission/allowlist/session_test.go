@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/errclass"
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
@@ -446,16 +447,16 @@ func TestSessionCorruptFile(t *testing.T) {
 			alMust(t, os.Rename(path+".new", path))
 
 			_, err = OpenSession(dir, s.ID(), alClockAt(alNow))
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), path) {
-				t.Errorf("OpenSession: %v, want ErrInvalidConfig naming %s", err, path)
+			if !errors.Is(err, errclass.InvalidConfig) || !strings.Contains(fmt.Sprint(err), path) {
+				t.Errorf("OpenSession: %v, want errclass.InvalidConfig naming %s", err, path)
 			}
 			// A session opened before fails closed and says why.
 			m := s.Lookup(keys.MustParseKey("run_command:git"), "", alNow)
 			if m.OK || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "not loaded") {
 				t.Errorf("lookup in a corrupt session: %+v", m)
 			}
-			if err := s.Add(alEntry("run_command:ls", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("Add to a corrupt session: %v, want ErrInvalidConfig", err)
+			if err := s.Add(alEntry("run_command:ls", ceiling.AlwaysThisSession, Never, "")); !errors.Is(err, errclass.InvalidConfig) {
+				t.Errorf("Add to a corrupt session: %v, want errclass.InvalidConfig", err)
 			}
 			if got, _ := os.ReadFile(path); string(got) != bad {
 				t.Error("a corrupt session file was written over")

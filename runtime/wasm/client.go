@@ -25,7 +25,7 @@ const ServerOptInEnv = "CCRUN_WASM_SERVER"
 // of another uid, a dial that takes over 200 ms, a server busy with
 // another run or retiring), Run runs the guest in this process as without
 // this option; when exe is not "" it first starts exe, detached, as the
-// server (the program's main must call ServeDefault when IsServer) and
+// server (the program's main must call ServeDefault when IsWarmServer) and
 // waits up to a second for it. A server that does not acknowledge the
 // run within 2 s is killed (the process at the other end of the socket,
 // by the kernel's peer credentials) and the guest runs here: the next
@@ -33,7 +33,7 @@ const ServerOptInEnv = "CCRUN_WASM_SERVER"
 // limits, isolation (a fresh instance per run) and results as in
 // process; cancelling ctx or the client going away stops it. Ignored with
 // WithWorkerProcess. Default: off (a program that does not call
-// ServeDefault when IsServer, must not be started as one).
+// ServeDefault when IsWarmServer, must not be started as one).
 func WithServer(socket, exe string) Option {
 	return func(c *config) error {
 		if socket == "" {

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if IsWorker() {
 		os.Exit(ServeWorker())
 	}
-	if IsServer() {
+	if IsWarmServer() {
 		os.Exit(ServeDefault())
 	}
 	if c := os.Getenv(oneShotTestEnv); c != "" {

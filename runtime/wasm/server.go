@@ -34,14 +34,14 @@ const (
 // another user.
 var ErrUnsafeSocket = remote.ErrUnsafeSocket
 
-// IsServer reports whether this process was started as a warm server (by
+// IsWarmServer reports whether this process was started as a warm server (by
 // a client's auto-start). Its main should then call ServeDefault first
 // thing:
 //
-//	if wasm.IsServer() {
+//	if wasm.IsWarmServer() {
 //		os.Exit(wasm.ServeDefault())
 //	}
-func IsServer() bool { return remote.IsServer() }
+func IsWarmServer() bool { return remote.IsWarmServer() }
 
 // DefaultSocket returns where the warm server of this user listens:
 // $XDG_RUNTIME_DIR/ccrun/wasm.sock when XDG_RUNTIME_DIR is an absolute

@@ -1,5 +1,5 @@
-// Package handoff is the first thing the front build of ccrun does
-// (cmd/ccrun/front.go): from the init of package early, before the init
+// Package handoff is the first thing the front of ccrun does
+// (cmd/ccrun/front): from the init of package early, before the init
 // of the gate's packages and their libraries, it hands a command the front
 // does not serve to the whole ccrun beside it, by execve. Both import only
 // what is initialized by then, so that Go's init order (packages sorted by
@@ -25,7 +25,7 @@ import (
 const FullName = "ccrun-full"
 
 // ExitInternal is the exit code when the whole ccrun cannot be run: ccrun's
-// own failure (cmd/ccrun's exitInternal).
+// own failure (package cli's exitInternal).
 const ExitInternal = 125
 
 // served lists the commands the front serves, each with the flags it

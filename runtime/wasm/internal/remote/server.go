@@ -122,10 +122,10 @@ const (
 	dialTimeout = 200 * time.Millisecond
 )
 
-// IsServer reports whether this process was started as a warm server (by
+// IsWarmServer reports whether this process was started as a warm server (by
 // a client's auto-start: StartServer), whose main then calls ServeDefault
-// first thing (runtime/wasm.IsServer).
-func IsServer() bool { return os.Getenv(ServerEnv) == "1" }
+// first thing (runtime/wasm.IsWarmServer).
+func IsWarmServer() bool { return os.Getenv(ServerEnv) == "1" }
 
 // DefaultSocket returns where the warm server of this user listens:
 // $XDG_RUNTIME_DIR/ccrun/wasm.sock when XDG_RUNTIME_DIR is an absolute

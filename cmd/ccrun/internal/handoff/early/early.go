@@ -1,5 +1,5 @@
-// Package early runs handoff.Run from its init: imported by the front build
-// of ccrun alone (cmd/ccrun/front.go), for that side effect.
+// Package early runs handoff.Run from its init: imported by the front of
+// ccrun alone (cmd/ccrun/front), for that side effect.
 package early
 
 import (
