@@ -111,7 +111,7 @@ func TestKubeGrantBoundToImage(t *testing.T) {
 	}
 	defer e.Close()
 	var d1 string
-	waitFor("the nodes report "+tag, func() bool { d1, err = e.Resolve(ctx, tag, ""); return err == nil })
+	waitFor("the nodes report "+tag, func() bool { d1, err = e.Resolve(ctx, tag, kube.PullNever); return err == nil })
 	call()
 	call()
 	if asked.Load() != 1 {
@@ -121,7 +121,7 @@ func TestKubeGrantBoundToImage(t *testing.T) {
 		t.Errorf("the prompt does not show the digest %s: %q", d1, shown[0])
 	}
 	load(second)
-	waitFor("the nodes report the moved tag", func() bool { d, err := e.Resolve(ctx, tag, ""); return err == nil && d != d1 })
+	waitFor("the nodes report the moved tag", func() bool { d, err := e.Resolve(ctx, tag, kube.PullNever); return err == nil && d != d1 })
 	call()
 	if asked.Load() != 2 {
 		t.Errorf("asked %d times after the tag moved, want 2", asked.Load())

@@ -70,8 +70,13 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 	}
 	ctx := context.Background()
 
+	shellOutcome, err := parent.CheckContext(ctx, &ccrun.Call{Command: "make test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// the arguments of the methods walked alike, by type
 	args := map[reflect.Type]reflect.Value{
+		reflect.TypeFor[*ccrun.Outcome]():      reflect.ValueOf(shellOutcome),
 		reflect.TypeFor[context.Context]():     reflect.ValueOf(ctx),
 		reflect.TypeFor[*ccrun.Call]():         reflect.ValueOf(&ccrun.Call{Tool: "probe", Input: json.RawMessage(`{"n":1}`)}),
 		reflect.TypeFor[ccrun.CallOptions]():   reflect.ValueOf(ccrun.CallOptions{}),

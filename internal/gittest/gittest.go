@@ -181,6 +181,23 @@ func Make(t testing.TB, dir string, steps []Step) {
 	}
 }
 
+// Script is steps as sh lines run in dir (a container's or a pod's
+// mount), each printing "DONE i" when its step was made or "BLOCKED i"
+// when it was refused.
+func Script(dir string, steps []Step) string {
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	var b strings.Builder
+	b.WriteString("cd " + quote(dir) + "\n")
+	for i, s := range steps {
+		cmd := "mkdir " + quote(s.Path)
+		if !s.Dir {
+			cmd = "printf '%s' " + quote(s.Data) + " > " + quote(s.Path)
+		}
+		fmt.Fprintf(&b, "if ( %s ) 2>/dev/null; then echo 'DONE %d'; else echo 'BLOCKED %d'; fi\n", cmd, i, i)
+	}
+	return b.String()
+}
+
 // Ran runs git status in each of p's Check directories and reports
 // whether Script ran (the Marker exists), with what git said.
 func (tr *Tree) Ran(p Plant) (bool, string) {

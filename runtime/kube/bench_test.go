@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccrun/ccrun/internal/kubetest"
 	"k8s.io/client-go/rest"
 )
 
@@ -173,4 +175,62 @@ func BenchmarkThroughput(b *testing.B) {
 	b.ReportMetric(float64(e.pooledRuns.Load()-warm)/float64(done.Load()), "warm-fraction")
 	b.ReportMetric(float64(reqs())/float64(done.Load()), "requests/call")
 	e.DrainPool(ctx)
+}
+
+// BenchmarkColdRegistryVsKubectl: a cold call `true` of an image by tag
+// from the registry the test serves on 127.0.0.1, that no node has pulled
+// (each call a new image: its manifest and configuration; the busybox
+// layer is the nodes' after the first), resolved in the registry once
+// allowed (Resolve, PullMissing) and run by digest, against `kubectl run
+// --rm -i` of another such image by its tag, side by side (goal: at most
+// 0.5 of it). Reports ms of each, the ratio, and the registry's requests
+// per call of each.
+func BenchmarkColdRegistryVsKubectl(b *testing.B) {
+	reg := kubetest.StartRegistry(b, registryAddr(b))
+	e := newTest(b)
+	if _, err := e.Run(context.Background(), spec("true")); err != nil { // the ConfigMap, the policy
+		b.Fatal(err)
+	}
+	repo := reg.Host + "/ccrun-bench-" + randHex(3)
+	push := func(i int, who string) string {
+		ref := fmt.Sprintf("%s:%s-%d", repo, who, i)
+		reg.Push(b, ref, kubetest.BusyboxImage(b, []string{"PATH=/bin", "CCRUN_BENCH=" + ref}, nil))
+		return ref
+	}
+	reg.Push(b, repo+":warmup", kubetest.BusyboxImage(b, nil, nil)) // the layer, on every node after the first pulls
+	var cold, cli time.Duration
+	var coldReqs, cliReqs int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ours, theirs := push(i, "ccrun"), push(i, "kubectl")
+		reg.Reset()
+		b.StartTimer()
+		t0 := time.Now()
+		pinned, err := e.Resolve(context.Background(), ours, PullMissing)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := e.Run(context.Background(), Spec{Image: pinned, Cmd: []string{"busybox", "true"}, Pull: PullMissing})
+		if err != nil || !r.OK() {
+			b.Fatalf("%v %+v", err, r)
+		}
+		cold += time.Since(t0)
+		coldReqs += len(reg.Requests())
+		reg.Reset()
+		t1 := time.Now()
+		out, err := exec.Command(kubectl(), "--kubeconfig", kubeconfig(b), "-n", testNamespace, "run", "bench-"+randHex(3),
+			"--rm", "-i", "--restart=Never", "--image="+theirs, "--image-pull-policy=IfNotPresent", "--quiet", "--command", "--", busybox, "true").CombinedOutput()
+		if err != nil {
+			b.Fatalf("kubectl run: %v %s", err, out)
+		}
+		cli += time.Since(t1)
+		cliReqs += len(reg.Requests())
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(cold.Milliseconds())/n, "cold-ms")
+	b.ReportMetric(float64(cli.Milliseconds())/n, "kubectl-ms")
+	b.ReportMetric(float64(cold)/float64(cli), "cold/kubectl")
+	b.ReportMetric(float64(coldReqs)/n, "registry-requests/call")
+	b.ReportMetric(float64(cliReqs)/n, "kubectl-registry-requests/call")
 }

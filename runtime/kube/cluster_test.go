@@ -532,9 +532,24 @@ func TestKubeletKilled(t *testing.T) {
 	if b, err := exec.Command(clusterScript(), "stop", kubelet).CombinedOutput(); err != nil {
 		t.Fatalf("stop %s: %v %s", kubelet, err, b)
 	}
+	// Started again once, here or on the way out: a second start would
+	// leave two kubelets of one node (cluster.sh now refuses it), and
+	// the next run's stop would kill only one of them.
+	restarted := false
+	restart := func() error {
+		if restarted {
+			return nil
+		}
+		restarted = true
+		b, err := exec.Command(clusterScript(), "start", kubelet).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("start %s: %v %s", kubelet, err, b)
+		}
+		return nil
+	}
 	defer func() {
-		if b, err := exec.Command(clusterScript(), "start", kubelet).CombinedOutput(); err != nil {
-			t.Errorf("start %s: %v %s", kubelet, err, b)
+		if err := restart(); err != nil {
+			t.Error(err)
 		}
 	}()
 	o := <-done
@@ -542,8 +557,8 @@ func TestKubeletKilled(t *testing.T) {
 		t.Fatalf("after %s: %v; want ErrUnavailable within %s", o.d, o.err, s.Limits.Timeout)
 	}
 	t.Logf("%s on %s: %v after %s", pod, node, o.err, o.d.Round(time.Millisecond))
-	if b, err := exec.Command(clusterScript(), "start", kubelet).CombinedOutput(); err != nil {
-		t.Fatalf("start %s: %v %s", kubelet, err, b)
+	if err := restart(); err != nil {
+		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

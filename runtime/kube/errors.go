@@ -22,7 +22,8 @@ var (
 	// ErrPermissionDenied: the API server refused the credentials, or
 	// RBAC forbids what the call needs (pods, pods/attach, pods/exec).
 	ErrPermissionDenied = errdefs.ErrPermissionDenied
-	// ErrNotFound: the image is on no node and cannot be pulled, or the
+	// ErrNotFound: the image is on no node (and the lookup asked no
+	// registry), or not in its registry and cannot be pulled, or the
 	// namespace does not exist.
 	ErrNotFound = errdefs.ErrNotFound
 	// ErrInvalidArgument: the Spec cannot run on Kubernetes as given, or

@@ -68,12 +68,14 @@ import (
 	"github.com/ccrun/ccrun/internal/once"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/kube/internal/kapi"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Labels and annotations of every pod ccrun creates.
@@ -231,6 +233,7 @@ func New(ctx context.Context, opts ...Option) (*Executor, error) {
 // loaded as kubectl loads it: the API server, the context, the namespace.
 // It makes no request.
 func configure(opts []Option) (*Executor, error) {
+	quietClient()
 	e := &Executor{mountMax: DefaultMountSize, qps: 50, burst: 100}
 	for _, o := range opts {
 		if err := o(e); err != nil {
@@ -264,6 +267,20 @@ func configure(opts []Option) (*Executor, error) {
 	e.server = e.cfg.Host
 	return e, nil
 }
+
+// quietClient silences client-go's own logging in this process, for
+// good: klog's lines (a watch that ended, a retried request, the API
+// server's warnings) would go to stderr, between the lines of the calls'
+// output. What the engine has to say it says in its errors and Results.
+func quietClient() {
+	quietOnce.Do(func() {
+		klog.SetLogger(logr.Discard())
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	})
+}
+
+var quietOnce sync.Once
 
 // Place is where an Executor runs its pods, as ccrun records it to find
 // them again (ccrun gc): the kubeconfig file as it was named (WithKubeconfig,

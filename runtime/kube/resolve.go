@@ -2,32 +2,65 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Resolve returns the digest-pinned reference (name@sha256:…) of the image
 // ref names now, so that a grant bound to it runs exactly that image on
 // any node, whatever the tag is made to name later. A reference pinned
-// already is returned as it is. A tag is resolved through the cluster: the
-// images its nodes report (Node.status.images, which lists each image by
-// its tags and its repository digests); the nodes must agree. An image no
-// node has is ErrNotFound: give it by digest (pull policy applies then).
-// The pull policy is not used: the cluster pulls, not ccrun.
-func (e *Executor) Resolve(ctx context.Context, ref string, _ PullPolicy) (string, error) {
+// already is returned as it is, with no request. A tag is looked up, as
+// policy says, in the places the local engine's pull policy names:
+//
+//   - PullNever: the cluster only, the images its nodes report
+//     (Node.status.images, which lists each image by its tags and its
+//     repository digests); the nodes must agree. An image no node has is
+//     ErrNotFound, saying the registry it would be pulled from (Registry).
+//     Nothing but the API server is asked, and nothing of ref is sent
+//     to it: this is the lookup for a call nobody has allowed yet.
+//   - PullMissing (""): the nodes, else the image's registry.
+//   - PullAlways: the registry, whatever the nodes have.
+//
+// The registry is asked with remote.Head (the manifest's digest, of an
+// index for a multi-platform image: each node pulls its platform), with
+// the credentials of the user's Docker configuration (authn's default
+// keychain: ~/.docker/config.json, its credential helpers); the nodes
+// then pull by that digest. Asking the registry sends ref off this
+// machine: do it only for a call that was allowed.
+func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (string, error) {
 	if strings.Contains(ref, "@sha256:") {
 		return ref, nil
 	}
+	if !policy.Known() {
+		return "", newError(ErrInvalidArgument, nil, "kube: pull policy %q: want never, missing or always", policy)
+	}
+	if policy.OrDefault() != PullAlways {
+		d, err := e.onNodes(ctx, ref)
+		if err == nil || !errors.Is(err, ErrNotFound) || policy.OrDefault() == PullNever {
+			return d, err
+		}
+	}
+	return e.fromRegistry(ctx, ref)
+}
+
+// onNodes resolves the tag ref through the images the nodes report.
+func (e *Executor) onNodes(ctx context.Context, ref string) (string, error) {
 	want := normalize(ref)
+	repo := want[:strings.LastIndex(want, ":")]
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	nodes, err := e.api.Nodes().List(rctx, metav1.ListOptions{})
 	if err != nil {
 		return "", classify(e.server, "list nodes to resolve "+ref, err)
 	}
-	repo := want[:strings.LastIndex(want, ":")]
 	found := map[string][]string{}
 	for _, n := range nodes.Items {
 		for _, img := range n.Status.Images {
@@ -53,7 +86,7 @@ func (e *Executor) Resolve(ctx context.Context, ref string, _ PullPolicy) (strin
 			return d, nil
 		}
 	case 0:
-		return "", newError(ErrNotFound, nil, "kube: image %s is on no node of %s: give it by digest (%s@sha256:…) or load it on the nodes", ref, e.server, repo)
+		return "", newError(ErrNotFound, nil, "kube: image %s is on no node of %s; it would be pulled from %s", ref, e.server, Registry(ref))
 	}
 	var ds []string
 	for d, on := range found {
@@ -61,6 +94,48 @@ func (e *Executor) Resolve(ctx context.Context, ref string, _ PullPolicy) (strin
 	}
 	sort.Strings(ds)
 	return "", newError(ErrInvalidArgument, nil, "kube: image %s names different images on different nodes (%s): give it by digest", ref, strings.Join(ds, "; "))
+}
+
+// fromRegistry resolves the tag ref to its digest in its registry.
+func (e *Executor) fromRegistry(ctx context.Context, ref string) (string, error) {
+	want := normalize(ref)
+	r, err := name.ParseReference(want, name.StrictValidation)
+	if err != nil {
+		return "", newError(ErrInvalidArgument, err, "kube: image %s is not a reference a registry can be asked for", ref)
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	d, err := remote.Head(r, remote.WithContext(rctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("ccrun"))
+	if err != nil {
+		return "", registryError(ref, Registry(ref), err)
+	}
+	return want[:strings.LastIndex(want, ":")] + "@" + d.Digest.String(), nil
+}
+
+// registryError classifies what the registry said of ref.
+func registryError(ref, registry string, err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.StatusCode {
+		case http.StatusNotFound:
+			return newError(ErrNotFound, err, "kube: image %s: the registry %s has no such image", ref, registry)
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return newError(ErrPermissionDenied, err, "kube: image %s: the registry %s refused (log in with docker login %s)", ref, registry, registry)
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return newError(ErrUnavailable, err, "kube: image %s: cannot reach the registry %s", ref, registry)
+}
+
+// Registry is the registry a reference's image would be pulled from
+// (docker.io for a name without one), read from ref alone: no lookup, no
+// DNS query. It is what a prompt says of an image that is not on any
+// node.
+func Registry(ref string) string {
+	first, _, _ := strings.Cut(normalize(ref), "/")
+	return first
 }
 
 // normalize spells ref as nodes report it: registry, repository, tag

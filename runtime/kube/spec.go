@@ -52,8 +52,10 @@ const (
 
 // Spec is one program to run in a pod: the fields both engines of
 // @docker take (see each field; a runtime/docker Spec converts to this
-// one), as Kubernetes reads them. Cmd is required, Cmd[0] an absolute path;
-// Mounts are copied (see the package documentation); Network is none or
+// one), as Kubernetes reads them. Cmd is required; a Cmd[0] without a
+// slash is looked for on the PATH of the container's environment (the
+// image's, else the default PATH, as an exec into a container of the
+// local engine does: once does it); Mounts are copied (see the package documentation); Network is none or
 // bridge; Pool claims a warm pod of the same template (Executor.WithPool),
 // and a call with mounts runs cold; User is numeric
 // (default 65534:65534; with mounts, the caller's uid and gid unless it is
@@ -130,8 +132,8 @@ func (s Spec) validate() error {
 	if len(s.Cmd) == 0 {
 		return bad("no command: the kubernetes engine runs a program named in the call (the image's own entrypoint is not known before the pod runs)")
 	}
-	if !path.IsAbs(s.Cmd[0]) {
-		return bad("program %q: name it by its absolute path in the image (e.g. /bin/busybox)", s.Cmd[0])
+	if s.Cmd[0] == "" {
+		return bad("program \"\": name a program (a name on the image's PATH, or its path in the image)")
 	}
 	if err := once.Check(s.Cmd, s.Env); err != nil {
 		return bad("%v", err) // once carries them: warm, the environment too

@@ -123,7 +123,7 @@ func TestSpecRefused(t *testing.T) {
 		{"unknown network", func(s *Spec) { s.Network = "weave" }},
 		{"no image", func(s *Spec) { s.Image = "" }},
 		{"no command", func(s *Spec) { s.Cmd = nil }},
-		{"relative program", func(s *Spec) { s.Cmd = []string{"sh", "-c", "x"} }},
+		{"empty program", func(s *Spec) { s.Cmd = []string{"", "-c", "x"} }},
 		{"user by name", func(s *Spec) { s.User = "root" }},
 		{"negative uid", func(s *Spec) { s.User = "-1" }},
 		{"memory too small", func(s *Spec) { s.Limits.Memory = 1 << 20 }},
@@ -152,6 +152,13 @@ func TestSpecRefused(t *testing.T) {
 	}
 	if err := ok.validate(); err != nil {
 		t.Errorf("the good spec: %v", err)
+	}
+	// A program named without a slash is looked for on the image's PATH
+	// (by once, in the pod), as on the local engine.
+	onPath := ok
+	onPath.Cmd = []string{"sh", "-c", "x"}
+	if err := onPath.validate(); err != nil {
+		t.Errorf("a program on PATH: %v", err)
 	}
 }
 

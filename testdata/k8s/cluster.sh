@@ -6,7 +6,7 @@
 #   cluster.sh up               build if needed, start the cluster, print its kubeconfig
 #   cluster.sh down             stop it; leave no process, netns, mount, cgroup or state
 #   cluster.sh status           say what runs
-#   cluster.sh env              print CCRUN_K8S_KUBECONFIG=... for a running cluster
+#   cluster.sh env              print CCRUN_K8S_KUBECONFIG=... and CCRUN_K8S_REGISTRY=... for a running cluster
 #   cluster.sh load IMAGE...    import Docker images into every node (docker save | ctr import)
 #   cluster.sh stop NAME        stop one component: apiserver, kubelet-1, kubelet-2, ...
 #   cluster.sh start NAME       start it again
@@ -21,6 +21,19 @@
 # loopback (127.0.0.1:$CCRUN_K8S_PORT, default 16443). Nothing is routed
 # out of these namespaces and no iptables rule is added outside them.
 #
+# Registry. Each node's containerd may pull, over plain HTTP, from one
+# registry: 127.0.0.1:$CCRUN_K8S_REGISTRY_PORT (default 16500), which a
+# test serves on the host's loopback (runtime/kube's registry tests). A
+# netfwd -reverse per node listens on that address on the node's own
+# loopback and dials the host's; containerd's hosts.toml for that host
+# (config_path, as containerd documents it) says it speaks HTTP. Nothing
+# else is reachable from a node: an image from any other registry fails
+# to pull.
+#
+# cgroups. The nodes run under the cgroup v1 hierarchies (the layout of
+# this machine: /sys/fs/cgroup/<controller>, with failCgroupV1: false);
+# up refuses, saying so, a machine that is cgroup v2 only.
+#
 # Each node has its own cgroupRoot (/ccrun-k8s/nN, created under every
 # controller) and the daemons run in /ccrun-k8s/daemons of the pids
 # controller, so down can kill
@@ -33,6 +46,8 @@ BIN=$DIR/bin
 ST=$DIR/state
 RUN=/run/ccrun-k8s
 PORT=${CCRUN_K8S_PORT:-16443}
+RPORT=${CCRUN_K8S_REGISTRY_PORT:-16500}
+REGISTRY=127.0.0.1:$RPORT
 NODES=${CCRUN_K8S_NODES:-2}
 VERSION=v1.37.2
 CP=ccrun-k8s
@@ -202,20 +217,35 @@ daemon() {
 		exec setsid nsenter --net="$ns" -- "$@" </dev/null >>"$ST/logs/$name.log" 2>&1
 	) &
 	echo $! >"$ST/pids/$name"
+	printf '%s\0' "$@" >"$ST/pids/$name.cmd"
 }
 
-stopproc() { # name [signal]
-	local f=$ST/pids/$1 pid
-	[[ -f $f ]] || return 0
-	pid=$(cat "$f")
-	if kill -0 "$pid" 2>/dev/null; then
+# pidsof NAME: every process of the cluster's daemons that runs NAME's
+# command line (daemon wrote it), whatever its pid file says: a pid file
+# left by a process that died, or a second start, must not hide one.
+pidsof() {
+	local cmd=$ST/pids/$1.cmd pid
+	[[ -f $cmd && -f $TRACK/daemons/cgroup.procs ]] || return 0
+	while read -r pid; do
+		cmp -s "/proc/$pid/cmdline" "$cmd" 2>/dev/null && echo "$pid"
+	done <"$TRACK/daemons/cgroup.procs"
+	return 0
+}
+
+stopproc() { # name [signal]: the process of its pid file and every other running its command
+	local f=$ST/pids/$1 pid pids n
+	pids=$( { [[ -f $f ]] && cat "$f"; pidsof "$1"; } | sort -u)
+	for pid in $pids; do
+		kill -0 "$pid" 2>/dev/null || continue
 		kill -"${2:-TERM}" "$pid" 2>/dev/null || true
-		local n
 		for n in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null || true
-	fi
+	done
 	rm -f "$f"
 }
+
+# running NAME: a process runs NAME's command.
+running() { [[ -n $(pidsof "$1") ]]; }
 
 wait_for() { # what seconds command...
 	local what=$1 secs=$2 i
@@ -290,6 +320,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   stream_server_port = "0"
   enable_selinux = false
   disable_apparmor = true
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$n/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$n/cni"
@@ -301,6 +333,13 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+EOF
+	mkdir -p "$n/certs.d/$REGISTRY"
+	cat >"$n/certs.d/$REGISTRY/hosts.toml" <<EOF
+server = "http://$REGISTRY"
+
+[host."http://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
 EOF
 	cat >"$n/cni/10-ccrun.conflist" <<EOF
 {
@@ -357,6 +396,17 @@ start_containerd() { # i
 	wait_for "containerd of node $1" 30 ctr -a "$RUN/n$1/containerd.sock" version
 }
 
+# start_regfwd: node i's loopback $REGISTRY forwarded to the host's.
+start_regfwd() { # i
+	local name=regfwd-$1
+	mkdir -p "$ST/logs" "$ST/pids"
+	(
+		echo $BASHPID >"$TRACK/daemons/cgroup.procs"
+		exec setsid "$BIN/netfwd" -reverse -listen "$REGISTRY" -netns "$(netns "$1")" -to "$REGISTRY" </dev/null >>"$ST/logs/$name.log" 2>&1
+	) &
+	echo $! >"$ST/pids/$name"
+}
+
 start_kubelet() { # i
 	daemon "kubelet-$1" "$(netns "$1")" "$BIN/kubelet" --config="$ST/n$1/kubelet.yaml" \
 		--kubeconfig="$ST/node$1.kubeconfig" --root-dir="$ST/n$1/kubelet" \
@@ -406,8 +456,25 @@ load() { # image...
 	done
 }
 
+# cgroup_layout refuses a machine whose cgroups the nodes cannot run
+# under, saying what it found: they need the cgroup v1 hierarchies (a pids
+# one above all, where every process of the cluster is tracked). A machine
+# that is cgroup v2 only (/sys/fs/cgroup a cgroup2 file system) is not
+# supported yet; on one that is not (v1, or hybrid), the kubelets run with
+# failCgroupV1: false, which Kubernetes deprecates.
+cgroup_layout() {
+	local fs
+	fs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null || echo none)
+	if [[ $fs == cgroup2fs ]]; then
+		die "this machine is cgroup v2 only (/sys/fs/cgroup is a cgroup2 file system): the test cluster runs its nodes under the cgroup v1 hierarchies (/sys/fs/cgroup/pids, cgroupRoot under every controller) and does not support cgroup v2 yet; run it on a machine with cgroup v1 (or hybrid) hierarchies"
+	fi
+	[[ -f /sys/fs/cgroup/pids/cgroup.procs ]] || die "no cgroup v1 pids hierarchy at /sys/fs/cgroup/pids (/sys/fs/cgroup is $fs): the test cluster tracks its processes there"
+	log "cgroups: this machine is not cgroup v2 only ($(hierarchies | wc -l) cgroup v1 hierarchies under /sys/fs/cgroup): the kubelets run with failCgroupV1: false"
+}
+
 up() {
 	[[ $(id -u) == 0 ]] || die "needs root (network namespaces, cgroups, containerd)"
+	cgroup_layout
 	# What the nodes need from the host (.ci/run installs them): without
 	# them the cluster would come up and every pod stay ContainerCreating.
 	local p
@@ -446,6 +513,7 @@ up() {
 	pause_image
 	for i in $(seq 1 "$NODES"); do
 		node_config "$i"
+		start_regfwd "$i"
 		start_containerd "$i"
 	done
 	start_apiserver
@@ -466,7 +534,7 @@ up() {
 }
 
 env_line() {
-	echo "CCRUN_K8S_KUBECONFIG=$ST/admin.kubeconfig"
+	echo "CCRUN_K8S_KUBECONFIG=$ST/admin.kubeconfig CCRUN_K8S_REGISTRY=$REGISTRY"
 }
 
 # ---- down --------------------------------------------------------------
@@ -486,6 +554,7 @@ down() {
 	stopproc etcd
 	for i in $(seq 1 "$NODES"); do stopproc "kubelet-$i"; done
 	for i in $(seq 1 "$NODES"); do stopproc "containerd-$i"; done
+	for i in $(seq 1 "$NODES"); do stopproc "regfwd-$i"; done
 	stopproc netfwd
 	# Whatever is left in the cluster's cgroups: shims, pods.
 	for n in $(seq 1 50); do
@@ -539,7 +608,7 @@ status_left() {
 status() {
 	local f
 	for f in "$ST"/pids/*; do
-		[[ -f $f ]] || continue
+		[[ -f $f && $f != *.cmd ]] || continue
 		if kill -0 "$(cat "$f")" 2>/dev/null; then echo "$(basename "$f"): running"; else echo "$(basename "$f"): stopped"; fi
 	done
 	[[ -f $ST/up ]] && $KUBECTL get nodes -o wide 2>/dev/null || true
@@ -547,9 +616,16 @@ status() {
 
 component() { # start|stop name
 	case $2 in
+	apiserver | kubelet-[0-9]*) ;;
+	*) die "unknown component $2: want apiserver or kubelet-N" ;;
+	esac
+	if [[ $1 == start ]] && running "$2"; then
+		log "$2 runs already (pid $(pidsof "$2" | xargs)): not started again"
+		return 0
+	fi
+	case $2 in
 	apiserver) [[ $1 == stop ]] && stopproc apiserver || { start_apiserver; wait_for "the API server" 60 $KUBECTL get --raw /readyz; } ;;
 	kubelet-[0-9]*) [[ $1 == stop ]] && stopproc "$2" KILL || start_kubelet "${2#kubelet-}" ;;
-	*) die "unknown component $2: want apiserver or kubelet-N" ;;
 	esac
 }
 

@@ -47,8 +47,10 @@ func (d dockerEngine) Resolve(ctx context.Context, ref, pull string) (string, er
 func (d dockerEngine) Close() error { return d.e.Close() }
 
 // Kubernetes starts the Kubernetes engine's client with opts. A grant is
-// bound to the digest-pinned reference the cluster's nodes report for the
-// image, and the pod runs by it.
+// bound to the digest-pinned reference of the image: the one the
+// cluster's nodes report under pull policy "never" (which asks no
+// registry), else the one its registry serves (kube.Executor.Resolve);
+// the pod runs by it, pulled by the node when it has not got it.
 func Kubernetes(ctx context.Context, opts ...kube.Option) (Engine, error) {
 	e, err := kube.New(ctx, opts...)
 	if err != nil {
