@@ -62,12 +62,14 @@ type Call struct {
 	Limits job.Limits
 	// Network loosens a run_docker call's network ("" or "none": none).
 	Network string
-	// AllowHosts are hosts a @shell call may reach besides those the
-	// settings' "network" lists allow (HOST, *.DOMAIN, HOST:PORT, an IP
-	// literal; what --allow-host gives): an approved command then reaches
-	// only the allowed hosts, through ccrun's egress proxy. With no list
-	// in the settings they are the only hosts; with one, they widen it
-	// and the prompt says so. Runtime.Network says what a call would get.
+	// AllowHosts are hosts a @shell or @docker call may reach besides
+	// those the settings' "network" lists allow (HOST, *.DOMAIN,
+	// HOST:PORT, an IP literal; what --allow-host gives): an approved
+	// command, or the container, then reaches only the allowed hosts,
+	// through ccrun's egress proxy. With no list in the settings they are
+	// the only hosts; with one, they widen it and the prompt says so. A
+	// @docker call with lists may not ask for Network bridge or host.
+	// Runtime.Network says what a call would get.
 	AllowHosts []string
 	// Pull is the @docker pull policy: "missing" (the default), "never" or
 	// "always".

@@ -97,9 +97,14 @@ func (r *Runtime) exec(ctx context.Context, c *Call, g *permission.Gate, observe
 		}
 		r.limitNetwork(g, t, c, req, inv, d)
 	}
+	closeEgress, err := r.startEgress(g, t, c, req, inv)
+	if err != nil {
+		return t.out, t.fail(err)
+	}
 	t.emit(Executing, d)
 	start := time.Now()
 	res, err := runner(ctx, inv)
+	closeEgress(res)
 	t.out.Result = res
 	r.auditExecution(t, req, res, time.Since(start), err)
 	switch {

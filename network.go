@@ -3,7 +3,10 @@ package ccrun
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,19 +14,22 @@ import (
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/internal/egress"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/keys"
+	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/ccrun/ccrun/runtime/shell"
 )
 
-// Network is the network a @shell call would have (Runtime.Network): what
-// `ccrun check` shows.
+// Network is the network a @shell call in the workspace tier, or a
+// @docker call, would have (Runtime.Network): what `ccrun check` shows.
 type Network struct {
 	// Limited is true when some list names hosts (the settings'
 	// "network", the capability's "hosts", the call's AllowHosts): an
-	// approved command then reaches only Allow, never Deny, through
-	// ccrun's egress proxy. False: the host's network, as without lists.
+	// approved command or container then reaches only Allow, never Deny,
+	// through ccrun's egress proxy. False: the host's network for @shell,
+	// as without lists; for @docker, the network the call asked for.
 	Limited bool
 	// Allow and Deny are the merged lists; deny beats allow.
 	Allow, Deny []string
@@ -53,8 +59,9 @@ func (n Network) String() string {
 }
 
 // Network returns the network c would have, were it a @shell call run in
-// the workspace tier: the settings' lists, the capability's hosts, c's
-// AllowHosts. It runs nothing and asks nobody. `ccrun check` prints it
+// the workspace tier or a @docker call (whose container, Limited false,
+// has the network it asked for: none by default): the settings' lists,
+// the capability's hosts, c's AllowHosts. It runs nothing and asks nobody. `ccrun check` prints it
 // (Network.String) for a @shell call; a read-only command has no network,
 // and one the person runs unconfined the host's.
 func (r *Runtime) Network(c *Call) (Network, error) {
@@ -100,24 +107,44 @@ func checkHosts(hosts []string) error {
 }
 
 // describeHosts checks c's AllowHosts and says, for the person asked, what
-// they widen: hosts a call adds to lists the settings already keep are a
-// loosening; with no list, they are the only hosts (a narrowing).
+// the lists give. For @shell, hosts a call adds to lists the settings
+// already keep are a loosening; with no list, they are the only hosts (a
+// narrowing). For @docker, whose default is no network, a network through
+// ccrun's proxy is a loosening, and one of the engine's (bridge, host)
+// cannot be combined with lists. No other environment has a network to
+// limit.
 func (r *Runtime) describeHosts(req *permission.Request, inv *Invocation, c *Call) error {
-	if len(c.AllowHosts) == 0 {
-		return nil
-	}
 	if err := checkHosts(c.AllowHosts); err != nil {
 		return err
-	}
-	if inv.Environment != ceiling.Shell {
-		return fmt.Errorf("call: allow hosts: only a @shell call's network is limited to named hosts so far, not %s's: %w", inv.Environment, ErrInvalidCall)
 	}
 	var hosts *capabilities.Hosts
 	if inv.Capability != nil {
 		hosts = inv.Capability.Manifest.Hosts
 	}
-	if _, _, limited := r.networkHosts(nil, hosts); limited {
-		req.Loosens = append(req.Loosens, "network: also "+strings.Join(c.AllowHosts, ", ")+" (the call's own allowed hosts)")
+	switch inv.Environment {
+	case ceiling.Shell:
+		if len(c.AllowHosts) == 0 {
+			return nil
+		}
+		if _, _, limited := r.networkHosts(nil, hosts); limited {
+			req.Loosens = append(req.Loosens, "network: also "+strings.Join(c.AllowHosts, ", ")+" (the call's own allowed hosts)")
+		}
+	case ceiling.Docker:
+		allow, deny, limited := r.networkHosts(c.AllowHosts, hosts)
+		if !limited {
+			return nil
+		}
+		if n := inv.Network; n != "" && n != "none" {
+			return fmt.Errorf("call: network %q and a list of hosts (the settings' \"network\", the capability's \"hosts\" or the call's allowed hosts): "+
+				"a container whose hosts are named reaches them only through ccrun's proxy, never the engine's network; drop the network %q (the lists then give the hosts) or the lists: %w",
+				n, n, ErrInvalidCall)
+		}
+		n := Network{Limited: true, Allow: allow, Deny: deny, Ask: r.gate.Approver != nil}
+		req.Loosens = append(req.Loosens, "network: "+n.String())
+	default:
+		if len(c.AllowHosts) > 0 {
+			return fmt.Errorf("call: allow hosts: only a @shell or @docker call's network is limited to named hosts, not %s's (it has no network): %w", inv.Environment, ErrInvalidCall)
+		}
 	}
 	return nil
 }
@@ -152,21 +179,21 @@ func (r *Runtime) limitNetwork(g *permission.Gate, t *tracker, c *Call, req *per
 	}
 }
 
-// askHost asks, under net:HOST:PORT, whether the command of req may
-// connect to host: a deny rule refuses, a session grant or an allow rule
-// of it lets it through, otherwise the approver is asked with @shell's
-// ceiling (Once or the session). The mode alone never widens the lists.
+// askHost asks, under net:HOST:PORT, whether the call of req (@shell or
+// @docker) may connect to host: a deny rule refuses, a session grant or an
+// allow rule of it lets it through, otherwise the approver is asked with
+// the ceiling of the call's environment (Once or the session). The mode alone never widens the lists.
 // The decision gets its audit line.
 func (r *Runtime) askHost(ctx context.Context, g *permission.Gate, t *tracker, of *permission.Request, host string, port uint16) bool {
 	key := keys.NetKey(host, port)
-	req := &permission.Request{Tool: keys.NetTool, Environment: ceiling.Shell, Permission: permission.Ask(key),
+	req := &permission.Request{Tool: keys.NetTool, Environment: of.Environment, Permission: permission.Ask(key),
 		Class: permission.ClassNetwork, Dir: of.Dir,
 		Display: fmt.Sprintf("connect to %s\nfrom: %s", net.JoinHostPort(host, strconv.Itoa(int(port))), of.Display)}
 	d := g.Decide(req)
 	switch {
 	case d.Verdict == permission.Allow && d.Layer != permission.LayerSession && d.Layer != permission.LayerAllowRule:
 		ask := *d
-		ask.Verdict, ask.Reason, ask.Offer = permission.AskUser, "the mode does not widen the network lists", ceiling.Of(ceiling.Shell)
+		ask.Verdict, ask.Reason, ask.Offer = permission.AskUser, "the mode does not widen the network lists", ceiling.Of(of.Environment)
 		d = &ask
 		fallthrough
 	case d.Verdict == permission.AskUser:
@@ -181,4 +208,83 @@ func (r *Runtime) askHost(ctx context.Context, g *permission.Gate, t *tracker, o
 		_ = r.audit.Write(rec)
 	}
 	return d.Allowed()
+}
+
+// startEgress puts an allowed @docker call whose lists name hosts behind
+// an egress proxy of its own (inv.Egress): the lists' policy, a host no
+// list allows asked about where g has an approver, served on a unix socket
+// of mode 0600 in a private directory of the temporary one. It returns
+// what ends the proxy once the run is over, saying each refusal in res (a
+// stderr line, the detail, so the audit line) and removing the directory.
+// A call without lists gets the engine's network as before (none unless
+// it asked for one; describeHosts refused one with lists).
+func (r *Runtime) startEgress(g *permission.Gate, t *tracker, c *Call, req *permission.Request, inv *Invocation) (func(res *job.Result), error) {
+	if inv.Environment != ceiling.Docker {
+		return func(*job.Result) {}, nil
+	}
+	var hosts *capabilities.Hosts
+	if inv.Capability != nil {
+		hosts = inv.Capability.Manifest.Hosts
+	}
+	allow, deny, limited := r.networkHosts(c.AllowHosts, hosts)
+	if !limited {
+		return func(*job.Result) {}, nil
+	}
+	refused := new(egress.Refusals)
+	opts := []egress.Option{egress.WithReport(refused.Add)}
+	if g.Approver != nil {
+		opts = append(opts, egress.WithAsk(func(ctx context.Context, host string, port uint16) bool {
+			return r.askHost(ctx, g, t, req, host, port)
+		}, 0))
+	}
+	p, err := egress.New(egress.Policy{Allow: allow, Deny: deny}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("@docker: the network allowlist: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "ccrun-egress-")
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("@docker: the network proxy's directory: %w", err)
+	}
+	sock := filepath.Join(dir, "egress.sock")
+	l, err := listenPrivate(sock)
+	if err != nil {
+		p.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("@docker: the network proxy: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = p.Serve(l); close(done) }()
+	inv.Egress = &backend.Egress{Socket: sock, Env: p.Env}
+	return func(res *job.Result) {
+		p.Close()
+		<-done
+		os.RemoveAll(dir)
+		if res == nil {
+			return
+		}
+		for _, m := range refused.Lines() {
+			line := "ccrun: " + m + "\n"
+			res.Stderr = append(res.Stderr, line...)
+			if w := inv.Streams.Stderr; w != nil {
+				_, _ = io.WriteString(w, line)
+			}
+			res.Detail = strings.TrimPrefix(res.Detail+"; "+m, "; ")
+		}
+	}, nil
+}
+
+// listenPrivate listens on the unix socket path and makes it mode 0600;
+// path's directory must be private (MkdirTemp's 0700), which keeps others
+// from the socket before its mode is set.
+func listenPrivate(path string) (net.Listener, error) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
 }

@@ -89,8 +89,10 @@ type Manifest struct {
 	Network Network `json:"network,omitempty"`
 	// Pool asks for pre-created, single-use containers (@docker only).
 	Pool bool `json:"pool,omitempty"`
-	// Hosts limits a @shell capability's network to named hosts, through
-	// ccrun's egress proxy; nil: the network the settings give.
+	// Hosts limits a @shell or @docker capability's network to named
+	// hosts, through ccrun's egress proxy; nil: the network the settings
+	// give (@docker: Network, unless the settings name hosts). A @docker
+	// manifest with Hosts keeps Network none.
 	Hosts *Hosts `json:"hosts,omitempty"`
 }
 

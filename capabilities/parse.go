@@ -288,6 +288,9 @@ func checkManifest(doc *document, m *Manifest) ([]*FieldError, *compiled) {
 
 	// Hosts.
 	if h := m.Hosts; h != nil {
+		if n := m.NetworkOrDefault(); n != NetworkNone {
+			bad("/hosts", "with network %s: a tool whose hosts are named reaches them only through ccrun's proxy; drop \"network\" (or \"hosts\")", show(string(n)))
+		}
 		for _, l := range []struct {
 			ptr  string
 			list []string

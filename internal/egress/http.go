@@ -27,6 +27,15 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress: no connection", http.StatusInternalServerError)
 		return
 	}
+	// net/http cancels a request's context when its client's connection
+	// reads EOF, which a client that shuts its writing side after the
+	// request (busybox nc) does at once: the request would end before the
+	// upstream is asked. What ends it is the Proxy's Close, the timeouts,
+	// and a failed write to the client.
+	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer stop()
+	defer context.AfterFunc(p.ctx, stop)()
+	r = r.WithContext(ctx)
 	if r.Method == http.MethodConnect {
 		p.connect(w, r, c)
 		return

@@ -3,12 +3,7 @@ package shell
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/internal/egress"
@@ -56,17 +51,13 @@ type netRun struct {
 	env   []string
 	done  chan struct{} // Serve returned
 
-	mu      sync.Mutex
-	refused []egress.Refusal
+	refused egress.Refusals
 }
-
-// maxRefusals is how many distinct refusals a run reports.
-const maxRefusals = 20
 
 // start makes n's namespace and proxy.
 func (n *Net) start() (*netRun, error) {
 	nr := &netRun{done: make(chan struct{})}
-	opts := []egress.Option{egress.WithReport(nr.report)}
+	opts := []egress.Option{egress.WithReport(nr.refused.Add)}
 	if n.Resolver != nil {
 		opts = append(opts, egress.WithResolver(n.Resolver))
 	}
@@ -93,37 +84,12 @@ func (n *Net) start() (*netRun, error) {
 	return nr, nil
 }
 
-// report records a refusal, once per host, port and reason.
-func (nr *netRun) report(r egress.Refusal) {
-	nr.mu.Lock()
-	defer nr.mu.Unlock()
-	if len(nr.refused) >= maxRefusals || slices.ContainsFunc(nr.refused, func(o egress.Refusal) bool {
-		return o.Host == r.Host && o.Port == r.Port && o.Reason == r.Reason
-	}) {
-		return
-	}
-	nr.refused = append(nr.refused, r)
-}
-
 // lines returns the lines that say what the run's proxy refused.
 func (nr *netRun) lines() []string {
 	if nr == nil {
 		return nil
 	}
-	nr.mu.Lock()
-	defer nr.mu.Unlock()
-	var out []string
-	for _, r := range nr.refused {
-		line := "network refused: " + strings.TrimPrefix(r.String(), "egress: refused ")
-		switch r.Reason {
-		case egress.ReasonNotAllowed:
-			line += fmt.Sprintf(" (allow it with \"network\": {\"allow\": [%q]})", r.Host)
-		case egress.ReasonPort:
-			line += fmt.Sprintf(" (allow it with \"network\": {\"allow\": [%q]})", net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))))
-		}
-		out = append(out, line)
-	}
-	return out
+	return nr.refused.Lines()
 }
 
 // close ends the proxy (every connection) and the namespace's thread.
