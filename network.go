@@ -128,6 +128,7 @@ func (r *Runtime) describeHosts(req *permission.Request, inv *Invocation, c *Cal
 		}
 		if _, _, limited := r.networkHosts(nil, hosts); limited {
 			req.Loosens = append(req.Loosens, "network: also "+strings.Join(c.AllowHosts, ", ")+" (the call's own allowed hosts)")
+			req.Widens = "the call's own allowed hosts widen the network lists (" + strings.Join(c.AllowHosts, ", ") + "): no grant, rule or mode covers them; asked each time"
 		}
 	case ceiling.Docker:
 		allow, deny, limited := r.networkHosts(c.AllowHosts, hosts)
@@ -141,6 +142,9 @@ func (r *Runtime) describeHosts(req *permission.Request, inv *Invocation, c *Cal
 		}
 		n := Network{Limited: true, Allow: allow, Deny: deny, Ask: r.gate.Approver != nil}
 		req.Loosens = append(req.Loosens, "network: "+n.String())
+		if len(c.AllowHosts) > 0 {
+			req.Widens = "the call's own allowed hosts give the container a network (" + strings.Join(c.AllowHosts, ", ") + "): no grant, rule or mode covers them; asked each time"
+		}
 	default:
 		if len(c.AllowHosts) > 0 {
 			return fmt.Errorf("call: allow hosts: only a @shell or @docker call's network is limited to named hosts, not %s's (it has no network): %w", inv.Environment, ErrInvalidCall)

@@ -20,7 +20,9 @@ import (
 //     deny rule can neither match nor not: asked, Once only;
 //  3. the directive and plan mode: anything but read is denied;
 //  4. Permission None: allowed;
-//  5. dangerous paths: always asked, and only Once is offered;
+//  5. dangerous paths: always asked, and only Once is offered; so is a
+//     request whose Widens is set (a loosening the call carries that no
+//     grant is bound to);
 //  6. the project allowlist, with the ceiling checked again: a @shell key
 //     found there is a ceiling violation, reported and never an allow;
 //  7. the session allowlist, with expiry;
@@ -105,6 +107,10 @@ func (g *Gate) Decide(req *Request) *Decision {
 	if found := dangerousPaths(in, pol.projectDir, pol.home); len(found) > 0 {
 		d.Offer = ceiling.Once
 		return decide(AskUser, LayerDangerous, "", "touches a dangerous path: "+found[0].String())
+	}
+	if req.Widens != "" {
+		d.Offer = ceiling.Once
+		return decide(AskUser, LayerWidens, "", req.Widens)
 	}
 	now := g.now()
 	if g.Project != nil {

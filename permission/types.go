@@ -80,6 +80,11 @@ type Request struct {
 	// Loosens lists what the call loosens from the sandbox's defaults
 	// (e.g. "network: bridge"), for the person asked.
 	Loosens []string
+	// Widens, when set, says why the call carries a loosening of its own
+	// that no grant binds (hosts the caller adds to the network lists): the
+	// gate then asks, Once, whatever a grant, rule or mode says, and
+	// refuses with nobody to ask.
+	Widens string
 	// Directive narrows this call.
 	Directive Directive
 	// Display is what to show a person for this call (the command, the
@@ -121,6 +126,7 @@ const (
 	LayerDirective Layer = "directive"
 	LayerNone      Layer = "none-permission"
 	LayerDangerous Layer = "dangerous-path"
+	LayerWidens    Layer = "widens"
 	LayerProject   Layer = "project"
 	LayerSession   Layer = "session"
 	LayerAllowRule Layer = "allow-rule"

@@ -59,7 +59,7 @@ func TestCheckSaysLandlockMissing(t *testing.T) {
 	if code := run([]string{"--project-dir", t.TempDir(), "check", "--shell", "ls"}, stdio{strings.NewReader(""), &out, &errb}); code != 0 {
 		t.Fatalf("check: exit %d, %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "no Landlock here") {
+	if !strings.Contains(out.String(), "kernel:      missing here: kernel confinement") {
 		t.Errorf("check with landlock off: %q", out.String())
 	}
 }
