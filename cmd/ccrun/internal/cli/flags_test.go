@@ -25,6 +25,7 @@ var freeFlags = map[string]string{
 	"input":         "JSON, @FILE or -",
 	"env":           "KEY=VALUE; capability new --env: the environments are the Runtime's, registered ones too (ceiling.ParseEnvironment)",
 	"allow":         "a rule",
+	"allow-host":    "a host: HOST, *.DOMAIN, HOST:PORT or an IP literal",
 	"ask":           "a rule",
 	"deny":          "a rule",
 	"memory":        "a size",
