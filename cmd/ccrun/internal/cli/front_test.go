@@ -17,7 +17,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ccrun/ccrun/cmd/ccrun/internal/handoff"
-	"github.com/ccrun/ccrun/internal/confine"
 	"github.com/ccrun/ccrun/internal/housekeep"
 )
 
@@ -407,9 +406,7 @@ func TestFrontCommands(t *testing.T) {
 // front ("another ccrun executable serves here"), and every confined
 // command built its ruleset anew.
 func TestFrontServesItsConfineServer(t *testing.T) {
-	if _, err := confine.Available(); err != nil {
-		t.Skipf("no kernel confinement here: %v", err)
-	}
+	needKernelSandbox(t)
 	if !handoff.Serves([]string{"confine-server", "/run/x.sock"}) {
 		t.Fatal("handoff hands the confinement server to the whole ccrun")
 	}
