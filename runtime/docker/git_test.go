@@ -79,7 +79,9 @@ func TestGitHistoryWritable(t *testing.T) {
 		{Path: ".git/HEAD", Data: "ref: refs/heads/other\n"},
 		{Path: ".git/refs/heads/new", Data: "0000000000000000000000000000000000000000\n"},
 		{Path: ".git/packed-refs", Data: "# pack-refs with: peeled\n"},
-		{Path: ".git/objects/ab", Dir: true},
+		// not a hex pair: the repository's own loose objects may
+		// already have made any of those, and mkdir would then fail
+		{Path: ".git/objects/zz", Dir: true},
 		{Path: "almost", Dir: true},
 		{Path: "almost/HEAD", Data: "ref: refs/heads/main\n"},
 		{Path: "almost/objects", Dir: true},
