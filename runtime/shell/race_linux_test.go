@@ -41,8 +41,8 @@ done; echo "program $n"'`
 // TestWorkspaceSwapRace: #28's race against the workspace tier. While a
 // confined command writes x/config and x/hooks/pre-commit in a loop,
 // another writer swaps the directory x with a symbolic link to .git
-// (RENAME_EXCHANGE) as fast as it can: a host process, or a second
-// workspace run of the same project. The binds sit on the protected
+// (RENAME_EXCHANGE) as fast as it can: a host process, or a workspace
+// run of another project that may write this one. The binds sit on the protected
 // files themselves in the command's mount namespace, so a path that
 // reaches one by any name, at any moment, meets a read-only mount: no
 // write reaches .git/config or .git/hooks, while the ordinary writes land
@@ -82,7 +82,19 @@ func TestWorkspaceSwapRace(t *testing.T) {
 			swaps := make(chan string, 1)
 			go func() {
 				if tc.confined {
-					s := ws(`while :; do ` + swap + `; done`)
+					// A workspace run of the same project would wait for the
+					// writer's lock (and, started first, make the writer wait
+					// for a swapper that stops only when the writer is done).
+					// So the sandboxed swapper is a workspace run of another
+					// project that names this one writable: a second writer
+					// no lock of this project keeps out.
+					c, _, err := WorkspaceConfinement(w.home, w.outside, []string{w.project})
+					if err != nil {
+						swaps <- err.Error()
+						return
+					}
+					s := w.spec(t, `while :; do `+swap+`; done`)
+					s.Confine = c
 					ctx, cancel := context.WithCancel(context.Background())
 					go func() { <-stop; cancel() }()
 					res, err := e.Run(ctx, s)
