@@ -42,9 +42,11 @@ type Spec struct {
 	// grant is bound to what it names: pass what the engine's Resolve
 	// returns (an image ID, a digest-pinned reference).
 	Image string
-	// Cmd is the program and its arguments. Docker Engine: empty runs the
-	// image's default. Kubernetes: required, and Cmd[0] must be an
-	// absolute path (the pod's once execs it without a PATH search).
+	// Cmd is the program and its arguments. Empty runs the image's
+	// default (its Entrypoint and Cmd), as docker run IMAGE does; on
+	// Kubernetes those are read from the image's registry (the nodes do
+	// not report them), which pull policy never forbids. A Cmd[0] without
+	// a slash is looked for on the container's PATH.
 	Cmd []string
 	// Env is the environment, as NAME=value, added to the image's own.
 	// Nothing from the host leaks in. On Kubernetes it is in the pod's

@@ -135,6 +135,8 @@ type Executor struct {
 	made    sync.Map  // pod name -> true: warm pods this Executor created, not claimed yet
 	conns   sync.Map  // pod name -> *warmConn: this Executor's sessions to them
 
+	cmds cmdCache // ImageCommand's: the images' own commands, by digest
+
 	pooledRuns atomic.Int64 // runs served by a warm pod, for tests and benchmarks
 	sessions   atomic.Int64 // attach and exec sessions opened, for the benchmarks
 }
@@ -447,6 +449,18 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 func (e *Executor) Run(ctx context.Context, s Spec) (*job.Result, error) {
 	if s.User == "" && len(s.Mounts) > 0 {
 		s.User = e.user
+	}
+	if len(s.Cmd) == 0 {
+		// The image's own command, as docker run IMAGE: read from its
+		// registry (the call is allowed: it runs), for the image pinned.
+		if err := s.validateRest(); err != nil {
+			return nil, err
+		}
+		img, cmd, err := e.ImageCommand(ctx, s.Image, s.Pull)
+		if err != nil {
+			return nil, err
+		}
+		s.Image, s.Cmd = img, cmd
 	}
 	if err := s.validate(); err != nil {
 		return nil, err

@@ -105,11 +105,17 @@ func (e *Executor) fromRegistry(ctx context.Context, ref string) (string, error)
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	d, err := remote.Head(r, remote.WithContext(rctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("ccrun"))
+	d, err := remote.Head(r, e.registryOptions(rctx, r)...)
 	if err != nil {
 		return "", registryError(ref, Registry(ref), err)
 	}
 	return want[:strings.LastIndex(want, ":")] + "@" + d.Digest.String(), nil
+}
+
+// registryOptions are the options of every request to the registry of
+// r: ctx, the credentials, ccrun's user agent.
+func (e *Executor) registryOptions(ctx context.Context, r name.Reference) []remote.Option {
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("ccrun")}
 }
 
 // registryError classifies what the registry said of ref.

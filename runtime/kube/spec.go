@@ -52,7 +52,8 @@ const (
 
 // Spec is one program to run in a pod: the fields both engines of
 // @docker take (see each field; a runtime/docker Spec converts to this
-// one), as Kubernetes reads them. Cmd is required; a Cmd[0] without a
+// one), as Kubernetes reads them. An empty Cmd runs the image's own
+// Entrypoint and Cmd (Executor.ImageCommand); a Cmd[0] without a
 // slash is looked for on the PATH of the container's environment (the
 // image's, else the default PATH, as an exec into a container of the
 // local engine does: once does it); Mounts are copied (see the package documentation); Network is none or
@@ -126,17 +127,26 @@ func (s Spec) validate() error {
 	bad := func(format string, args ...any) error {
 		return newError(ErrInvalidArgument, nil, "kube: spec: "+format, args...)
 	}
-	if s.Image == "" {
-		return bad("no image")
-	}
 	if len(s.Cmd) == 0 {
-		return bad("no command: the kubernetes engine runs a program named in the call (the image's own entrypoint is not known before the pod runs)")
+		return bad("no command (Run gives a Spec without one the image's entrypoint and command: Executor.ImageCommand)")
 	}
 	if s.Cmd[0] == "" {
 		return bad("program \"\": name a program (a name on the image's PATH, or its path in the image)")
 	}
 	if err := once.Check(s.Cmd, s.Env); err != nil {
 		return bad("%v", err) // once carries them: warm, the environment too
+	}
+	return s.validateRest()
+}
+
+// validateRest is validate but for the command: what Run checks of a Spec
+// before it asks the registry for the image's own command.
+func (s Spec) validateRest() error {
+	bad := func(format string, args ...any) error {
+		return newError(ErrInvalidArgument, nil, "kube: spec: "+format, args...)
+	}
+	if s.Image == "" {
+		return bad("no image")
 	}
 	if !s.Pull.Known() {
 		return bad("pull policy %q: want never, missing or always", s.Pull)
