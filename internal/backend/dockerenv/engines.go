@@ -73,7 +73,18 @@ func (k kubeEngine) Run(ctx context.Context, inv *backend.Invocation, image, pul
 		// may pull it when it does not have it.
 		p = kube.PullMissing
 	}
-	return k.e.Run(ctx, kube.Spec(spec(inv, image, p, pool)))
+	s := kube.Spec(spec(inv, image, p, pool))
+	if len(s.Cmd) == 0 {
+		// The image's own entrypoint and command, as docker run IMAGE,
+		// read from its registry unless the call's own pull policy is
+		// never (Bind's "never" above is not the caller's).
+		pinned, cmd, err := k.e.ImageCommand(ctx, image, kube.PullPolicy(inv.Pull))
+		if err != nil {
+			return nil, err
+		}
+		s.Image, s.Cmd = pinned, cmd
+	}
+	return k.e.Run(ctx, s)
 }
 
 func (k kubeEngine) Resolve(ctx context.Context, ref, pull string) (string, error) {
