@@ -79,14 +79,18 @@ func (e *Executor) imageConfig(ctx context.Context, pinned string) (v1.Config, e
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	opts := append(e.registryOptions(rctx, r), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: e.podArch()}))
+	opts, err := e.registryOptions(rctx)
+	if err != nil {
+		return v1.Config{}, err
+	}
+	opts = append(opts, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: e.podArch()}))
 	var cf *v1.ConfigFile
 	img, err := remote.Image(r, opts...)
 	if err == nil {
 		cf, err = img.ConfigFile()
 	}
 	if err != nil {
-		classified := registryError(pinned, Registry(pinned), err)
+		classified := registryError(pinned, Registry(pinned), e.pullSecrets, err)
 		if errors.Is(classified, context.Canceled) {
 			return v1.Config{}, classified
 		}

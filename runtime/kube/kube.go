@@ -120,6 +120,9 @@ type Executor struct {
 	qps        float32
 	burst      int
 	pool       poolConfig
+	// pullSecrets are the pods' imagePullSecrets, whose credentials
+	// ccrun's registry reads use too (WithPullSecrets)
+	pullSecrets []string
 
 	setupMu sync.Mutex
 	setup   bool   // the helpers ConfigMap and the NetworkPolicy exist
@@ -509,7 +512,7 @@ func (e *Executor) runCold(ctx context.Context, s Spec, lim job.Limits, begin ti
 	pod := s.pod(lim, podOptions{
 		name: name, labels: labels, helpers: helpersName(), arch: e.podArch(),
 		program: []string{oncePath}, env: true, stdin: true, stdinKept: true,
-		copyside: in != nil, mountMax: e.mountMax,
+		copyside: in != nil, mountMax: e.mountMax, pullSecrets: e.pullSecretRefs(),
 	})
 	pod.Annotations = map[string]string{AnnotationExpires: expiry(lim)}
 
@@ -792,12 +795,14 @@ type Cluster struct {
 	Version    string `json:"version"`     // the API server's gitVersion
 	Nodes      int    `json:"nodes"`       // nodes listed
 	ReadyNodes int    `json:"ready_nodes"` // nodes whose Ready condition is True
+	// PullSecrets are the pods' imagePullSecrets (WithPullSecrets).
+	PullSecrets []string `json:"pull_secrets,omitempty"`
 }
 
 // Info asks the API server its version and its nodes (a user who may not
 // list nodes gets Nodes 0, not an error).
 func (e *Executor) Info(ctx context.Context) (Cluster, error) {
-	c := Cluster{Server: e.server, Context: e.context, Namespace: e.namespace}
+	c := Cluster{Server: e.server, Context: e.context, Namespace: e.namespace, PullSecrets: e.PullSecrets()}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	v, err := e.api.ServerVersion(rctx)

@@ -73,7 +73,7 @@ type template struct {
 	arch string // its pods' architecture (Executor.podArch)
 }
 
-func newTemplate(s Spec, lim job.Limits, arch string) *template {
+func newTemplate(s Spec, lim job.Limits, arch string, pullSecrets []string) *template {
 	lim = job.Limits{Memory: lim.Memory, CPUs: lim.CPUs}
 	t := Spec{Image: s.Image, Network: s.Network, User: s.User, Dir: s.Dir, Pull: s.Pull, Limits: lim}
 	b, _ := json.Marshal(struct {
@@ -81,7 +81,8 @@ func newTemplate(s Spec, lim job.Limits, arch string) *template {
 		Pull                      PullPolicy
 		Limits                    job.Limits
 		Helpers, Arch             string
-	}{t.Image, t.Network, t.User, t.Dir, t.Pull, lim, helpersName(), arch})
+		PullSecrets               []string `json:",omitempty"` // none: the key as before
+	}{t.Image, t.Network, t.User, t.Dir, t.Pull, lim, helpersName(), arch, pullSecrets})
 	sum := sha256.Sum256(b)
 	return &template{key: hex.EncodeToString(sum[:8]), spec: t, lim: lim, arch: arch}
 }
@@ -99,7 +100,7 @@ type warmPool struct {
 }
 
 func (e *Executor) warmPool(s Spec, lim job.Limits) *warmPool {
-	t := newTemplate(s, lim, e.podArch())
+	t := newTemplate(s, lim, e.podArch(), e.pullSecrets)
 	v, _ := e.pools.LoadOrStore(t.key, &warmPool{t: t, created: map[string]time.Time{}, claimed: map[string]time.Time{}})
 	return v.(*warmPool)
 }
@@ -310,7 +311,7 @@ func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error)
 	name := "ccrun-warm-" + labels[LabelCall]
 	lim := wp.t.lim
 	lim.Timeout = warmTTL - startMargin
-	pod := wp.t.spec.pod(lim, podOptions{name: name, labels: labels, helpers: helpersName(), arch: wp.t.arch, program: []string{oncePath}, stdin: true, stdinKept: true, mountMax: e.mountMax})
+	pod := wp.t.spec.pod(lim, podOptions{name: name, labels: labels, helpers: helpersName(), arch: wp.t.arch, program: []string{oncePath}, stdin: true, stdinKept: true, mountMax: e.mountMax, pullSecrets: e.pullSecretRefs()})
 	pod.Annotations = map[string]string{AnnotationExpires: time.Now().Add(warmTTL).UTC().Format(time.RFC3339)}
 	e.made.Store(name, true)
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)

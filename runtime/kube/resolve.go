@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -31,8 +30,9 @@ import (
 //
 // The registry is asked with remote.Head (the manifest's digest, of an
 // index for a multi-platform image: each node pulls its platform), with
-// the credentials of the user's Docker configuration (authn's default
-// keychain: ~/.docker/config.json, its credential helpers); the nodes
+// the credentials of the pull secrets (WithPullSecrets), then of the
+// user's Docker configuration (authn's default keychain:
+// ~/.docker/config.json, its credential helpers); the nodes
 // then pull by that digest. Asking the registry sends ref off this
 // machine: do it only for a call that was allowed.
 func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (string, error) {
@@ -105,27 +105,40 @@ func (e *Executor) fromRegistry(ctx context.Context, ref string) (string, error)
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	d, err := remote.Head(r, e.registryOptions(rctx, r)...)
+	opts, err := e.registryOptions(rctx)
 	if err != nil {
-		return "", registryError(ref, Registry(ref), err)
+		return "", err
+	}
+	d, err := remote.Head(r, opts...)
+	if err != nil {
+		return "", registryError(ref, Registry(ref), e.pullSecrets, err)
 	}
 	return want[:strings.LastIndex(want, ":")] + "@" + d.Digest.String(), nil
 }
 
-// registryOptions are the options of every request to the registry of
-// r: ctx, the credentials, ccrun's user agent.
-func (e *Executor) registryOptions(ctx context.Context, r name.Reference) []remote.Option {
-	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("ccrun")}
+// registryOptions are the options of every request ccrun makes to a
+// registry: ctx, the credentials (the pull secrets', then the user's
+// Docker configuration's: keychain), ccrun's user agent.
+func (e *Executor) registryOptions(ctx context.Context) ([]remote.Option, error) {
+	kc, err := e.keychain(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("ccrun")}, nil
 }
 
-// registryError classifies what the registry said of ref.
-func registryError(ref, registry string, err error) error {
+// registryError classifies what the registry said of ref, asked with the
+// credentials of the pull secrets and the user's Docker configuration.
+func registryError(ref, registry string, secrets []string, err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch te.StatusCode {
 		case http.StatusNotFound:
 			return newError(ErrNotFound, err, "kube: image %s: the registry %s has no such image", ref, registry)
 		case http.StatusUnauthorized, http.StatusForbidden:
+			if len(secrets) > 0 {
+				return newError(ErrPermissionDenied, err, "kube: image %s: the registry %s refused the credentials of the pull secrets %s and of the Docker configuration (check the secrets' entry for %s, or docker login %s)", ref, registry, strings.Join(secrets, ", "), registry, registry)
+			}
 			return newError(ErrPermissionDenied, err, "kube: image %s: the registry %s refused (log in with docker login %s)", ref, registry, registry)
 		}
 	}

@@ -254,16 +254,17 @@ func resources(lim job.Limits) corev1.ResourceRequirements {
 
 // podOptions are what differs between a cold pod and a warm one.
 type podOptions struct {
-	name      string
-	labels    map[string]string
-	helpers   string   // the helpers ConfigMap
-	arch      string   // the nodes' architecture: its helpers, and a node of it (nodeArch)
-	program   []string // the run container's command
-	env       bool     // put s.Env in the pod (cold only)
-	stdin     bool     // the run container's stdin is open (once reads it)
-	stdinKept bool     // and stays open across attach sessions (once: its claimant may not be the first to attach)
-	copyside  bool     // add the copy container (mounts)
-	mountMax  int64    // size limit of each mount's emptyDir
+	name        string
+	labels      map[string]string
+	helpers     string                        // the helpers ConfigMap
+	arch        string                        // the nodes' architecture: its helpers, and a node of it (nodeArch)
+	program     []string                      // the run container's command
+	env         bool                          // put s.Env in the pod (cold only)
+	stdin       bool                          // the run container's stdin is open (once reads it)
+	stdinKept   bool                          // and stays open across attach sessions (once: its claimant may not be the first to attach)
+	copyside    bool                          // add the copy container (mounts)
+	mountMax    int64                         // size limit of each mount's emptyDir
+	pullSecrets []corev1.LocalObjectReference // the pod's imagePullSecrets (WithPullSecrets)
 }
 
 // pod builds the hardened pod for s.
@@ -325,6 +326,7 @@ func (s Spec) pod(lim job.Limits, o podOptions) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			Containers:                    []corev1.Container{run},
 			Volumes:                       volumes,
+			ImagePullSecrets:              o.pullSecrets,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds:         deadline,
 			NodeSelector:                  map[string]string{archLabel: o.arch},

@@ -1,7 +1,7 @@
 // Package kapi is the part of the Kubernetes API that runtime/kube uses,
 // over client-go's rest.RESTClient with a scheme of core/v1 and
 // networking/v1 only: pods (create, get, list, watch, patch, delete),
-// config maps, network policies, namespaces, nodes, the server's version,
+// config maps, secrets, network policies, namespaces, nodes, the server's version,
 // and the URLs of a pod's attach and exec sessions.
 //
 // It stands in for client-go's typed clientset (k8s.io/client-go/kubernetes),
@@ -134,6 +134,11 @@ func (c *Client) Pods(namespace string) Resource[*corev1.Pod, *corev1.PodList] {
 // ConfigMaps of a namespace.
 func (c *Client) ConfigMaps(namespace string) Resource[*corev1.ConfigMap, *corev1.ConfigMapList] {
 	return resource[corev1.ConfigMap, corev1.ConfigMapList](c, c.core, namespace, "configmaps")
+}
+
+// Secrets of a namespace (the pull secrets runtime/kube reads, by name).
+func (c *Client) Secrets(namespace string) Resource[*corev1.Secret, *corev1.SecretList] {
+	return resource[corev1.Secret, corev1.SecretList](c, c.core, namespace, "secrets")
 }
 
 // NetworkPolicies of a namespace.

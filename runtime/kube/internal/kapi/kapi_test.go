@@ -72,7 +72,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // kindOf is the kind, group version and object name of an API path.
 func kindOf(path string) (kind, apiVersion, name string) {
-	kinds := map[string]string{"pods": "Pod", "configmaps": "ConfigMap", "networkpolicies": "NetworkPolicy", "namespaces": "Namespace", "nodes": "Node"}
+	kinds := map[string]string{"pods": "Pod", "configmaps": "ConfigMap", "secrets": "Secret", "networkpolicies": "NetworkPolicy", "namespaces": "Namespace", "nodes": "Node"}
 	apiVersion = "v1"
 	rest, ok := strings.CutPrefix(path, "/api/v1/")
 	if !ok {
@@ -121,6 +121,7 @@ type resources[T, L any] interface {
 type side struct {
 	pods       resources[*corev1.Pod, *corev1.PodList]
 	configMaps resources[*corev1.ConfigMap, *corev1.ConfigMapList]
+	secrets    resources[*corev1.Secret, *corev1.SecretList]
 	policies   resources[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList]
 	namespaces resources[*corev1.Namespace, *corev1.NamespaceList]
 	nodes      resources[*corev1.Node, *corev1.NodeList]
@@ -131,12 +132,12 @@ type side struct {
 const ns = "ccrun-test"
 
 func ours(c *Client) side {
-	return side{c.Pods(ns), c.ConfigMaps(ns), c.NetworkPolicies(ns), c.Namespaces(), c.Nodes(), c.Pods(ns).Patch, c.ServerVersion}
+	return side{c.Pods(ns), c.ConfigMaps(ns), c.Secrets(ns), c.NetworkPolicies(ns), c.Namespaces(), c.Nodes(), c.Pods(ns).Patch, c.ServerVersion}
 }
 
 func theirs(cs kubernetes.Interface) side {
 	core := cs.CoreV1()
-	return side{core.Pods(ns), core.ConfigMaps(ns), cs.NetworkingV1().NetworkPolicies(ns), core.Namespaces(), core.Nodes(),
+	return side{core.Pods(ns), core.ConfigMaps(ns), core.Secrets(ns), cs.NetworkingV1().NetworkPolicies(ns), core.Namespaces(), core.Nodes(),
 		func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (*corev1.Pod, error) {
 			return core.Pods(ns).Patch(ctx, name, pt, data, opts)
 		},
@@ -181,6 +182,9 @@ func calls() []call {
 		}},
 		{"get configmap", func(ctx context.Context, s side) (any, error) {
 			return s.configMaps.Get(ctx, cm.Name, metav1.GetOptions{})
+		}},
+		{"get secret", func(ctx context.Context, s side) (any, error) {
+			return s.secrets.Get(ctx, "regcred", metav1.GetOptions{})
 		}},
 		{"create networkpolicy", func(ctx context.Context, s side) (any, error) {
 			return s.policies.Create(ctx, np, metav1.CreateOptions{})
