@@ -28,7 +28,7 @@ type choice struct {
 
 // WithDockerEngine chooses where @docker tools run: EngineDocker (the
 // local Docker Engine) or EngineKubernetes, with opts for runtime/kube
-// (namespace, context, kubeconfig, pool). It wins over the settings files'
+// (namespace, context, kubeconfig, pool, pull secrets). It wins over the settings files'
 // "docker" member. Only the engine changes: the same manifests, ceiling,
 // grants and prompt apply. Default: the engine the managed settings file
 // names, else the user's, else EngineDocker (DockerEngine). Another
@@ -120,7 +120,8 @@ func (c *config) engine(rt *ccrun.Runtime) (*choice, error) {
 }
 
 // KubeOptions are the runtime/kube options the "docker" member of a
-// settings file names: its namespace, context, kubeconfig and pool.
+// settings file names: its namespace, context, kubeconfig, pool and pull
+// secrets.
 func KubeOptions(d permission.DockerSettings) []kube.Option {
 	var o []kube.Option
 	if d.Namespace != "" {
@@ -134,6 +135,9 @@ func KubeOptions(d permission.DockerSettings) []kube.Option {
 	}
 	if d.Pool > 0 {
 		o = append(o, kube.WithPool(d.Pool))
+	}
+	if len(d.PullSecrets) > 0 {
+		o = append(o, kube.WithPullSecrets(d.PullSecrets...))
 	}
 	return o
 }

@@ -3,13 +3,20 @@ package engines_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/engines"
+	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/kube"
 )
 
 // userConfig points XDG_CONFIG_HOME at a new directory and returns where
@@ -131,5 +138,25 @@ func TestWithDockerEngine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: Exec: %v; want the error of the engine chosen (%q)", tc.name, err, tc.says)
 		}
+	}
+}
+
+// TestKubeOptionsPullSecrets: the settings' pull_secrets reach the
+// Kubernetes engine, which puts them on its pods (runtime/kube's
+// TestPullSecretsOnPods) and reports them.
+func TestKubeOptionsPullSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"tools"}}`)
+	}))
+	defer srv.Close()
+	opts := engines.KubeOptions(permission.DockerSettings{Engine: "kubernetes", Namespace: "tools", Kubeconfig: kubetest.Kubeconfig(t, srv.URL), PullSecrets: []string{"regcred", "team-b"}})
+	e, err := kube.New(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := e.PullSecrets(); !slices.Equal(got, []string{"regcred", "team-b"}) {
+		t.Errorf("pull secrets %q, want regcred, team-b", got)
 	}
 }

@@ -235,7 +235,8 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 
 // DockerSettings is the "docker" member of a managed or user settings
 // file: where @docker tools run. {"docker": {"engine": "kubernetes",
-// "namespace": "ccrun", "context": "…", "kubeconfig": "…", "pool": 4}}.
+// "namespace": "ccrun", "context": "…", "kubeconfig": "…", "pool": 4,
+// "pull_secrets": ["regcred"]}}.
 type DockerSettings struct {
 	// Engine is "docker" (the local Docker Engine; "" says the same) or
 	// "kubernetes" (pods through a Kubernetes API server).
@@ -247,6 +248,10 @@ type DockerSettings struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Pool is how many warm pods to keep; 0 none.
 	Pool int `json:"pool,omitempty"`
+	// PullSecrets name docker-registry secrets of the namespace: the
+	// imagePullSecrets of every pod, and the credentials of ccrun's own
+	// registry reads (runtime/kube's WithPullSecrets).
+	PullSecrets []string `json:"pull_secrets,omitempty"`
 }
 
 // parseDocker reads the "docker" member v of the file name: the one
@@ -262,7 +267,7 @@ func parseDocker(data []byte, v *jsonpos.Value, name string, origin Origin) (*Do
 		return nil, bad(v.Start, ": the @docker engine is chosen in the managed policy or the user config, not in a project file")
 	}
 	if v.Kind != jsonpos.Object {
-		return nil, bad(v.Start, `: want {"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool"}`)
+		return nil, bad(v.Start, `: want {"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool", "pull_secrets"}`)
 	}
 	d := &DockerSettings{}
 	seen := map[string]bool{}
@@ -298,11 +303,41 @@ func parseDocker(data []byte, v *jsonpos.Value, name string, origin Origin) (*Do
 				return nil, bad(val.Start, ".pool %s: want a whole number, 0 or more", val.Raw)
 			}
 			d.Pool = int(pool)
+		case "pull_secrets":
+			if val.Kind != jsonpos.Array {
+				return nil, bad(val.Start, ".pull_secrets: want a list of secret names")
+			}
+			for _, el := range val.Elems {
+				name, ok := el.Text()
+				if !ok || !secretName(name) {
+					return nil, bad(el.Start, ".pull_secrets %s: want the name of a secret of the namespace (lower-case letters, digits, '-' and '.', at most 253)", el.Raw)
+				}
+				d.PullSecrets = append(d.PullSecrets, name)
+			}
 		default:
-			return nil, bad(m.At, ": unknown member %q (want engine, namespace, context, kubeconfig or pool)", m.Name)
+			return nil, bad(m.At, ": unknown member %q (want engine, namespace, context, kubeconfig, pool or pull_secrets)", m.Name)
 		}
 	}
 	return d, nil
+}
+
+// secretName says whether n is a Kubernetes object name (a DNS-1123
+// subdomain), as a Secret's must be.
+func secretName(n string) bool {
+	if n == "" || len(n) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(n, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (s *Settings) parsePermissions(data []byte, v *jsonpos.Value, name string) error {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,9 +200,9 @@ func TestSettingsRuleError(t *testing.T) {
 // is read in the managed and user files, checked there, and refused in a
 // project's own files, which cannot choose it.
 func TestParseSettingsDocker(t *testing.T) {
-	s, err := ParseSettings([]byte(`{"docker": {"engine": "kubernetes", "namespace": "ccrun", "context": "kind", "kubeconfig": "/k", "pool": 4}}`), "x.json", OriginUser)
-	want := &DockerSettings{Engine: "kubernetes", Namespace: "ccrun", Context: "kind", Kubeconfig: "/k", Pool: 4}
-	if err != nil || *s.Docker != *want {
+	s, err := ParseSettings([]byte(`{"docker": {"engine": "kubernetes", "namespace": "ccrun", "context": "kind", "kubeconfig": "/k", "pool": 4, "pull_secrets": ["regcred", "team-b.ro"]}}`), "x.json", OriginUser)
+	want := &DockerSettings{Engine: "kubernetes", Namespace: "ccrun", Context: "kind", Kubeconfig: "/k", Pool: 4, PullSecrets: []string{"regcred", "team-b.ro"}}
+	if err != nil || !reflect.DeepEqual(s.Docker, want) {
 		t.Errorf("ParseSettings: %+v, %v; want %+v", s.Docker, err, want)
 	}
 	t.Parallel()
@@ -225,6 +226,13 @@ func TestParseSettingsDocker(t *testing.T) {
 		{"pool as a string", `{"docker": {"pool": "4"}}`, OriginUser, false},
 		{"namespace not a string", `{"docker": {"namespace": 7}}`, OriginUser, false},
 		{"null engine", `{"docker": {"engine": null}}`, OriginUser, false},
+		{"no pull secrets", `{"docker": {"pull_secrets": []}}`, OriginUser, true},
+		{"pull secrets not a list", `{"docker": {"pull_secrets": "regcred"}}`, OriginUser, false},
+		{"pull secret not a string", `{"docker": {"pull_secrets": [7]}}`, OriginUser, false},
+		{"pull secret empty", `{"docker": {"pull_secrets": [""]}}`, OriginUser, false},
+		{"pull secret upper case", `{"docker": {"pull_secrets": ["RegCred"]}}`, OriginUser, false},
+		{"pull secret with a slash", `{"docker": {"pull_secrets": ["ns/regcred"]}}`, OriginUser, false},
+		{"pull secret ending in a dash", `{"docker": {"pull_secrets": ["regcred-"]}}`, OriginUser, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

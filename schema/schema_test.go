@@ -228,7 +228,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"empty", `{}`, true},
 		{"$schema", `{"$schema": "https://github.com/ccrun/ccrun/schema/ccrun.schema.json"}`, true},
 		{"every member", `{"mode": "accept-edits", "permissions": {"allow": ["capability:fmt"], "ask": ["run_command:git:*"], "deny": ["web_fetch"]},
-			"env": {"pass": ["GOFLAGS"]}, "flags": "no-loosening", "docker": {"engine": "kubernetes", "namespace": "ccrun", "context": "kind", "kubeconfig": "/k", "pool": 4},
+			"env": {"pass": ["GOFLAGS"]}, "flags": "no-loosening", "docker": {"engine": "kubernetes", "namespace": "ccrun", "context": "kind", "kubeconfig": "/k", "pool": 4, "pull_secrets": ["regcred", "team-b.ro"]},
 			"allowlist": {"capability:fmt": {"grant": "AlwaysThisProject", "digest": ` + digest + `}, "run_docker:ccrun-test:busybox": "AlwaysThisProject", "run_wasm:x.wasm": {"grant": "project"}}}`, true},
 		{"top-level allow", `{"allow": ["run_command:git"]}`, false},
 		{"unknown permissions member", `{"permissions": {"allwo": []}}`, false},
@@ -246,6 +246,9 @@ func TestSchemaRefuses(t *testing.T) {
 		{"docker engine", `{"docker": {"engine": "podman"}}`, false},
 		{"docker unknown member", `{"docker": {"engnie": "docker"}}`, false},
 		{"docker negative pool", `{"docker": {"pool": -1}}`, false},
+		{"docker pull secrets not a list", `{"docker": {"pull_secrets": "regcred"}}`, false},
+		{"docker pull secret not a name", `{"docker": {"pull_secrets": ["Reg/Cred"]}}`, false},
+		{"docker pull secret ending in a dash", `{"docker": {"pull_secrets": ["regcred-"]}}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,6 +116,9 @@ type Cluster struct {
 	Version    string `json:"version"`     // the API server's gitVersion
 	Nodes      int    `json:"nodes"`       // nodes listed
 	ReadyNodes int    `json:"ready_nodes"` // nodes whose Ready condition is True
+	// PullSecrets are the pods' imagePullSecrets (the settings'
+	// pull_secrets).
+	PullSecrets []string `json:"pull_secrets,omitempty"`
 }
 
 // MCPOptions are the MCP server's: `ccrun mcp`'s flags.

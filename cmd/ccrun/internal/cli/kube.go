@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // printEngine says where a @docker call runs (Engines.EngineInfo).
@@ -13,6 +14,9 @@ func printEngine(w io.Writer, r EngineReport) {
 	}
 	if c := r.Cluster; c != nil {
 		fmt.Fprintf(w, "  cluster:        %s, context %q, namespace %s\n", c.Server, c.Context, c.Namespace)
+		if len(c.PullSecrets) > 0 {
+			fmt.Fprintf(w, "  pull secrets:   %s\n", strings.Join(c.PullSecrets, ", "))
+		}
 	}
 	if !r.Answers {
 		fmt.Fprintf(w, "  answers:        no: %s\n", r.Error)

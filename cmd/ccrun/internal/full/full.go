@@ -117,7 +117,7 @@ func engineInfo(ctx context.Context, flag string) cli.EngineReport {
 	defer cancel()
 	c, err := housekeep.ClusterInfo(ctx, opts...)
 	r.Cluster = &cli.Cluster{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Version: c.Version,
-		Nodes: c.Nodes, ReadyNodes: c.ReadyNodes}
+		Nodes: c.Nodes, ReadyNodes: c.ReadyNodes, PullSecrets: c.PullSecrets}
 	if err != nil {
 		r.Error = err.Error()
 		return r
