@@ -32,3 +32,7 @@ test-kube: ## the Kubernetes engine's tests against the test cluster (CCRUN_REQU
 .PHONY: bench-kube
 bench-kube: ## cold and warm-pool calls on the test cluster against kubectl run
 	env $(K8S_ENV) CCRUN_REQUIRE_K8S=1 CCRUN_K8S_CLUSTER=$(CURDIR)/$(K8S_CLUSTER) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./runtime/kube/
+
+.PHONY: bench-kube-capacity
+bench-kube-capacity: ## the warm pool's throughput on the test cluster, 1 to 16 callers at once
+	env $(K8S_ENV) CCRUN_REQUIRE_K8S=1 CCRUN_K8S_CLUSTER=$(CURDIR)/$(K8S_CLUSTER) CCRUN_BENCH_CALLERS=$${CCRUN_BENCH_CALLERS:-1,2,4,8,16} $(GO) test -run '^$$' -bench Throughput -benchtime 1x -timeout 30m ./runtime/kube/

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,41 +142,98 @@ func BenchmarkWarm(b *testing.B) {
 	e.DrainPool(ctx)
 }
 
-// BenchmarkThroughput: calls per second with a pool of 8 on the two
-// nodes, 8 callers at once, 10 s.
+// BenchmarkThroughput: the warm pool's capacity. For each number of
+// callers in CCRUN_BENCH_CALLERS (a comma-separated list, default 8), a
+// sub-benchmark callers=N runs N callers at once, each calling `true`
+// (pooled, 16 MiB, 0.1 CPU) back to back for CCRUN_BENCH_SECONDS
+// (default 10) on a pool of CCRUN_BENCH_POOL (default 8) warm pods, filled
+// before the clock starts. It reports the calls completed per second, the
+// fraction a warm pod served (the rest ran cold: no warm pod was ready),
+// the p50 and p99 of a call, the warm pods the refill created per second
+// (pods are single-use, so warm calls per second cannot outrun it for
+// long), the calls that failed, and API requests per call. The pool is
+// drained after each.
 func BenchmarkThroughput(b *testing.B) {
-	e, reqs, reset := counted(b, WithPool(8))
-	s := spec("true")
-	s.Pool = true
-	s.Limits.Memory, s.Limits.CPUs = 16<<20, 0.1
-	ctx := context.Background()
-	if err := e.Warm(ctx, s); err != nil {
-		b.Fatal(err)
-	}
-	reset()
-	warm := e.pooledRuns.Load()
-	var done atomic.Int64
-	b.ResetTimer()
-	t0 := time.Now()
-	stop := t0.Add(10 * time.Second)
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if r, err := e.Run(ctx, s); err == nil && r.OK() {
-					done.Add(1)
-				}
+	callers := benchInts(b, "CCRUN_BENCH_CALLERS", "8")
+	pool := benchInts(b, "CCRUN_BENCH_POOL", "8")[0]
+	secs := benchInts(b, "CCRUN_BENCH_SECONDS", "10")[0]
+	for _, n := range callers {
+		b.Run(fmt.Sprintf("callers=%d", n), func(b *testing.B) {
+			e, reqs, reset := counted(b, WithPool(pool))
+			s := spec("true")
+			s.Pool = true
+			s.Limits.Memory, s.Limits.CPUs = 16<<20, 0.1
+			ctx := context.Background()
+			if err := e.Warm(ctx, s); err != nil {
+				b.Fatal(err)
 			}
-		}()
+			defer e.DrainPool(ctx)
+			for i := 0; i < b.N; i++ {
+				reset()
+				warm, made := e.pooledRuns.Load(), e.warmMade.Load()
+				var (
+					mu     sync.Mutex
+					ds     []time.Duration
+					failed atomic.Int64
+				)
+				b.ResetTimer()
+				t0 := time.Now()
+				stop := t0.Add(time.Duration(secs) * time.Second)
+				var wg sync.WaitGroup
+				for w := 0; w < n; w++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for time.Now().Before(stop) {
+							c0 := time.Now()
+							r, err := e.Run(ctx, s)
+							d := time.Since(c0)
+							if err != nil || !r.OK() {
+								failed.Add(1)
+								continue
+							}
+							mu.Lock()
+							ds = append(ds, d)
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				el := time.Since(t0)
+				b.StopTimer()
+				if len(ds) == 0 {
+					b.Fatalf("no call completed in %s (%d failed)", el, failed.Load())
+				}
+				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+				done := float64(len(ds))
+				b.ReportMetric(done/el.Seconds(), "calls/s")
+				b.ReportMetric(float64(e.pooledRuns.Load()-warm)/done, "warm-fraction")
+				b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(e.warmMade.Load()-made)/el.Seconds(), "refills/s")
+				b.ReportMetric(float64(failed.Load()), "failed")
+				b.ReportMetric(float64(reqs())/done, "requests/call")
+			}
+		})
 	}
-	wg.Wait()
-	el := time.Since(t0)
-	b.ReportMetric(float64(done.Load())/el.Seconds(), "calls/s")
-	b.ReportMetric(float64(e.pooledRuns.Load()-warm)/float64(done.Load()), "warm-fraction")
-	b.ReportMetric(float64(reqs())/float64(done.Load()), "requests/call")
-	e.DrainPool(ctx)
+}
+
+// benchInts reads the environment variable name (default def): positive
+// whole numbers, comma-separated.
+func benchInts(b *testing.B, name, def string) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		v = def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want positive whole numbers, comma-separated", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // BenchmarkColdRegistryVsKubectl: a cold call `true` of an image by tag

@@ -141,6 +141,7 @@ type Executor struct {
 	cmds cmdCache // ImageCommand's: the images' own commands, by digest
 
 	pooledRuns atomic.Int64 // runs served by a warm pod, for tests and benchmarks
+	warmMade   atomic.Int64 // warm pods created, for the benchmarks
 	sessions   atomic.Int64 // attach and exec sessions opened, for the benchmarks
 }
 

@@ -320,6 +320,7 @@ func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error)
 		e.made.Delete(name)
 		return "", classify(e.server, "create warm pod", err)
 	}
+	e.warmMade.Add(1)
 	return name, nil
 }
 
