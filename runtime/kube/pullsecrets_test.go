@@ -196,6 +196,32 @@ func TestPullSecretCredentials(t *testing.T) {
 		}
 	}
 
+	// Hostile: another registry, asking for credentials, is never sent
+	// the secret's, which are for host alone.
+	var sent []string
+	var mu sync.Mutex
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("WWW-Authenticate", `Basic realm="other"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(other.Close)
+	if _, err := newE("regcred", "by-name").Resolve(ctx, strings.TrimPrefix(other.URL, "http://")+"/tool:1", PullMissing); !errors.Is(err, ErrPermissionDenied) {
+		t.Errorf("another registry: %v, want ErrPermissionDenied", err)
+	}
+	mu.Lock()
+	for _, a := range sent {
+		if a != "" {
+			t.Errorf("another registry was sent credentials: %q", a)
+		}
+	}
+	if len(sent) == 0 {
+		t.Error("another registry was not asked")
+	}
+	mu.Unlock()
+
 	before := reads()
 	if _, err := newE("regcred").Resolve(ctx, ref, PullNever); !errors.Is(err, ErrNotFound) {
 		t.Errorf("never: %v, want ErrNotFound (on no node)", err)
