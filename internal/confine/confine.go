@@ -123,6 +123,15 @@ var (
 	ErrClosed = errors.New("confinement ruleset closed")
 )
 
+// A Refusal is one thing Landlock refused a confined program
+// (Ruleset.Refused).
+type Refusal struct {
+	Op   string // "read", "write", "connect"
+	What string // the path; for connect, "port N"
+}
+
+func (r Refusal) String() string { return r.Op + " " + r.What }
+
 // EnvVar, set to "off", makes Available and Prepare report ErrUnavailable:
 // for tests of the fallback, and for people whose kernel misbehaves.
 const EnvVar = "CCRUN_LANDLOCK"
