@@ -54,6 +54,8 @@ type auditor struct {
 	mcast *os.File // bound to the read-log group
 	ctl   int      // unicast: the barriers
 	ctlMu sync.Mutex
+	get   int // unicast: audit's state
+	getMu sync.Mutex
 	seq   atomic.Uint64
 
 	mu       sync.Mutex
@@ -99,8 +101,14 @@ func auditFor(abi int) (*auditor, error) {
 	}
 	auditOnce.Lock()
 	defer auditOnce.Unlock()
-	if theAudit != nil || auditErr != nil {
-		return theAudit, auditErr
+	if theAudit != nil {
+		if err := theAudit.enabled(); err != nil {
+			return nil, err
+		}
+		return theAudit, nil
+	}
+	if auditErr != nil {
+		return nil, auditErr
 	}
 	a, lasting, err := newAuditor()
 	if err != nil {
@@ -127,7 +135,7 @@ func newAuditor() (a *auditor, lasting bool, err error) {
 	}
 	if enabled == 0 {
 		unix.Close(ctl)
-		return nil, false, errors.New("audit is disabled on this machine (auditctl -e 0), and Landlock logs nothing then")
+		return nil, false, errDisabled
 	}
 	m, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_AUDIT)
 	if err != nil {
@@ -140,7 +148,13 @@ func newAuditor() (a *auditor, lasting bool, err error) {
 		return nil, true, fmt.Errorf("audit's records cannot be read (CAP_AUDIT_READ): %w", err)
 	}
 	_ = unix.SetsockoptInt(m, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20) // up to rmem_max
-	a = &auditor{mcast: os.NewFile(uintptr(m), "audit-readlog"), ctl: ctl, creator: map[uint64]named{},
+	get, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
+	if err != nil {
+		unix.Close(ctl)
+		unix.Close(m)
+		return nil, true, fmt.Errorf("no audit netlink socket: %w", err)
+	}
+	a = &auditor{mcast: os.NewFile(uintptr(m), "audit-readlog"), ctl: ctl, get: get, creator: map[uint64]named{},
 		denials: map[uint64][]Refusal{}, barriers: map[string]chan struct{}{}}
 	go a.read()
 	// the barrier needs CAP_AUDIT_WRITE: try one now
@@ -148,6 +162,23 @@ func newAuditor() (a *auditor, lasting bool, err error) {
 		return nil, true, err
 	}
 	return a, false, nil
+}
+
+// errDisabled: audit is off, and Landlock logs nothing.
+var errDisabled = errors.New("audit is disabled on this machine (auditctl -e 0), and Landlock logs nothing then")
+
+// enabled is nil while audit is enabled, or why records cannot come.
+func (a *auditor) enabled() error {
+	a.getMu.Lock()
+	on, err := auditEnabled(a.get)
+	a.getMu.Unlock()
+	switch {
+	case err != nil:
+		return fmt.Errorf("audit's state cannot be read: %w", err)
+	case on == 0:
+		return errDisabled
+	}
+	return nil
 }
 
 // auditEnabled asks the kernel for audit_enabled (AUDIT_GET).
@@ -240,6 +271,9 @@ const barrierWait = 5 * time.Second
 // waits until the group delivers it: the records of a program that has
 // exited have all arrived then.
 func (a *auditor) barrier() error {
+	if err := a.enabled(); err != nil {
+		return err // a message would be dropped: do not wait for it
+	}
 	token := fmt.Sprintf("ccrun-barrier %d-%d", os.Getpid(), a.seq.Add(1))
 	ch := make(chan struct{})
 	a.mu.Lock()
@@ -412,10 +446,23 @@ func refusalOf(f map[string]string) (Refusal, bool) {
 			op = o
 		}
 	}
-	if op == "" || f["path"] == "" {
+	if op == "" || f["path"] == "" || procEntry(f["path"]) {
 		return Refusal{}, false
 	}
 	return Refusal{Op: op, What: f["path"]}, true
+}
+
+// procEntry reports whether p lies in a process's /proc entry, hidden from
+// every confined program (HideProcesses) and asked for by many that cope
+// without (/proc/self/maps): no refusal a person could grant, so not said.
+func procEntry(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	pid, _, _ := strings.Cut(rest, "/")
+	_, err := strconv.Atoi(pid)
+	return err == nil || pid == "self" || pid == "thread-self"
 }
 
 // parseFields splits audit's "k=v k2="quoted v" k3=HEX" fields; a value
@@ -455,6 +502,25 @@ func (a *auditor) mark() uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.gen
+}
+
+// takeAll is take for each pid of starts, after one barrier.
+func (a *auditor) takeAll(starts map[int]uint64) ([]Refusal, error) {
+	err := a.barrier()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []Refusal
+	for d, n := range a.creator {
+		if since, ok := starts[n.pid]; ok && n.gen > since {
+			out = append(out, a.denials[d]...)
+			delete(a.denials, d)
+		}
+	}
+	if err == nil && a.lost {
+		err = errors.New("some of audit's records were lost (the reading socket overflowed)")
+		a.lost = false
+	}
+	return out, err
 }
 
 // take returns, and forgets, what the domains pid made after since were

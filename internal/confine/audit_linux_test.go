@@ -86,6 +86,9 @@ func TestAuditFields(t *testing.T) {
 	if _, ok := refusalOf(parseFields(`domain=1 blockers=scope.signal opid=1 ocomm="init"`)); ok {
 		t.Error("a signal scoped away is no file refusal")
 	}
+	if _, ok := refusalOf(parseFields(`domain=1 blockers=fs.read_file path="/proc/42/maps"`)); ok {
+		t.Error("a process's /proc entry is hidden by design: not said")
+	}
 	if !strings.Contains(Refusal{"connect", "port 80"}.String(), "port 80") {
 		t.Error("connect")
 	}

@@ -5,6 +5,7 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -444,6 +445,35 @@ func (rs *Ruleset) Refused(pid int) ([]Refusal, error) {
 		return nil, nil
 	}
 	return rs.audit.take(pid, since)
+}
+
+// RefusedRest is Refused for every program Start started: what they, and
+// what they left running, were refused since the last call for each. For
+// the end of a run, once its processes are gone: one wait for audit for
+// all of them.
+func (rs *Ruleset) RefusedRest() ([]Refusal, error) {
+	if rs.audit == nil {
+		return nil, rs.auditWhy
+	}
+	rs.startsMu.Lock()
+	starts := maps.Clone(rs.starts)
+	rs.startsMu.Unlock()
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	return rs.audit.takeAll(starts)
+}
+
+// ProgramRefusals reports whether what Landlock refuses confined programs
+// is read on this machine (for ccrun check): nil, or why not. It starts
+// the reader when it can.
+func ProgramRefusals() error {
+	abi, err := Available()
+	if err != nil {
+		return err
+	}
+	_, err = auditFor(abi)
+	return err
 }
 
 // started notes a program Start started, for Refused.

@@ -81,3 +81,9 @@ func (rs *Ruleset) Refused(pid int) ([]Refusal, error) { return nil, ErrUnavaila
 
 // SetAuditEnabled: ErrUnavailable.
 func SetAuditEnabled(on bool) (was bool, err error) { return false, ErrUnavailable }
+
+// RefusedRest: nothing, with ErrUnavailable.
+func (rs *Ruleset) RefusedRest() ([]Refusal, error) { return nil, ErrUnavailable }
+
+// ProgramRefusals: ErrUnavailable.
+func ProgramRefusals() error { return ErrUnavailable }
