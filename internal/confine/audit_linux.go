@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -274,7 +275,12 @@ func (a *auditor) barrier() error {
 	if err := a.enabled(); err != nil {
 		return err // a message would be dropped: do not wait for it
 	}
-	token := fmt.Sprintf("ccrun-barrier %d-%d", os.Getpid(), a.seq.Add(1))
+	// a token nobody can guess, from this pid (the record says the
+	// sender's): a program that may write audit messages cannot end the
+	// wait early
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	token := fmt.Sprintf("ccrun-barrier %d-%x", a.seq.Add(1), nonce)
 	ch := make(chan struct{})
 	a.mu.Lock()
 	if a.broken != nil {
@@ -354,8 +360,11 @@ func (a *auditor) record(typ uint16, text string) {
 	}
 	switch typ {
 	case auditUserMsg:
+		if !strings.HasPrefix(fields, "pid="+strconv.Itoa(os.Getpid())+" ") {
+			return
+		}
 		for token, ch := range a.barriers {
-			if strings.Contains(fields, "msg='"+token+"'") {
+			if strings.HasSuffix(fields, "msg='"+token+"'") {
 				close(ch)
 				delete(a.barriers, token)
 			}
@@ -449,7 +458,18 @@ func refusalOf(f map[string]string) (Refusal, bool) {
 	if op == "" || f["path"] == "" || procEntry(f["path"]) {
 		return Refusal{}, false
 	}
-	return Refusal{Op: op, What: f["path"]}, true
+	return Refusal{Op: op, What: printable(f["path"])}, true
+}
+
+// printable is p, quoted as Go would when it holds a control character
+// (a name audit gave in hex may): a refusal is one line.
+func printable(p string) string {
+	for _, c := range p {
+		if c < 0x20 || c == 0x7f {
+			return strconv.Quote(p)
+		}
+	}
+	return p
 }
 
 // procEntry reports whether p lies in a process's /proc entry, hidden from

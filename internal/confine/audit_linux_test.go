@@ -86,10 +86,40 @@ func TestAuditFields(t *testing.T) {
 	if _, ok := refusalOf(parseFields(`domain=1 blockers=scope.signal opid=1 ocomm="init"`)); ok {
 		t.Error("a signal scoped away is no file refusal")
 	}
+	f = parseFields(`domain=1 blockers=fs.make_reg path=2F746D702F610A63636D756E direct`)
+	if r, ok := refusalOf(f); !ok || strings.Contains(r.String(), "\n") {
+		t.Errorf("got %q %v: a name with a newline is quoted", r, ok)
+	}
 	if _, ok := refusalOf(parseFields(`domain=1 blockers=fs.read_file path="/proc/42/maps"`)); ok {
 		t.Error("a process's /proc entry is hidden by design: not said")
 	}
 	if !strings.Contains(Refusal{"connect", "port 80"}.String(), "port 80") {
 		t.Error("connect")
+	}
+}
+
+// BenchmarkRefused: what reading a program's refusals adds to it, the
+// wait for audit's delivery (a barrier) per program.
+func BenchmarkRefused(b *testing.B) {
+	if _, err := Available(); err != nil {
+		b.Skip(err)
+	}
+	abi, _ := Available()
+	was, err := SetAuditEnabled(true)
+	if err != nil || abi < 7 {
+		b.Skip("no audit:", err)
+	}
+	if !was {
+		b.Cleanup(func() { SetAuditEnabled(false) })
+	}
+	a, err := auditFor(abi)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := a.take(1, 0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -117,3 +117,16 @@ func TestProgramRefusedUnread(t *testing.T) {
 		t.Errorf("detail %q: a run that did not fail says nothing of it", detail)
 	}
 }
+
+// TestProgramRefusedLater: what a program that succeeded was refused is
+// said at the end of the run.
+func TestProgramRefusedLater(t *testing.T) {
+	w := newConfineWorld(t)
+	auditOn(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	stderr, detail := w.workspaceRun(t, `sh -c 'cat "$HOME/.ssh/id_rsa" 2>/dev/null; true'; echo after`)
+	want := "read " + w.home + "/.ssh/id_rsa"
+	if !strings.HasSuffix(stderr, "ccrun: sandbox refused: "+want+"\n") || !strings.Contains(detail, want) {
+		t.Errorf("stderr %q detail %q: want %q said at the end", stderr, detail, want)
+	}
+}
