@@ -43,6 +43,12 @@ import (
 // lists the limits (entries created later in a partly hidden directory,
 // names listed in hidden directories, hard links, already-open files).
 //
+// What the kernel refused is said on the run's stderr ("ccrun: sandbox
+// refused: write PATH") and in its detail: the script's own opens always,
+// its programs' where internal/confine reads Landlock's denial records
+// (audit enabled, root); elsewhere a run that fails says they are not
+// reported.
+//
 // When the kernel cannot confine (no Landlock, ABI below 4, another OS,
 // CCRUN_LANDLOCK=off), a run that asks for it fails closed: no program
 // starts, and the Result is job.Refused with exit code job.RefusedExit and
