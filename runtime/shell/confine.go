@@ -374,6 +374,28 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 		partial: !complete, replan: plan}, complete, nil
 }
 
+// protectedNote names the project's protected paths, which a program's
+// write fails on with EROFS (a bind: no record says so), for the detail
+// of a run that failed: "; the project's protected paths are read-only
+// (.git/config, …)", or "" when there are none.
+func (c *Confinement) protectedNote() string {
+	if c == nil || len(c.Protect) == 0 {
+		return ""
+	}
+	var names []string
+	for _, p := range c.Protect {
+		if len(names) == 5 {
+			names = append(names, "…")
+			break
+		}
+		if rel, err := filepath.Rel(c.Sweep, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
+		names = append(names, p)
+	}
+	return "; the project's protected paths are read-only (" + strings.Join(names, ", ") + ")"
+}
+
 // ownedByMe reports whether fi belongs to this process's user.
 func ownedByMe(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)

@@ -130,3 +130,19 @@ func TestProgramRefusedLater(t *testing.T) {
 		t.Errorf("stderr %q detail %q: want %q said at the end", stderr, detail, want)
 	}
 }
+
+// TestProtectedNamedOnFailure: a program's write to a protected path
+// fails with EROFS, which no record reports: a run that fails names the
+// protected paths in its detail.
+func TestProtectedNamedOnFailure(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	_, detail := w.workspaceRun(t, `sh -c 'echo x > .git/hooks/pre-commit'`)
+	t.Log(detail)
+	if !strings.Contains(detail, "protected paths are read-only (") || !strings.Contains(detail, ".git/hooks") {
+		t.Errorf("detail %q: want the protected paths named", detail)
+	}
+	if _, detail = w.workspaceRun(t, `echo ok > made.txt`); strings.Contains(detail, "protected") {
+		t.Errorf("detail %q: a run that did not fail says nothing of them", detail)
+	}
+}

@@ -396,7 +396,7 @@ func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result
 				// a refused write or read looks like any other failure
 				// to the program: say where it ran
 				detail = strings.TrimPrefix(detail+"; ran in the workspace sandbox: it writes only the project, its TMPDIR and the "+
-					"\"shell\": {\"writable\"} directories of the settings, and reads no dangerous path", "; ")
+					"\"shell\": {\"writable\"} directories of the settings, and reads no dangerous path"+s.Confine.protectedNote(), "; ")
 			}
 			if code != 0 && s.Confine != nil {
 				if m := r.refusalsUnread(stderr); m != "" {
