@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -121,5 +122,64 @@ func BenchmarkRefused(b *testing.B) {
 		if _, err := a.take(1, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestAuditRecordsHostile: what another process can put in audit's
+// stream does not end a barrier or name a domain: a user message with
+// the token from another pid, one that only contains the token; and a
+// denial before its domain is named is kept for that event only.
+func TestAuditRecordsHostile(t *testing.T) {
+	a := &auditor{creator: map[uint64]named{}, denials: map[uint64][]Refusal{}, barriers: map[string]chan struct{}{}}
+	ch := make(chan struct{})
+	token := "ccrun-barrier 1-0123456789abcdef"
+	a.barriers[token] = ch
+	me := strconv.Itoa(os.Getpid())
+	for _, rec := range []string{
+		"audit(1.1:1): pid=1" + me + " uid=0 msg='" + token + "'",
+		"audit(1.1:2): pid=" + me + "0 uid=0 msg='" + token + "'",
+		"audit(1.1:3): pid=" + me + " uid=0 msg='" + token + " more'",
+		"audit(1.1:4): pid=" + me + " uid=0 msg='x' msg2='" + token + "'x",
+	} {
+		a.record(auditUserMsg, rec)
+		select {
+		case <-ch:
+			t.Fatalf("%q ended the barrier", rec)
+		default:
+		}
+	}
+	a.record(auditUserMsg, "audit(1.1:5): pid="+me+" uid=0 auid=1 ses=1 msg='"+token+"'")
+	select {
+	case <-ch:
+	default:
+		t.Fatal("this process's own message did not end the barrier")
+	}
+
+	// a denial whose domain is named in a later event is not taken for it
+	a.record(auditLandlockAccess, `audit(1.2:10): domain=abc blockers=fs.read_file path="/secret"`)
+	a.record(auditLandlockDomain, `audit(1.2:11): domain=abc status=allocated mode=enforcing pid=77 uid=0 exe="/x" comm="x"`)
+	a.record(auditLandlockAccess, `audit(1.2:12): domain=abc blockers=fs.write_file path="/home/u/.bashrc"`)
+	a.mu.Lock()
+	got := a.denials[0xabc]
+	a.mu.Unlock()
+	if len(got) != 1 || got[0].String() != "write /home/u/.bashrc" {
+		t.Errorf("domain abc: %v", got)
+	}
+	// a domain named before the program started is not its own
+	a.mu.Lock()
+	since := a.gen
+	a.mu.Unlock()
+	a.record(auditLandlockAccess, `audit(1.3:20): domain=def blockers=fs.read_file path="/a"`)
+	a.record(auditLandlockDomain, `audit(1.3:20): domain=def status=allocated mode=enforcing pid=77 uid=0 exe="/x" comm="x"`)
+	a.mu.Lock()
+	var mine []Refusal
+	for d, n := range a.creator {
+		if n.pid == 77 && n.gen > since {
+			mine = append(mine, a.denials[d]...)
+		}
+	}
+	a.mu.Unlock()
+	if len(mine) != 1 || mine[0].String() != "read /a" {
+		t.Errorf("after the mark: %v, want only the later domain's", mine)
 	}
 }
