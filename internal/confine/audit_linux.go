@@ -160,6 +160,9 @@ func newAuditor() (a *auditor, lasting bool, err error) {
 	go a.read()
 	// the barrier needs CAP_AUDIT_WRITE: try one now
 	if err := a.barrier(); err != nil {
+		a.mcast.Close() // ends read
+		unix.Close(ctl)
+		unix.Close(get)
 		return nil, true, err
 	}
 	return a, false, nil

@@ -146,3 +146,34 @@ func TestProtectedNamedOnFailure(t *testing.T) {
 		t.Errorf("detail %q: a run that did not fail says nothing of them", detail)
 	}
 }
+
+// BenchmarkProgramRefusals: a workspace run of one program, with
+// Landlock's records read (audit on) and without.
+func BenchmarkProgramRefusals(b *testing.B) {
+	abi, err := ConfineAvailable()
+	if err != nil || abi < 7 {
+		b.Skip("no Landlock ABI 7:", err)
+	}
+	project := b.TempDir()
+	b.Setenv("TMPDIR", b.TempDir())
+	e := newExecutor(b)
+	for _, on := range []bool{false, true} {
+		was, err := confine.SetAuditEnabled(on)
+		if err != nil {
+			b.Skip(err)
+		}
+		b.Run(map[bool]string{false: "audit-off", true: "audit-on"}[on], func(b *testing.B) {
+			for range b.N {
+				c, _, err := WorkspaceConfinement(project, project, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := e.Run(context.Background(), Spec{Script: parse(b, "/bin/true"), Dir: project, Confine: c})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatal(err, res)
+				}
+			}
+		})
+		confine.SetAuditEnabled(was)
+	}
+}
