@@ -35,7 +35,9 @@ import (
 // a program that exited has arrived (a user message, queued behind them)
 // CAP_AUDIT_WRITE. Where any is missing, programs' refusals are not
 // reported (ProgramRefusals says why); nothing is ever allowed or refused
-// by what is read here: it is reporting only.
+// by what is read here: it is reporting only. A program that restricts
+// itself further (a Landlock of its own) makes a domain named with its
+// pid too: what that refuses it is said as the sandbox's.
 
 // Audit record and message types (linux/audit.h).
 const (
