@@ -268,6 +268,34 @@ func SetAuditEnabled(on bool) (was bool, err error) {
 	return cur != 0, nil
 }
 
+// HoldAudit turns the machine's audit on (or off) until release is called
+// and then puts it back as it was: for tests, which need Landlock's
+// records (or their absence).
+// Holders exclude each other, in this process and across processes (an
+// exclusive flock on a file of the temporary directory), so a test that
+// puts the setting back never does it under another test's run.
+func HoldAudit(on bool) (release func(), err error) {
+	f, err := os.OpenFile(os.TempDir()+"/ccrun-audit-test.lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	was, err := SetAuditEnabled(on)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		if was != on {
+			SetAuditEnabled(was)
+		}
+		f.Close() // and the lock with it
+	}, nil
+}
+
 // barrierWait bounds the wait for a barrier: audit delivers in a
 // kernel thread, in order, within microseconds unless the machine is
 // starved; past this the refusals are said to be possibly incomplete.

@@ -18,17 +18,18 @@ import (
 func auditOn(t *testing.T) {
 	t.Helper()
 	needLandlock(t)
-	abi, _ := Available()
-	was, err := SetAuditEnabled(true)
-	if err != nil || abi < 7 {
+	abi, err := Available()
+	var release func()
+	if abi >= 7 {
+		release, err = HoldAudit(true)
+	}
+	if release == nil {
 		if abi >= 7 && os.Getenv("CCRUN_REQUIRE_LANDLOCK") == "1" && os.Geteuid() == 0 {
 			t.Fatalf("audit cannot be enabled: %v", err)
 		}
 		t.Skipf("no Landlock denial records here (ABI %d): %v", abi, err)
 	}
-	if !was {
-		t.Cleanup(func() { SetAuditEnabled(false) })
-	}
+	t.Cleanup(release)
 }
 
 // TestRefusedByAudit: what Landlock refuses a program (not the script's
@@ -106,13 +107,14 @@ func BenchmarkRefused(b *testing.B) {
 		b.Skip(err)
 	}
 	abi, _ := Available()
-	was, err := SetAuditEnabled(true)
-	if err != nil || abi < 7 {
+	if abi < 7 {
+		b.Skip("no Landlock ABI 7")
+	}
+	release, err := HoldAudit(true)
+	if err != nil {
 		b.Skip("no audit:", err)
 	}
-	if !was {
-		b.Cleanup(func() { SetAuditEnabled(false) })
-	}
+	b.Cleanup(release)
 	a, err := auditFor(abi)
 	if err != nil {
 		b.Fatal(err)

@@ -79,6 +79,9 @@ func (rs *Ruleset) ProgramRefusals() error { return ErrUnavailable }
 // Refused: nothing, with ErrUnavailable.
 func (rs *Ruleset) Refused(pid int) ([]Refusal, error) { return nil, ErrUnavailable }
 
+// HoldAudit: ErrUnavailable.
+func HoldAudit(on bool) (release func(), err error) { return nil, ErrUnavailable }
+
 // SetAuditEnabled: ErrUnavailable.
 func SetAuditEnabled(on bool) (was bool, err error) { return false, ErrUnavailable }
 

@@ -20,16 +20,17 @@ func auditOn(t *testing.T) {
 	if err != nil {
 		t.Skipf("no landlock: %v", err)
 	}
-	was, err := confine.SetAuditEnabled(true)
-	if err != nil || abi < 7 {
+	var release func()
+	if abi >= 7 {
+		release, err = confine.HoldAudit(true)
+	}
+	if release == nil {
 		if abi >= 7 && os.Getenv("CCRUN_REQUIRE_LANDLOCK") == "1" && os.Geteuid() == 0 {
 			t.Fatalf("audit cannot be enabled: %v", err)
 		}
 		t.Skipf("no Landlock denial records here (ABI %d): %v", abi, err)
 	}
-	if !was {
-		t.Cleanup(func() { confine.SetAuditEnabled(false) })
-	}
+	t.Cleanup(release)
 }
 
 // workspaceRun runs src in w's workspace tier.
@@ -96,9 +97,9 @@ func TestProgramRefusedSaid(t *testing.T) {
 func TestProgramRefusedUnread(t *testing.T) {
 	w := newConfineWorld(t)
 	abi, _ := ConfineAvailable()
-	if was, err := confine.SetAuditEnabled(false); err == nil && was {
-		t.Cleanup(func() { confine.SetAuditEnabled(true) })
-	} else if err != nil && abi >= 7 && os.Geteuid() == 0 {
+	if release, err := confine.HoldAudit(false); err == nil {
+		t.Cleanup(release)
+	} else if abi >= 7 && os.Geteuid() == 0 {
 		t.Fatal(err)
 	}
 	t.Setenv("TMPDIR", t.TempDir())
@@ -158,7 +159,7 @@ func BenchmarkProgramRefusals(b *testing.B) {
 	b.Setenv("TMPDIR", b.TempDir())
 	e := newExecutor(b)
 	for _, on := range []bool{false, true} {
-		was, err := confine.SetAuditEnabled(on)
+		release, err := confine.HoldAudit(on)
 		if err != nil {
 			b.Skip(err)
 		}
@@ -174,6 +175,6 @@ func BenchmarkProgramRefusals(b *testing.B) {
 				}
 			}
 		})
-		confine.SetAuditEnabled(was)
+		release()
 	}
 }
