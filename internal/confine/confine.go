@@ -87,6 +87,21 @@
 // that root (openat2 RESOLVE_IN_ROOT, symbolic links too), so that a
 // script's own redirections meet the binds its programs meet.
 //
+// # What a program was refused
+//
+// Ruleset.Refused says what Landlock refused a program Start started, and
+// what it forked (audit_linux.go): read from Landlock's denial records
+// (ABI 7), which the audit subsystem sends to its netlink multicast
+// group, matched to the program by the pid that made its domain, once a
+// barrier message queued behind them has arrived. It needs audit enabled
+// on the machine and CAP_AUDIT_READ, CAP_AUDIT_CONTROL and
+// CAP_AUDIT_WRITE; elsewhere ProgramRefusals says why not. Only then does
+// the helper ask for the records (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON);
+// the opening thread never logs (LOG_SAME_EXEC_OFF: Open's caller has the
+// error). What is read decides nothing. Not in them: EROFS from a
+// protected path's bind, what the seccomp filter refuses, and, left out,
+// /proc/PID.
+//
 // ccrun's CLI also makes itself non-dumpable (NonDumpable), so that no
 // program of the user, confined or not, reads its memory.
 //
@@ -122,6 +137,15 @@ var (
 	// ErrClosed: Start on a closed Ruleset.
 	ErrClosed = errors.New("confinement ruleset closed")
 )
+
+// A Refusal is one thing Landlock refused a confined program
+// (Ruleset.Refused).
+type Refusal struct {
+	Op   string // "read", "write", "connect"
+	What string // the path; for connect, "port N"
+}
+
+func (r Refusal) String() string { return r.Op + " " + r.What }
 
 // EnvVar, set to "off", makes Available and Prepare report ErrUnavailable:
 // for tests of the fallback, and for people whose kernel misbehaves.

@@ -5,6 +5,7 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -142,6 +143,12 @@ type Ruleset struct {
 	network     bool     // Policy.Network: which seccomp program
 	writable    bool     // Policy.Writable is not empty: which seccomp program
 	mounts      *os.File // Policy.Mask and Protect as the helper reads them; nil: none
+	// audit reads what the programs Start starts are refused; nil, and
+	// auditWhy says why, where it cannot be read
+	audit    *auditor
+	auditWhy error
+	startsMu sync.Mutex
+	starts   map[int]uint64 // pid -> audit's mark before it started
 
 	mu     sync.RWMutex
 	closed bool
@@ -183,6 +190,7 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
 		withSeccomp: withSeccomp && hasSeccomp, network: p.Network, writable: len(p.Writable) > 0}
+	rs.audit, rs.auditWhy = auditFor(abi)
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
 			rs.ruleset.Close()
@@ -299,7 +307,13 @@ func (rs *Ruleset) serve(fd int, filter []unix.SockFilter, ready chan<- error) {
 		return
 	}
 	defer close(rs.exited)
-	if err := restrictThread(fd, filter); err != nil {
+	flags := 0
+	if rs.abi >= 7 {
+		// the script's own opens are said by their caller: not to the
+		// machine's audit log too
+		flags = restrictLogSameOff
+	}
+	if err := restrictThread(fd, flags, filter); err != nil {
 		ready <- err
 		return
 	}
@@ -311,11 +325,11 @@ func (rs *Ruleset) serve(fd int, filter []unix.SockFilter, ready chan<- error) {
 
 // restrictThread confines the calling thread (locked): no new privileges,
 // the Landlock domain, then the seccomp filter.
-func restrictThread(fd int, filter []unix.SockFilter) error {
+func restrictThread(fd, flags int, filter []unix.SockFilter) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("confine: no_new_privs: %w: %w", ErrUnavailable, err)
 	}
-	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+	if err := ll.LandlockRestrictSelf(fd, uint32(flags)); err != nil {
 		return fmt.Errorf("confine: landlock_restrict_self: %w: %w", ErrUnavailable, err)
 	}
 	if len(filter) > 0 {
@@ -401,6 +415,78 @@ func (rs *Ruleset) do(f func()) (bool, error) {
 	rs.mu.RUnlock()
 	<-done
 	return true, nil
+}
+
+// ProgramRefusals reports whether what Landlock refuses the programs
+// Start starts is read (Refused): nil, or why not (audit disabled, a
+// capability missing, a kernel before Landlock ABI 7). What the script's
+// own opens through Open are refused is their error in any case.
+func (rs *Ruleset) ProgramRefusals() error {
+	if rs.audit == nil {
+		return rs.auditWhy
+	}
+	return nil
+}
+
+// Refused returns what Landlock refused the program Start started as pid,
+// and what it forked, since the last call for pid: each file read or
+// written and TCP port connected to, at most 20, once each. Call it once
+// the program has exited (it waits until audit has delivered every record
+// queued until now). Nil, with ProgramRefusals's error, where refusals are
+// not read; an error also when some may be missing.
+func (rs *Ruleset) Refused(pid int) ([]Refusal, error) {
+	if rs.audit == nil {
+		return nil, rs.auditWhy
+	}
+	rs.startsMu.Lock()
+	since, ok := rs.starts[pid]
+	rs.startsMu.Unlock()
+	if !ok {
+		return nil, nil
+	}
+	return rs.audit.take(pid, since)
+}
+
+// RefusedRest is Refused for every program Start started: what they, and
+// what they left running, were refused since the last call for each. For
+// the end of a run, once its processes are gone: one wait for audit for
+// all of them.
+func (rs *Ruleset) RefusedRest() ([]Refusal, error) {
+	if rs.audit == nil {
+		return nil, rs.auditWhy
+	}
+	rs.startsMu.Lock()
+	starts := maps.Clone(rs.starts)
+	rs.startsMu.Unlock()
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	return rs.audit.takeAll(starts)
+}
+
+// ProgramRefusals reports whether what Landlock refuses confined programs
+// is read on this machine (for ccrun check): nil, or why not. It starts
+// the reader when it can.
+func ProgramRefusals() error {
+	abi, err := Available()
+	if err != nil {
+		return err
+	}
+	_, err = auditFor(abi)
+	return err
+}
+
+// started notes a program Start started, for Refused.
+func (rs *Ruleset) started(pid int, mark uint64) {
+	if rs.audit == nil {
+		return
+	}
+	rs.startsMu.Lock()
+	defer rs.startsMu.Unlock()
+	if rs.starts == nil {
+		rs.starts = map[int]uint64{}
+	}
+	rs.starts[pid] = mark
 }
 
 // ABI is the Landlock ABI version the ruleset was built for.

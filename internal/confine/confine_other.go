@@ -72,3 +72,21 @@ func Sweep(dir string, keep []string) (removed []string, complete bool, err erro
 
 // MountNamespace: this OS has none for a confined program.
 func MountNamespace() error { return ErrUnavailable }
+
+// ProgramRefusals: ErrUnavailable.
+func (rs *Ruleset) ProgramRefusals() error { return ErrUnavailable }
+
+// Refused: nothing, with ErrUnavailable.
+func (rs *Ruleset) Refused(pid int) ([]Refusal, error) { return nil, ErrUnavailable }
+
+// HoldAudit: ErrUnavailable.
+func HoldAudit(on bool) (release func(), err error) { return nil, ErrUnavailable }
+
+// SetAuditEnabled: ErrUnavailable.
+func SetAuditEnabled(on bool) (was bool, err error) { return false, ErrUnavailable }
+
+// RefusedRest: nothing, with ErrUnavailable.
+func (rs *Ruleset) RefusedRest() ([]Refusal, error) { return nil, ErrUnavailable }
+
+// ProgramRefusals: ErrUnavailable.
+func ProgramRefusals() error { return ErrUnavailable }

@@ -149,7 +149,11 @@ func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File) error {
 	defer r.Close()
 	path, args := cmd.Path, cmd.Args
 	cmd.Path = h.path
-	cmd.Args = append([]string{"ccrun-confine", path}, args...)
+	argv0, mark := "ccrun-confine", uint64(0)
+	if rs.audit != nil {
+		argv0, mark = "ccrun-confine-log", rs.audit.mark() // Landlock logs its denials
+	}
+	cmd.Args = append([]string{argv0, path}, args...)
 	protect := h.empty
 	if filter == nil {
 		filter = h.empty
@@ -173,6 +177,7 @@ func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File) error {
 	var msg [8]byte
 	n, _ := readFull(r, msg[:])
 	if n == 0 {
+		rs.started(cmd.Process.Pid, mark)
 		return nil // the execve closed the pipe: the program runs, confined
 	}
 	_ = cmd.Wait() // the helper has exited 127

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,6 +42,12 @@ import (
 // file, or ahead of the run by Warm; internal/confine's documentation
 // lists the limits (entries created later in a partly hidden directory,
 // names listed in hidden directories, hard links, already-open files).
+//
+// What the kernel refused is said on the run's stderr ("ccrun: sandbox
+// refused: write PATH") and in its detail: the script's own opens always,
+// its programs' where internal/confine reads Landlock's denial records
+// (audit enabled, root); elsewhere a run that fails says they are not
+// reported.
 //
 // When the kernel cannot confine (no Landlock, ABI below 4, another OS,
 // CCRUN_LANDLOCK=off), a run that asks for it fails closed: no program
@@ -367,6 +374,28 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 		partial: !complete, replan: plan}, complete, nil
 }
 
+// protectedNote names the project's protected paths, which a program's
+// write fails on with EROFS (a bind: no record says so), for the detail
+// of a run that failed: "; the project's protected paths are read-only
+// (.git/config, …)", or "" when there are none.
+func (c *Confinement) protectedNote() string {
+	if c == nil || len(c.Protect) == 0 {
+		return ""
+	}
+	var names []string
+	for _, p := range c.Protect {
+		if len(names) == 5 {
+			names = append(names, "…")
+			break
+		}
+		if rel, err := filepath.Rel(c.Sweep, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
+		names = append(names, p)
+	}
+	return "; the project's protected paths are read-only (" + strings.Join(names, ", ") + ")"
+}
+
 // ownedByMe reports whether fi belongs to this process's user.
 func ownedByMe(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
@@ -490,17 +519,93 @@ func (r *run) sandboxRefused(stderr io.Writer, path string, flag int, err error)
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		what = "write " + path
 	}
+	r.sayRefused(stderr, what)
+}
+
+// sayRefused says one refusal on stderr ("ccrun: sandbox refused: WHAT")
+// and keeps it for the run's detail: once each, at most 20.
+func (r *run) sayRefused(stderr io.Writer, what string) {
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	if slices.Contains(r.refused, what) {
+		return
+	}
 	if stderr != nil {
 		fmt.Fprintf(stderr, "ccrun: sandbox refused: %s\n", what)
 	}
-	r.refusedMu.Lock()
-	defer r.refusedMu.Unlock()
-	if len(r.refused) < 20 && !slices.Contains(r.refused, what) {
+	if len(r.refused) < 20 {
 		r.refused = append(r.refused, what)
 	}
 }
 
-// refusals is what the run's detail says of sandboxRefused's finds: "" for none.
+// programRefused says what Landlock refused the program started as pid,
+// and what it forked, once it has exited (internal/confine reads
+// Landlock's audit records: where it cannot, nothing is said here, and
+// refusalsUnread says why at the end of the run).
+func (r *run) programRefused(stderr io.Writer, pid int) {
+	if r.confine == nil || r.confined == nil {
+		return
+	}
+	got, err := r.confined.Refused(pid)
+	for _, x := range got {
+		r.sayRefused(stderr, x.String())
+	}
+	r.auditProblem(err)
+}
+
+// restRefused says, at the end of the run, what its programs' leftovers
+// were refused after the programs themselves had exited.
+func (r *run) restRefused(stderr io.Writer) {
+	if r.confine == nil || r.confined == nil {
+		return
+	}
+	got, err := r.confined.RefusedRest()
+	for _, x := range got {
+		r.sayRefused(stderr, x.String())
+	}
+	r.auditProblem(err)
+}
+
+// auditProblem keeps the first error of reading the refusals where they
+// are read at all (where they are not, refusalsUnread says so).
+func (r *run) auditProblem(err error) {
+	if err == nil || r.confined.ProgramRefusals() != nil {
+		return
+	}
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	if r.auditErr == "" {
+		r.auditErr = "what the sandbox refused its programs may be incomplete: " + err.Error()
+	}
+}
+
+// unreadOnce: that programs' refusals are not reported here is said
+// once per process on stderr.
+var unreadOnce sync.Once
+
+// refusalsUnread says why what the run's programs were refused is not
+// reported ("" when it is, or when the run started no confined program),
+// on stderr once per process; for the detail of a run that failed.
+func (r *run) refusalsUnread(stderr io.Writer) string {
+	if r.confine == nil || r.confined == nil {
+		return ""
+	}
+	r.refusedMu.Lock()
+	problem := r.auditErr
+	r.refusedMu.Unlock()
+	if problem != "" {
+		return problem
+	}
+	err := r.confined.ProgramRefusals()
+	if err == nil {
+		return ""
+	}
+	msg := "what the sandbox refuses programs (not the script's own redirections) is not reported here: " + err.Error()
+	unreadOnce.Do(func() { fmt.Fprintf(stderr, "ccrun: %s\n", msg) })
+	return msg
+}
+
+// refusals is what the run's detail says of the refusals said: "" for none.
 func (r *run) refusals() string {
 	r.refusedMu.Lock()
 	defer r.refusedMu.Unlock()

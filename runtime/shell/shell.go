@@ -378,6 +378,7 @@ func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result
 			}
 			// what the workspace tier's binds could not hold: names made
 			// where none existed (nothing of the run is left to make more)
+			r.restRefused(stderr) // what leftovers were refused after their programs ended
 			if m := r.refusals(); m != "" {
 				detail = strings.TrimPrefix(detail+"; "+m, "; ") // each said on stderr as it came
 			}
@@ -395,7 +396,12 @@ func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result
 				// a refused write or read looks like any other failure
 				// to the program: say where it ran
 				detail = strings.TrimPrefix(detail+"; ran in the workspace sandbox: it writes only the project, its TMPDIR and the "+
-					"\"shell\": {\"writable\"} directories of the settings, and reads no dangerous path", "; ")
+					"\"shell\": {\"writable\"} directories of the settings, and reads no dangerous path"+s.Confine.protectedNote(), "; ")
+			}
+			if code != 0 && s.Confine != nil {
+				if m := r.refusalsUnread(stderr); m != "" {
+					detail = strings.TrimPrefix(detail+"; "+m, "; ")
+				}
 			}
 			return job.Status{Code: code, Detail: detail}, nil
 		},

@@ -11,7 +11,10 @@
  * Its protocol (internal/confine, helper_linux.go, is the other side):
  *
  *   argv    ccrun-confine PATH ARGV0 ARGS...   execve(PATH, [ARGV0, ARGS...], envp)
- *   fd 3    the Landlock ruleset               landlock_restrict_self(3, 0), then closed
+ *           (argv[0] ccrun-confine-log: the same, and Landlock logs the
+ *           command's denials to the audit subsystem: ABI 7's
+ *           LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, off by default)
+ *   fd 3    the Landlock ruleset               landlock_restrict_self(3, flags), then closed
  *   fd 4    the seccomp program                struct sock_filter[], read at offset 0
  *                                              (the same file for every process); empty: none
  *   fd 5    the status pipe                    made close-on-exec: a successful execve
@@ -66,6 +69,7 @@
 #define SECCOMP_MODE_FILTER 2
 #define F_SETFD 2
 #define FD_CLOEXEC 1
+#define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON 2
 
 #define FD_RULESET 3
 #define FD_FILTER 4
@@ -259,6 +263,13 @@ static void mountAll(char *list, long n)
 		fail(STEP_CWD, r);
 }
 
+static int streq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
 void cstart(long *sp)
 {
 	long argc = sp[0];
@@ -286,7 +297,10 @@ void cstart(long *sp)
 	}
 	if ((r = sys_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
 		fail(STEP_NO_NEW_PRIVS, r);
-	if ((r = sys_landlock_restrict_self(FD_RULESET, 0)) < 0)
+	int llflags = 0;
+	if (streq(argv[0], "ccrun-confine-log"))
+		llflags = LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON;
+	if ((r = sys_landlock_restrict_self(FD_RULESET, llflags)) < 0)
 		fail(STEP_LANDLOCK, r);
 	sys_close(FD_RULESET);
 
