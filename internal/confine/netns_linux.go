@@ -133,7 +133,7 @@ func newUserNetNS() (*NetNS, error) {
 	}
 	mine, theirs := os.NewFile(uintptr(pair[0]), "netns-holder"), os.NewFile(uintptr(pair[1]), "netns-holder")
 	uid, gid := os.Getuid(), os.Getgid()
-	cmd := &exec.Cmd{Path: h.path, Args: []string{"ccrun-netns"}, Dir: "/", ExtraFiles: []*os.File{theirs},
+	cmd := &exec.Cmd{Path: h.path, Args: []string{"ccrun-netns"}, Dir: "/", Env: []string{}, ExtraFiles: []*os.File{theirs},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNET,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},

@@ -144,7 +144,7 @@ func netProbeMain(args []string) int {
 		return err
 	}())
 	try("control write", os.WriteFile(dir+"/made", []byte("x"), 0o644))
-	if os.Getuid() == 0 {
+	if os.Getenv("CCRUN_CONFINE_TEST_CHOWN") != "" { // root of the host's user namespace: 65534 is mapped
 		try("control chown", os.Chown(dir+"/made", 65534, 65534))
 	}
 	return 0
@@ -166,6 +166,9 @@ func runNetProbe(self string, ns *NetNS, rs *Ruleset, dir string, keep uint64) e
 	defer func() { sib.Process.Kill(); sib.Wait() }()
 	cmd := exec.Command(self, strconv.Itoa(sib.Process.Pid), dir)
 	cmd.Env = []string{netProbeEnv + "=1"}
+	if os.Geteuid() == 0 && ns.files == nil {
+		cmd.Env = append(cmd.Env, "CCRUN_CONFINE_TEST_CHOWN=1")
+	}
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -220,7 +223,9 @@ const rootKeeps = 1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<10
 // sibling, a unix socket): each fails, and it holds no capability but
 // rootKeeps. Under the workspace policy (/proc hidden) and under one
 // that leaves /proc readable, where setns and /proc/self/status are
-// reached and the capabilities alone refuse.
+// reached and the capabilities alone refuse; in a namespace held by a
+// thread and in one made by the holder (an ordinary user's way, here as
+// root). The workspace tier's controls (a build, git commit, make) work.
 func TestNetNSHostile(t *testing.T) {
 	needLandlock(t)
 	if os.Geteuid() != 0 {
@@ -238,40 +243,44 @@ func TestNetNSHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer open.Close()
-	ns, err := NewNetNS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	for name, rs := range map[string]*Ruleset{"workspace": ws, "proc readable": open} {
-		t.Run(name, func(t *testing.T) {
-			if err := runNetProbe(self, ns, rs, tmp, rootKeeps); err != nil {
-				t.Error(err)
-			}
-			os.Remove(tmp + "/made")
-		})
-	}
-	if t.Failed() {
-		return
-	}
-	// the workspace tier's controls still work there
 	git(t, w.project, "init", "-q")
-	for _, script := range []string{
-		"mkdir -p build && echo obj > build/out.o && chmod +x build/out.o && test -x build/out.o",
-		"echo x >> README && git add README && git -c user.name=t -c user.email=t@t commit -q -m second",
-		"printf 'all:\\n\\techo made > built\\n' > Makefile && make -s && cat built",
-	} {
-		cmd := exec.Command("/bin/sh", "-c", script)
-		cmd.Dir = w.project
-		cmd.Env = []string{"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "TMPDIR=" + tmp}
-		var b strings.Builder
-		cmd.Stdout, cmd.Stderr = &b, &b
-		if err := ns.Start(ws, cmd); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("control %q: %v\n%s", script, err, b.String())
-		}
+	for _, way := range []struct {
+		name string
+		make func() (*NetNS, error)
+	}{{"thread", NewNetNS}, {"userns", newUserNetNS}} {
+		t.Run(way.name, func(t *testing.T) {
+			ns, err := way.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ns.Close()
+			for name, rs := range map[string]*Ruleset{"workspace": ws, "proc readable": open} {
+				t.Run(name, func(t *testing.T) {
+					if err := runNetProbe(self, ns, rs, tmp, rootKeeps); err != nil {
+						t.Error(err)
+					}
+					os.Remove(tmp + "/made")
+				})
+			}
+			// the workspace tier's controls still work there
+			for _, script := range []string{
+				"mkdir -p build && echo obj > build/out.o && chmod +x build/out.o && test -x build/out.o",
+				"echo x >> README && git add README && git -c user.name=t -c user.email=t@t commit -q -m second",
+				"printf 'all:\\n\\techo made > built\\n' > Makefile && make -s && cat built",
+			} {
+				cmd := exec.Command("/bin/sh", "-c", script)
+				cmd.Dir = w.project
+				cmd.Env = []string{"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "TMPDIR=" + tmp}
+				var b strings.Builder
+				cmd.Stdout, cmd.Stderr = &b, &b
+				if err := ns.Start(ws, cmd); err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("control %q: %v\n%s", script, err, b.String())
+				}
+			}
+		})
 	}
 }
 
