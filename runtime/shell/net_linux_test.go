@@ -326,6 +326,8 @@ func TestNetEscapes(t *testing.T) {
 		{"setns to PID 1's namespace by /proc", `CCRUN_NETTEST=setnsproc "$BIN" ` + w.plain, "setnsproc: fail"},
 		{"a namespace of its own", `CCRUN_NETTEST=unshare "$BIN"`, "unshare: fail"},
 		{"a raw socket at all", `CCRUN_NETTEST=rawsock "$BIN"`, "rawsock: fail"},
+		{"a mount in a user namespace of its own", `unshare -Urnm sh -c 'mount -t tmpfs none "$TMPDIR" && echo mounted' || echo refused`, "refused"},
+		{"setns back from a user namespace of its own", `unshare -Urn sh -c 'CCRUN_NETTEST=setns "$BIN" ` + w.plain + `' || echo refused`, ""},
 		{"a capability beyond a build's", `CCRUN_NETTEST=caps "$BIN"`, "caps: fail"},
 		{"a unix socket of the host", `CCRUN_NETTEST=unix "$BIN" ` + w.unix, "unix: fail"},
 		{"a netlink socket", `CCRUN_NETTEST=netlink "$BIN"`, "netlink: fail"},
