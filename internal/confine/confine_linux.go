@@ -351,7 +351,7 @@ func (rs *Ruleset) Start(cmd *exec.Cmd) error {
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
-	return startHelper(cmd, rs, nil)
+	return startHelper(cmd, rs, nil, nil)
 }
 
 // Open opens a file (as os.OpenFile would) from the confined opening

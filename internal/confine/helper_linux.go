@@ -37,11 +37,19 @@ const (
 	stepPrivate
 	stepProtect
 	stepCwd
+	stepCaps
+	stepSetns
+	stepLoopback
+	stepListen
+	stepNsFd
+	stepSend
 )
 
 var stepNames = [...]string{"exec", "usage", "no_new_privs", "landlock_restrict_self", "reading the seccomp program", "seccomp filter", "status pipe",
 	"reading the protected paths", "the mount namespace (unshare)", "the user namespace's id maps", "making the mounts private",
-	"a protected path (a symbolic link, gone, or not bindable)", "the working directory (gone, or out of reach) after the binds"}
+	"a protected path (a symbolic link, gone, or not bindable)", "the working directory (gone, or out of reach) after the binds",
+	"dropping the capabilities", "entering the run's user and network namespaces (setns)", "the namespace's loopback",
+	"the namespace's listener", "opening the namespace", "sending the namespace"}
 
 // helperFD is the lowest descriptor number the helper's memfds take: above
 // the ones os/exec makes in the child (stdio, then ExtraFiles as 3, 4, 5),
@@ -133,8 +141,10 @@ func sealedMemfd(name string, data []byte) (*os.File, error) {
 // *os.PathError with the errno: ENOENT, EACCES, ENOEXEC, ETXTBSY ...), and
 // with ErrUnavailable when the confinement could not be applied; either
 // way nothing ran unconfined, and the helper has been waited for. A
-// non-nil filter is the seccomp program to use instead of rs's.
-func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File) error {
+// non-nil filter is the seccomp program to use instead of rs's. A non-nil
+// ns runs the program in a NetNS: with its capabilities dropped, and,
+// when ns has the namespaces' files (an ordinary user's NetNS), in them.
+func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File, ns *nsFiles) error {
 	if len(cmd.ExtraFiles) > 0 {
 		return fmt.Errorf("confine: start %s: ExtraFiles are not passed to a confined program: %w", cmd.Path, ErrInvalidPolicy)
 	}
@@ -150,8 +160,14 @@ func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File) error {
 	path, args := cmd.Path, cmd.Args
 	cmd.Path = h.path
 	argv0, mark := "ccrun-confine", uint64(0)
+	switch {
+	case ns != nil && ns.user != nil:
+		argv0 = "ccrun-confine-join"
+	case ns != nil:
+		argv0 = "ccrun-confine-net"
+	}
 	if rs.audit != nil {
-		argv0, mark = "ccrun-confine-log", rs.audit.mark() // Landlock logs its denials
+		argv0, mark = argv0+"-log", rs.audit.mark() // Landlock logs its denials
 	}
 	cmd.Args = append([]string{argv0, path}, args...)
 	protect := h.empty
@@ -168,6 +184,9 @@ func startHelper(cmd *exec.Cmd, rs *Ruleset, filter *os.File) error {
 		protect = rs.mounts
 	}
 	cmd.ExtraFiles = []*os.File{rs.ruleset, filter, w, protect}
+	if ns != nil && ns.user != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ns.user, ns.net)
+	}
 	err = cmd.Start()
 	w.Close()
 	cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, nil

@@ -76,15 +76,16 @@ func limitedFilter(writable bool) (*os.File, error) {
 	return limitedFiles.files[v], nil
 }
 
-// startLimited is Start for a program in a NetNS: with the filter above.
-func (rs *Ruleset) startLimited(cmd *exec.Cmd) error {
+// startLimited is Start for a program in a NetNS: with the filter above,
+// and the capabilities dropped (ns: see startHelper).
+func (rs *Ruleset) startLimited(cmd *exec.Cmd, ns *nsFiles) error {
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
 	if !rs.network {
-		return startHelper(cmd, rs, nil) // no socket at all already
+		return startHelper(cmd, rs, nil, ns) // no socket at all already
 	}
 	var filter *os.File
 	if rs.withSeccomp {
@@ -93,5 +94,5 @@ func (rs *Ruleset) startLimited(cmd *exec.Cmd) error {
 			return err
 		}
 	}
-	return startHelper(cmd, rs, filter)
+	return startHelper(cmd, rs, filter, ns)
 }

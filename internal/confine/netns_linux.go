@@ -3,10 +3,15 @@
 package confine
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"runtime"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,17 +26,45 @@ import (
 // ignores the proxy reaches nothing: there is no route but loopback, no
 // resolver, and UDP and raw sockets see only loopback too.
 //
-// The namespace is held by one OS thread of ccrun, locked, that entered it
-// and never leaves it: Start forks from that thread (a child is born in
-// the namespace of the thread that forks it) and Listen opens its socket
-// there. When Close ends that goroutine the runtime ends its thread, and
-// the namespace goes once the run's programs and sockets are gone.
+// With CAP_SYS_ADMIN (ccrun run as root) the namespace is held by one OS
+// thread of ccrun, locked, that entered it and never leaves it: Start
+// forks from that thread (a child is born in the namespace of the thread
+// that forks it) and Listen opens its socket there. When Close ends that
+// goroutine the runtime ends its thread, and the namespace goes once the
+// run's programs and sockets are gone.
 //
-// Making one needs CAP_SYS_ADMIN (ccrun run as root): NewNetNS fails with
-// ErrUnavailable otherwise, and a run that needs it then starts nothing.
+// Without it (an ordinary user) the namespace is made with a user
+// namespace of its own, owned by ccrun's user, that maps only that user's
+// uid and gid: a holder process (the helper as "ccrun-netns", started in
+// both new namespaces with CAP_NET_ADMIN there) brings loopback up, opens
+// a listener on 127.0.0.1 and its two namespaces, sends them to ccrun over
+// a socket pair and exits; the namespaces' files keep them. Listen then
+// hands out that listener (tcp, 127.0.0.1:0, once), and Start starts the
+// helper as "ccrun-confine-join", which enters the user namespace and then
+// the network namespace before it confines itself as ever.
+//
+// Either way a program started there keeps none of the capabilities that
+// would let it leave or widen the namespace (helper/helper.c: KEEP_CAPS;
+// as root it keeps owners, modes, permissions, setuid, signals and low
+// ports), beside no_new_privs, Landlock and the seccomp filter.
+//
+// Where neither can be made, NewNetNS fails with ErrUnavailable, and a run
+// that needs it then starts nothing.
 type NetNS struct {
 	reqs chan func()
 	done chan struct{}
+
+	// an ordinary user's namespace: its files and the holder's listener
+	files    *nsFiles
+	mu       sync.Mutex
+	listener net.Listener // until Listen takes it
+	closed   bool
+}
+
+// nsFiles are the user and network namespaces a program joins (both nil:
+// it is forked in the network namespace, from the thread in it).
+type nsFiles struct {
+	user, net *os.File
 }
 
 // NewNetNS makes a network namespace with loopback up and nothing else.
@@ -39,11 +72,20 @@ func NewNetNS() (*NetNS, error) {
 	n := &NetNS{reqs: make(chan func()), done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go n.hold(ready)
-	if err := <-ready; err != nil {
-		<-n.done
+	err := <-ready
+	if err == nil {
+		return n, nil
+	}
+	<-n.done
+	if !errors.Is(err, unix.EPERM) {
 		return nil, err
 	}
-	return n, nil
+	// no CAP_SYS_ADMIN: in a user namespace of its own
+	u, uerr := newUserNetNS()
+	if uerr != nil {
+		return nil, fmt.Errorf("%w; in a user namespace: %w", err, uerr)
+	}
+	return u, nil
 }
 
 // hold locks a goroutine to a thread that is not the main one (the
@@ -65,7 +107,7 @@ func (n *NetNS) hold(ready chan<- error) {
 func (n *NetNS) serve(ready chan<- error) {
 	defer close(n.done)
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		ready <- fmt.Errorf("confine: a network namespace (unshare): %w: %w (a network allowlist needs ccrun run as root, for now)", ErrUnavailable, err)
+		ready <- fmt.Errorf("confine: a network namespace (unshare): %w: %w", ErrUnavailable, err)
 		return
 	}
 	if err := loopbackUp(); err != nil {
@@ -76,6 +118,81 @@ func (n *NetNS) serve(ready chan<- error) {
 	for f := range n.reqs {
 		f()
 	}
+}
+
+// newUserNetNS makes the namespace in a user namespace of its own, by the
+// holder (see NetNS).
+func newUserNetNS() (*NetNS, error) {
+	h, err := helperFiles()
+	if err != nil {
+		return nil, err
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("confine: the namespace's holder: %w: %w", ErrUnavailable, err)
+	}
+	mine, theirs := os.NewFile(uintptr(pair[0]), "netns-holder"), os.NewFile(uintptr(pair[1]), "netns-holder")
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd := &exec.Cmd{Path: h.path, Args: []string{"ccrun-netns"}, Dir: "/", Env: []string{}, ExtraFiles: []*os.File{theirs},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNET,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			AmbientCaps: []uintptr{unix.CAP_NET_ADMIN},
+		}}
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		mine.Close()
+		return nil, fmt.Errorf("confine: a user and network namespace: %w: %w", ErrUnavailable, err)
+	}
+	defer func() {
+		mine.Close() // the holder exits when it reads the end
+		_ = cmd.Wait()
+	}()
+	var msg [8]byte
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	var m, oobn int
+	for {
+		m, oobn, _, _, err = unix.Recvmsg(int(mine.Fd()), msg[:], oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil || m != len(msg) {
+		return nil, fmt.Errorf("confine: the namespace's holder ended without a word (%v): %w", err, ErrUnavailable)
+	}
+	var fds []int
+	if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, cm := range cms {
+			if got, err := unix.ParseUnixRights(&cm); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	if step := binary.NativeEndian.Uint32(msg[:4]); step != 0 || len(fds) != 3 {
+		closeAll()
+		name := "unknown step"
+		if int(step) < len(stepNames) {
+			name = stepNames[step]
+		}
+		return nil, fmt.Errorf("confine: the namespace's holder: %s: %w: %w", name, ErrUnavailable, syscall.Errno(binary.NativeEndian.Uint32(msg[4:])))
+	}
+	lf := os.NewFile(uintptr(fds[0]), "netns-listener")
+	l, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		unix.Close(fds[2])
+		return nil, fmt.Errorf("confine: the namespace's listener: %w: %w", ErrUnavailable, err)
+	}
+	n := &NetNS{files: &nsFiles{user: os.NewFile(uintptr(fds[1]), "netns-user"), net: os.NewFile(uintptr(fds[2]), "netns-net")}, listener: l}
+	return n, nil
 }
 
 // loopbackUp brings up lo in the calling thread's network namespace.
@@ -110,8 +227,23 @@ func (n *NetNS) do(f func()) bool {
 
 // Listen opens a listener (net.Listen's network and address) inside the
 // namespace: "tcp", "127.0.0.1:0" for a port the namespace's programs
-// reach on their loopback.
+// reach on their loopback. In an ordinary user's namespace only that, and
+// once: it is the holder's listener.
 func (n *NetNS) Listen(network, address string) (l net.Listener, err error) {
+	if n.files != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		switch {
+		case n.closed:
+			return nil, fmt.Errorf("confine: listen in a network namespace: %w", ErrClosed)
+		case network != "tcp" || address != "127.0.0.1:0":
+			return nil, fmt.Errorf("confine: listen on %s %s in a user's network namespace: only tcp 127.0.0.1:0: %w", network, address, ErrInvalidPolicy)
+		case n.listener == nil:
+			return nil, fmt.Errorf("confine: listen in a user's network namespace: its one listener is taken: %w", ErrInvalidPolicy)
+		}
+		l, n.listener = n.listener, nil
+		return l, nil
+	}
 	if !n.do(func() { l, err = net.Listen(network, address) }) {
 		return nil, fmt.Errorf("confine: listen in a network namespace: %w", ErrClosed)
 	}
@@ -121,11 +253,24 @@ func (n *NetNS) Listen(network, address string) (l net.Listener, err error) {
 // Start starts cmd inside the namespace: confined by rs when rs is not
 // nil (as Ruleset.Start does, but with only AF_INET and AF_INET6 sockets:
 // a unix socket's path, a netlink or a vsock socket would lead out of the
-// namespace), else as cmd.Start does.
+// namespace, and with the capabilities dropped), else as cmd.Start does
+// (where ccrun holds the namespace on a thread: an ordinary user's
+// namespace is entered by the helper only).
 func (n *NetNS) Start(rs *Ruleset, cmd *exec.Cmd) (err error) {
+	if n.files != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		switch {
+		case n.closed:
+			return fmt.Errorf("confine: start %s in a network namespace: %w", cmd.Path, ErrClosed)
+		case rs == nil:
+			return fmt.Errorf("confine: start %s unconfined in a user's network namespace: %w", cmd.Path, ErrUnavailable)
+		}
+		return rs.startLimited(cmd, n.files)
+	}
 	if !n.do(func() {
 		if rs != nil {
-			err = rs.startLimited(cmd)
+			err = rs.startLimited(cmd, &nsFiles{})
 		} else {
 			err = cmd.Start()
 		}
@@ -135,9 +280,24 @@ func (n *NetNS) Start(rs *Ruleset, cmd *exec.Cmd) (err error) {
 	return err
 }
 
-// Close ends the namespace's thread. Programs started in it stay in it
-// (and keep it) until they exit; nothing more can start there.
+// Close ends the namespace's thread (or lets go of an ordinary user's
+// namespace). Programs started in it stay in it (and keep it) until they
+// exit; nothing more can start there.
 func (n *NetNS) Close() {
+	if n.files != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.closed {
+			return
+		}
+		n.closed = true
+		n.files.user.Close()
+		n.files.net.Close()
+		if n.listener != nil {
+			n.listener.Close()
+		}
+		return
+	}
 	select {
 	case <-n.done:
 		return

@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		os.Exit(probeMain(os.Getenv(probeEnv)))
 	case os.Getenv(parentEnv) != "":
 		os.Exit(parentMain())
+	case os.Getenv(netProbeEnv) != "":
+		os.Exit(netProbeMain(os.Args[1:]))
+	case os.Getenv(netUserEnv) != "":
+		os.Exit(netUserMain(os.Getenv(netUserEnv)))
 	}
 	// Tests build their own rulesets (some with a lowered search
 	// budget): TestServer turns the server on for itself.

@@ -21,9 +21,11 @@ import (
 // connection is said on the run's stderr ("ccrun: network refused: …")
 // and in the Result's detail. docs/network.md.
 //
-// Making the namespace needs ccrun to run as root for now; where it
-// cannot be made, the run starts nothing (job.Refused), rather than run
-// with the host's network.
+// As root the namespace is made on a thread of ccrun; as an ordinary user
+// in a user namespace of its own (confine.NetNS). Either way the programs
+// keep no capability that leaves or widens it. Where it cannot be made
+// (no user namespaces), the run starts nothing (job.Refused), rather than
+// run with the host's network.
 type Net struct {
 	// Allow and Deny are host entries ("registry.npmjs.org",
 	// "*.golang.org", "x.org:8443", an IP literal): deny beats allow; an

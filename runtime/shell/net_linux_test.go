@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ccrun/ccrun/internal/confine"
 )
 
 // The network client the tests run inside the sandbox: this test binary,
@@ -56,6 +59,50 @@ func netClient(mode string, args []string) error {
 		fd, err := unix.PidfdOpen(1, 0)
 		if err != nil {
 			return fmt.Errorf("pidfd_open: %w", err)
+		}
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("setns: %w", err)
+		}
+		return netClient("tcp", args)
+	case "caps": // a capability that leaves or widens the namespace (bounding, effective, permitted, inheritable, ambient)
+		const keep = 1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<10 // chown, dac_override, fowner, fsetid, kill, setgid, setuid, net_bind_service
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var d [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &d[0]); err != nil {
+			return nil // cannot tell: counted as through
+		}
+		var held uint64
+		for i := range d {
+			held |= uint64(d[i].Effective|d[i].Permitted|d[i].Inheritable) << (32 * i)
+		}
+		for c := 0; c < 64; c++ {
+			if r, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err == nil && r == 1 {
+				held |= 1 << c
+			}
+			if r, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0); err == nil && r == 1 {
+				held |= 1 << c
+			}
+		}
+		if held&^keep != 0 {
+			fmt.Printf("held %x\n", held&^keep)
+			return nil
+		}
+		return fmt.Errorf("none beyond %x", keep)
+	case "unshare": // a network or mount namespace of its own (root)
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return unix.Unshare(unix.CLONE_NEWNS)
+		}
+		return nil
+	case "rawsock": // a raw socket, made at all (root)
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_ICMP)
+		if err == nil {
+			syscall.Close(fd)
+		}
+		return err
+	case "setnsproc": // args: ADDR, connected to directly after joining PID 1's network namespace by /proc (root)
+		fd, err := unix.Open("/proc/1/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open: %w", err)
 		}
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("setns: %w", err)
@@ -176,8 +223,10 @@ type netWorld struct {
 func newNetWorld(t *testing.T) netWorld {
 	t.Helper()
 	w := newConfineWorld(t)
-	if os.Geteuid() != 0 {
-		t.Skip("a network namespace needs root here")
+	if ns, err := confine.NewNetNS(); err != nil {
+		t.Skipf("no network namespace here: %v", err)
+	} else {
+		ns.Close()
 	}
 	hello := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { io.WriteString(rw, "hello from "+r.Host) })
 	plain := httptest.NewServer(hello)
@@ -274,6 +323,12 @@ func TestNetEscapes(t *testing.T) {
 		{"direct TCP to the server", `CCRUN_NETTEST=tcp "$BIN" ` + w.plain, "tcp: fail"},
 		{"direct TCP to the host's address", `CCRUN_NETTEST=tcp "$BIN" ` + net.JoinHostPort(outside, port(w.plain)), "tcp: fail"},
 		{"setns to PID 1's namespace", `CCRUN_NETTEST=setns "$BIN" ` + w.plain, "setns: fail"},
+		{"setns to PID 1's namespace by /proc", `CCRUN_NETTEST=setnsproc "$BIN" ` + w.plain, "setnsproc: fail"},
+		{"a namespace of its own", `CCRUN_NETTEST=unshare "$BIN"`, "unshare: fail"},
+		{"a raw socket at all", `CCRUN_NETTEST=rawsock "$BIN"`, "rawsock: fail"},
+		{"a mount in a user namespace of its own", `unshare -Urnm sh -c 'mount -t tmpfs none "$TMPDIR" && echo mounted' || echo refused`, "refused"},
+		{"setns back from a user namespace of its own", `unshare -Urn sh -c 'CCRUN_NETTEST=setns "$BIN" ` + w.plain + `' || echo refused`, ""},
+		{"a capability beyond a build's", `CCRUN_NETTEST=caps "$BIN"`, "caps: fail"},
 		{"a unix socket of the host", `CCRUN_NETTEST=unix "$BIN" ` + w.unix, "unix: fail"},
 		{"a netlink socket", `CCRUN_NETTEST=netlink "$BIN"`, "netlink: fail"},
 		{"UDP to the host's loopback", `CCRUN_NETTEST=udp "$BIN" ` + w.udp, ""},
@@ -316,4 +371,41 @@ func hostAddrs() []string {
 		}
 	}
 	return out
+}
+
+// TestNetAsUser runs TestNetAllowlist and TestNetEscapes again as an
+// ordinary user (uid 65534), whose run's namespace is made in a user
+// namespace of its own.
+func TestNetAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become another user")
+	}
+	newConfineWorld(t) // skips without Landlock
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "ccrun-net-user-") // t.TempDir's parent is 0700
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := dir + "/shell.test"
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(dir, 65534, 65534)
+	os.Chmod(dir, 0o755)
+	cmd := exec.Command(bin, "-test.run", "^(TestNetAllowlist|TestNetEscapes)$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"TMPDIR=" + dir, "XDG_RUNTIME_DIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestNetAllowlist") || !strings.Contains(string(out), "--- PASS: TestNetEscapes") {
+		t.Fatalf("as uid 65534: %v\n%s", err, out)
+	}
 }

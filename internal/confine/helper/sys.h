@@ -28,6 +28,14 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #define NR_mount 165
 #define NR_getcwd 79
 #define NR_chdir 80
+#define NR_setns 308
+#define NR_capget 125
+#define NR_capset 126
+#define NR_socket 41
+#define NR_bind 49
+#define NR_listen 50
+#define NR_ioctl 16
+#define NR_sendmsg 46
 
 #elif defined(__aarch64__)
 
@@ -47,6 +55,14 @@ static inline long syscall5(long nr, long a, long b, long c, long d, long e) { r
 #define NR_mount 40
 #define NR_getcwd 17
 #define NR_chdir 49
+#define NR_setns 268
+#define NR_capget 90
+#define NR_capset 91
+#define NR_socket 198
+#define NR_bind 200
+#define NR_listen 201
+#define NR_ioctl 29
+#define NR_sendmsg 211
 
 #endif
 
@@ -87,6 +103,14 @@ static inline long sys_mount_setattr(int dfd, const char *path, long flags, void
 {
 	return syscall5(NR_mount_setattr, dfd, (long)path, flags, (long)attr, size);
 }
+static inline long sys_setns(int fd, long type) { return syscall5(NR_setns, fd, type, 0, 0, 0); }
+static inline long sys_capget(void *hdr, void *data) { return syscall5(NR_capget, (long)hdr, (long)data, 0, 0, 0); }
+static inline long sys_capset(void *hdr, const void *data) { return syscall5(NR_capset, (long)hdr, (long)data, 0, 0, 0); }
+static inline long sys_socket(int domain, int type, int proto) { return syscall5(NR_socket, domain, type, proto, 0, 0); }
+static inline long sys_bind(int fd, const void *addr, long len) { return syscall5(NR_bind, fd, (long)addr, len, 0, 0); }
+static inline long sys_listen(int fd, int backlog) { return syscall5(NR_listen, fd, backlog, 0, 0, 0); }
+static inline long sys_ioctl(int fd, unsigned long req, void *arg) { return syscall5(NR_ioctl, fd, (long)req, (long)arg, 0, 0); }
+static inline long sys_sendmsg(int fd, const void *msg, int flags) { return syscall5(NR_sendmsg, fd, (long)msg, flags, 0, 0); }
 static inline void __attribute__((noreturn)) sys_exit_group(int code)
 {
 	for (;;)
