@@ -178,3 +178,21 @@ func BenchmarkProgramRefusals(b *testing.B) {
 		release()
 	}
 }
+
+// TestProgramRefusedWithNet: a run whose network is limited to named
+// hosts (its programs in a network namespace, without capabilities) says
+// what the tier refused its programs as any workspace run does: the
+// helper's modes compose.
+func TestProgramRefusedWithNet(t *testing.T) {
+	w := newNetWorld(t)
+	auditOn(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	res, err := newExecutor(t).Run(context.Background(), w.spec(t, `cat "$HOME/.ssh/id_rsa"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "read " + w.home + "/.ssh/id_rsa"
+	if !strings.Contains(string(res.Stderr), "ccrun: sandbox refused: "+want+"\n") || !strings.Contains(res.Detail, want) {
+		t.Errorf("stderr %q detail %q: want %q said", res.Stderr, res.Detail, want)
+	}
+}
