@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccrun/ccrun/internal/ctr"
 )
 
 // Resolve returns the digest-pinned reference (name@sha256:…) of the image
@@ -120,7 +122,7 @@ func registryError(ref, registry string, err error) error {
 		case http.StatusNotFound:
 			return newError(ErrNotFound, err, "kube: image %s: the registry %s has no such image", ref, registry)
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return newError(ErrPermissionDenied, err, "kube: image %s: the registry %s refused (log in with docker login %s)", ref, registry, registry)
+			return newError(ctr.ErrRefused, err, "kube: image %s: the registry %s refused (log in with docker login %s)", ref, registry, registry)
 		}
 	}
 	if errors.Is(err, context.Canceled) {
