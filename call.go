@@ -260,7 +260,8 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 // loosen (a network) its backend says (Prepared.Loosens).
 func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 	home, _ := os.UserHomeDir()
-	for _, m := range inv.Mounts {
+	own := len(inv.Mounts) - len(c.Mounts) // the call's own mounts follow a capability's
+	for i, m := range inv.Mounts {
 		line, found := describeMount(m, home)
 		if m.Writable && inv.Environment == ceiling.Docker && os.Geteuid() == 0 {
 			// runtime/docker's default user for a caller that is root
@@ -269,7 +270,8 @@ func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 		req.Mounts = append(req.Mounts, line)
 		req.Dangerous = append(req.Dangerous, found...)
 		req.Paths = append(req.Paths, m.Host)
-		if m.Writable && c.Capability == "" {
+		if m.Writable && i >= own {
+			// a capability's own are among its manifest's loosenings
 			req.Loosens = append(req.Loosens, "writable mount "+m.String())
 		}
 	}
@@ -420,6 +422,15 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 	sort.Strings(env)
 	inv.Env = append(env, inv.Env...)
 	req.Tool, req.Class, req.Digest = m.Name, capa.Class(), capa.Digest
+	if len(inv.Mounts) > len(mounts) {
+		// the call's own mounts, past the manifest's: the capability's
+		// digest does not cover them, so neither does a grant of it
+		own := make([]string, 0, len(inv.Mounts)-len(mounts))
+		for _, mt := range inv.Mounts[len(mounts):] {
+			own = append(own, mt.String())
+		}
+		req.Digest = backend.BindOptions(req.Digest, "mounts "+strings.Join(own, "\x00"))
+	}
 	req.Permission = permission.Ask(capa.Key())
 	req.Loosens = append(req.Loosens, m.Loosens()...)
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/testimage"
 	"github.com/ccrun/ccrun/permission"
+	"github.com/ccrun/ccrun/runtime/job"
 )
 
 // boxOptions are options of the test-only environment @testbox.
@@ -173,6 +174,57 @@ func TestDockerOptionsShown(t *testing.T) {
 		out, err := rt.Exec(ctx, &ccrun.Call{Capability: "hi", Options: engines.DockerOptions{Network: "host"}})
 		if err != nil || strings.TrimSpace(string(out.Result.Stdout)) != "hi" || asked.Load() != 3 {
 			t.Fatalf("network host, run %d: %v, asked %d; want asked once more, then run by the grant", i, err, asked.Load())
+		}
+	}
+}
+
+// TestCapabilityOwnMountsAsked: a capability granted for the session does
+// not run unasked with mounts of the call's own, which its digest does
+// not cover: each is asked, a writable one shown as a loosening; granted
+// with the mount, the grant covers that mount.
+func TestCapabilityOwnMountsAsked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := capabilities.Scaffold(dir, "hello", ceiling.Wasm); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	var last atomic.Pointer[permission.Prompt]
+	rt, err := ccrun.New(engines.Wasm(), ccrun.WithProjectDir(dir), ccrun.WithAuditLog(""),
+		ccrun.WithApprover(permission.ApproverFunc(func(_ context.Context, p *permission.Prompt) (ceiling.Grant, error) {
+			asked.Add(1)
+			last.Store(p)
+			return ceiling.AlwaysThisSession, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	exec := func(mounts ...job.Mount) {
+		t.Helper()
+		if out, err := rt.Exec(ctx, &ccrun.Call{Capability: "hello", Mounts: mounts}); err != nil || !out.Result.OK() {
+			t.Fatalf("mounts %v: %v", mounts, err)
+		}
+	}
+	exec()
+	exec()
+	if asked.Load() != 1 {
+		t.Fatalf("asked %d times; want once, then the session's grant", asked.Load())
+	}
+	w := t.TempDir()
+	for i, m := range []job.Mount{{Host: w, Guest: "/w", Writable: true}, {Host: w, Guest: "/r"}} {
+		exec(m)
+		if asked.Load() != int32(2+i) {
+			t.Fatalf("%s: asked %d times; want asked again (the grant did not cover the mount)", m, asked.Load())
+		}
+		loosens := strings.Join(last.Load().Request.Loosens, "\n")
+		if strings.Contains(loosens, "writable mount") != m.Writable {
+			t.Errorf("%s: loosens %q", m, loosens)
+		}
+		exec(m)
+		if asked.Load() != int32(2+i) {
+			t.Fatalf("%s again: asked %d times; want the grant given with it", m, asked.Load())
 		}
 	}
 }
