@@ -237,16 +237,12 @@ func parseDocker(data []byte, v *jsonpos.Value, name string, origin Origin) (*Do
 	if origin == OriginProject || origin == OriginLocal {
 		return nil, bad(v.Start, ": the @docker engine is chosen in the managed policy or the user config, not in a project file")
 	}
-	if v.Kind != jsonpos.Object {
-		return nil, bad(v.Start, `: want {"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool"}`)
+	ms, err := members(v, bad, `{"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool"}`)
+	if err != nil {
+		return nil, err
 	}
 	d := &DockerSettings{}
-	seen := map[string]bool{}
-	for _, m := range v.Members {
-		if seen[m.Name] {
-			return nil, bad(m.At, ": member %q given twice", m.Name)
-		}
-		seen[m.Name] = true
+	for _, m := range ms {
 		val := m.Value
 		text, isText := val.Text()
 		switch m.Name {
@@ -357,16 +353,12 @@ func parseEnv(data []byte, v *jsonpos.Value, name string) ([]string, error) {
 	bad := func(off int, format string, args ...any) error {
 		return fmt.Errorf("%s:%s: env%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), errclass.InvalidConfig)
 	}
-	if v.Kind != jsonpos.Object {
-		return nil, bad(v.Start, `: want {"pass": ["NAME", …]}`)
+	ms, err := members(v, bad, `{"pass": ["NAME", …]}`)
+	if err != nil {
+		return nil, err
 	}
 	var pass []string
-	seen := map[string]bool{}
-	for _, m := range v.Members {
-		if seen[m.Name] {
-			return nil, bad(m.At, ": member %q given twice", m.Name)
-		}
-		seen[m.Name] = true
+	for _, m := range ms {
 		if m.Name != "pass" {
 			return nil, bad(m.At, `: unknown member %q (want {"pass": ["NAME", …]})`, m.Name)
 		}
@@ -397,15 +389,11 @@ func parseShell(data []byte, v *jsonpos.Value, name string, origin Origin) (sand
 	if origin != OriginManaged && origin != OriginUser {
 		return "", nil, bad(v.Start, ": the sandbox of approved commands is set in the managed policy or the user config, not in a project file")
 	}
-	if v.Kind != jsonpos.Object {
-		return "", nil, bad(v.Start, `: want {"sandbox": "on"|"off"|"required", "writable": ["DIR", …]}`)
+	ms, err := members(v, bad, `{"sandbox": "on"|"off"|"required", "writable": ["DIR", …]}`)
+	if err != nil {
+		return "", nil, err
 	}
-	seen := map[string]bool{}
-	for _, m := range v.Members {
-		if seen[m.Name] {
-			return "", nil, bad(m.At, ": member %q given twice", m.Name)
-		}
-		seen[m.Name] = true
+	for _, m := range ms {
 		switch m.Name {
 		case "sandbox":
 			text, ok := m.Value.Text()
@@ -722,6 +710,23 @@ func objectMembers(data []byte, v *jsonpos.Value, name string) ([]jsonpos.Member
 	for _, m := range v.Members {
 		if seen[m.Name] {
 			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, jsonpos.Position(data, m.At), m.Name, errclass.InvalidConfig)
+		}
+		seen[m.Name] = true
+	}
+	return v.Members, nil
+}
+
+// members returns the members of v, the object a settings member holds
+// (docker, network, env, shell), each name once; bad places an error
+// under the member's name, want says what v must be when it is no object.
+func members(v *jsonpos.Value, bad func(off int, format string, args ...any) error, want string) ([]jsonpos.Member, error) {
+	if v.Kind != jsonpos.Object {
+		return nil, bad(v.Start, ": want %s", want)
+	}
+	seen := make(map[string]bool, len(v.Members))
+	for _, m := range v.Members {
+		if seen[m.Name] {
+			return nil, bad(m.At, ": member %q given twice", m.Name)
 		}
 		seen[m.Name] = true
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -86,9 +87,7 @@ func options(inv *backend.Invocation) (Options, error) {
 	default:
 		return o, fmt.Errorf("call: network %q: want none, bridge or host: %w", o.Network, errdefs.ErrInvalidArgument)
 	}
-	switch o.Pull {
-	case "", "missing", "never", "always":
-	default:
+	if !ctr.PullPolicy(o.Pull).Known() {
 		return o, fmt.Errorf("call: pull policy %q: want missing, never or always: %w", o.Pull, errdefs.ErrInvalidArgument)
 	}
 	return o, nil
