@@ -111,9 +111,9 @@ type plan struct {
 func (b *Backend) EnforcesLimits() bool { return true }
 
 // Prepare keys the image and binds the grant to the reference as written;
-// Bind then binds it to the image.
-// The call's options (Options) are read here: a network other than none
-// is a loosening, shown, and part of what a grant is bound to.
+// Bind then binds it to the image. It reads the call's options (Options):
+// a network other than none is a loosening, shown, decided as a network
+// call and part of what a grant is bound to, a capability's too.
 func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.Prepared, error) {
 	o, err := options(inv)
 	if err != nil {
