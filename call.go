@@ -60,20 +60,22 @@ type Call struct {
 	// Limits override the capability's and the executor's defaults, field
 	// by field (zero: keep).
 	Limits job.Limits
-	// Network loosens a run_docker call's network ("" or "none": none).
-	Network string
 	// AllowHosts are hosts a @shell or @docker call may reach besides
 	// those the settings' "network" lists allow (HOST, *.DOMAIN,
 	// HOST:PORT, an IP literal; what --allow-host gives): an approved
 	// command, or the container, then reaches only the allowed hosts,
 	// through ccrun's egress proxy. With no list in the settings they are
 	// the only hosts; with one, they widen it and the prompt says so. A
-	// @docker call with lists may not ask for Network bridge or host.
-	// Runtime.Network says what a call would get.
+	// @docker call with lists may not ask for a network bridge or host
+	// (engines.DockerOptions). Runtime.Network says what a call would get.
 	AllowHosts []string
-	// Pull is the @docker pull policy: "missing" (the default), "never" or
-	// "always".
-	Pull string
+	// Options are the call's options of its environment, which that
+	// environment's backend reads: engines.DockerOptions (the network, the
+	// pull policy) for @docker, or a Go program's own type for an
+	// environment it registered (WithBackend). nil: the environment's
+	// defaults. Options of another environment than the call's are
+	// refused before anything is asked.
+	Options EnvironmentOptions
 	// Directive narrows this call (read-only, plan-only…).
 	Directive permission.Directive
 
@@ -81,6 +83,15 @@ type Call struct {
 	Stdout io.Writer
 	Stderr io.Writer
 }
+
+// EnvironmentOptions are a call's options that one environment reads
+// (Call.Options): engines.DockerOptions for @docker, or a type of a Go
+// program's own for an environment it registered, whose backend reads
+// them from Invocation.Options. Environment names the environment they
+// are for; what they loosen the backend says (Prepared.Loosens,
+// Prepared.OptionsDigest), so that it is shown, audited and bound into
+// the grant's digest.
+type EnvironmentOptions = backend.EnvironmentOptions
 
 // The limits of Call.Input: in the environment, and at all.
 const (
@@ -97,9 +108,6 @@ func (r *Runtime) prepare(ctx context.Context, c *Call) (*permission.Request, *I
 		return nil, nil, nil, err
 	}
 	if c.Tool != "" {
-		if c.Pull != "" {
-			return nil, nil, nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", ErrInvalidCall)
-		}
 		inv.Env = appendInput(inv.Env, input)
 		if err := r.prepareTool(c, req, inv); err != nil {
 			return nil, nil, nil, err
@@ -113,6 +121,9 @@ func (r *Runtime) prepare(ctx context.Context, c *Call) (*permission.Request, *I
 		err = adHoc(c, r.dir, inv)
 	}
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if inv.Options, err = checkOptions(c.Options, inv.Environment); err != nil {
 		return nil, nil, nil, err
 	}
 	p, err := r.prepareOn(ctx, req, inv)
@@ -165,8 +176,6 @@ func (r *Runtime) callOf(c *Call) (*permission.Request, *Invocation, string, err
 		Env:        append([]string(nil), c.Env...),
 		Mounts:     mounts,
 		Limits:     c.Limits,
-		Network:    c.Network,
-		Pull:       c.Pull,
 		Streams:    job.Streams{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr},
 	}
 	req := &permission.Request{Directive: c.Directive, Class: permission.ClassExec,
@@ -201,7 +210,8 @@ func appendInput(env []string, input string) []string {
 
 // prepareOn has inv's backend prepare it, and takes from what it says
 // only what cannot widen the gate: the key and digest of an ad-hoc call
-// (a capability keeps its own), a network's class (which asks more; a
+// (a capability keeps its own), the binding of either to the call's
+// options (Prepared.OptionsDigest), a network's class (which asks more; a
 // capability's too), a shell command only from @shell.
 func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *Invocation) (*Prepared, error) {
 	b, err := r.backend(ctx, inv.Environment)
@@ -224,7 +234,10 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 		req.Class = permission.ClassNetwork
 	}
 	if inv.Capability != nil {
-		p.Digest = req.Digest // the capability's: a Binder binds it further
+		// the capability's, bound to what the call's options change: a
+		// Binder binds it further
+		req.Digest = backend.BindOptions(req.Digest, p.OptionsDigest)
+		p.Digest = req.Digest
 		return p, nil
 	}
 	if !p.Key.Valid() {
@@ -236,16 +249,19 @@ func (r *Runtime) prepareOn(ctx context.Context, req *permission.Request, inv *I
 	if inv.Tool == "" {
 		inv.Tool = p.Key.Tool
 	}
+	p.Digest = backend.BindOptions(p.Digest, p.OptionsDigest)
 	req.Tool, req.Permission, req.Digest = inv.Tool, permission.Ask(p.Key), p.Digest
 	return p, nil
 }
 
 // describeReach adds to req what the call reaches past its environment's
 // defaults: the mounts (shown, their dangerous paths found, writable ones
-// loosening) and a network.
+// loosening) and the files ccrun reads for it. What the call's options
+// loosen (a network) its backend says (Prepared.Loosens).
 func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 	home, _ := os.UserHomeDir()
-	for _, m := range inv.Mounts {
+	own := len(inv.Mounts) - len(c.Mounts) // the call's own mounts follow a capability's
+	for i, m := range inv.Mounts {
 		line, found := describeMount(m, home)
 		if m.Writable && inv.Environment == ceiling.Docker && os.Geteuid() == 0 {
 			// runtime/docker's default user for a caller that is root
@@ -254,12 +270,10 @@ func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 		req.Mounts = append(req.Mounts, line)
 		req.Dangerous = append(req.Dangerous, found...)
 		req.Paths = append(req.Paths, m.Host)
-		if m.Writable && c.Capability == "" {
+		if m.Writable && i >= own {
+			// a capability's own are among its manifest's loosenings
 			req.Loosens = append(req.Loosens, "writable mount "+m.String())
 		}
-	}
-	if c.Network != "" && c.Network != "none" {
-		req.Loosens = append(req.Loosens, "network: "+c.Network)
 	}
 	// Files ccrun reads on the call's behalf: what they are, and whether
 	// they are secrets, is checked on what was opened.
@@ -281,6 +295,20 @@ func describeReach(req *permission.Request, inv *Invocation, c *Call) {
 	if c.InputFile != "" {
 		req.Stdin = strings.TrimSpace(req.Stdin + " input from file " + c.InputFile)
 	}
+}
+
+// checkOptions refuses options o of another environment than env, the
+// call's, before anything is asked or reached; a nil o (a nil pointer
+// too) is none.
+func checkOptions(o EnvironmentOptions, env ceiling.Environment) (EnvironmentOptions, error) {
+	if isNil(o) {
+		return nil, nil
+	}
+	if got := o.Environment(); got != env {
+		return nil, fmt.Errorf("call: options of %s (%T) given to a call of %s: they apply to %s calls only; drop them, or give options of %s: %w",
+			got, o, env, got, env, ErrInvalidCall)
+	}
+	return o, nil
 }
 
 // adHoc sets the environment, tool and target of a call that names what
@@ -386,9 +414,7 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 	}
 	inv.Mounts = append(mounts, inv.Mounts...)
 	inv.Limits = overlay(m.Limits.Job(), c.Limits)
-	if m.Network != "" && c.Network == "" {
-		inv.Network = string(m.Network)
-	}
+	inv.Network = string(m.Network) // the backend's Prepare may change it (Invocation.Options)
 	env := make([]string, 0, len(m.Env)+1)
 	for k, v := range m.Env {
 		env = append(env, k+"="+v)
@@ -396,6 +422,15 @@ func (r *Runtime) prepareCapability(c *Call, req *permission.Request, inv *Invoc
 	sort.Strings(env)
 	inv.Env = append(env, inv.Env...)
 	req.Tool, req.Class, req.Digest = m.Name, capa.Class(), capa.Digest
+	if len(inv.Mounts) > len(mounts) {
+		// the call's own mounts, past the manifest's: the capability's
+		// digest does not cover them, so neither does a grant of it
+		own := make([]string, 0, len(inv.Mounts)-len(mounts))
+		for _, mt := range inv.Mounts[len(mounts):] {
+			own = append(own, mt.String())
+		}
+		req.Digest = backend.BindOptions(req.Digest, "mounts "+strings.Join(own, "\x00"))
+	}
 	req.Permission = permission.Ask(capa.Key())
 	req.Loosens = append(req.Loosens, m.Loosens()...)
 	return nil

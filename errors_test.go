@@ -16,6 +16,7 @@ import (
 	"github.com/ccrun/ccrun/engines"
 	"github.com/ccrun/ccrun/internal/audit"
 	"github.com/ccrun/ccrun/internal/confine"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/housekeep"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/trust"
@@ -83,7 +84,7 @@ func TestErrorClasses(t *testing.T) {
 		{"wasm.ErrServerGone", wasm.ErrServerGone, "unavailable"},
 		{"wasm.ErrUnsafeSocket", wasm.ErrUnsafeSocket, "permission denied"},
 		{"docker.ErrUnavailable", docker.ErrUnavailable, "unavailable"},
-		{"docker.ErrPermissionDenied", docker.ErrPermissionDenied, "permission denied"},
+		{"ctr.ErrRefused (an engine refuses us)", ctr.ErrRefused, "unavailable"},
 		{"docker.ErrNotFound", docker.ErrNotFound, "not found"},
 		{"docker.ErrInvalidArgument", docker.ErrInvalidArgument, "invalid argument"},
 		{"kube.ErrUnavailable", kube.ErrUnavailable, "unavailable"},

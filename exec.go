@@ -206,7 +206,8 @@ func (r *Runtime) auditDecision(t *tracker, req *permission.Request, d *permissi
 	rec := audit.Record{Kind: "decision", Call: t.out.ID, Tool: req.Tool, Key: t.key,
 		Environment: string(req.Environment), Decision: string(d.Verdict), Layer: string(d.Layer),
 		Reason: d.Reason, Diagnostics: d.Diagnostics,
-		Display: req.Display, Args: req.Args, Env: redactEnv(req.Env), Dir: req.Dir, Stdin: req.Stdin}
+		Display: req.Display, Args: req.Args, Env: redactEnv(req.Env), Dir: req.Dir, Stdin: req.Stdin,
+		Loosens: req.Loosens}
 	if d.Layer == permission.LayerApprover {
 		rec.Grant, rec.Unconfined = d.Grant.String(), d.Unconfined
 	}

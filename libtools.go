@@ -186,8 +186,8 @@ func (r *Runtime) prepareTool(c *Call, req *permission.Request, inv *Invocation)
 	if t == nil {
 		return fmt.Errorf("call: no library tool %q: %w", c.Tool, ErrInvalidCall)
 	}
-	if len(c.Mounts) > 0 || c.Network != "" || len(c.Args) > 0 || len(c.Env) > 0 {
-		return fmt.Errorf("call: %s: a library tool takes its input only (no args, env, mounts or network): %w", t.Name, ErrInvalidCall)
+	if len(c.Mounts) > 0 || !isNil(c.Options) || len(c.Args) > 0 || len(c.Env) > 0 {
+		return fmt.Errorf("call: %s: a library tool takes its input only (no args, env, mounts or environment options): %w", t.Name, ErrInvalidCall)
 	}
 	if c.Limits.Memory != 0 || c.Limits.Pids != 0 || c.Limits.CPUs != 0 {
 		return fmt.Errorf("call: %s: memory, pids and cpus limits do not apply to a library tool: %w", t.Name, ErrInvalidCall)

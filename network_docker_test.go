@@ -122,16 +122,16 @@ func TestNetworkDockerRefused(t *testing.T) {
 	a := &netChooser{net: ceiling.Deny}
 	rt, _ := dockerNetRuntime(t, dir, a)
 	for _, c := range []ccrun.Call{
-		{Image: testimage.Name, Network: "bridge", AllowHosts: []string{"x.org"}},
-		{Image: testimage.Name, Network: "host", AllowHosts: []string{"x.org"}},
+		{Image: testimage.Name, Options: engines.DockerOptions{Network: "bridge"}, AllowHosts: []string{"x.org"}},
+		{Image: testimage.Name, Options: engines.DockerOptions{Network: "host"}, AllowHosts: []string{"x.org"}},
 		{Module: "m.wasm", AllowHosts: []string{"x.org"}},
 	} {
 		_, err := rt.Exec(context.Background(), &c)
 		if !errors.Is(err, ccrun.ErrInvalidCall) {
 			t.Errorf("%+v: got %v, want ErrInvalidCall", c, err)
 		}
-		if c.Network != "" && (err == nil || !strings.Contains(err.Error(), "only through ccrun's proxy")) {
-			t.Errorf("%s: the error does not say why: %v", c.Network, err)
+		if c.Options != nil && (err == nil || !strings.Contains(err.Error(), "only through ccrun's proxy")) {
+			t.Errorf("%+v: the error does not say why: %v", c.Options, err)
 		}
 	}
 	if len(a.asked) != 0 {

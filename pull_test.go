@@ -154,7 +154,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 	// with nobody to ask it is refused, never run.
 	reg.Push(t, strings.TrimPrefix(ref, reg.Host()+"/"), "b")
 	always := call()
-	always.Pull = "always"
+	always.Options = engines.DockerOptions{Pull: "always"}
 	out, err = nobody.Exec(ctx, always)
 	if !errors.Is(err, ccrun.ErrPermissionDenied) || (out.Result != nil && strings.TrimSpace(string(out.Result.Stdout)) == "b") {
 		t.Fatalf("another image arrived: %v %+v, want refused", err, out.Result)

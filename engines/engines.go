@@ -66,6 +66,18 @@ func WithDockerOptions(opts ...docker.Option) Option {
 	return func(c *config) error { c.docker = append(c.docker, opts...); return nil }
 }
 
+// DockerOptions are a @docker call's options, for ccrun.Call.Options:
+// its network ("" or "none": only loopback; "bridge" or "host", which
+// loosen the sandbox: shown, audited, decided as a network call, and
+// covered by a grant only with that network) and its pull policy ("" or
+// "missing", "never", "always"). They hold on either engine (the local
+// Docker Engine, Kubernetes: bridge at most). Given to a call of another
+// environment, they are refused before anyone is asked:
+//
+//	rt.Exec(ctx, &ccrun.Call{Image: "busybox:1.36", Args: []string{"wget", "-qO-", "example.org"},
+//		Options: engines.DockerOptions{Network: "bridge"}})
+type DockerOptions = dockerenv.Options
+
 // Wasm is the @wasm environment's engine, wazero, as a Runtime option:
 // the backend that checks, keys and binds a module (by its bytes) and runs
 // it, made on the Runtime's first @wasm call. It takes the options of

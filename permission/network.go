@@ -32,16 +32,12 @@ func parseNetwork(data []byte, v *jsonpos.Value, name string, origin Origin) (*N
 	if origin == OriginProject {
 		return nil, bad(v.Start, ": the hosts a command may reach are set in the managed policy, the user config or ccrun.local.json, not in a committed project file")
 	}
-	if v.Kind != jsonpos.Object {
-		return nil, bad(v.Start, `: want {"allow": ["HOST", …], "deny": ["HOST", …]}`)
+	ms, err := members(v, bad, `{"allow": ["HOST", …], "deny": ["HOST", …]}`)
+	if err != nil {
+		return nil, err
 	}
 	n := &NetworkSettings{}
-	seen := map[string]bool{}
-	for _, m := range v.Members {
-		if seen[m.Name] {
-			return nil, bad(m.At, ": member %q given twice", m.Name)
-		}
-		seen[m.Name] = true
+	for _, m := range ms {
 		var list *[]string
 		switch m.Name {
 		case "allow":

@@ -1,7 +1,6 @@
 package permission
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,8 +167,8 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			s.Allowlist = raw
 		case "env":
 			s.Env = raw
-			if _, err := s.EnvPass(); err != nil {
-				return nil, fmt.Errorf("%s:%s: %w", name, valAt, err)
+			if _, err := parseEnv(data, m.Value, name); err != nil {
+				return nil, err
 			}
 		case "flags":
 			if str, _ := m.Value.Text(); str != "no-loosening" {
@@ -185,32 +184,9 @@ func ParseSettings(data []byte, name string, origin Origin) (*Settings, error) {
 			}
 			s.AuditRequired = true
 		case "shell":
-			if origin != OriginManaged && origin != OriginUser {
-				return nil, fmt.Errorf("%s:%s: shell: the sandbox of approved commands is set in the managed policy or the user config, not in a project file: %w", name, valAt, errclass.InvalidConfig)
+			if s.Sandbox, s.Writable, err = parseShell(data, m.Value, name, origin); err != nil {
+				return nil, err
 			}
-			var sh struct {
-				Sandbox  *string  `json:"sandbox"`
-				Writable []string `json:"writable"`
-			}
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&sh); err != nil {
-				return nil, fmt.Errorf("%s:%s: shell: want {\"sandbox\": \"on\"|\"off\"|\"required\", \"writable\": [\"DIR\", …]}: %v: %w", name, valAt, err, errclass.InvalidConfig)
-			}
-			if sh.Sandbox != nil {
-				switch *sh.Sandbox {
-				case SandboxOn, SandboxOff, SandboxRequired:
-					s.Sandbox = *sh.Sandbox
-				default:
-					return nil, fmt.Errorf("%s:%s: shell: sandbox %q: want \"on\", \"off\" or \"required\": %w", name, valAt, *sh.Sandbox, errclass.InvalidConfig)
-				}
-			}
-			for _, w := range sh.Writable {
-				if !filepath.IsAbs(w) && !strings.HasPrefix(w, "~/") {
-					return nil, fmt.Errorf("%s:%s: shell: writable %q: want an absolute path or one starting with ~/: %w", name, valAt, w, errclass.InvalidConfig)
-				}
-			}
-			s.Writable = sh.Writable
 		case "network":
 			if s.Network, err = parseNetwork(data, m.Value, name, origin); err != nil {
 				return nil, err
@@ -266,16 +242,12 @@ func parseDocker(data []byte, v *jsonpos.Value, name string, origin Origin) (*Do
 	if origin == OriginProject || origin == OriginLocal {
 		return nil, bad(v.Start, ": the @docker engine is chosen in the managed policy or the user config, not in a project file")
 	}
-	if v.Kind != jsonpos.Object {
-		return nil, bad(v.Start, `: want {"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool", "pull_secrets"}`)
+	ms, err := members(v, bad, `{"engine": "docker"|"kubernetes", "namespace", "context", "kubeconfig", "pool", "pull_secrets"}`)
+	if err != nil {
+		return nil, err
 	}
 	d := &DockerSettings{}
-	seen := map[string]bool{}
-	for _, m := range v.Members {
-		if seen[m.Name] {
-			return nil, bad(m.At, ": member %q given twice", m.Name)
-		}
-		seen[m.Name] = true
+	for _, m := range ms {
 		val := m.Value
 		text, isText := val.Text()
 		switch m.Name {
@@ -401,15 +373,88 @@ func (s *Settings) EnvPass() ([]string, error) {
 	if len(s.Env) == 0 {
 		return nil, nil
 	}
-	var env struct {
-		Pass []string `json:"pass"`
+	v, err := jsonpos.Parse(s.Env)
+	if err != nil {
+		return nil, jsonError(s.Name+": env", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(s.Env))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
-		return nil, fmt.Errorf("env: want {\"pass\": [\"NAME\", …]}: %v: %w", err, errclass.InvalidConfig)
+	return parseEnv(s.Env, v, s.Name)
+}
+
+// parseEnv reads the "env" member v of the file name: {"pass": ["NAME",
+// …]}, the one reading of it, strict as the published schema is (exact
+// member names, each once, each name a non-empty string), each error at
+// its line and column.
+func parseEnv(data []byte, v *jsonpos.Value, name string) ([]string, error) {
+	bad := func(off int, format string, args ...any) error {
+		return fmt.Errorf("%s:%s: env%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), errclass.InvalidConfig)
 	}
-	return env.Pass, nil
+	ms, err := members(v, bad, `{"pass": ["NAME", …]}`)
+	if err != nil {
+		return nil, err
+	}
+	var pass []string
+	for _, m := range ms {
+		if m.Name != "pass" {
+			return nil, bad(m.At, `: unknown member %q (want {"pass": ["NAME", …]})`, m.Name)
+		}
+		if m.Value.Kind != jsonpos.Array {
+			return nil, bad(m.Value.Start, ".pass: want an array of variable names")
+		}
+		for _, e := range m.Value.Elems {
+			text, ok := e.Text()
+			if !ok || text == "" {
+				return nil, bad(e.Start, ".pass: want a variable name, got %s", e.Raw)
+			}
+			pass = append(pass, text)
+		}
+	}
+	return pass, nil
+}
+
+// parseShell reads the "shell" member v of the file name: {"sandbox":
+// "on"|"off"|"required", "writable": ["DIR", …]}, the one reading of it,
+// strict as the published schema is (exact member names, each once, of
+// their type), each error at its line and column. A project's own files
+// may not say it: how approved commands are confined is the person's, or
+// the administrator's, choice.
+func parseShell(data []byte, v *jsonpos.Value, name string, origin Origin) (sandbox string, writable []string, err error) {
+	bad := func(off int, format string, args ...any) error {
+		return fmt.Errorf("%s:%s: shell%s: %w", name, jsonpos.Position(data, off), fmt.Sprintf(format, args...), errclass.InvalidConfig)
+	}
+	if origin != OriginManaged && origin != OriginUser {
+		return "", nil, bad(v.Start, ": the sandbox of approved commands is set in the managed policy or the user config, not in a project file")
+	}
+	ms, err := members(v, bad, `{"sandbox": "on"|"off"|"required", "writable": ["DIR", …]}`)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, m := range ms {
+		switch m.Name {
+		case "sandbox":
+			text, ok := m.Value.Text()
+			switch {
+			case !ok:
+				return "", nil, bad(m.Value.Start, `.sandbox: want "on", "off" or "required", got %s`, m.Value.Raw)
+			case text != SandboxOn && text != SandboxOff && text != SandboxRequired:
+				return "", nil, bad(m.Value.Start, `: sandbox %q: want "on", "off" or "required"`, text)
+			}
+			sandbox = text
+		case "writable":
+			if m.Value.Kind != jsonpos.Array {
+				return "", nil, bad(m.Value.Start, ".writable: want an array of directories")
+			}
+			for _, e := range m.Value.Elems {
+				w, ok := e.Text()
+				if !ok || (!filepath.IsAbs(w) && !strings.HasPrefix(w, "~/")) {
+					return "", nil, bad(e.Start, ": writable %s: want an absolute path or one starting with ~/", e.Raw)
+				}
+				writable = append(writable, w)
+			}
+		default:
+			return "", nil, bad(m.At, ": unknown member %q (want sandbox or writable)", m.Name)
+		}
+	}
+	return sandbox, writable, nil
 }
 
 // Loosens lists, one line each, what s loosens past the defaults: a mode
@@ -700,6 +745,23 @@ func objectMembers(data []byte, v *jsonpos.Value, name string) ([]jsonpos.Member
 	for _, m := range v.Members {
 		if seen[m.Name] {
 			return nil, fmt.Errorf("%s:%s: member %q given twice: %w", name, jsonpos.Position(data, m.At), m.Name, errclass.InvalidConfig)
+		}
+		seen[m.Name] = true
+	}
+	return v.Members, nil
+}
+
+// members returns the members of v, the object a settings member holds
+// (docker, network, env, shell), each name once; bad places an error
+// under the member's name, want says what v must be when it is no object.
+func members(v *jsonpos.Value, bad func(off int, format string, args ...any) error, want string) ([]jsonpos.Member, error) {
+	if v.Kind != jsonpos.Object {
+		return nil, bad(v.Start, ": want %s", want)
+	}
+	seen := make(map[string]bool, len(v.Members))
+	for _, m := range v.Members {
+		if seen[m.Name] {
+			return nil, bad(m.At, ": member %q given twice", m.Name)
 		}
 		seen[m.Name] = true
 	}

@@ -76,6 +76,13 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"a byte order mark", "\ufeff{\"mode\": \"plan\"}", "x.json:1:1: malformed JSON: a byte order mark"},
 		{"CRLF and runes before the error", "{\r\n  \"$schema\": \"ünï\", \"mode\": 7\r\n}", "x.json:2:29: mode must be a string"},
 		{"multi-byte key unknown", "{\"ключ\": 1}", "x.json:1:2:"},
+		{"shell member twice", "{\"shell\": {\"sandbox\": \"required\",\n \"sandbox\": \"off\"}}", "x.json:2:2: shell: member \"sandbox\" given twice"},
+		{"shell member in another case", "{\"shell\": {\"Sandbox\": \"off\"}}", "x.json:1:12: shell: unknown member \"Sandbox\""},
+		{"shell sandbox null", "{\"shell\": {\"sandbox\": null}}", "x.json:1:23: shell.sandbox"},
+		{"shell writable relative", "{\"shell\": {\"writable\": [\"/ok\", \"cache\"]}}", "x.json:1:32: shell: writable \"cache\""},
+		{"env member twice", "{\"env\": {\"pass\": [\"A\"], \"pass\": [\"B\"]}}", "x.json:1:25: env: member \"pass\" given twice"},
+		{"env member in another case", "{\"env\": {\"PASS\": [\"A\"]}}", "x.json:1:10: env: unknown member \"PASS\""},
+		{"env.pass null", "{\"env\": {\"pass\": null}}", "x.json:1:18: env.pass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -249,6 +249,18 @@ func TestSchemaRefuses(t *testing.T) {
 		{"docker pull secrets not a list", `{"docker": {"pull_secrets": "regcred"}}`, false},
 		{"docker pull secret not a name", `{"docker": {"pull_secrets": ["Reg/Cred"]}}`, false},
 		{"docker pull secret ending in a dash", `{"docker": {"pull_secrets": ["regcred-"]}}`, false},
+		{"shell", `{"shell": {"sandbox": "required", "writable": ["~/.cache/go-build", "/opt/cache"]}}`, true},
+		{"shell sandbox unknown", `{"shell": {"sandbox": "maybe"}}`, false},
+		{"shell sandbox not a string", `{"shell": {"sandbox": true}}`, false},
+		{"shell sandbox null", `{"shell": {"sandbox": null}}`, false},
+		{"shell member in another case", `{"shell": {"Sandbox": "off"}}`, false},
+		{"shell unknown member", `{"shell": {"sandbox": "on", "tier": "workspace"}}`, false},
+		{"shell writable relative", `{"shell": {"writable": ["cache"]}}`, false},
+		{"shell writable not a list", `{"shell": {"writable": "/opt/cache"}}`, false},
+		{"shell not an object", `{"shell": "off"}`, false},
+		{"env.pass empty name", `{"env": {"pass": [""]}}`, false},
+		{"env.pass null", `{"env": {"pass": null}}`, false},
+		{"env member in another case", `{"env": {"Pass": ["X"]}}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,10 @@ type Record struct {
 	Env     []string `json:"env,omitempty"`
 	Dir     string   `json:"dir,omitempty"`
 	Stdin   string   `json:"stdin,omitempty"`
+	// Loosens are what the call loosens past its environment's defaults
+	// (a network, a writable mount), one line each, as the person asked
+	// is shown them (decisions).
+	Loosens []string `json:"loosens,omitempty"`
 	// For executions.
 	Outcome    string `json:"outcome,omitempty"` // success, error, cancelled
 	EndReason  string `json:"end_reason,omitempty"`

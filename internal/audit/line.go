@@ -40,6 +40,7 @@ func (r *Record) line() []byte {
 	b = list(b, "env", r.Env)
 	b = field(b, "dir", r.Dir)
 	b = field(b, "stdin", r.Stdin)
+	b = list(b, "loosens", r.Loosens)
 	b = field(b, "outcome", r.Outcome)
 	b = field(b, "end_reason", r.EndReason)
 	if r.ExitCode != nil {

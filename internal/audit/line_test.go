@@ -20,7 +20,7 @@ func TestLine(t *testing.T) {
 	for i, s := range strs {
 		recs = append(recs, Record{Time: times[i%len(times)], Kind: s, Call: s, Tool: s, Key: s, Environment: s, Decision: s,
 			Layer: s, Reason: s, Grant: s, Unconfined: i%2 == 1, Diagnostics: []string{s, s + "x"}, Display: s, Args: []string{s}, Env: []string{"A=" + s},
-			Dir: s, Stdin: s, Outcome: s, EndReason: s, ExitCode: &code, DurationMS: &dur, Error: s, Detail: s})
+			Dir: s, Stdin: s, Loosens: []string{s, "network: " + s}, Outcome: s, EndReason: s, ExitCode: &code, DurationMS: &dur, Error: s, Detail: s})
 	}
 	// Every field set: a field added to Record and not to line fails below.
 	full := reflect.ValueOf(recs[1])

@@ -61,13 +61,21 @@ type Invocation struct {
 	Args []string
 	// Dir is the working directory: on the host (@shell) or in the
 	// container (@docker).
-	Dir     string
-	Env     []string
-	Mounts  []job.Mount
-	Limits  job.Limits
+	Dir    string
+	Env    []string
+	Mounts []job.Mount
+	Limits job.Limits
+	// Network is the network the call's sandbox asks for ("" or "none":
+	// none): a capability's manifest's, set by the root, or what the
+	// backend's Prepare reads from Options (a @docker call's network).
+	// The root refuses a call that names hosts (AllowHosts, the lists)
+	// and sets it to another network.
 	Network string
-	// Pull is the call's pull policy as given ("" the backend's default).
-	Pull    string
+	// Options are the call's options of its environment (Call.Options),
+	// as given: nil, or options whose Environment is this call's (the
+	// root refuses any other before Prepare). The backend reads them,
+	// and says in Prepared what they loosen.
+	Options EnvironmentOptions
 	Streams job.Streams
 	// Guard (@shell) enforces the gate's decision where the command runs:
 	// every program and every file the script opens is checked (see
@@ -88,6 +96,15 @@ type Invocation struct {
 	// run, such as the module's bytes or the image's ID. The root never
 	// reads it.
 	Plan any
+}
+
+// EnvironmentOptions are the options of a call that one environment
+// reads, such as @docker's network and pull policy (engines.DockerOptions):
+// the environment's own, not every call's. Environment names the
+// environment they are for; the root refuses them, before anything is
+// asked, on a call of any other.
+type EnvironmentOptions interface {
+	Environment() ceiling.Environment
 }
 
 // Egress is an egress proxy (internal/egress) a call's sandbox reaches
@@ -117,6 +134,13 @@ type Prepared struct {
 	// capability's digest, which a Binder may bind further. "" binds the
 	// grant to the key alone.
 	Digest string
+	// OptionsDigest, when set, binds the grant further to what the call's
+	// Options change past what the digest covers (a capability called
+	// with a network its manifest does not give): the root binds Digest
+	// to it (BindOptions), for a capability too, so that a grant of the
+	// call as it was approved covers no call that loosens it. "" for a
+	// call whose options change nothing the digest does not cover.
+	OptionsDigest string
 	// Loosens lists what the call loosens past the environment's defaults,
 	// one line each (a network), shown and audited.
 	Loosens []string
@@ -163,6 +187,16 @@ func ContentDigest(content []byte, mounts []job.Mount, network string, args, env
 		fmt.Fprintf(h, "\nenv %q", e)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// BindOptions binds digest (a call's, or a capability's) further to the
+// options (Prepared.OptionsDigest); "" leaves it as it is.
+func BindOptions(digest, options string) string {
+	if options == "" {
+		return digest
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\noptions %q", digest, options))
+	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // Rel shows path relative to dir when it is inside it.

@@ -1,6 +1,22 @@
 package ctr
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+)
+
+// ErrRefused is the one error of an engine of @docker that refuses ccrun:
+// the Docker Engine's socket does not admit the user, the Kubernetes API
+// server refuses the kubeconfig's credentials or RBAC forbids what a run
+// needs, a registry refuses the pull, an object of the namespace ccrun
+// must own is someone else's. The environment cannot be used as it is
+// configured until the person fixes that, so it is of class
+// errdefs.ErrUnavailable (ccrun.ErrUnavailable: the CLI's exit 125), and
+// never of errdefs.ErrPermissionDenied, which is the gate's word (a call
+// not allowed). The message of the error that wraps it says what to do.
+var ErrRefused = errdefs.ErrUnavailable.WithMessage("refused by the engine")
 
 // Error is an error of one class (an errdefs value: ErrUnavailable,
 // ErrNotFound...) with a message a person can act on, the engine's own
@@ -33,10 +49,16 @@ func (e *Error) Error() string {
 	return e.Msg + " (" + e.Cause.Error() + "): " + e.Hint
 }
 
-// Unwrap returns the class, then the cause when there is one.
+// Unwrap returns the class, then the cause when there is one. The cause
+// of an ErrRefused error that is itself of class ErrPermissionDenied (an
+// engine's own "forbidden") is given by its text alone: a refusal of the
+// engine is never the gate's word.
 func (e *Error) Unwrap() []error {
-	if e.Cause == nil {
+	switch {
+	case e.Cause == nil:
 		return []error{e.Class}
+	case e.Class == ErrRefused && errors.Is(e.Cause, errdefs.ErrPermissionDenied):
+		return []error{e.Class, errors.New(e.Cause.Error())}
 	}
 	return []error{e.Class, e.Cause}
 }

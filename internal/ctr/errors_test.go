@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -46,5 +47,22 @@ func TestCleanup(t *testing.T) {
 	c.Run(context.Background())
 	if want := []int{2, 1, 0}; !slices.Equal(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
+	}
+}
+
+// TestRefused: an engine's refusal is of class ErrUnavailable, and never
+// ErrPermissionDenied (the gate's), even over a cause of that class.
+func TestRefused(t *testing.T) {
+	for _, cause := range []error{nil, fs.ErrPermission, errdefs.ErrPermissionDenied, errors.Join(errors.New("ping"), errdefs.ErrPermissionDenied)} {
+		err := NewError(ErrRefused, cause, "docker: ping: permission denied on the socket")
+		if !errors.Is(err, ErrRefused) || !errors.Is(err, errdefs.ErrUnavailable) || errors.Is(err, errdefs.ErrPermissionDenied) {
+			t.Errorf("cause %v: %v: want ErrRefused, of class ErrUnavailable, and not ErrPermissionDenied", cause, err)
+		}
+		if cause != nil && !strings.Contains(err.Error(), cause.Error()) {
+			t.Errorf("cause %v: %q does not say it", cause, err)
+		}
+	}
+	if err := NewError(ErrRefused, fs.ErrPermission, "x"); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("%v: the cause is lost", err)
 	}
 }

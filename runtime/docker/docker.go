@@ -45,9 +45,9 @@
 // the next ccrun process finds it. With no idle container, a pooled run
 // runs cold. See docs/docker.md for what it buys and what differs.
 //
-// Errors are of the classes ErrUnavailable, ErrPermissionDenied,
-// ErrNotFound and ErrInvalidArgument (errors.Is), with a message that says
-// what to do. A program that exits non-zero is not an error: it is a
+// Errors are of the classes ErrUnavailable (an engine that refuses us
+// too), ErrNotFound and ErrInvalidArgument (errors.Is), with a message
+// that says what to do. A program that exits non-zero is not an error: it is a
 // job.Result.
 package docker
 
@@ -223,8 +223,8 @@ func withEngine(eng engine) Option {
 // New connects to the Docker Engine named by the environment (DOCKER_HOST,
 // DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY; default the
 // local socket), negotiating the API version, and checks that it answers:
-// an engine that does not is ErrUnavailable (or ErrPermissionDenied), with
-// its address in the message.
+// an engine that does not, or refuses us, is ErrUnavailable, with its
+// address in the message.
 func New(ctx context.Context, opts ...Option) (*Executor, error) {
 	e := &Executor{pullTimeout: DefaultPullTimeout}
 	for _, o := range opts {
@@ -589,7 +589,7 @@ func oomSeen(oom <-chan struct{}, code int) bool {
 // when it is not local; PullNever: never). A Spec whose Image is that ID
 // runs exactly that image, whatever ref is made to name later: ccrun binds
 // a grant to the ID and runs by it. Errors: ErrNotFound (not local and not
-// pulled), ErrUnavailable, ErrPermissionDenied.
+// pulled), ErrUnavailable (a registry's refusal too).
 func (e *Executor) Resolve(ctx context.Context, ref string, policy PullPolicy) (string, error) {
 	if policy == "" {
 		policy = PullMissing

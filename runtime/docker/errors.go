@@ -16,10 +16,10 @@ import (
 // containerd errdefs values themselves, so errdefs.IsNotFound and friends
 // agree with errors.Is on them.
 var (
-	// ErrUnavailable: the Docker Engine could not be reached.
+	// ErrUnavailable: the Docker Engine could not be reached, or it
+	// refused us (permission on its socket; a refusal of the engine's
+	// own): internal/ctr.ErrRefused, of this class.
 	ErrUnavailable = errdefs.ErrUnavailable
-	// ErrPermissionDenied: the engine refused us (socket permissions).
-	ErrPermissionDenied = errdefs.ErrPermissionDenied
 	// ErrNotFound: the image is neither local nor pullable.
 	ErrNotFound = errdefs.ErrNotFound
 	// ErrInvalidArgument: the Spec cannot be run as given (memory limit
@@ -93,7 +93,7 @@ func classify(host, op string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("docker: %s: %w", op, err)
 	case client.IsErrConnectionFailed(err) && errors.Is(err, fs.ErrPermission):
-		return newError(ErrPermissionDenied, err,
+		return newError(ctr.ErrRefused, err,
 			"docker: %s: permission denied on the docker engine socket at %s: add your user to the docker group (sudo usermod -aG docker $USER, then log in again) or point DOCKER_HOST at an engine you may use", op, host)
 	case client.IsErrConnectionFailed(err):
 		return unavailable(host, fmt.Errorf("%s: %w", op, err))
@@ -104,7 +104,7 @@ func classify(host, op string, err error) error {
 	case errdefs.IsInvalidArgument(err):
 		return newError(ErrInvalidArgument, err, "docker: %s: the engine refused the container's configuration", op)
 	case errdefs.IsPermissionDenied(err), errdefs.IsUnauthorized(err):
-		return newError(ErrPermissionDenied, err, "docker: %s", op)
+		return newError(ctr.ErrRefused, err, "docker: %s", op)
 	}
 	return fmt.Errorf("docker: %s: %w", op, err)
 }

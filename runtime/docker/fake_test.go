@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
@@ -53,14 +54,14 @@ func TestNewClasses(t *testing.T) {
 		ping error
 		want error
 	}{
-		{"permission denied", fmt.Errorf("ping: %w", errdefs.ErrPermissionDenied), ErrPermissionDenied},
+		{"permission denied", fmt.Errorf("ping: %w", errdefs.ErrPermissionDenied), ctr.ErrRefused},
 		{"unavailable", fmt.Errorf("ping: %w", errdefs.ErrUnavailable), ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := New(context.Background(), withEngine(&fake{ping: tc.ping}))
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("New = %v, want class %v", err, tc.want)
+			if !errors.Is(err, tc.want) || !errors.Is(err, ErrUnavailable) || errors.Is(err, errdefs.ErrPermissionDenied) {
+				t.Fatalf("New = %v, want %v, of class ErrUnavailable (not the gate's ErrPermissionDenied)", err, tc.want)
 			}
 		})
 	}

@@ -10,19 +10,21 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ccrun/ccrun/internal/ctr"
 )
 
 const permChildEnv = "CCRUN_DOCKER_TEST_PERM_CHILD"
 
 // TestSocketPermission: a user the engine's socket does not admit gets
-// ErrPermissionDenied, through the real client (the errno under
+// ctr.ErrRefused (of class ErrUnavailable), through the real client (the errno under
 // client.IsErrConnectionFailed). Run as root, it re-executes a copy of the
 // test binary as nobody (65534), which is not in the docker group.
 func TestSocketPermission(t *testing.T) {
 	if os.Getenv(permChildEnv) != "" {
 		_, err := New(context.Background())
-		if !errors.Is(err, ErrPermissionDenied) {
-			t.Fatalf("New as uid %d = %v, want ErrPermissionDenied", os.Getuid(), err)
+		if !errors.Is(err, ctr.ErrRefused) || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "docker group") {
+			t.Fatalf("New as uid %d = %v, want ctr.ErrRefused, of class ErrUnavailable, naming the docker group", os.Getuid(), err)
 		}
 		t.Log(err)
 		return

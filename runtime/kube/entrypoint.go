@@ -103,7 +103,7 @@ func (e *Executor) imageConfig(ctx context.Context, pinned string) (v1.Config, e
 
 // classOf is the class of a classified error (registryError's).
 func classOf(err error) error {
-	for _, class := range []error{ErrNotFound, ErrPermissionDenied, ErrInvalidArgument} {
+	for _, class := range []error{ErrNotFound, ctr.ErrRefused, ErrInvalidArgument} {
 		if errors.Is(err, class) {
 			return class
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/kubetest"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -180,7 +181,7 @@ func TestRunNoCommand(t *testing.T) {
 		t.Fatalf("a bad spec: %v, registry sent %q; want ErrInvalidArgument first", err, reg.Requests())
 	}
 
-	if _, err := e.Run(context.Background(), Spec{Image: reg.Host + "/tool:1"}); !errors.Is(err, ErrPermissionDenied) {
+	if _, err := e.Run(context.Background(), Spec{Image: reg.Host + "/tool:1"}); !errors.Is(err, ctr.ErrRefused) {
 		t.Fatalf("Run = %v, want the test's refusal of the pod", err)
 	}
 	p := <-pods

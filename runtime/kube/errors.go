@@ -17,11 +17,12 @@ import (
 // serves both engines of @docker.
 var (
 	// ErrUnavailable: the API server does not answer, or the pod was lost
-	// (evicted, its node gone, deleted from outside) before it finished.
+	// (evicted, its node gone, deleted from outside) before it finished;
+	// or the cluster refuses us (internal/ctr.ErrRefused, of this class):
+	// the API server refuses the credentials, RBAC forbids what the call
+	// needs (pods, pods/attach, pods/exec), a registry refuses the
+	// lookup, the helpers' ConfigMap is someone else's.
 	ErrUnavailable = errdefs.ErrUnavailable
-	// ErrPermissionDenied: the API server refused the credentials, or
-	// RBAC forbids what the call needs (pods, pods/attach, pods/exec).
-	ErrPermissionDenied = errdefs.ErrPermissionDenied
 	// ErrNotFound: the image is on no node (and the lookup asked no
 	// registry), or not in its registry and cannot be pulled, or the
 	// namespace does not exist.
@@ -61,9 +62,9 @@ func classify(server, op string, err error) error {
 		apierrors.IsTooManyRequests(err), apierrors.IsInternalError(err):
 		return unavailable(server, fmt.Errorf("%s: %w", op, err))
 	case apierrors.IsUnauthorized(err):
-		return newError(ErrPermissionDenied, err, "kube: %s: the API server at %s refused the credentials of the kubeconfig", op, server)
+		return newError(ctr.ErrRefused, err, "kube: %s: the API server at %s refused the credentials of the kubeconfig", op, server)
 	case apierrors.IsForbidden(err):
-		return newError(ErrPermissionDenied, err, "kube: %s: forbidden (RBAC: ccrun needs create/get/list/watch/patch/delete on pods, create on pods/attach and pods/exec)", op)
+		return newError(ctr.ErrRefused, err, "kube: %s: forbidden (RBAC: ccrun needs create/get/list/watch/patch/delete on pods, create on pods/attach and pods/exec)", op)
 	case apierrors.IsNotFound(err):
 		return newError(ErrNotFound, err, "kube: %s", op)
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):

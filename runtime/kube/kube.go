@@ -388,7 +388,7 @@ func (e *Executor) ensure(ctx context.Context) error {
 		}
 		for k, v := range files {
 			if string(got.BinaryData[k]) != string(v) {
-				return newError(ErrPermissionDenied, nil, "kube: configmap %s/%s does not hold ccrun's helper %s: someone else made it; delete it", e.namespace, name, k)
+				return newError(ctr.ErrRefused, nil, "kube: configmap %s/%s does not hold ccrun's helper %s: someone else made it; delete it", e.namespace, name, k)
 			}
 		}
 	} else if err != nil {

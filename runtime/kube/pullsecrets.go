@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,7 +69,7 @@ func (e *Executor) keychain(ctx context.Context) (authn.Keychain, error) {
 		case apierrors.IsNotFound(err):
 			return nil, newError(ErrNotFound, err, "kube: pull secret %s/%s does not exist: create it (kubectl create secret docker-registry %s -n %s …) or name another in the settings' pull_secrets", e.namespace, n, n, e.namespace)
 		case apierrors.IsForbidden(err):
-			return nil, newError(ErrPermissionDenied, err, "kube: pull secret %s/%s: forbidden (RBAC: ccrun reads the registry's credentials of the pull secrets it names, and needs get on secrets, resourceNames %s)", e.namespace, n, strings.Join(e.pullSecrets, ", "))
+			return nil, newError(ctr.ErrRefused, err, "kube: pull secret %s/%s: forbidden (RBAC: ccrun reads the registry's credentials of the pull secrets it names, and needs get on secrets, resourceNames %s)", e.namespace, n, strings.Join(e.pullSecrets, ", "))
 		case err != nil:
 			return nil, classify(e.server, "get pull secret "+n, err)
 		}

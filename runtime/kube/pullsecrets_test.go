@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/kubetest"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -39,13 +40,13 @@ func TestPullSecretsOnPods(t *testing.T) {
 	defer e.Close()
 	want := []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "team-b"}}
 	s := Spec{Image: "i@sha256:" + strings.Repeat("a", 64), Cmd: []string{"/bin/true"}}
-	if _, err := e.Run(context.Background(), s); !errors.Is(err, ErrPermissionDenied) {
+	if _, err := e.Run(context.Background(), s); !errors.Is(err, ctr.ErrRefused) {
 		t.Fatalf("Run = %v, want the test's refusal", err)
 	}
 	if p := <-pods; !slices.Equal(p.Spec.ImagePullSecrets, want) {
 		t.Errorf("cold pod: imagePullSecrets %v, want %v", p.Spec.ImagePullSecrets, want)
 	}
-	if _, err := e.createWarm(context.Background(), e.warmPool(s, s.Limits.WithDefaults())); !errors.Is(err, ErrPermissionDenied) {
+	if _, err := e.createWarm(context.Background(), e.warmPool(s, s.Limits.WithDefaults())); !errors.Is(err, ctr.ErrRefused) {
 		t.Fatalf("createWarm = %v, want the test's refusal", err)
 	}
 	if p := <-pods; !slices.Equal(p.Spec.ImagePullSecrets, want) || p.Labels[LabelPool] != poolWarm {
@@ -149,7 +150,7 @@ func dockerConfig(t *testing.T, auths map[string]map[string]string) *corev1.Secr
 // (Resolve's lookup of a tag, ImageCommand's configuration) carry the
 // credentials of the pull secrets named: a registry that answers only
 // them is read; without them, or with the wrong ones, it refuses
-// (ErrPermissionDenied). A pull secret missing, forbidden or of another
+// (ctr.ErrRefused). A pull secret missing, forbidden or of another
 // type fails the read, saying which (fail closed). The lookup before the
 // decision (PullNever) reads no secret.
 func TestPullSecretCredentials(t *testing.T) {
@@ -182,11 +183,11 @@ func TestPullSecretCredentials(t *testing.T) {
 		want  error
 		says  string
 	}{
-		{nil, ErrPermissionDenied, "refused"},
-		{[]string{"elsewhere"}, ErrPermissionDenied, "refused"},
-		{[]string{"wrong"}, ErrPermissionDenied, "refused"},
+		{nil, ctr.ErrRefused, "refused"},
+		{[]string{"elsewhere"}, ctr.ErrRefused, "refused"},
+		{[]string{"wrong"}, ctr.ErrRefused, "refused"},
 		{[]string{"absent"}, ErrNotFound, "kubectl create secret docker-registry absent"},
-		{[]string{"forbidden"}, ErrPermissionDenied, "get on secrets"},
+		{[]string{"forbidden"}, ctr.ErrRefused, "get on secrets"},
 		{[]string{"opaque"}, ErrInvalidArgument, "kubernetes.io/dockerconfigjson"},
 		{[]string{"regcred", "absent"}, ErrNotFound, "absent"},
 	} {
@@ -208,8 +209,8 @@ func TestPullSecretCredentials(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	t.Cleanup(other.Close)
-	if _, err := newE("regcred", "by-name").Resolve(ctx, strings.TrimPrefix(other.URL, "http://")+"/tool:1", PullMissing); !errors.Is(err, ErrPermissionDenied) {
-		t.Errorf("another registry: %v, want ErrPermissionDenied", err)
+	if _, err := newE("regcred", "by-name").Resolve(ctx, strings.TrimPrefix(other.URL, "http://")+"/tool:1", PullMissing); !errors.Is(err, ctr.ErrRefused) {
+		t.Errorf("another registry: %v, want ctr.ErrRefused", err)
 	}
 	mu.Lock()
 	for _, a := range sent {

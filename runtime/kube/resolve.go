@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccrun/ccrun/internal/ctr"
 )
 
 // Resolve returns the digest-pinned reference (name@sha256:…) of the image
@@ -137,9 +139,9 @@ func registryError(ref, registry string, secrets []string, err error) error {
 			return newError(ErrNotFound, err, "kube: image %s: the registry %s has no such image", ref, registry)
 		case http.StatusUnauthorized, http.StatusForbidden:
 			if len(secrets) > 0 {
-				return newError(ErrPermissionDenied, err, "kube: image %s: the registry %s refused the credentials of the pull secrets %s and of the Docker configuration (check the secrets' entry for %s, or docker login %s)", ref, registry, strings.Join(secrets, ", "), registry, registry)
+				return newError(ctr.ErrRefused, err, "kube: image %s: the registry %s refused the credentials of the pull secrets %s and of the Docker configuration (check the secrets' entry for %s, or docker login %s)", ref, registry, strings.Join(secrets, ", "), registry, registry)
 			}
-			return newError(ErrPermissionDenied, err, "kube: image %s: the registry %s refused (log in with docker login %s)", ref, registry, registry)
+			return newError(ctr.ErrRefused, err, "kube: image %s: the registry %s refused (log in with docker login %s)", ref, registry, registry)
 		}
 	}
 	if errors.Is(err, context.Canceled) {

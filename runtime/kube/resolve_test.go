@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -116,7 +117,7 @@ func TestResolveRegistryErrors(t *testing.T) {
 		want error
 	}{
 		{reg.Host + "/absent:1", ErrNotFound},
-		{strings.TrimPrefix(refuse.URL, "http://") + "/private:1", ErrPermissionDenied},
+		{strings.TrimPrefix(refuse.URL, "http://") + "/private:1", ctr.ErrRefused},
 		{closed + "/gone:1", ErrUnavailable},
 		{"UPPER/case:1", ErrInvalidArgument},
 	} {

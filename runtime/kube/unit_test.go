@@ -245,8 +245,8 @@ func TestClassify(t *testing.T) {
 		err  error
 		want error
 	}{
-		{apierrors.NewForbidden(gr, "x", errors.New("rbac")), ErrPermissionDenied},
-		{apierrors.NewUnauthorized("no"), ErrPermissionDenied},
+		{apierrors.NewForbidden(gr, "x", errors.New("rbac")), ctr.ErrRefused},
+		{apierrors.NewUnauthorized("no"), ctr.ErrRefused},
 		{apierrors.NewNotFound(gr, "x"), ErrNotFound},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", nil), ErrInvalidArgument},
 		{apierrors.NewServiceUnavailable("down"), ErrUnavailable},
@@ -269,7 +269,7 @@ func TestCreateRefused(t *testing.T) {
 		err  *apierrors.StatusError
 		want error
 	}{
-		{apierrors.NewForbidden(gr, "", errors.New("pod security")), ErrPermissionDenied},
+		{apierrors.NewForbidden(gr, "", errors.New("pod security")), ctr.ErrRefused},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "", nil), ErrInvalidArgument},
 	} {
 		e := fakeAPI(t, []corev1.Node{node("n", "amd64", true)}, nil, func(w http.ResponseWriter, r *http.Request, reply func(int, any)) bool {
@@ -354,8 +354,8 @@ func TestPodOnNodeArch(t *testing.T) {
 		arch  string // "": no pod
 		want  error
 	}{
-		{"arm64 nodes", []corev1.Node{node("a1", "arm64", true), node("a2", "arm64", true), node("x1", "amd64", false)}, "arm64", ErrPermissionDenied},
-		{"amd64 nodes", []corev1.Node{node("x1", "amd64", true)}, "amd64", ErrPermissionDenied},
+		{"arm64 nodes", []corev1.Node{node("a1", "arm64", true), node("a2", "arm64", true), node("x1", "amd64", false)}, "arm64", ctr.ErrRefused},
+		{"amd64 nodes", []corev1.Node{node("x1", "amd64", true)}, "amd64", ctr.ErrRefused},
 		{"no node once runs on", []corev1.Node{node("z1", "s390x", true)}, "", ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/kubetest"
 	"github.com/ccrun/ccrun/runtime/job"
 	corev1 "k8s.io/api/core/v1"
@@ -131,7 +132,7 @@ func TestPodUser(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.spec
 			s.Image, s.Cmd = "i", []string{"/bin/true"}
-			if _, err := e.Run(context.Background(), s); !errors.Is(err, ErrPermissionDenied) {
+			if _, err := e.Run(context.Background(), s); !errors.Is(err, ctr.ErrRefused) {
 				t.Fatalf("Run = %v, want the test's refusal", err)
 			}
 			p := <-pods

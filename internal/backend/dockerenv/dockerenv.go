@@ -20,7 +20,9 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 
+	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/backend"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/permission/keys"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -47,6 +49,50 @@ type Backend struct {
 	e     backend.Lazy[Engine]
 }
 
+// Options are a @docker call's options (ccrun.Call.Options), what
+// engines.DockerOptions names for a library user. The zero value is the
+// defaults: no network, the image pulled when it is missing.
+type Options struct {
+	// Network is the container's network: "" or "none" (only loopback),
+	// "bridge" or "host" (the engine's; on Kubernetes, bridge only). A
+	// network other than none loosens the sandbox: it is shown to the
+	// person asked and audited, the call is decided as a network call,
+	// and a grant covers it only with that network.
+	Network string
+	// Pull is the pull policy: "" or "missing" (pulled when the engine
+	// does not have it, once the call is allowed), "never" or "always"
+	// (pulled again once allowed; a different image is asked again).
+	Pull string
+}
+
+// Environment says the options are @docker's.
+func (Options) Environment() ceiling.Environment { return ceiling.Docker }
+
+// options reads inv's options, refusing values no engine knows before
+// anyone is asked.
+func options(inv *backend.Invocation) (Options, error) {
+	var o Options
+	switch v := inv.Options.(type) {
+	case nil:
+		return o, nil
+	case Options:
+		o = v
+	case *Options:
+		o = *v
+	default:
+		return o, fmt.Errorf("call: @docker options of type %T: want engines.DockerOptions: %w", inv.Options, errdefs.ErrInvalidArgument)
+	}
+	switch o.Network {
+	case "", "none", "bridge", "host":
+	default:
+		return o, fmt.Errorf("call: network %q: want none, bridge or host: %w", o.Network, errdefs.ErrInvalidArgument)
+	}
+	if !ctr.PullPolicy(o.Pull).Known() {
+		return o, fmt.Errorf("call: pull policy %q: want missing, never or always: %w", o.Pull, errdefs.ErrInvalidArgument)
+	}
+	return o, nil
+}
+
 // New returns the @docker backend on the engine start returns.
 func New(start func(context.Context) (Engine, error)) *Backend { return &Backend{start: start} }
 
@@ -65,23 +111,43 @@ type plan struct {
 func (b *Backend) EnforcesLimits() bool { return true }
 
 // Prepare keys the image and binds the grant to the reference as written;
-// Bind then binds it to the image.
+// Bind then binds it to the image. It reads the call's options (Options):
+// a network other than none is a loosening, shown, decided as a network
+// call and part of what a grant is bound to, a capability's too.
 func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.Prepared, error) {
+	o, err := options(inv)
+	if err != nil {
+		return nil, err
+	}
+	var loosens []string
+	if o.Network != "" {
+		inv.Network = o.Network // over a capability's manifest's
+		if o.Network != "none" {
+			loosens = []string{"network: " + o.Network}
+		}
+	}
+	network := inv.Network != "" && inv.Network != "none"
 	if c := inv.Capability; c != nil {
 		m := &c.Manifest
 		inv.Dir = m.Entry.Workdir
 		inv.Args = append(append([]string(nil), m.Entry.Argv...), inv.Args...)
-		inv.Plan = &plan{ref: m.Entry.Image, image: m.Entry.Image, pull: inv.Pull, pool: m.Pool}
-		return &backend.Prepared{Display: backend.Display(m.Entry.Image, inv.Args)}, nil
+		inv.Plan = &plan{ref: m.Entry.Image, image: m.Entry.Image, pull: o.Pull, pool: m.Pool}
+		p := &backend.Prepared{Display: backend.Display(m.Entry.Image, inv.Args), Loosens: loosens, Network: network}
+		if n := inv.Network; n != "" && n != string(m.NetworkOrDefault()) {
+			// the capability's digest covers its manifest's network,
+			// not this one: a grant of it as written does not cover it
+			p.OptionsDigest = "network " + n
+		}
+		return p, nil
 	}
 	if m := inv.Limits.Memory; m > 0 && m < job.MinMemory {
 		// refused before the engine is reached or anyone is asked
 		return nil, fmt.Errorf("call: memory limit %d bytes is below the %d bytes a container needs to start: %w", m, job.MinMemory, errdefs.ErrInvalidArgument)
 	}
-	inv.Plan = &plan{ref: inv.Target, image: inv.Target, pull: inv.Pull}
+	inv.Plan = &plan{ref: inv.Target, image: inv.Target, pull: o.Pull}
 	return &backend.Prepared{Key: imageKey(inv.Tool, inv.Target), Display: backend.Display(inv.Target, inv.Args),
 		Digest:  backend.ContentDigest([]byte(inv.Target), inv.Mounts, inv.Network, nil, nil),
-		Network: inv.Network != "" && inv.Network != "none"}, nil
+		Loosens: loosens, Network: network}, nil
 }
 
 // Bind binds the grant to the image the engine has under the reference,

@@ -78,7 +78,11 @@ func (k kubeEngine) Run(ctx context.Context, inv *backend.Invocation, image, pul
 		// The image's own entrypoint and command, as docker run IMAGE,
 		// read from its registry unless the call's own pull policy is
 		// never (Bind's "never" above is not the caller's).
-		pinned, cmd, err := k.e.ImageCommand(ctx, image, kube.PullPolicy(inv.Pull))
+		o, err := options(inv)
+		if err != nil {
+			return nil, err
+		}
+		pinned, cmd, err := k.e.ImageCommand(ctx, image, kube.PullPolicy(o.Pull))
 		if err != nil {
 			return nil, err
 		}

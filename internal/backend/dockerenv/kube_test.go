@@ -58,7 +58,7 @@ func TestKubeNoProgramNever(t *testing.T) {
 	pinned := reg.Host + "/tool@" + d.String()
 
 	reg.Reset()
-	_, err = e.Run(context.Background(), &backend.Invocation{Pull: "never"}, pinned, "never", false)
+	_, err = e.Run(context.Background(), &backend.Invocation{Options: Options{Pull: "never"}}, pinned, "never", false)
 	if !errors.Is(err, kube.ErrInvalidArgument) || !strings.Contains(err.Error(), "name the program in the call") {
 		t.Fatalf("never: %v; want ErrInvalidArgument saying what to do", err)
 	}

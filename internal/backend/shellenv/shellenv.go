@@ -77,9 +77,6 @@ func (b *Backend) Prepare(_ context.Context, inv *backend.Invocation) (*backend.
 	if inv.Limits.Memory != 0 || inv.Limits.Pids != 0 || inv.Limits.CPUs != 0 {
 		return nil, fmt.Errorf("call: memory, pids and cpus limits do not apply to @shell (the host does not enforce them): %w", errdefs.ErrInvalidArgument)
 	}
-	if inv.Pull != "" {
-		return nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", errdefs.ErrInvalidArgument)
-	}
 	cmd := permission.ParseCommand(inv.Target)
 	if cmd.File == nil {
 		return nil, fmt.Errorf("call: the command does not parse as a shell command, so it cannot run: %s: %w", shellcmd.Escape(inv.Target), errdefs.ErrInvalidArgument)

@@ -66,9 +66,6 @@ func (b *Backend) Prepare(ctx context.Context, inv *backend.Invocation) (*backen
 		inv.Args = append(append([]string(nil), m.Entry.Args...), inv.Args...)
 		return &backend.Prepared{Display: backend.Display(m.Entry.Module, inv.Args)}, nil
 	}
-	if inv.Pull != "" {
-		return nil, fmt.Errorf("call: a pull policy applies to @docker only: %w", errdefs.ErrInvalidArgument)
-	}
 	path := inv.Target
 	mod, sum, err := b.modules.read(path)
 	if errors.Is(err, fs.ErrNotExist) {

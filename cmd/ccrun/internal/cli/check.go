@@ -81,7 +81,7 @@ decision could be made; the JSON fields are stable.`,
 // runCheck decides on the call o describes, as exec would with nobody to
 // ask, and prints the decision; it runs nothing and writes nothing.
 func (a *app) runCheck(ctx context.Context, o *checkOptions) error {
-	call, err := o.call.call(o.args, o.dash, a.io.in, a.checkImage)
+	call, err := o.call.call(o.args, o.dash, a.io.in, a)
 	if err != nil {
 		return err
 	}

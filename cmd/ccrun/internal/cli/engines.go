@@ -35,6 +35,9 @@ type Engines struct {
 	// CheckImage says why the engine could not read an image reference
 	// (nil: it could), before the engine is called.
 	CheckImage func(ref string) error
+	// DockerOptions are the @docker options of a call (ccrun.Call.Options)
+	// with exec's --network and --pull.
+	DockerOptions func(network, pull string) ccrun.EnvironmentOptions
 
 	// Helpers names how ccrun marks its helper processes (gc ends the
 	// orphaned ones).
@@ -151,6 +154,19 @@ func (a *app) checkImage(ref string) error {
 		return usagef("--docker %q: not an image reference (want NAME[:TAG][@DIGEST], such as busybox:1.36, or an image ID): %v", ref, err)
 	}
 	return nil
+}
+
+// dockerOptions are the @docker options of --network and --pull, made by
+// the engines (nil: neither given); the front, which hands both flags
+// over, makes none.
+func (a *app) dockerOptions(network, pull string) (ccrun.EnvironmentOptions, error) {
+	if network == "" && pull == "" {
+		return nil, nil
+	}
+	if a.eng == nil {
+		return nil, fmt.Errorf("--network and --pull: this ccrun is the front (the gate and @shell only): %w", ccrun.ErrInvalidCall)
+	}
+	return a.eng.DockerOptions(network, pull), nil
 }
 
 // execEngines takes exec's choices for the @docker and @wasm engines:

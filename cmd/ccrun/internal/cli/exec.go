@@ -70,9 +70,10 @@ func (f *callFlags) register(c *cobra.Command, withLimits bool) {
 
 // call builds the call from the flags and the arguments: args before the
 // index dash (-1: no --) name a capability, those after it are the tool's;
-// --input - reads stdin; checkImage refuses a --docker image reference
-// the engine could not read (app.checkImage).
-func (f *callFlags) call(args []string, dash int, stdin io.Reader, checkImage func(ref string) error) (*ccrun.Call, error) {
+// --input - reads stdin; a refuses a --docker image reference the engine
+// could not read (app.checkImage) and makes the @docker options of
+// --network and --pull (app.dockerOptions).
+func (f *callFlags) call(args []string, dash int, stdin io.Reader, a *app) (*ccrun.Call, error) {
 	var name string
 	var rest []string
 	before := args
@@ -107,8 +108,12 @@ func (f *callFlags) call(args []string, dash int, stdin io.Reader, checkImage fu
 		return nil, usagef("--shell: the command is empty")
 	}
 	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image, Environment: env, Target: target,
-		Args: rest, Env: f.env, Network: f.network, Pull: f.pull, Directive: permission.Directive(f.directive),
+		Args: rest, Env: f.env, Directive: permission.Directive(f.directive),
 		AllowHosts: f.allowHosts}
+	var err error
+	if call.Options, err = a.dockerOptions(f.network, f.pull); err != nil {
+		return nil, err
+	}
 	for _, m := range f.mounts {
 		mt, err := job.ParseMount(m)
 		if err == nil {
@@ -119,12 +124,11 @@ func (f *callFlags) call(args []string, dash int, stdin io.Reader, checkImage fu
 		}
 		call.Mounts = append(call.Mounts, mt)
 	}
-	var err error
 	if call.Module, err = absFromHere(call.Module); err != nil {
 		return nil, usagef("--wasm: %w", err)
 	}
 	if call.Image != "" {
-		if err := checkImage(call.Image); err != nil {
+		if err := a.checkImage(call.Image); err != nil {
 			return nil, err
 		}
 	}
@@ -211,7 +215,7 @@ The tool's exit code becomes ccrun's.`,
 // runExec puts the call o describes before the gate, asks whoever can be
 // asked, runs it, and leaves its result in a.result.
 func (a *app) runExec(ctx context.Context, o *execOptions) error {
-	call, err := o.call.call(o.args, o.dash, a.io.in, a.checkImage)
+	call, err := o.call.call(o.args, o.dash, a.io.in, a)
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/capabilities"
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/audit"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/prompt"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
@@ -118,6 +121,7 @@ func TestExitCodeClasses(t *testing.T) {
 		{"timeout", fmt.Errorf("x: %w", ccrun.ErrTimeout), exitTimeout},
 		{"cancelled", fmt.Errorf("x: %w", context.Canceled), exitInterrupted},
 		{"unavailable", fmt.Errorf("x: %w", ccrun.ErrUnavailable), exitInternal},
+		{"refused by the engine", fmt.Errorf("@docker: %w", ctr.NewError(ctr.ErrRefused, errdefs.ErrPermissionDenied, "docker: ping")), exitInternal},
 		{"interrupted at the prompt", fmt.Errorf("prompt: %w", prompt.ErrInterrupted), exitInterrupted},
 		{"denied by Ctrl-C at the prompt", &permission.DeniedError{Decision: &permission.Decision{}, Err: fmt.Errorf("prompt: %w", prompt.ErrInterrupted)}, exitInterrupted},
 		{"denied: the prompt ran out of time", &permission.DeniedError{Decision: &permission.Decision{}, Err: fmt.Errorf("prompt: %w", context.DeadlineExceeded)}, exitDenied},

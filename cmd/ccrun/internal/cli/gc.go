@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/permission/allowlist"
 )
 
@@ -122,10 +123,11 @@ func (a *app) runGC(ctx context.Context, o *gcOptions) (err error) {
 			// a recorded place that is gone, or not ours any more:
 			// reported, and skipped
 			note(fmt.Errorf("%s: not collected: %w", site, err))
-		case errors.Is(err, ccrun.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, ccrun.ErrUnavailable) && !errors.Is(err, ctr.ErrRefused), errors.Is(err, context.DeadlineExceeded):
 			// no engine, no containers of ours to remove: what could
 			// be done was, so gc succeeds and says what it could not
-			// reach
+			// reach (an engine that refuses us may hold some: gc
+			// fails)
 			note(fmt.Errorf("containers not collected: %w", err))
 		default:
 			failed = err

@@ -31,6 +31,7 @@ func Engines() *cli.Engines {
 		Options:         options,
 		CompileProgress: housekeep.WithCompileProgress,
 		CheckImage:      checkImage,
+		DockerOptions:   dockerOptions,
 		Helpers: cli.Helpers{WorkerEnv: housekeep.WasmWorkerEnv, WorkerParentEnv: housekeep.WasmWorkerParentEnv,
 			ServerEnv: housekeep.WasmServerEnv, RefillArg: housekeep.RefillArg},
 		WasmSockets: housekeep.CollectWasmSockets,
@@ -68,6 +69,11 @@ func options(c cli.EngineChoices) []ccrun.Option {
 		opts = append(opts, housekeep.WasmOneShot(c.OneShot))
 	}
 	return engines.All(opts...)
+}
+
+// dockerOptions are a call's @docker options: --network, --pull.
+func dockerOptions(network, pull string) ccrun.EnvironmentOptions {
+	return engines.DockerOptions{Network: network, Pull: pull}
 }
 
 // checkImage refuses an image reference the engine could not read: it
