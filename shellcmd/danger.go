@@ -123,7 +123,8 @@ func Dangerous(t Target, projectDir, home string) []Finding {
 type dangerScan struct {
 	projectDir, home string
 	projectPrefix    string // filepath.Clean(projectDir) + "/"
-	realProject      string // projectDir with its symlinks resolved
+	realProject      string // projectDir with its symlinks resolved, once asked (project)
+	resolvedProject  bool
 	seen             map[string]bool
 	args             []string // positional parameters
 	out              []Finding
@@ -133,7 +134,16 @@ type dangerScan struct {
 
 func newScan(projectDir, home string, args []string) dangerScan {
 	return dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}, args: args,
-		projectPrefix: filepath.Clean(projectDir) + "/", realProject: resolve(projectDir)}
+		projectPrefix: filepath.Clean(projectDir) + "/"}
+}
+
+// project returns projectDir with its symlinks resolved, resolving it the
+// first time only.
+func (d *dangerScan) project() string {
+	if !d.resolvedProject {
+		d.realProject, d.resolvedProject = resolve(d.projectDir), true
+	}
+	return d.realProject
 }
 
 func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
@@ -366,7 +376,11 @@ func (d *dangerScan) check(given string, write bool) {
 	}
 	var physical string
 	if rest, ok := strings.CutPrefix(lexical, d.projectPrefix); ok {
-		physical = resolveFrom(d.realProject, rest) // the project's own path resolved once
+		if cleanAbs(d.projectDir) && cleanAbs(lexical) && noLinks(lexical) {
+			physical = lexical // no link in the project's path nor past it: one system call
+		} else {
+			physical = resolveFrom(d.project(), rest) // the project's own path resolved once
+		}
 	} else {
 		physical = resolve(p)
 	}
@@ -464,10 +478,15 @@ func resolve(p string) string { return resolveFrom("/", p) }
 // resolved (no symlink in it): only the components past base are looked at.
 // It builds the path it walks in a buffer on the stack and asks the kernel
 // about each component where it lies (lstatLink); it gives what
-// resolveSlow gives (FuzzResolveFrom).
+// resolveSlow gives (FuzzResolveFrom). Where the whole path is clean and
+// the kernel meets no link on it (noLinks), it is the answer, without the
+// walk.
 func resolveFrom(base, p string) string {
 	if !cleanAbs(base) {
 		return resolveSlow(base, p)
+	}
+	if full := strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(p, "/"); cleanAbs(full) && noLinks(full) {
+		return full
 	}
 	var buf [1024]byte
 	cur := append(buf[:0], base...) // clean and absolute throughout
