@@ -304,6 +304,12 @@ func hasBraces(w *syntax.Word) bool {
 // splitBraces returns a copy of w with its brace expansions parsed
 // (syntax.SplitBraces), leaving w as it is; false when it has none.
 func splitBraces(w *syntax.Word) (*syntax.Word, bool) {
+	if !slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+		l, ok := p.(*syntax.Lit)
+		return ok && strings.Contains(l.Value, "{")
+	}) {
+		return nil, false // a brace expansion opens in a literal part: none, and no copy
+	}
 	cp := *w
 	cp.Parts = slices.Clone(w.Parts)
 	if !syntax.SplitBraces(&cp) {
