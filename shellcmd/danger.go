@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -123,17 +124,39 @@ func Dangerous(t Target, projectDir, home string) []Finding {
 type dangerScan struct {
 	projectDir, home string
 	projectPrefix    string // filepath.Clean(projectDir) + "/"
-	realProject      string // projectDir with its symlinks resolved
-	seen             map[string]bool
-	args             []string // positional parameters
+	realProject      string // projectDir with its symlinks resolved, once asked (project)
+	resolvedProject  bool
+	seen             map[string]bool // keys of what is in out (first): nil until one is
+	args             []string        // positional parameters
 	out              []Finding
 	reach            *Reach // for Beyond: paths are held against it, not the table
 	beyond           string // the first path outside reach
 }
 
 func newScan(projectDir, home string, args []string) dangerScan {
-	return dangerScan{projectDir: projectDir, home: home, seen: map[string]bool{}, args: args,
-		projectPrefix: filepath.Clean(projectDir) + "/", realProject: resolve(projectDir)}
+	return dangerScan{projectDir: projectDir, home: home, args: args,
+		projectPrefix: filepath.Clean(projectDir) + "/"}
+}
+
+// first reports whether key is new to the scan, and marks it seen.
+func (d *dangerScan) first(key string) bool {
+	if d.seen[key] {
+		return false
+	}
+	if d.seen == nil {
+		d.seen = map[string]bool{}
+	}
+	d.seen[key] = true
+	return true
+}
+
+// project returns projectDir with its symlinks resolved, resolving it the
+// first time only.
+func (d *dangerScan) project() string {
+	if !d.resolvedProject {
+		d.realProject, d.resolvedProject = resolve(d.projectDir), true
+	}
+	return d.realProject
 }
 
 func (d *dangerScan) shell(f *syntax.File, write bool, depth int) {
@@ -171,8 +194,7 @@ func (d *dangerScan) word(w *syntax.Word, write bool, depth int) {
 		for ew, err := range expand.BracesSeq(nil, cp) {
 			if n++; n > maxBraces || err != nil {
 				s := d.render(w)
-				if key := "braces\x00" + s; !d.seen[key] {
-					d.seen[key] = true
+				if d.first("braces\x00" + s) {
 					d.out = append(d.out, Finding{Given: s, Kind: DangerLeak,
 						What: "a brace expansion too large to check (it may name any path)"})
 				}
@@ -195,7 +217,7 @@ func (d *dangerScan) word(w *syntax.Word, write bool, depth int) {
 // shell operators, = , and :.
 func (d *dangerScan) tokens(s string, write bool) {
 	d.check(s, write)
-	for _, t := range strings.FieldsFunc(s, func(r rune) bool {
+	for t := range strings.FieldsFuncSeq(s, func(r rune) bool {
 		return strings.ContainsRune(" \t\n\r'\"`;|&<>()=:,@", r)
 	}) {
 		if t != s {
@@ -226,9 +248,7 @@ func (d *dangerScan) recursive(segs []Segment) {
 		case "ps":
 			// ps e reads /proc/PID/environ of every process: their secrets
 			if why, ok := roPs(args, false); !ok {
-				key := "environ\x00ps"
-				if !d.seen[key] {
-					d.seen[key] = true
+				if d.first("environ\x00ps") {
 					d.out = append(d.out, Finding{Given: prog + " " + strings.Join(args, " "), Resolved: "/proc/*/environ",
 						Kind: DangerLeak, What: "another process's environment (its secrets): " + why})
 				}
@@ -259,9 +279,7 @@ func (d *dangerScan) recursive(segs []Segment) {
 			}
 			r := resolve(p)
 			if home != "" && home != "/" && (r == home || strings.HasPrefix(home, strings.TrimSuffix(r, "/")+"/")) {
-				key := "tree\x00" + r
-				if !d.seen[key] {
-					d.seen[key] = true
+				if d.first("tree\x00" + r) {
 					d.out = append(d.out, Finding{Given: a, Resolved: r, Kind: DangerLeak,
 						What: "the home directory, read as a whole tree (keys and credentials are in it)"})
 				}
@@ -275,6 +293,14 @@ func (d *dangerScan) recursive(segs []Segment) {
 // expansions as * in a word that holds a / (any one path component:
 // /proc/$$/environ is /proc/*/environ) and as nothing elsewhere.
 func (d *dangerScan) render(w *syntax.Word) string {
+	if len(w.Parts) == 1 { // one literal part: its text, without a copy
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			return unescape(p.Value, false)
+		case *syntax.SglQuoted:
+			return p.Value
+		}
+	}
 	var b strings.Builder
 	unknown := ""
 	if d.hasSlash(w) {
@@ -321,6 +347,14 @@ func (d *dangerScan) render(w *syntax.Word) string {
 
 // hasSlash reports whether a literal part of w holds a /.
 func (d *dangerScan) hasSlash(w *syntax.Word) bool {
+	if lits := !slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+		_, ok := p.(*syntax.Lit)
+		return !ok
+	}); lits { // literal parts only: no walk
+		return slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+			return strings.Contains(p.(*syntax.Lit).Value, "/")
+		})
+	}
 	found := false
 	syntax.Walk(w, func(n syntax.Node) bool {
 		if l, ok := n.(*syntax.Lit); ok && strings.Contains(l.Value, "/") {
@@ -366,7 +400,11 @@ func (d *dangerScan) check(given string, write bool) {
 	}
 	var physical string
 	if rest, ok := strings.CutPrefix(lexical, d.projectPrefix); ok {
-		physical = resolveFrom(d.realProject, rest) // the project's own path resolved once
+		if cleanAbs(d.projectDir) && cleanAbs(lexical) && noLinks(lexical) {
+			physical = lexical // no link in the project's path nor past it: one system call
+		} else {
+			physical = resolveFrom(d.project(), rest) // the project's own path resolved once
+		}
 	} else {
 		physical = resolve(p)
 	}
@@ -385,11 +423,9 @@ func (d *dangerScan) check(given string, write bool) {
 			continue
 		}
 		r := sensitive.Table()[i]
-		key := string(r.Kind) + "\x00" + physical
-		if d.seen[key] {
+		if !d.first(string(r.Kind) + "\x00" + physical) {
 			continue
 		}
-		d.seen[key] = true
 		d.out = append(d.out, Finding{Given: given, Resolved: physical, Kind: DangerKind(r.Kind), What: r.What})
 	}
 }
@@ -437,9 +473,7 @@ func (d *dangerScan) glob(given, pattern string, write bool) {
 			if (r.Kind == sensitive.Implant && !write) || !r.MatchPattern(pcomps[1:]) {
 				continue
 			}
-			key := string(r.Kind) + "\x00" + pattern
-			if !d.seen[key] {
-				d.seen[key] = true
+			if d.first(string(r.Kind) + "\x00" + pattern) {
 				d.out = append(d.out, Finding{Given: given, Resolved: pattern, Kind: DangerKind(r.Kind), What: r.What})
 			}
 		}
@@ -464,10 +498,15 @@ func resolve(p string) string { return resolveFrom("/", p) }
 // resolved (no symlink in it): only the components past base are looked at.
 // It builds the path it walks in a buffer on the stack and asks the kernel
 // about each component where it lies (lstatLink); it gives what
-// resolveSlow gives (FuzzResolveFrom).
+// resolveSlow gives (FuzzResolveFrom). Where the whole path is clean and
+// the kernel meets no link on it (noLinks), it is the answer, without the
+// walk.
 func resolveFrom(base, p string) string {
 	if !cleanAbs(base) {
 		return resolveSlow(base, p)
+	}
+	if full := strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(p, "/"); cleanAbs(full) && noLinks(full) {
+		return full
 	}
 	var buf [1024]byte
 	cur := append(buf[:0], base...) // clean and absolute throughout

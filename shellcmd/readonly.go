@@ -304,6 +304,12 @@ func hasBraces(w *syntax.Word) bool {
 // splitBraces returns a copy of w with its brace expansions parsed
 // (syntax.SplitBraces), leaving w as it is; false when it has none.
 func splitBraces(w *syntax.Word) (*syntax.Word, bool) {
+	if !slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+		l, ok := p.(*syntax.Lit)
+		return ok && strings.Contains(l.Value, "{")
+	}) {
+		return nil, false // a brace expansion opens in a literal part: none, and no copy
+	}
 	cp := *w
 	cp.Parts = slices.Clone(w.Parts)
 	if !syntax.SplitBraces(&cp) {
@@ -409,15 +415,20 @@ func (c *classifier) param(name string) string {
 // unquotedGlob reports unescaped glob characters in the unquoted parts of
 // w (quoted parts count as plain text, as they do for the shell).
 func unquotedGlob(w *syntax.Word) bool {
-	var b strings.Builder
-	for _, part := range w.Parts {
-		if l, ok := part.(*syntax.Lit); ok {
-			b.WriteString(l.Value)
-		} else {
-			b.WriteString("Q")
+	var s string
+	if l, ok := onlyLit(w); ok {
+		s = l.Value // one literal part: its text, without a copy
+	} else {
+		var b strings.Builder
+		for _, part := range w.Parts {
+			if l, ok := part.(*syntax.Lit); ok {
+				b.WriteString(l.Value)
+			} else {
+				b.WriteString("Q")
+			}
 		}
+		s = b.String()
 	}
-	s := b.String()
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
@@ -431,6 +442,15 @@ func unquotedGlob(w *syntax.Word) bool {
 		}
 	}
 	return false
+}
+
+// onlyLit returns w's part when it is one literal part.
+func onlyLit(w *syntax.Word) (*syntax.Lit, bool) {
+	if len(w.Parts) != 1 {
+		return nil, false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return l, ok
 }
 
 // roSpec says what options of a reader are dangerous.

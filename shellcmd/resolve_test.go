@@ -85,3 +85,43 @@ func FuzzJoin(f *testing.F) {
 		}
 	})
 }
+
+// TestDangerousProjectThroughLink: a project whose own path goes through a
+// symbolic link (here into ~/.aws), or holds one, has its relative paths
+// resolved through it: the one system call that finds no link on a path
+// must not hide one in the project's part of it, nor past it.
+func TestDangerousProjectThroughLink(t *testing.T) {
+	root := resolveTree(t)
+	home := filepath.Join(root, "h")
+	if err := os.MkdirAll(filepath.Join(home, ".aws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".aws", "credentials"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"p": filepath.Join(home, ".aws"), "q/aws": "../h/.aws"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ project, path string }{
+		{filepath.Join(root, "p"), "credentials"},
+		{filepath.Join(root, "p"), "./credentials"},
+		{filepath.Join(root, "q"), "aws/credentials"},
+		{filepath.Join(root, "q"), "aws"},
+		{filepath.Join(root, "a", "b"), "../../p/credentials"},
+		{root, "h/../p/credentials"},
+	} {
+		found := Dangerous(Target{Paths: []string{c.path}}, c.project, "/nonexistent/h")
+		if len(found) == 0 {
+			t.Errorf("Dangerous(%q) in project %s found nothing", c.path, c.project)
+			continue
+		}
+		if want := filepath.Join(home, ".aws"); !strings.HasPrefix(found[0].Resolved, want) {
+			t.Errorf("Dangerous(%q) in project %s resolved to %s, want one in %s", c.path, c.project, found[0].Resolved, want)
+		}
+	}
+}

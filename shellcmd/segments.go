@@ -497,6 +497,9 @@ func skipPositional(args []Word, n int) []Word {
 // WordOf returns w's value after quote removal, and whether it is known
 // before running (only literal text and quotes; $'…' counts as unknown).
 func WordOf(w *syntax.Word) Word {
+	if l, ok := onlyLit(w); ok { // its text, without a copy
+		return Word{Val: unescape(l.Value, false), Lit: true}
+	}
 	var b strings.Builder
 	lit := true
 	for _, part := range w.Parts {
