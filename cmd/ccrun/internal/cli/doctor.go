@@ -24,6 +24,9 @@ type doctorReport struct {
 	// Workspace: approved @shell commands run in the workspace tier
 	// (Landlock, and a mount namespace: as root, or in a user namespace)
 	Workspace workspaceReport `json:"workspace"`
+	// Refusals: what the tiers refuse a command's programs (not only the
+	// script's own redirections) is said, read from Landlock's records
+	Refusals workspaceReport `json:"program_refusals"`
 	Docker    DockerReport    `json:"docker"`
 	Engine    EngineReport    `json:"docker_engine"` // where a @docker call runs
 	Cgroup    string          `json:"cgroup"`        // "2", "1", "hybrid" or "none"
@@ -136,6 +139,14 @@ func (a *app) doctor(ctx context.Context) doctorReport {
 	if !r.Workspace.Available {
 		r.Missing = append(r.Missing, "workspace tier ("+r.Workspace.Reason+"): approved @shell commands run with all of the person's rights")
 	}
+	if r.Landlock.Available {
+		// not a guarantee, so not in Missing: what is refused stays refused
+		if err := confine.ProgramRefusals(); err != nil {
+			r.Refusals.Reason = err.Error()
+		} else {
+			r.Refusals.Available = true
+		}
+	}
 	r.Docker = a.eng.DockerInfo(ctx)
 	r.Engine = a.eng.EngineInfo(ctx, "")
 	if !r.Docker.Reachable {
@@ -177,6 +188,12 @@ func printDoctor(a *app, r doctorReport) {
 		fmt.Fprintln(w, "workspace tier:   yes: approved @shell commands write only the project (its protected paths bound read-only), their TMPDIR and the writable directories")
 	} else {
 		fmt.Fprintf(w, "workspace tier:   no (%s): approved @shell commands run with all of the person's rights\n", r.Workspace.Reason)
+	}
+	switch {
+	case r.Refusals.Available:
+		fmt.Fprintln(w, "refusals said:    yes: what the sandbox refuses a command's programs is said (Landlock's audit records)")
+	case r.Landlock.Available:
+		fmt.Fprintf(w, "refusals said:    the script's own only (%s): what the sandbox refuses its programs is refused, not said\n", r.Refusals.Reason)
 	}
 	if r.Docker.Reachable {
 		fmt.Fprintf(w, "docker engine:    reachable at %s", r.Docker.Host)

@@ -35,6 +35,9 @@ func TestDoctor(t *testing.T) {
 		if r.Workspace.Available != (err == nil) || off && !strings.Contains(missing, "workspace tier") {
 			t.Errorf("CCRUN_LANDLOCK off=%v: workspace %+v, missing %q", off, r.Workspace, r.Missing)
 		}
+		if refErr := confine.ProgramRefusals(); err == nil && (r.Refusals.Available != (refErr == nil) || refErr != nil && r.Refusals.Reason != refErr.Error()) {
+			t.Errorf("program refusals %+v, ProgramRefusals() = %v", r.Refusals, refErr)
+		}
 		if err == nil && abi >= 4 && !strings.Contains(strings.Join(r.Landlock.Gives, "\n"), "TCP") {
 			t.Errorf("ABI %d: gives %q, want TCP", abi, r.Landlock.Gives)
 		}
@@ -44,6 +47,9 @@ func TestDoctor(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "workspace tier:") {
 			t.Errorf("doctor does not say whether approved commands are confined: %q", out.String())
+		}
+		if !off && !strings.Contains(out.String(), "refusals said:") {
+			t.Errorf("doctor does not say whether programs' refusals are said: %q", out.String())
 		}
 		if off && !strings.Contains(out.String(), "cannot be confined") {
 			t.Errorf("doctor with landlock off: %q", out.String())
