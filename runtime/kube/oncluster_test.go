@@ -303,3 +303,36 @@ func TestNoClientLogs(t *testing.T) {
 		t.Fatalf("the child did not pass:\n%s%s", stdout.Bytes(), stderr.Bytes())
 	}
 }
+
+// TestEntrypointOnCluster: an image pushed to the registry that no node
+// has, run by tag with no program, runs its own entrypoint and command
+// (read from its configuration in the registry), cold and from the warm
+// pool; with a program named, that program runs.
+func TestEntrypointOnCluster(t *testing.T) {
+	reg := kubetest.StartRegistry(t, registryAddr(t))
+	e := newTest(t)
+	ctx := context.Background()
+	ref := fmt.Sprintf("%s/ccrun-entry-%s:v1", reg.Host, randHex(4))
+	img := withCommand(t, kubetest.BusyboxImage(t, nil, nil), "", []string{"/bin/sh", "-c"}, []string{"echo own entrypoint as $0"})
+	reg.Push(t, ref, img)
+	pinned, err := e.Resolve(ctx, ref, PullMissing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pool := range []bool{false, true} {
+		r, err := e.Run(ctx, Spec{Image: pinned, Pull: PullMissing, Pool: pool})
+		if err != nil {
+			t.Fatalf("pool=%v: %v", pool, err)
+		}
+		if !r.OK() || string(r.Stdout) != "own entrypoint as /bin/sh\n" {
+			t.Errorf("pool=%v: %s %d stdout %q stderr %q detail %q", pool, r.Reason, r.ExitCode, r.Stdout, r.Stderr, r.Detail)
+		}
+	}
+	r, err := e.Run(ctx, Spec{Image: pinned, Cmd: []string{"/bin/sh", "-c", "echo named"}, Pull: PullMissing})
+	if err != nil {
+		t.Fatalf("a named program: %v", err)
+	}
+	if string(r.Stdout) != "named\n" {
+		t.Errorf("a named program: stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+}
