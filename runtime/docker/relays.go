@@ -31,11 +31,18 @@ const relayDirPrefix = "ccrun-relay-"
 // relays are the relays an Executor keeps for the next calls behind the
 // proxy (RunBehind).
 type relays struct {
-	mu     sync.Mutex
-	idle   []*relayBox
-	closed bool // Close was called: no relay is kept any more
-	starts int  // relays started, for tests
+	mu        sync.Mutex
+	idle      []*relayBox
+	releasing int           // relays on their way back from a run (putRelay)
+	wake      chan struct{} // closed, and made again, when one is back or dropped
+	closed    bool          // Close was called: no relay is kept any more
+	starts    int           // relays started, for tests
 }
+
+// relayWait bounds how long a run waits for a relay on its way back from
+// the last run (its container seen gone, then a reset: some 50 ms) before
+// it starts one.
+const relayWait = 2 * time.Second
 
 // relayBox is a relay container, started, and ccrun's end of its stdin and
 // output.
@@ -54,9 +61,22 @@ type relayBox struct {
 // removed after the run); or, where it cannot be linked there, a relay of
 // the run's own bound to socket (link "").
 func (e *Executor) takeRelay(ctx context.Context, s Spec, socket string) (r *relayBox, link string, err error) {
+	waited := false
 	for {
 		e.relays.mu.Lock()
 		n := len(e.relays.idle)
+		if n == 0 && e.relays.releasing > 0 && !waited {
+			wake := e.relays.wakeChan()
+			e.relays.mu.Unlock()
+			t := time.NewTimer(relayWait)
+			select {
+			case <-wake:
+			case <-t.C:
+				waited = true
+			}
+			t.Stop()
+			continue
+		}
 		if n == 0 {
 			e.relays.mu.Unlock()
 			break
@@ -95,29 +115,69 @@ func (e *Executor) takeRelay(ctx context.Context, s Spec, socket string) (r *rel
 	return r, link, nil
 }
 
+// wakeChan is the channel closed when a relay is back or dropped; mu held.
+func (rs *relays) wakeChan() chan struct{} {
+	if rs.wake == nil {
+		rs.wake = make(chan struct{})
+	}
+	return rs.wake
+}
+
 // ownRelay starts a relay bound to socket itself, for one run.
 func (e *Executor) ownRelay(ctx context.Context, s Spec, socket string) (*relayBox, string, error) {
 	r, err := e.startRelay(ctx, s, socket, relayDir+"/"+socketName, relayDir+"/"+socketName)
 	return r, "", err
 }
 
-// putRelay keeps r for another run, once the run's container (call, ""
-// if none was made) is seen gone and r is reset; else it removes r. A
-// relay of one run (no directory) is removed.
+// putRelay keeps r for another run once the run's container (call, ""
+// if none was made) is gone and r is reset, off the run's path; else, or
+// when the container does not end, it removes r. A relay of one run (no
+// directory) is removed.
 func (e *Executor) putRelay(ctx context.Context, r *relayBox, call string) {
-	if r.dir == "" || !e.gone(ctx, call) || r.reset() != nil {
+	if r.dir == "" {
 		e.dropRelay(r)
 		return
 	}
 	e.relays.mu.Lock()
-	if !e.relays.closed && len(e.relays.idle) < maxIdleRelays {
-		e.relays.idle = append(e.relays.idle, r)
-		r = nil
-	}
+	e.relays.releasing++
 	e.relays.mu.Unlock()
-	if r != nil {
-		e.dropRelay(r)
+	e.background(func(bctx context.Context) {
+		keep := e.awaitGone(bctx, call) && r.reset() == nil
+		e.relays.mu.Lock()
+		e.relays.releasing--
+		if keep && !e.relays.closed && len(e.relays.idle) < maxIdleRelays {
+			e.relays.idle = append(e.relays.idle, r)
+			r = nil
+		}
+		if e.relays.wake != nil {
+			close(e.relays.wake)
+			e.relays.wake = nil
+		}
+		e.relays.mu.Unlock()
+		if r != nil {
+			e.dropRelay(r)
+		}
+	})
+}
+
+// awaitGone waits, as long as ctx allows, until container id ("": none)
+// runs no more, and reports whether it was seen so. A run whose container
+// once served returns before the container ends (callOnce): what its
+// program left running runs until then.
+func (e *Executor) awaitGone(ctx context.Context, id string) bool {
+	if id == "" {
+		return true
 	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	waitC, errC := e.eng.ContainerWait(wctx, id, container.WaitConditionNotRunning)
+	select {
+	case <-waitC:
+	case <-errC: // removed already (not found), or the engine: gone says
+	case <-ctx.Done():
+		return false
+	}
+	return e.gone(ctx, id)
 }
 
 // gone reports whether container id, "" for none, runs no more: removed,
