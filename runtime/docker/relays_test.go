@@ -356,3 +356,40 @@ func TestGCBehindAfterKill(t *testing.T) {
 		t.Errorf("after GC: the child's relay directory %s: %v", dirs[0], err)
 	}
 }
+
+// TestRelayWaitsForRun: a relay goes back to serve another run only once
+// the run's container runs no more: awaitGone is false while a container
+// in the relay's network namespace runs (a program that outlives its
+// run's return), true once it was killed.
+func TestRelayWaitsForRun(t *testing.T) {
+	e := executor(t)
+	sock, _ := egresstest.Proxy(t, egress.Policy{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, _, err := e.takeRelay(ctx, Spec{Image: testImage}, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.dropRelay(r)
+	cfg, hc := Spec{Image: testImage, Cmd: sh("sleep 300")}.config(job.Limits{}.WithDefaults(), e.labels())
+	(&behind{relay: r.id}).apply(cfg, hc)
+	id, err := e.create(ctx, cfg, hc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.eng.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true})
+	if err := e.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	short, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	if e.awaitGone(short, id) {
+		t.Fatal("awaitGone: true for a container that runs")
+	}
+	if err := e.eng.ContainerKill(ctx, id, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	if !e.awaitGone(ctx, id) {
+		t.Error("awaitGone: false for a container killed")
+	}
+}
