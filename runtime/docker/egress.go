@@ -19,7 +19,10 @@ type Egress struct {
 	// Socket is the proxy's unix socket, absolute. The relay connects to
 	// it as ccrun's own uid (root with every capability dropped when
 	// ccrun runs as root), so a socket of ccrun's owner, mode 0600, is
-	// enough.
+	// enough. RunBehind hard-links it into the directory of the relay
+	// that serves the run, for the run: best on the file system of the
+	// temporary directory (os.TempDir), else the run has a relay of its
+	// own.
 	Socket string
 	// Env is the environment that points a program at the proxy as it
 	// reaches it at addr (HOST:PORT): egress.Proxy.Env.
