@@ -272,8 +272,11 @@ func (e *Executor) startRelay(ctx context.Context, s Spec, src, target, sock str
 	labels := e.labels()
 	labels[LabelRelay] = "1"
 	cfg := &container.Config{Image: s.Image, Entrypoint: []string{relayPath}, Cmd: []string{relayPort, sock},
-		User:        fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
-		AttachStdin: true, OpenStdin: true, // a reset a byte; its end ends the relay
+		User: fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
+		// A reset a byte on stdin. StdinOnce: stdin closes when ccrun's
+		// attach session ends (ccrun closed it, or ended), and so does the
+		// relay.
+		AttachStdin: true, OpenStdin: true, StdinOnce: true,
 		AttachStdout: true, AttachStderr: true, Labels: labels}
 	hc := &container.HostConfig{
 		NetworkMode: DefaultNetwork, ReadonlyRootfs: true, CapDrop: []string{"ALL"},

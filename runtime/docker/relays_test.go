@@ -340,6 +340,18 @@ func TestGCBehindAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = child.Wait()
+	// The relay's stdin closed with the child's attach session: it ends,
+	// and the engine removes it.
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	removed, errC := e.eng.ContainerWait(wctx, relays[0], container.WaitConditionRemoved)
+	select {
+	case <-removed:
+	case err := <-errC:
+		if !isNotFound(err) {
+			t.Errorf("the child's relay did not end by itself: %v", err)
+		}
+	}
 	listed, err := e.Garbage(context.Background(), false)
 	if err != nil || !contains(listed, calls[0]) {
 		t.Fatalf("Garbage = %v, %v; want the child's %s listed", listed, err, calls[0])
