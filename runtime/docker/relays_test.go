@@ -405,3 +405,54 @@ func TestRelayWaitsForRun(t *testing.T) {
 		t.Error("awaitGone: false for a container killed")
 	}
 }
+
+// TestBehindOtherFS: a proxy socket on another file system than the
+// temporary directory cannot be linked into a kept relay's directory: the
+// run gets a relay of its own, bound to the socket, reaches its proxy
+// through it, and the relay is removed after the run.
+func TestBehindOtherFS(t *testing.T) {
+	var tmp, shm syscall.Stat_t
+	if syscall.Stat(os.TempDir(), &tmp) != nil || syscall.Stat("/dev/shm", &shm) != nil || tmp.Dev == shm.Dev {
+		t.Skip("no /dev/shm on another file system than " + os.TempDir())
+	}
+	e := executor(t)
+	port := egresstest.Server(t)
+	dir, err := os.MkdirTemp("/dev/shm", "ccrun-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	lo := netip.MustParseAddr("127.0.0.1")
+	p, err := egress.New(egress.Policy{Allow: []string{fmt.Sprintf("a.test:%d", port)}, AllowInternal: true}, egress.WithResolver(names{"a.test": lo}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := net.Listen("unix", filepath.Join(dir, "egress.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	res, err := e.RunBehind(ctx, Spec{Image: testImage, Cmd: sh(fetch("a.test", port)), Streams: job.Streams{Stdout: &out}},
+		Egress{Socket: l.Addr().String(), Env: p.Env})
+	if err != nil || !res.OK() {
+		t.Fatalf("%v %v", res, err)
+	}
+	if want := fmt.Sprintf("a.test: hello from a.test:%d", port); !strings.Contains(out.String(), want) {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	e.relays.mu.Lock()
+	idle := len(e.relays.idle) + e.relays.releasing
+	e.relays.mu.Unlock()
+	if idle != 0 {
+		t.Errorf("%d relays kept or on their way back, want the run's own removed", idle)
+	}
+	for _, c := range ours(t, e, os.Getpid()) {
+		if c.Labels[LabelRelay] == "1" {
+			t.Errorf("relay %s left after the run", c.ID)
+		}
+	}
+}
