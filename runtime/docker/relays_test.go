@@ -208,10 +208,10 @@ func TestBehindConcurrent(t *testing.T) {
 	<-done
 }
 
-// TestRelayReset: a reset kills the connections of the run the relay
+// TestBehindRelayReset: a reset kills the connections of the run the relay
 // served: a connection held open by a container in the relay's network
 // namespace, to a proxy that never answers, is closed by it.
-func TestRelayReset(t *testing.T) {
+func TestBehindRelayReset(t *testing.T) {
 	e := executor(t)
 	dir := t.TempDir()
 	l, err := net.Listen("unix", filepath.Join(dir, "hold.sock"))
@@ -369,11 +369,11 @@ func TestGCBehindAfterKill(t *testing.T) {
 	}
 }
 
-// TestRelayWaitsForRun: a relay goes back to serve another run only once
+// TestBehindRelayWaitsForRun: a relay goes back to serve another run only once
 // the run's container runs no more: awaitGone is false while a container
 // in the relay's network namespace runs (a program that outlives its
 // run's return), true once it was killed.
-func TestRelayWaitsForRun(t *testing.T) {
+func TestBehindRelayWaitsForRun(t *testing.T) {
 	e := executor(t)
 	sock, _ := egresstest.Proxy(t, egress.Policy{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
