@@ -121,6 +121,6 @@ func (e *Executor) RunBehind(ctx context.Context, s Spec, eg Egress) (*job.Resul
 	if link != "" {
 		_ = os.Remove(link)
 	}
-	e.putRelay(ctx, r, b.id)
+	e.putRelay(r, b.id)
 	return res, err
 }

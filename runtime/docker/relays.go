@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,8 +92,13 @@ func (e *Executor) takeRelay(ctx context.Context, s Spec, socket string) (r *rel
 		default:
 		}
 		link = filepath.Join(r.dir, socketName)
-		if err := os.Link(socket, link); err != nil {
-			e.dropRelay(r)
+		if err := os.Link(socket, link); errors.Is(err, syscall.EXDEV) {
+			e.relays.mu.Lock()
+			e.relays.idle = append(e.relays.idle, r) // for another run
+			e.relays.mu.Unlock()
+			return e.ownRelay(ctx, s, socket)
+		} else if err != nil {
+			e.dropRelay(r) // a link left behind, say: not this relay
 			return e.ownRelay(ctx, s, socket)
 		}
 		return r, link, nil
@@ -133,7 +139,7 @@ func (e *Executor) ownRelay(ctx context.Context, s Spec, socket string) (*relayB
 // if none was made) is gone and r is reset, off the run's path; else, or
 // when the container does not end, it removes r. A relay of one run (no
 // directory) is removed.
-func (e *Executor) putRelay(ctx context.Context, r *relayBox, call string) {
+func (e *Executor) putRelay(r *relayBox, call string) {
 	if r.dir == "" {
 		e.dropRelay(r)
 		return
