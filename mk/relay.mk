@@ -1,6 +1,7 @@
 # relay (runtime/docker/internal/relay/src/relay.c): the program of the
-# container that stands for the egress proxy on a @docker call's internal
-# network. Freestanding C like once (mk/once.mk: the same flags), built
+# container that stands for the egress proxy for @docker calls, in a
+# network namespace of loopback only that a call's container joins.
+# Freestanding C like once (mk/once.mk: the same flags), built
 # for each architecture an engine may run; the binaries are generated
 # files, committed and embedded, and TestBuiltFromSource
 # (runtime/docker/internal/relay) rebuilds them and fails when they differ.

@@ -132,6 +132,8 @@ type Executor struct {
 	images sync.Map // image ID -> image.InspectResponse: an ID names one image for good
 
 	arch *engineArch // the engine's architecture: which once it runs (askArch)
+
+	relays relays // kept for the next runs behind the egress proxy (RunBehind)
 }
 
 // inspect inspects the image ref. What an image ID names never changes, so
@@ -282,11 +284,13 @@ func (e *Executor) Host() string { return e.host }
 // of a used container) at most 3 s, cancels what is left of it, then closes
 // the connection to the engine. What it gives up on is not leaked: a
 // container it left half-made, or used and not removed, is removed by the
-// next refill of its pool, by GC or by DrainPool. Run must not be called
-// after.
+// next refill of its pool, by GC or by DrainPool. It removes the relays
+// kept for runs behind the egress proxy (RunBehind). Run must not be
+// called after.
 func (e *Executor) Close() error {
 	ctr.WaitAtMost(&e.bgWork, closeWait)
 	e.stop()
+	e.closeRelays()
 	return e.eng.Close()
 }
 
@@ -653,6 +657,9 @@ func (e *Executor) container(ctx context.Context, s Spec, lim job.Limits, pulled
 			return "", err
 		}
 		id, err = e.create(kctx, cfg, hc, "")
+	}
+	if b, ok := ctx.Value(behindKey{}).(*behind); ok && err == nil {
+		b.id = id // seen gone before the relay serves another run
 	}
 	if err != nil && errors.Is(err, ErrNotFound) {
 		return "", notLocal(s.Image, s.Pull.OrDefault(), err)

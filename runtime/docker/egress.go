@@ -1,18 +1,14 @@
 package docker
 
 import (
-	"bufio"
 	"context"
-	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/network"
 
-	"github.com/ccrun/ccrun/runtime/docker/internal/relay"
 	"github.com/ccrun/ccrun/runtime/job"
 )
 
@@ -23,67 +19,85 @@ type Egress struct {
 	// Socket is the proxy's unix socket, absolute. The relay connects to
 	// it as ccrun's own uid (root with every capability dropped when
 	// ccrun runs as root), so a socket of ccrun's owner, mode 0600, is
-	// enough.
+	// enough. RunBehind hard-links it into the directory of the relay
+	// that serves the run, for the run: best on the file system of the
+	// temporary directory (os.TempDir), else the run has a relay of its
+	// own.
 	Socket string
 	// Env is the environment that points a program at the proxy as it
 	// reaches it at addr (HOST:PORT): egress.Proxy.Env.
 	Env func(addr string) []string
 }
 
-// relayPort is the port the relay listens on in its container.
+// relayPort is the port the relay listens on, on its loopback, which a
+// call's container shares.
 const relayPort = "3128"
 
-// Where the relay and the proxy's socket are bound in the relay's
-// container.
+// Where the relay, and the directory where each call's proxy socket is
+// linked, are bound in the relay's container.
 const (
 	relayPath  = "/.ccrun-relay"
-	socketPath = "/.ccrun-egress.sock"
+	relayDir   = "/.ccrun-egress"
+	socketName = "egress.sock"
 )
 
-// relayReady bounds how long the relay may take to say it listens.
+// relayReady bounds how long the relay may take to say it listens, at its
+// start or after a reset.
 const relayReady = 20 * time.Second
 
-// behind is the internal network of a run behind the proxy, and the
-// environment that points the program at the relay on it.
+// maxIdleRelays is how many relays an Executor keeps for the next calls.
+const maxIdleRelays = 2
+
+// behind is the network of a run behind the proxy: the relay's network
+// namespace, which the run's container joins, and the environment that
+// points the program at the relay there. id is the run's container, once
+// created.
 type behind struct {
-	network string
-	env     []string
+	relay string
+	env   []string
+	id    string
 }
 
 type behindKey struct{}
 
-// unreachableDNS is the resolver the network's own DNS server (the
-// engine's, at 127.0.0.11 in the container) is told to forward to: an
-// address of TEST-NET-1 (RFC 5737), never routed. An engine may forward to
-// a resolver of the host's loopback (systemd-resolved's 127.0.0.53, which
-// a container would otherwise inherit) from the host's namespace, which
-// would let names out; to any other address it forwards from the
-// container's, where nothing is reachable.
+// unreachableDNS is the resolver the relay's container (and so a call's,
+// which shares its /etc/resolv.conf) is given: an address of TEST-NET-1
+// (RFC 5737), never routed, and unreachable anyway from a network
+// namespace with nothing but loopback. Without it the container would
+// name the host's resolver.
 const unreachableDNS = "192.0.2.1"
 
-// apply puts a container of the run on the network, pointed at the proxy,
-// with no IPv6 (the network has none: a link-local address must not reach
-// the host either) and no resolver that answers.
+// apply puts a container of the run in the relay's network namespace,
+// pointed at the relay. No DNS may be set with that network mode: the
+// relay's resolver is the container's.
 func (b *behind) apply(cfg *container.Config, hc *container.HostConfig) {
 	cfg.Env = append(cfg.Env, b.env...)
-	hc.NetworkMode = container.NetworkMode(b.network)
-	hc.Sysctls = map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
-	hc.DNS, hc.DNSSearch, hc.DNSOptions = []string{unreachableDNS}, nil, nil
+	hc.NetworkMode = container.NetworkMode("container:" + b.relay)
+	hc.DNS, hc.DNSSearch, hc.DNSOptions = nil, nil, nil
 }
 
 // RunBehind runs s as Run does, but with a network whose only way out is
-// the egress proxy listening on eg.Socket: the container sits on an
-// internal Docker network of its own (internal: the engine routes nothing
-// off it; and the host's bridge on it has no IPv4 address, so nothing on
-// the host is reachable either: not the proxy's host, not its other
-// services, not a resolver) whose only other member is a relay container
-// (runtime/docker/internal/relay, ccrun's static program, run from the
-// call's own image, bound read-only) that hands every connection to its
-// port, byte for byte, to the proxy. HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
+// the egress proxy listening on eg.Socket. The container joins the network
+// namespace of a relay container (runtime/docker/internal/relay, ccrun's
+// static program, run with network none: nothing but loopback, so nothing
+// of the host is reachable, not the proxy's host, not its other services,
+// not a resolver) which hands every connection to its port on loopback,
+// byte for byte, to the proxy. HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
 // NO_PROXY (eg.Env) name the relay. A program that ignores them reaches
-// nothing: no direct TCP, no UDP, no DNS. The network and the relay are
-// removed when the run ends. s.Network must be "" or "none", and s is
-// never pooled.
+// nothing: no direct TCP, no UDP, no DNS. s.Network must be "" or "none",
+// and s is never pooled.
+//
+// The relay is kept for the next call: it serves one call at a time, and
+// reaches only the proxy of the call it serves (eg.Socket is hard-linked
+// into the relay's directory for the run, and removed after). Before it
+// serves another, the run's container is seen gone and the relay is reset:
+// every connection of the run is killed and its listener made again, so
+// nothing of one call reaches another call's proxy or container. Relays
+// of different calls at once are different network namespaces. Close
+// removes the idle relays; a relay whose ccrun is gone ends by itself (its
+// stdin closes), and GC removes what is left. Where the socket cannot be
+// linked there (another file system), the run gets a relay of its own,
+// bound to the socket, removed after it.
 func (e *Executor) RunBehind(ctx context.Context, s Spec, eg Egress) (*job.Result, error) {
 	if s.Network != "" && s.Network != DefaultNetwork {
 		return nil, newError(ErrInvalidArgument, nil, "docker: spec: network %q behind an egress proxy: want none (the proxy is the only way out)", s.Network)
@@ -91,91 +105,22 @@ func (e *Executor) RunBehind(ctx context.Context, s Spec, eg Egress) (*job.Resul
 	if eg.Env == nil || !strings.HasPrefix(eg.Socket, "/") {
 		return nil, newError(ErrInvalidArgument, nil, "docker: egress: want the proxy's absolute socket path and its Env, got %q", eg.Socket)
 	}
-	if _, err := os.Stat(eg.Socket); err != nil {
-		return nil, newError(ErrInvalidArgument, err, "docker: egress: the proxy's socket")
+	if fi, err := os.Stat(eg.Socket); err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return nil, newError(ErrInvalidArgument, err, "docker: egress: the proxy's socket %s", eg.Socket)
 	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	s.Pool = false
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	name := "ccrun-egress-" + randHex(6)
-	nw, err := e.eng.NetworkCreate(kctx, name, network.CreateOptions{Driver: "bridge", Internal: true, EnableIPv6: new(bool),
-		Options: map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"}, Labels: e.labels()})
-	if err != nil {
-		return nil, classify(e.host, "create the egress network", err)
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = e.eng.NetworkRemove(rctx, nw.ID)
-	}()
-	addr, stop, err := e.startRelay(ctx, s, name, eg.Socket)
+	r, link, err := e.takeRelay(ctx, s, eg.Socket)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
-	return e.Run(context.WithValue(ctx, behindKey{}, &behind{network: name, env: eg.Env(addr)}), s)
-}
-
-// startRelay starts the relay on network, from the call's image, and
-// returns its address there once it listens, and how to remove it.
-func (e *Executor) startRelay(ctx context.Context, s Spec, network, socket string) (addr string, stop func(), err error) {
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relayReady)
-	defer cancel()
-	if _, _, err := e.onceCode(); err != nil { // the engine's architecture, asked
-		return "", nil, newError(ErrUnavailable, err, "docker: egress: no relay for the engine")
+	b := &behind{relay: r.id, env: eg.Env("127.0.0.1:" + relayPort)}
+	res, err := e.Run(context.WithValue(ctx, behindKey{}, b), s)
+	if link != "" {
+		_ = os.Remove(link)
 	}
-	arch := goArch(e.arch.machine)
-	path, err := e.programFile("relay", arch, relay.ELF(arch))
-	if err != nil {
-		return "", nil, err
-	}
-	pids := int64(512) // a process a connection: a package manager opens dozens at once
-	cfg := &container.Config{Image: s.Image, Entrypoint: []string{relayPath}, Cmd: []string{relayPort, socketPath},
-		User: fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), AttachStdout: true, AttachStderr: true, Labels: e.labels()}
-	hc := &container.HostConfig{
-		NetworkMode: container.NetworkMode(network), ReadonlyRootfs: true, CapDrop: []string{"ALL"},
-		SecurityOpt: []string{"no-new-privileges"}, AutoRemove: true, LogConfig: container.LogConfig{Type: "none"},
-		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"}, DNS: []string{unreachableDNS},
-		Resources: container.Resources{Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids},
-		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: path, Target: relayPath, ReadOnly: true},
-			{Type: mount.TypeBind, Source: socket, Target: socketPath, ReadOnly: true},
-		},
-	}
-	id, err := e.create(kctx, cfg, hc, "")
-	if err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = e.eng.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
-	}
-	fail := func(err error) (string, func(), error) { stop(); return "", nil, err }
-	hj, err := e.eng.ContainerAttach(kctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return fail(classify(e.host, "attach to the relay", err))
-	}
-	defer hj.Close()
-	if err := e.eng.ContainerStart(kctx, id, container.StartOptions{}); err != nil {
-		return fail(classify(e.host, "start the relay", err))
-	}
-	// The attach stream is multiplexed (no TTY): the word "ready" arrives
-	// after an 8-byte frame header.
-	line, err := bufio.NewReader(hj.Reader).ReadString('\n')
-	if err != nil || !strings.HasSuffix(line, "ready\n") {
-		return fail(newError(ErrUnavailable, err, "docker: egress: the relay did not start (it said %q)", line))
-	}
-	ins, err := e.eng.ContainerInspect(kctx, id)
-	if err != nil {
-		return fail(classify(e.host, "inspect the relay", err))
-	}
-	ep := ins.NetworkSettings.Networks[network]
-	if ep == nil || ep.IPAddress == "" {
-		return fail(newError(ErrUnavailable, nil, "docker: egress: the relay has no address on %s", network))
-	}
-	return ep.IPAddress + ":" + relayPort, stop, nil
+	e.putRelay(r, b.id)
+	return res, err
 }

@@ -78,12 +78,17 @@ func claimed(names []string) bool {
 // containers of the warm pool, which are left behind on purpose (DrainPool
 // removes those).
 //
-// It then removes, and returns the ids of, the egress networks (RunBehind)
-// of this host whose owner is gone: once their containers are.
+// Among those are the relays of runs behind the egress proxy (RunBehind)
+// of a ccrun that is gone; the directories they were bound, of this user's
+// in the temporary directory, are removed too. It then removes, and
+// returns the ids of, the networks ccrun made on this host whose owner is
+// gone (an egress network of an older ccrun's RunBehind): once their
+// containers are.
 func (e *Executor) GC(ctx context.Context) ([]string, error) {
 	removed, err := e.sweep(ctx, func(c container.Summary) bool {
 		return !idle(c) && !ownerOf(c.Names, c.Labels).alive()
 	})
+	sweepRelayDirs()
 	nets, nerr := e.sweepNetworks(ctx, true)
 	return append(removed, nets...), errors.Join(err, nerr)
 }

@@ -1,7 +1,10 @@
 // Package relay is the program of the container that stands for the
-// egress proxy on a @docker call's internal network (src/relay.c): it
-// listens on a TCP port of that network and hands each connection, byte
-// for byte, to the proxy's unix socket bound into it. A static ELF
+// egress proxy for @docker calls (src/relay.c): in a network namespace of
+// loopback only, which a call's container joins, it listens on a TCP port
+// and hands each connection, byte for byte, to the proxy's unix socket
+// bound into it; a byte on its stdin resets it between calls (every
+// connection killed, the listener made again), and the end of its stdin
+// ends it. A static ELF
 // executable of about 2 KB for each architecture an engine may run, built
 // by `make relay` (TestBuiltFromSource).
 package relay

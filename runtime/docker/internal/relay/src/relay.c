@@ -1,11 +1,20 @@
 /*
- * relay: the program of the container that stands, on a call's internal
- * Docker network, for the egress proxy ccrun runs on the host. It listens
- * on TCP port argv[1] of the container's address and hands every
- * connection, byte for byte, to the proxy's unix socket argv[2] (bound
- * into the container read-only), one process a connection. It decides
- * nothing: the proxy checks every destination. "ready\n" on stdout says
- * it listens. Freestanding (no libc): internal/cbuild/syscall.h's entry.
+ * relay: the program of the container that stands, for @docker calls run
+ * behind ccrun's egress proxy, for the proxy: the container has no network
+ * but its loopback, and a call's container joins that network namespace.
+ * It listens on TCP port argv[1] and hands every connection, byte for
+ * byte, to the unix socket argv[2] (in a directory of the host bound into
+ * the container read-only, where ccrun links the socket of the proxy of
+ * the call the relay serves, and nothing between calls), one process a
+ * connection. It decides nothing: the proxy checks every destination.
+ *
+ * "ready\n" on stdout says it listens. A byte on stdin resets it for the
+ * next call: every connection process is killed and reaped, the listener
+ * closed (which drops any connection not yet accepted) and made again,
+ * then "ready\n" again. The end of stdin (ccrun closed it, or ended) ends
+ * it. It must be PID 1 of its PID namespace (no init): kill(-1) then
+ * reaches its children only. Freestanding (no libc):
+ * internal/cbuild/syscall.h's entry.
  */
 #include "sys.h"
 
@@ -91,6 +100,22 @@ static void pump(int a, int b)
 	}
 }
 
+/* listener listens on port of every address the container has. */
+static int listener(long port)
+{
+	int s = sys_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC);
+	if (s < 0)
+		fail("socket");
+	int one = 1;
+	sys_setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in in = {AF_INET, (unsigned short)((port >> 8) | ((port & 0xff) << 8)), 0, {0}};
+	if (sys_bind(s, &in, sizeof in) < 0)
+		fail("bind");
+	if (sys_listen(s, 128) < 0)
+		fail("listen");
+	return s;
+}
+
 void cstart(long *sp)
 {
 	long argc = sp[0];
@@ -111,18 +136,35 @@ void cstart(long *sp)
 
 	struct ksigaction ign = {SIG_IGN, 0, 0, 0};
 	sys_rt_sigaction(SIGCHLD, &ign); /* children reaped by the kernel */
-	int s = sys_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC);
-	if (s < 0)
-		fail("socket");
-	int one = 1;
-	sys_setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in in = {AF_INET, (unsigned short)((port >> 8) | ((port & 0xff) << 8)), 0, {0}};
-	if (sys_bind(s, &in, sizeof in) < 0)
-		fail("bind");
-	if (sys_listen(s, 128) < 0)
-		fail("listen");
+	int s = listener(port);
 	writeall(1, "ready\n", 6);
 	for (;;) {
+		struct pollfd p[2] = {{s, POLLIN, 0}, {0, POLLIN, 0}};
+		long r = sys_ppoll(p, 2);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			fail("ppoll");
+		if (p[1].revents) {
+			char cmd[64];
+			long n = sys_read(0, cmd, sizeof cmd);
+			if (n == -EINTR)
+				continue;
+			if (n <= 0)
+				sys_exit_group(0); /* ccrun is done with it */
+			/* Reset: no process, no connection of the last call is
+			 * left. With SIGCHLD ignored, wait4 returns ECHILD once
+			 * every child has ended. */
+			sys_kill(-1, SIGKILL);
+			while (sys_wait_any() != -ECHILD)
+				;
+			sys_close(s);
+			s = listener(port);
+			writeall(1, "ready\n", 6);
+			continue;
+		}
+		if (!p[0].revents)
+			continue;
 		long c = sys_accept4(s, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;

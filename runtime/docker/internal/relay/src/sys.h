@@ -21,6 +21,8 @@
 #define NR_listen 50
 #define NR_setsockopt 54
 #define NR_clone 56
+#define NR_wait4 61
+#define NR_kill 62
 #define NR_ppoll 271
 #define NR_accept4 288
 #define NR_exit_group 231
@@ -38,6 +40,8 @@
 #define NR_setsockopt 208
 #define NR_shutdown 210
 #define NR_clone 220
+#define NR_wait4 260
+#define NR_kill 129
 #define NR_accept4 242
 #define NR_ppoll 73
 #define NR_exit_group 94
@@ -45,6 +49,8 @@
 #endif
 
 #define EINTR 4
+#define ECHILD 10
+#define SIGKILL 9
 #define SIGCHLD 17
 #define SIG_IGN 1
 #define AF_UNIX 1
@@ -100,6 +106,10 @@ static inline long sys_setsockopt(int fd, int level, int name, const void *v, lo
 static inline long sys_ppoll(struct pollfd *p, long n) { return syscall6(NR_ppoll, (long)p, n, 0, 0, 0, 0); }
 /* fork(2): a child with a copy of the address space, SIGCHLD at its end. */
 static inline long sys_fork(void) { return syscall6(NR_clone, SIGCHLD, 0, 0, 0, 0, 0); }
+/* kill(2); pid -1: every process of the PID namespace but the caller and init. */
+static inline long sys_kill(long pid, int sig) { return syscall6(NR_kill, pid, sig, 0, 0, 0, 0); }
+/* wait4(2) of any child, no status wanted. */
+static inline long sys_wait_any(void) { return syscall6(NR_wait4, -1, 0, 0, 0, 0, 0); }
 static inline void __attribute__((noreturn)) sys_exit_group(int code)
 {
 	for (;;)
