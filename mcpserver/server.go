@@ -54,6 +54,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/advice"
 	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -560,7 +561,7 @@ func (s *Server) reloadAllowlist(rt *ccrun.Runtime) {
 	s.allow = st
 	s.mu.Unlock()
 	if changed {
-		if err := rt.ReloadAllowlist(); err != nil && s.opts.Logger != nil {
+		if err := runtimehook.ReloadAllowlist(rt); err != nil && s.opts.Logger != nil {
 			s.opts.Logger.Warn("reloading the project allowlist", "err", err)
 		}
 	}
