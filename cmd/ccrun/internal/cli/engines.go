@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -101,27 +102,14 @@ type DockerReport struct {
 // EngineReport says where a @docker call would run: the engine, what
 // chose it, and for Kubernetes the cluster and whether it answers.
 type EngineReport struct {
-	Engine  string   `json:"engine"` // "docker" or "kubernetes"
-	From    string   `json:"from"`   // "default", "flag" or the settings file
-	Cluster *Cluster `json:"cluster,omitempty"`
-	Answers bool     `json:"answers"`
-	Error   string   `json:"error,omitempty"`
+	Engine  string       `json:"engine"` // "docker" or "kubernetes"
+	From    string       `json:"from"`   // "default", "flag" or the settings file
+	Cluster *ctr.Cluster `json:"cluster,omitempty"`
+	Answers bool         `json:"answers"`
+	Error   string       `json:"error,omitempty"`
 	// NetworkPolicy is whether network "none" is enforced; ccrun cannot
 	// tell from the API whether the network plugin enforces policies.
 	NetworkPolicy string `json:"network_policy,omitempty"`
-}
-
-// Cluster is what the Kubernetes engine of @docker says of its cluster.
-type Cluster struct {
-	Server     string `json:"server"`
-	Context    string `json:"context,omitempty"`
-	Namespace  string `json:"namespace"`
-	Version    string `json:"version"`     // the API server's gitVersion
-	Nodes      int    `json:"nodes"`       // nodes listed
-	ReadyNodes int    `json:"ready_nodes"` // nodes whose Ready condition is True
-	// PullSecrets are the pods' imagePullSecrets (the settings'
-	// pull_secrets).
-	PullSecrets []string `json:"pull_secrets,omitempty"`
 }
 
 // MCPOptions are the MCP server's: `ccrun mcp`'s flags.
