@@ -14,9 +14,9 @@ import (
 
 // Outcome is how a call ended.
 type Outcome struct {
-	ID       string
-	Tool     string
-	Request  *permission.Request
+	ID       string               // the call's id, unique within the Runtime (Event.Call)
+	Tool     string               // the tool called: run_command, write_file, a capability's name…
+	Request  *permission.Request  // what the gate was asked; nil when the call failed validation
 	Decision *permission.Decision // nil when the call did not reach the gate
 	Result   *job.Result          // nil when the tool did not run
 }
