@@ -713,6 +713,22 @@ func callToolParams(t testing.TB, cs *mcp.ClientSession, p *mcp.CallToolParams) 
 	return res
 }
 
+// mcpHTTPClient connects a go-sdk client with opts to the HTTP server of
+// `ccrun mcp` at url (mcpHTTP), with its bearer token, within a minute;
+// the session is closed when t ends.
+func mcpHTTPClient(t testing.TB, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, opts).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // mcpHTTP starts `ccrun mcp --http` on a free loopback port and returns its
 // URL and token.
 func mcpHTTP(t testing.TB, dir string, env []string) (url, token string) {
@@ -771,14 +787,7 @@ func TestMCPHTTP(t *testing.T) {
 	}
 
 	connect := func(a *asker) *mcp.ClientSession {
-		client := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: a.handle})
-		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return mcpHTTPClient(t, url, token, &mcp.ClientOptions{ElicitationHandler: a.handle})
 	}
 	a1, a2 := &asker{answer: "session"}, &asker{answer: "once"}
 	c1, c2 := connect(a1), connect(a2)
