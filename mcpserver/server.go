@@ -1000,17 +1000,19 @@ type Result struct {
 	// said no; nothing ran), "refused" (an answer ccrun did not ask for),
 	// "invalid" (bad arguments) or "failed" (the tool could not be run).
 	Outcome    string  `json:"outcome"`
-	Tool       string  `json:"tool"`
-	Call       string  `json:"call,omitempty"`
-	Key        string  `json:"key,omitempty"`
-	ExitCode   *int    `json:"exit_code,omitempty"`
-	Stdout     string  `json:"stdout,omitempty"`
-	Stderr     string  `json:"stderr,omitempty"`
-	Truncated  bool    `json:"truncated,omitempty"`
-	DurationMS float64 `json:"duration_ms,omitempty"`
+	Tool       string  `json:"tool"`                  // the tool called
+	Call       string  `json:"call,omitempty"`        // the call's id, as in the audit log
+	Key        string  `json:"key,omitempty"`         // the key a grant of the call covers
+	ExitCode   *int    `json:"exit_code,omitempty"`   // the program's exit code, when it ran
+	Stdout     string  `json:"stdout,omitempty"`      // its output, at most the output cap
+	Stderr     string  `json:"stderr,omitempty"`      // its error output, at most the output cap
+	Truncated  bool    `json:"truncated,omitempty"`   // a stream went past the output cap
+	DurationMS float64 `json:"duration_ms,omitempty"` // how long the run took
 	// Reason says why the run ended: exit, timeout, memory, output,
 	// cancelled, refused.
 	Reason string `json:"reason,omitempty"`
+	// Detail says more about an abnormal end (job.Result.Detail), or why
+	// the tool could not be run.
 	Detail string `json:"detail,omitempty"`
 	// Decision is how the gate decided: allow/deny, the layer, the reason.
 	Decision string `json:"decision,omitempty"`
