@@ -90,7 +90,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 	if d := auditDecisions(t, log); len(d) != 1 || !strings.Contains(d[0], `"decision":"deny"`) || !strings.Contains(d[0], reg.Host) {
 		t.Fatalf("nobody to ask: audited %q, want one deny naming the registry", d)
 	}
-	out, err := nobody.Check(call())
+	out, err := nobody.Check(context.Background(), call())
 	if err != nil || out.Decision.Verdict != permission.AskUser || !strings.Contains(strings.Join(out.Decision.Diagnostics, "\n"), "not local") {
 		t.Fatalf("Check: %v %+v", err, out.Decision)
 	}

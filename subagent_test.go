@@ -70,7 +70,7 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	shellOutcome, err := parent.CheckContext(ctx, &ccrun.Call{Command: "make test"})
+	shellOutcome, err := parent.Check(ctx, &ccrun.Call{Command: "make test"})
 	if err != nil {
 		t.Fatal(err)
 	}

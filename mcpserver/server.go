@@ -615,7 +615,7 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		// A question goes back as input requests: decide first, and ask
 		// when the gate would (again, when what was answered is no longer
 		// what is asked: a capability edited meanwhile).
-		chk, err := rt.CheckWith(call, opts)
+		chk, err := rt.CheckWith(ctx, call, opts)
 		if err == nil && chk.Decision.Verdict == permission.AskUser && !ans.covers(chk) {
 			return s.ask(c, name, args, chk)
 		}
