@@ -121,7 +121,7 @@ func TestBackendCapability(t *testing.T) {
 	// a backend that says the call reaches a network is asked about it
 	// as such, for a capability too
 	b.network = true
-	if out, err := rt.Check(call(`{"who": "me"}`)); err != nil || out.Request.Class != permission.ClassNetwork {
+	if out, err := rt.Check(context.Background(), call(`{"who": "me"}`)); err != nil || out.Request.Class != permission.ClassNetwork {
 		t.Fatalf("Check with a network: %v, class %s; want %s", err, out.Request.Class, permission.ClassNetwork)
 	}
 	b.network = false
@@ -159,7 +159,7 @@ func TestBackendCapability(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(strings.Replace(boxCapability, "--from-manifest", "--changed", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := rt.Check(call(`{"who": "me"}`)); err != nil || out.Decision.Verdict != permission.AskUser {
+	if out, err := rt.Check(context.Background(), call(`{"who": "me"}`)); err != nil || out.Decision.Verdict != permission.AskUser {
 		t.Fatalf("Check of the changed manifest: %v %+v; want ask", err, out.Decision)
 	}
 	answer.Store(ceiling.Deny)
@@ -264,7 +264,7 @@ func TestBackendCapabilityFromRepository(t *testing.T) {
 	if rt.Trust().Trusted {
 		t.Fatal("a cloned repository is trusted")
 	}
-	out, err := rt.Check(call)
+	out, err := rt.Check(context.Background(), call)
 	if err != nil || out.Decision.Verdict != permission.AskUser || !slices.Contains(out.Decision.Diagnostics, allowlist.NotTrusted) {
 		t.Fatalf("untrusted: %v %+v; want ask, saying the project is not trusted", err, out.Decision)
 	}
@@ -281,7 +281,7 @@ func TestBackendCapabilityFromRepository(t *testing.T) {
 	if !rt.Trust().Trusted {
 		t.Fatalf("not trusted by its digest: %+v", rt.Trust())
 	}
-	out, err = rt.Check(call)
+	out, err = rt.Check(context.Background(), call)
 	if err != nil || out.Decision.Verdict != permission.AskUser ||
 		!slices.ContainsFunc(out.Decision.Diagnostics, func(d string) bool { return strings.Contains(d, "ceiling violation") }) {
 		t.Fatalf("trusted: %v %+v; want ask, the allowlist entry a ceiling violation", err, out.Decision)

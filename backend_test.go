@@ -165,7 +165,7 @@ func TestBackendSeam(t *testing.T) {
 	if _, err := rt.Exec(ctx, call()); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != n+1 {
 		t.Fatalf("changed content: %v, asked %d; want asked again and denied", err, asked.Load())
 	}
-	if out, err := rt.Check(call()); err != nil || out.Decision.Verdict != permission.AskUser {
+	if out, err := rt.Check(context.Background(), call()); err != nil || out.Decision.Verdict != permission.AskUser {
 		t.Fatalf("Check of the changed content: %v %+v", err, out.Decision)
 	}
 

@@ -34,7 +34,7 @@ type Call struct {
 	// for it (WithBackend) reads it; Environment is required with it and
 	// ignored otherwise.
 	Target      string
-	Environment ceiling.Environment
+	Environment ceiling.Environment // the environment of Target
 
 	// Args are given after the capability's own arguments, to the module
 	// (argv[1:]), as the container's command, or as $1… of a command.
@@ -79,9 +79,9 @@ type Call struct {
 	// Directive narrows this call (read-only, plan-only…).
 	Directive permission.Directive
 
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
+	Stdin  io.Reader // the program's standard input; nil: none
+	Stdout io.Writer // where its output goes as it comes, besides the Result
+	Stderr io.Writer // where its error output goes as it comes, besides the Result
 }
 
 // EnvironmentOptions are a call's options that one environment reads

@@ -136,8 +136,8 @@ func (r *Runtime) ExecWith(ctx context.Context, c *Call, o CallOptions) (*Outcom
 
 // CheckWith is Check with the session of o in place of the Runtime's: the
 // decision ExecWith would take before asking anyone.
-func (r *Runtime) CheckWith(c *Call, o CallOptions) (*Outcome, error) {
-	return r.check(context.Background(), c, r.gateWith(o))
+func (r *Runtime) CheckWith(ctx context.Context, c *Call, o CallOptions) (*Outcome, error) {
+	return r.check(ctx, c, r.gateWith(o))
 }
 
 func (r *Runtime) gateWith(o CallOptions) *permission.Gate {

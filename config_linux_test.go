@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 )
 
 // TestNewReadsProjectFileOnce counts, with inotify, how often New opens
@@ -58,7 +59,7 @@ func TestNewReadsProjectFileOnce(t *testing.T) {
 	if opens != 1 {
 		t.Errorf("New opened ccrun.json %d times, want 1", opens)
 	}
-	al, err := rt.Lint()
+	al, err := runtimehook.Lint(rt)
 	if err != nil || len(al.Entries) != 1 {
 		t.Errorf("the allowlist read with the settings: %v, %d entries; want nil, 1", err, len(al.Entries))
 	}

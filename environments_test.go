@@ -74,7 +74,7 @@ func TestEnvironmentsPerRuntime(t *testing.T) {
 				t.Errorf("%s: environments %s, ceiling of @toy %s; want @toy at %s", who, envs, envs.Of(toy.Environment), want)
 			}
 		}
-		out, err := rt.Check(adHoc())
+		out, err := rt.Check(context.Background(), adHoc())
 		if err != nil || out.Decision.Verdict != permission.AskUser || out.Decision.Offer != want || out.Decision.Key.String() != "run_toy:a.toy" {
 			t.Errorf("%s: Check: %v %+v; want ask run_toy:a.toy, offering %s", name, err, out.Decision, want)
 		}
@@ -103,7 +103,7 @@ func TestEnvironmentsPerRuntime(t *testing.T) {
 	if envs := none.Environments(); envs.Has(toy.Environment) || envs.String() != "@shell, @wasm, @docker" {
 		t.Errorf("none: environments %s", envs)
 	}
-	if _, err := none.Check(adHoc()); !errors.Is(err, ceiling.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "(@shell, @wasm, @docker;") {
+	if _, err := none.Check(context.Background(), adHoc()); !errors.Is(err, ceiling.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "(@shell, @wasm, @docker;") {
 		t.Errorf("none: Check of @toy: %v; want an unknown environment, listing the built-in ones", err)
 	}
 	if tools, errs := none.Tools(); slices.ContainsFunc(tools, func(tl ccrun.Tool) bool { return tl.Name == "hello" }) ||

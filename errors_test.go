@@ -169,16 +169,16 @@ func TestBackendRefusalIsInvalidCall(t *testing.T) {
 	}
 	defer rt.Close()
 	refuse.Store(fmt.Errorf("call: no such box: %w", errdefs.ErrInvalidArgument))
-	_, err = rt.Check(&ccrun.Call{Environment: env, Target: "x"})
+	_, err = rt.Check(context.Background(), &ccrun.Call{Environment: env, Target: "x"})
 	if !errors.Is(err, ccrun.ErrInvalidCall) || !errors.Is(err, ccrun.ErrInvalidArgument) || err.Error() != "call: no such box: invalid argument" {
 		t.Errorf("an invalid-argument refusal: %v; want ErrInvalidCall, its message unchanged", err)
 	}
 	refuse.Store(fmt.Errorf("call: box gone: %w", errdefs.ErrNotFound))
-	if _, err = rt.Check(&ccrun.Call{Environment: env, Target: "x"}); errors.Is(err, ccrun.ErrInvalidCall) || !errors.Is(err, ccrun.ErrNotFound) {
+	if _, err = rt.Check(context.Background(), &ccrun.Call{Environment: env, Target: "x"}); errors.Is(err, ccrun.ErrInvalidCall) || !errors.Is(err, ccrun.ErrNotFound) {
 		t.Errorf("a not-found refusal: %v; want ErrNotFound alone", err)
 	}
 	// The built-in @shell backend's refusal (mounts on the host).
-	_, err = rt.Check(&ccrun.Call{Command: "true", Mounts: []job.Mount{{Host: "/", Guest: "/x"}}})
+	_, err = rt.Check(context.Background(), &ccrun.Call{Command: "true", Mounts: []job.Mount{{Host: "/", Guest: "/x"}}})
 	if !errors.Is(err, ccrun.ErrInvalidCall) {
 		t.Errorf("@shell with a mount: %v; want ErrInvalidCall", err)
 	}

@@ -32,12 +32,12 @@ func (s State) Final() bool { return s == Success || s == Error || s == Cancelle
 
 // Event is one transition of one call.
 type Event struct {
-	Call    string        `json:"call"` // the call's id, unique within the Runtime
-	Tool    string        `json:"tool"`
-	Key     string        `json:"key,omitempty"`
-	State   State         `json:"state"`
-	Time    time.Time     `json:"time"`
-	Elapsed time.Duration `json:"elapsed_ns"` // since the call entered validating
+	Call    string        `json:"call"`          // the call's id, unique within the Runtime
+	Tool    string        `json:"tool"`          // the tool called: run_command, write_file, a capability's name…
+	Key     string        `json:"key,omitempty"` // the key a grant of the call covers (tool:action[:detail])
+	State   State         `json:"state"`         // the state the call entered
+	Time    time.Time     `json:"time"`          // when it entered it
+	Elapsed time.Duration `json:"elapsed_ns"`    // since the call entered validating
 	// Decision is set from awaiting_approval or scheduled on, and on a deny.
 	Decision *permission.Decision `json:"decision,omitempty"`
 	// Result is set on success, and on error or cancelled when the tool ran.

@@ -73,7 +73,7 @@ func TestCheckContext(t *testing.T) {
 	rt, _, _ := newRuntime(t, engines.Docker())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out, err := rt.CheckContext(ctx, &ccrun.Call{Image: "busybox", Args: []string{"true"}})
+	out, err := rt.Check(ctx, &ccrun.Call{Image: "busybox", Args: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 // Outcome is how a call ended.
 type Outcome struct {
-	ID       string
-	Tool     string
-	Request  *permission.Request
+	ID       string               // the call's id, unique within the Runtime (Event.Call)
+	Tool     string               // the tool called: run_command, write_file, a capability's name…
+	Request  *permission.Request  // what the gate was asked; nil when the call failed validation
 	Decision *permission.Decision // nil when the call did not reach the gate
 	Result   *job.Result          // nil when the tool did not run
 }
@@ -130,15 +130,11 @@ const checkResolveTimeout = 10 * time.Second
 //
 // A @docker call's image is looked up (never pulled) so that a grant bound
 // to it can match; when it cannot be (not local, no engine), the decision
-// says so in its diagnostics, and no grant bound to an image matches.
-//
-// Check is CheckContext with context.Background().
-func (r *Runtime) Check(c *Call) (*Outcome, error) { return r.check(context.Background(), c, r.gate) }
-
-// CheckContext is Check under ctx: the lookup of a @docker call's image,
-// the one step that reaches an engine, ends when ctx does (and after a few
-// seconds in any case); the decision then says the image was not resolved.
-func (r *Runtime) CheckContext(ctx context.Context, c *Call) (*Outcome, error) {
+// says so in its diagnostics, and no grant bound to an image matches. That
+// lookup, the one step that reaches an engine, ends when ctx does (and
+// after a few seconds in any case); the decision then says the image was
+// not resolved.
+func (r *Runtime) Check(ctx context.Context, c *Call) (*Outcome, error) {
 	return r.check(ctx, c, r.gate)
 }
 

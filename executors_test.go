@@ -54,14 +54,7 @@ func probe(t *testing.T) string {
 // CCRUN_REQUIRE_DOCKER=1, which makes that a failure.
 func dockerOrSkip(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := testimage.Ensure(ctx); err != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker engine (CCRUN_REQUIRE_DOCKER=1 fails instead): %v", err)
-	}
+	testimage.Need(t)
 }
 
 // TestExecutorsAgree runs one table of behaviours through every

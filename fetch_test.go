@@ -78,7 +78,7 @@ func TestFetchAfterTheDecision(t *testing.T) {
 	if _, err := mk().Exec(ctx, call); !errors.Is(err, ccrun.ErrPermissionDenied) || f.fetches.Load() != 0 {
 		t.Fatalf("nobody to ask: %v, fetched %d times; want denied, nothing fetched", err, f.fetches.Load())
 	}
-	if _, err := mk().Check(call); err != nil || f.fetches.Load() != 0 {
+	if _, err := mk().Check(context.Background(), call); err != nil || f.fetches.Load() != 0 {
 		t.Fatalf("Check: %v, fetched %d times", err, f.fetches.Load())
 	}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/permission/allowlist"
 	"github.com/ccrun/ccrun/permission/keys"
 )
@@ -58,7 +59,7 @@ func TestGrant(t *testing.T) {
 			if e.Pattern.String() != tc.pattern || e.Grant != tc.scope {
 				t.Errorf("Grant kept %s, want %s → %s", e, tc.pattern, tc.scope)
 			}
-			al, err := rt.Lint()
+			al, err := runtimehook.Lint(rt)
 			if err != nil {
 				t.Errorf("Lint after Grant: %v", err)
 			}
@@ -110,7 +111,7 @@ func TestLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	al, err := rt.Lint()
+	al, err := runtimehook.Lint(rt)
 	if !errors.Is(err, ccrun.ErrInvalidConfig) {
 		t.Fatalf("Lint: %v, want ErrInvalidConfig", err)
 	}
@@ -133,7 +134,7 @@ func TestLint(t *testing.T) {
 	if ok, _ := rt.Revoke("run_command:git"); ok {
 		t.Error("Revoke of a key no longer there reported a removal")
 	}
-	if al, err := rt.Lint(); err != nil || len(al.Entries) != 1 {
+	if al, err := runtimehook.Lint(rt); err != nil || len(al.Entries) != 1 {
 		t.Errorf("Lint after Revoke: %v, %d entries; want nil, 1", err, len(al.Entries))
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "ccrun.json"))

@@ -80,7 +80,7 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 	if v, err := variant(); !errors.Is(err, ccrun.ErrPermissionDenied) || asked.Load() != 2 {
 		t.Fatalf("tag moved to another image: %q %v, asked %d times; want asked again and denied", v, err, asked.Load())
 	}
-	out, err := rt.Check(&ccrun.Call{Image: tag})
+	out, err := rt.Check(context.Background(), &ccrun.Call{Image: tag})
 	if err != nil || out.Decision.Verdict != permission.AskUser {
 		t.Fatalf("Check with the tag moved: %v %+v", err, out.Decision)
 	}
@@ -89,7 +89,7 @@ func TestDockerGrantBoundToImage(t *testing.T) {
 	if v, err := variant(); err != nil || v != "a" || asked.Load() != 2 {
 		t.Fatalf("tag moved back: %q %v, asked %d times (want no new ask)", v, err, asked.Load())
 	}
-	if out, err := rt.Check(&ccrun.Call{Image: tag}); err != nil || out.Decision.Verdict != permission.Allow {
+	if out, err := rt.Check(context.Background(), &ccrun.Call{Image: tag}); err != nil || out.Decision.Verdict != permission.Allow {
 		t.Fatalf("Check with the tag back: %v %+v", err, out.Decision)
 	}
 
@@ -132,7 +132,7 @@ func TestDockerRefusedWithoutEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	out, err := rt.Check(&ccrun.Call{Image: "anything:1"})
+	out, err := rt.Check(context.Background(), &ccrun.Call{Image: "anything:1"})
 	if err != nil || out.Decision.Verdict != permission.Refuse || len(out.Decision.Diagnostics) != 0 {
 		t.Errorf("Check with a deny rule: %v %+v", err, out.Decision)
 	}
@@ -148,7 +148,7 @@ func TestDockerRefusedWithoutEngine(t *testing.T) {
 	if _, err := open.Exec(context.Background(), &ccrun.Call{Image: "anything:1"}); err == nil || asked {
 		t.Errorf("Exec with no engine: %v, asked %v; want an error before anyone is asked", err, asked)
 	}
-	out, err = open.Check(&ccrun.Call{Image: "anything:1"})
+	out, err = open.Check(context.Background(), &ccrun.Call{Image: "anything:1"})
 	if err != nil || out.Decision.Verdict == permission.Allow || len(out.Decision.Diagnostics) == 0 {
 		t.Errorf("Check with no engine: %v %+v; want no allow, and why", err, out.Decision)
 	}

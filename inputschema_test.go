@@ -94,7 +94,7 @@ func TestOneSchemaValidator(t *testing.T) {
 				var fromTool []string
 				call, err := rt.CallFromTool("t", json.RawMessage(in))
 				if err == nil {
-					_, err = rt.Check(call)
+					_, err = rt.Check(context.Background(), call)
 				}
 				var se *inputschema.Error
 				if errors.As(err, &se) {
@@ -109,7 +109,7 @@ func TestOneSchemaValidator(t *testing.T) {
 					t.Errorf("input %s: as a capability's (-) and a library tool's (+):\n%s", in, diff)
 				}
 				var fromCall []string
-				_, err = crt.Check(&ccrun.Call{Capability: "c", Input: json.RawMessage(in)})
+				_, err = crt.Check(context.Background(), &ccrun.Call{Capability: "c", Input: json.RawMessage(in)})
 				if errors.As(err, &ie) {
 					for _, fe := range ie.Errors {
 						fromCall = append(fromCall, fe.Error())

@@ -11,9 +11,9 @@ import (
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
-// ErrUnknownKey is the class of the error of Grant, and of a Lint problem,
-// for a key pattern that names no tool the Runtime runs, or no single
-// capability.
+// ErrUnknownKey is the class of the error of Grant, and of the problem of
+// an allowlist entry (`ccrun allowlist lint`), for a key pattern that
+// names no tool the Runtime runs, or no single capability.
 var ErrUnknownKey = errdefs.ErrInvalidArgument.WithMessage("unknown key form")
 
 // environmentOf says where the calls a key pattern covers would run, so

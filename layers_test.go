@@ -3,7 +3,10 @@ package ccrun_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
 	"go/build/constraint"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,11 +59,52 @@ func goList(t *testing.T, format string, patterns ...string) []string {
 var engineOnly = []string{module + "/runtime/wasm", module + "/runtime/docker", module + "/runtime/kube",
 	module + "/internal/backend/wasmenv", module + "/internal/backend/dockerenv"}
 
+// frontEndOnly are what the CLI and the MCP server need of a Runtime and a
+// library user does not: internal/runtimehook has them (Runtime.Lint
+// and its report, Runtime.ReloadAllowlist), never the root again.
+var frontEndOnly = []string{"Lint", "Allowlist", "AllowlistEntry", "RuleProblem", "ReloadAllowlist", "CapabilityWritten", "Problems"}
+
+// rootNames returns the exported names of the root package's non-test
+// files: its types, functions, variables and constants, and the methods
+// of its types.
+func rootNames(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, line := range goList(t, `{{.Dir}} {{join .GoFiles " "}}`, ".") {
+		f := strings.Fields(line)
+		for _, name := range f[1:] {
+			file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(f[0], name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range file.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					names = append(names, d.Name.Name)
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						switch s := s.(type) {
+						case *ast.TypeSpec:
+							names = append(names, s.Name.Name)
+						case *ast.ValueSpec:
+							for _, n := range s.Names {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return !token.IsExported(n) })
+}
+
 // TestLayers keeps the layers apart, as go list -deps sees them: a backend
 // depends neither on the root package nor on another backend (runtime/job
 // is shared); the root and capabilities link no engine (package engines
 // adds them), and no build tag changes a library package; the CLI imports
-// no backend: it goes through the root and package engines.
+// no backend: it goes through the root and package engines; the root has
+// none of what only ccrun's front ends need (frontEndOnly).
 func TestLayers(t *testing.T) {
 	t.Parallel()
 	for _, line := range goList(t, `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./runtime/...") {
@@ -154,6 +198,17 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s imports the backend %s: want only %v", pkg, imp, allowed)
 			}
 		}
+	}
+	// The root's surface is a library user's: what only ccrun's own
+	// front ends need of a Runtime is in internal/runtimehook.
+	names := rootNames(t)
+	for _, name := range names {
+		if slices.Contains(frontEndOnly, name) {
+			t.Errorf("the root package has %s again: only ccrun's front ends use it, so it is internal/runtimehook's", name)
+		}
+	}
+	if !slices.Contains(names, "Exec") || !slices.Contains(names, "Runtime") {
+		t.Errorf("the root's names miss Exec or Runtime (%v): does rootNames read the package?", names)
 	}
 	// The rule has teeth: the root itself does reach the backends.
 	root := goList(t, `{{join .Imports " "}}`, ".")

@@ -1,6 +1,7 @@
 package ccrun_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func TestMountsAskedOnce(t *testing.T) {
 		{"implants", ccrun.Call{Capability: "hooks"}, "may change the protected paths .git/hooks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := rt.Check(&tc.call)
+			out, err := rt.Check(context.Background(), &tc.call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +65,7 @@ func TestMountsAskedOnce(t *testing.T) {
 		})
 	}
 	// An ordinary mount inside the project is not dangerous: the allow rule counts.
-	out, err := rt.Check(&ccrun.Call{Module: "m.wasm", Mounts: []job.Mount{{Host: "data", Guest: "/d", Writable: true}}})
+	out, err := rt.Check(context.Background(), &ccrun.Call{Module: "m.wasm", Mounts: []job.Mount{{Host: "data", Guest: "/d", Writable: true}}})
 	if err != nil || out.Decision.Verdict != permission.Allow {
 		t.Errorf("ordinary mount: %v %+v", err, out.Decision)
 	}
@@ -97,7 +98,7 @@ func TestMountRepositorySaid(t *testing.T) {
 		rw   bool
 		want bool
 	}{{"wt", true, true}, {"bare", true, true}, {"wt", false, false}, {"plain", true, false}} {
-		out, err := rt.Check(&ccrun.Call{Module: "m.wasm", Mounts: []job.Mount{{Host: filepath.Join(dir, tc.host), Guest: "/w", Writable: tc.rw}}})
+		out, err := rt.Check(context.Background(), &ccrun.Call{Module: "m.wasm", Mounts: []job.Mount{{Host: filepath.Join(dir, tc.host), Guest: "/w", Writable: tc.rw}}})
 		if err != nil {
 			t.Fatal(err)
 		}

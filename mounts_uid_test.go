@@ -1,6 +1,7 @@
 package ccrun_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func TestMountUIDSaid(t *testing.T) {
 		{"docker ro", ccrun.Call{Image: testimage.Name, Mounts: []job.Mount{{Host: "out", Guest: "/w"}}}, false},
 		{"wasm rw", ccrun.Call{Module: "m.wasm", Mounts: []job.Mount{{Host: "out", Guest: "/w", Writable: true}}}, false},
 	} {
-		out, err := rt.Check(&tc.call)
+		out, err := rt.Check(context.Background(), &tc.call)
 		if errors.Is(err, ccrun.ErrUnavailable) || errors.Is(err, ccrun.ErrNotFound) {
 			t.Skipf("%s: no docker engine or test image: %v", tc.name, err)
 		}

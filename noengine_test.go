@@ -71,7 +71,7 @@ func TestNoEngineFailsClosed(t *testing.T) {
 		{"sub-agent", sub, &ccrun.Call{Module: "m.wasm"}, []string{"@wasm", "engines.Wasm"}},
 	} {
 		_, err := tc.rt.Exec(context.Background(), tc.call)
-		_, cerr := tc.rt.Check(tc.call)
+		_, cerr := tc.rt.Check(context.Background(), tc.call)
 		for what, err := range map[string]error{"Exec": err, "Check": cerr} {
 			if !errors.Is(err, ccrun.ErrUnavailable) {
 				t.Errorf("%s: %s: %v; want ErrUnavailable", tc.name, what, err)

@@ -75,7 +75,7 @@ func TestEnvironmentOptionsRefused(t *testing.T) {
 			if how == "exec" {
 				_, err = rt.Exec(context.Background(), &c)
 			} else {
-				_, err = rt.Check(&c)
+				_, err = rt.Check(context.Background(), &c)
 			}
 			if !errors.Is(err, ccrun.ErrInvalidCall) {
 				t.Fatalf("%s (%s): %v, want ErrInvalidCall", tc.name, how, err)
@@ -93,7 +93,7 @@ func TestEnvironmentOptionsRefused(t *testing.T) {
 	if out, err := rt.Exec(context.Background(), &ccrun.Call{Environment: boxEnv, Target: "hello.box", Options: boxOptions{Colour: "red"}}); err != nil || !out.Result.OK() {
 		t.Fatalf("own options: %v", err)
 	}
-	if _, err := rt.Check(&ccrun.Call{Command: "true", Options: (*engines.DockerOptions)(nil)}); err != nil {
+	if _, err := rt.Check(context.Background(), &ccrun.Call{Command: "true", Options: (*engines.DockerOptions)(nil)}); err != nil {
 		t.Fatalf("a nil pointer of options: %v, want none", err)
 	}
 }

@@ -93,7 +93,7 @@ func TestDockerNothingBeforeTheDecisionCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ran a") {
 		t.Fatalf("approved: exit %d, %s", code, out)
 	}
-	if conns, _ := reg.Seen(); conns == 0 {
+	if reg.Conns() == 0 {
 		t.Fatal("approved: the registry saw nothing, want the pull")
 	}
 }
@@ -154,10 +154,10 @@ func TestDockerNothingBeforeTheDecisionMCP(t *testing.T) {
 	if res.IsError || !strings.Contains(text, "ran a") {
 		t.Fatalf("answered once: %s", text)
 	}
-	if !strings.Contains(shown, "not local") || !strings.Contains(shown, reg.Host()) {
+	if !strings.Contains(shown, "not local") || !strings.Contains(shown, reg.Host) {
 		t.Errorf("the question was %q; want the image said not local, and its registry", shown)
 	}
-	if conns, _ := reg.Seen(); conns == 0 {
+	if reg.Conns() == 0 {
 		t.Fatal("answered once: the registry saw nothing, want the pull")
 	}
 }

@@ -25,10 +25,11 @@ import (
 func remoteImage(t *testing.T) (*registrytest.Registry, string) {
 	t.Helper()
 	dockerOrSkip(t)
-	reg := registrytest.Start(t)
+	reg := registrytest.Start(t, "127.0.0.1:0")
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
-	ref := reg.Push(t, "ccrun-pull/"+hex.EncodeToString(suffix)+":latest", "a")
+	ref := reg.Host + "/ccrun-pull/" + hex.EncodeToString(suffix) + ":latest"
+	reg.Push(t, ref, registrytest.BusyboxImage(t, []string{"CCRUN_VARIANT=a"}, nil))
 	t.Cleanup(func() { testimage.Remove(context.Background(), ref) })
 	reg.Reset()
 	return reg, ref
@@ -37,7 +38,7 @@ func remoteImage(t *testing.T) (*registrytest.Registry, string) {
 // untouched fails t when reg was sent anything.
 func untouched(t *testing.T, reg *registrytest.Registry, what string) {
 	t.Helper()
-	if conns, reqs := reg.Seen(); conns != 0 || len(reqs) != 0 {
+	if conns, reqs := reg.Conns(), reg.Requests(); conns != 0 || len(reqs) != 0 {
 		t.Errorf("%s: the registry saw %d connections and the requests %q; want none before the call is allowed", what, conns, reqs)
 	}
 }
@@ -86,10 +87,10 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 		t.Fatalf("nobody to ask: %v, want denied", err)
 	}
 	untouched(t, reg, "nobody to ask")
-	if d := auditDecisions(t, log); len(d) != 1 || !strings.Contains(d[0], `"decision":"deny"`) || !strings.Contains(d[0], reg.Host()) {
+	if d := auditDecisions(t, log); len(d) != 1 || !strings.Contains(d[0], `"decision":"deny"`) || !strings.Contains(d[0], reg.Host) {
 		t.Fatalf("nobody to ask: audited %q, want one deny naming the registry", d)
 	}
-	out, err := nobody.Check(call())
+	out, err := nobody.Check(context.Background(), call())
 	if err != nil || out.Decision.Verdict != permission.AskUser || !strings.Contains(strings.Join(out.Decision.Diagnostics, "\n"), "not local") {
 		t.Fatalf("Check: %v %+v", err, out.Decision)
 	}
@@ -127,7 +128,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 		t.Fatalf("the person says no: %v, want denied", err)
 	}
 	untouched(t, reg, "the person says no")
-	if s, _ := shown.Load().(string); !strings.Contains(s, "not local") || !strings.Contains(s, "registry "+reg.Host()) {
+	if s, _ := shown.Load().(string); !strings.Contains(s, "not local") || !strings.Contains(s, "registry "+reg.Host) {
 		t.Fatalf("the person was shown %q; want the image said not local, and its registry", s)
 	}
 
@@ -136,7 +137,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out.Result.Stdout)) != "a" {
 		t.Fatalf("approved: %v %+v", err, out)
 	}
-	if conns, reqs := reg.Seen(); conns == 0 || len(reqs) == 0 {
+	if conns, reqs := reg.Conns(), reg.Requests(); conns == 0 || len(reqs) == 0 {
 		t.Fatalf("approved: the registry saw nothing; want the pull")
 	}
 	if !strings.Contains(out.Request.Display, "image: sha256:") {
@@ -152,7 +153,7 @@ func TestDockerNothingBeforeTheDecision(t *testing.T) {
 	// The tag moves at the registry; pull policy always pulls it after the
 	// grant allowed the local image: what arrived is another image, and
 	// with nobody to ask it is refused, never run.
-	reg.Push(t, strings.TrimPrefix(ref, reg.Host()+"/"), "b")
+	reg.Push(t, ref, registrytest.BusyboxImage(t, []string{"CCRUN_VARIANT=b"}, nil))
 	always := call()
 	always.Options = engines.DockerOptions{Pull: "always"}
 	out, err = nobody.Exec(ctx, always)

@@ -1,6 +1,7 @@
 package ccrun_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func TestShellSandboxNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := func(cmd string) []string {
-		out, err := rt.Check(&ccrun.Call{Command: cmd})
+		out, err := rt.Check(context.Background(), &ccrun.Call{Command: cmd})
 		if err != nil {
 			t.Fatalf("Check(%q): %v", cmd, err)
 		}

@@ -70,7 +70,7 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	shellOutcome, err := parent.CheckContext(ctx, &ccrun.Call{Command: "make test"})
+	shellOutcome, err := parent.Check(ctx, &ccrun.Call{Command: "make test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func TestSubAgentSeesTheProject(t *testing.T) {
 			if removed, err := sub.Revoke("run_wasm:gone.wasm"); !removed {
 				t.Errorf("Revoke on the sub-agent: %v, %v; want the parent's entry removed", removed, err)
 			}
-			al, _ := parent.Lint()
-			if slices.ContainsFunc(al.Entries, func(e ccrun.AllowlistEntry) bool { return e.Pattern.String() == "run_wasm:gone.wasm" }) {
+			al, _ := runtimehook.Lint(parent)
+			if slices.ContainsFunc(al.Entries, func(e runtimehook.AllowlistEntry) bool { return e.Pattern.String() == "run_wasm:gone.wasm" }) {
 				t.Error("the parent still has the entry its sub-agent revoked")
 			}
 		},

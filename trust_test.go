@@ -61,7 +61,7 @@ func TestWorkspaceTrustLibrary(t *testing.T) {
 	}
 	decide := func(rt *ccrun.Runtime, c *ccrun.Call) *permission.Decision {
 		t.Helper()
-		out, err := rt.Check(c)
+		out, err := rt.Check(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestAllowHostsWidenAsked(t *testing.T) {
 			{Command: "true", AllowHosts: []string{"evil.example"}},
 			{Image: "ccrun-test:busybox", Args: []string{"true"}, AllowHosts: []string{"evil.example"}},
 		} {
-			out, err := rt.CheckContext(context.Background(), c)
+			out, err := rt.Check(context.Background(), c)
 			if err != nil {
 				t.Fatalf("%s: check %+v: %v", mode, c, err)
 			}
@@ -46,7 +46,7 @@ func TestAllowHostsWidenAsked(t *testing.T) {
 				t.Errorf("%s: %+v with nobody to ask: %v; want ErrPermissionDenied", mode, c, err)
 			}
 		}
-		out, err := rt.CheckContext(context.Background(), &ccrun.Call{Command: "true"})
+		out, err := rt.Check(context.Background(), &ccrun.Call{Command: "true"})
 		if err != nil || out.Decision.Verdict != permission.Allow {
 			t.Errorf("%s: true without hosts: %v %+v; want allowed by its rule", mode, err, out.Decision)
 		}
@@ -58,7 +58,7 @@ func TestAllowHostsWidenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	out, err := rt.CheckContext(context.Background(), &ccrun.Call{Command: "true", AllowHosts: []string{"registry.npmjs.org"}})
+	out, err := rt.Check(context.Background(), &ccrun.Call{Command: "true", AllowHosts: []string{"registry.npmjs.org"}})
 	if err != nil || out.Decision.Verdict != permission.Allow {
 		t.Errorf("hosts with no list: %v %+v; want allowed by the rule", err, out.Decision)
 	}

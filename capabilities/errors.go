@@ -67,7 +67,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // ManifestError lists every problem found in one capability.json. It is of
 // class ErrInvalidManifest, and errors.As finds each *FieldError in it.
 type ManifestError struct {
-	File   string
+	File   string        // the capability.json
 	Errors []*FieldError // at least one, in document order where known
 }
 
@@ -86,8 +86,8 @@ func (e *ManifestError) Unwrap() []error { return fieldErrs(e.Errors) }
 // ErrInvalidInput; its field errors have File "input" and point into the
 // input document.
 type InputError struct {
-	Capability string
-	Errors     []*FieldError
+	Capability string        // the capability's name
+	Errors     []*FieldError // at least one
 }
 
 // Error writes one line per problem, each prefixed with the capability.

@@ -102,8 +102,8 @@ type Manifest struct {
 // allow, and those it may not. Being in the manifest, they are in its
 // digest: changing them asks again.
 type Hosts struct {
-	Allow []string `json:"allow,omitempty"`
-	Deny  []string `json:"deny,omitempty"`
+	Allow []string `json:"allow,omitempty"` // the hosts the tool may reach besides the settings'
+	Deny  []string `json:"deny,omitempty"`  // the hosts it may not reach
 }
 
 // Entry says what runs. Which fields apply depends on the environment:
@@ -178,11 +178,11 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 // Limits are a manifest's bounds. A zero field takes the executor's default
 // (job.Limits.WithDefaults); a manifest cannot ask for no limit.
 type Limits struct {
-	Timeout Duration `json:"timeout,omitzero"`
-	Memory  Size     `json:"memory,omitzero"`
-	Output  Size     `json:"output,omitzero"`
-	Pids    int64    `json:"pids,omitempty"`
-	CPUs    float64  `json:"cpus,omitempty"`
+	Timeout Duration `json:"timeout,omitzero"` // wall clock, a Go duration ("30s")
+	Memory  Size     `json:"memory,omitzero"`  // bytes, "64MiB" (@wasm, @docker)
+	Output  Size     `json:"output,omitzero"`  // bytes per stream (stdout, stderr)
+	Pids    int64    `json:"pids,omitempty"`   // processes (@docker)
+	CPUs    float64  `json:"cpus,omitempty"`   // cores (@docker)
 }
 
 // Job returns l as the executors take it. Zero fields stay zero, so that

@@ -243,10 +243,10 @@ var ErrViolation = errdefs.ErrPermissionDenied.WithMessage("ceiling violation")
 // Violation says a grant went past its environment's ceiling: a person chose
 // AlwaysThisProject for a @shell key, or ccrun.json holds a @shell key.
 type Violation struct {
-	Environment Environment
-	Key         string
-	Grant       Grant // what was asked for or found
-	Ceiling     Grant // the most the environment allows
+	Environment Environment // the key's environment
+	Key         string      // the key granted, as written
+	Grant       Grant       // what was asked for or found
+	Ceiling     Grant       // the most the environment allows
 }
 
 // Error says which key went past its environment's ceiling, and how far.

@@ -54,6 +54,7 @@ import (
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/advice"
 	"github.com/ccrun/ccrun/internal/prompt"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/internal/trust"
 	"github.com/ccrun/ccrun/permission"
 	"github.com/ccrun/ccrun/permission/allowlist"
@@ -560,7 +561,7 @@ func (s *Server) reloadAllowlist(rt *ccrun.Runtime) {
 	s.allow = st
 	s.mu.Unlock()
 	if changed {
-		if err := rt.ReloadAllowlist(); err != nil && s.opts.Logger != nil {
+		if err := runtimehook.ReloadAllowlist(rt); err != nil && s.opts.Logger != nil {
 			s.opts.Logger.Warn("reloading the project allowlist", "err", err)
 		}
 	}
@@ -614,7 +615,7 @@ func (s *Server) handleCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		// A question goes back as input requests: decide first, and ask
 		// when the gate would (again, when what was answered is no longer
 		// what is asked: a capability edited meanwhile).
-		chk, err := rt.CheckWith(call, opts)
+		chk, err := rt.CheckWith(ctx, call, opts)
 		if err == nil && chk.Decision.Verdict == permission.AskUser && !ans.covers(chk) {
 			return s.ask(c, name, args, chk)
 		}
@@ -999,17 +1000,19 @@ type Result struct {
 	// said no; nothing ran), "refused" (an answer ccrun did not ask for),
 	// "invalid" (bad arguments) or "failed" (the tool could not be run).
 	Outcome    string  `json:"outcome"`
-	Tool       string  `json:"tool"`
-	Call       string  `json:"call,omitempty"`
-	Key        string  `json:"key,omitempty"`
-	ExitCode   *int    `json:"exit_code,omitempty"`
-	Stdout     string  `json:"stdout,omitempty"`
-	Stderr     string  `json:"stderr,omitempty"`
-	Truncated  bool    `json:"truncated,omitempty"`
-	DurationMS float64 `json:"duration_ms,omitempty"`
+	Tool       string  `json:"tool"`                  // the tool called
+	Call       string  `json:"call,omitempty"`        // the call's id, as in the audit log
+	Key        string  `json:"key,omitempty"`         // the key a grant of the call covers
+	ExitCode   *int    `json:"exit_code,omitempty"`   // the program's exit code, when it ran
+	Stdout     string  `json:"stdout,omitempty"`      // its output, at most the output cap
+	Stderr     string  `json:"stderr,omitempty"`      // its error output, at most the output cap
+	Truncated  bool    `json:"truncated,omitempty"`   // a stream went past the output cap
+	DurationMS float64 `json:"duration_ms,omitempty"` // how long the run took
 	// Reason says why the run ended: exit, timeout, memory, output,
 	// cancelled, refused.
 	Reason string `json:"reason,omitempty"`
+	// Detail says more about an abnormal end (job.Result.Detail), or why
+	// the tool could not be run.
 	Detail string `json:"detail,omitempty"`
 	// Decision is how the gate decided: allow/deny, the layer, the reason.
 	Decision string `json:"decision,omitempty"`

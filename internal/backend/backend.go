@@ -36,7 +36,7 @@ import (
 // absolute, existing), before Prepare; Prepare may set Args, Dir and Plan;
 // after the gate it is the backend's to run, unchanged.
 type Invocation struct {
-	Environment ceiling.Environment
+	Environment ceiling.Environment // where the call runs
 	// Tool is the tool's name: a built-in tool's (run_command…), a
 	// capability's, or what Prepared.Key names.
 	Tool string
@@ -62,9 +62,9 @@ type Invocation struct {
 	// Dir is the working directory: on the host (@shell) or in the
 	// container (@docker).
 	Dir    string
-	Env    []string
-	Mounts []job.Mount
-	Limits job.Limits
+	Env    []string    // the program's whole environment, KEY=value
+	Mounts []job.Mount // the host directories the program sees
+	Limits job.Limits  // the run's limits, as the call set them
 	// Network is the network the call's sandbox asks for ("" or "none":
 	// none): a capability's manifest's, set by the root, or what the
 	// backend's Prepare reads from Options (a @docker call's network).
@@ -76,7 +76,7 @@ type Invocation struct {
 	// root refuses any other before Prepare). The backend reads them,
 	// and says in Prepared what they loosen.
 	Options EnvironmentOptions
-	Streams job.Streams
+	Streams job.Streams // the call's input and where its output goes as it comes
 	// Guard (@shell) enforces the gate's decision where the command runs:
 	// every program and every file the script opens is checked (see
 	// internal/guard). Set by the root once the gate has allowed a call
@@ -104,7 +104,7 @@ type Invocation struct {
 // environment they are for; the root refuses them, before anything is
 // asked, on a call of any other.
 type EnvironmentOptions interface {
-	Environment() ceiling.Environment
+	Environment() ceiling.Environment // the environment they are for
 }
 
 // Egress is an egress proxy (internal/egress) a call's sandbox reaches

@@ -145,6 +145,7 @@ type Refusal struct {
 	What string // the path; for connect, "port N"
 }
 
+// String is the refusal as one line: the operation and what it named.
 func (r Refusal) String() string { return r.Op + " " + r.What }
 
 // EnvVar, set to "off", makes Available and Prepare report ErrUnavailable:

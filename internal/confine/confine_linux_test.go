@@ -78,6 +78,50 @@ func write(t *testing.T, p, s string) {
 	}
 }
 
+// asUser is where a test runs this test binary as uid 65534, which needs
+// root (t is skipped otherwise, and without Landlock): a directory of its
+// own, mode 0755, outside t.TempDir (whose parent is 0700), holding a copy
+// of the binary at bin.
+func asUser(t *testing.T, prefix string) (dir, bin string) {
+	t.Helper()
+	needLandlock(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become another user")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin = filepath.Join(dir, "confine.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
+}
+
+// userWork makes dir/work, holding p ("kept\n"), and gives dir, it and p
+// to uid 65534: the project of a test as that user.
+func userWork(t *testing.T, dir string) string {
+	t.Helper()
+	work := dir + "/work"
+	mkdir(t, work)
+	write(t, work+"/p", "kept\n")
+	for _, f := range []string{dir, work, work + "/p"} {
+		os.Chown(f, 65534, 65534)
+	}
+	return work
+}
+
 // prep prepares the read-only policy of w.
 func (w world) prep(t *testing.T, withSeccomp bool) *Ruleset {
 	t.Helper()

@@ -362,34 +362,8 @@ func netUserMain(arg string) int {
 // host's server is not, Landlock and the mount namespace still protect,
 // and the program has no capability at all and escapes nothing.
 func TestNetNSAsUser(t *testing.T) {
-	needLandlock(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become another user")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "ccrun-netns-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := dir + "/confine.test"
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	work := dir + "/work"
-	mkdir(t, work)
-	write(t, work+"/p", "kept\n")
-	for _, f := range []string{dir, work, work + "/p"} {
-		os.Chown(f, 65534, 65534)
-	}
-	os.Chmod(dir, 0o755)
+	dir, bin := asUser(t, "ccrun-netns-user-")
+	work := userWork(t, dir)
 	hl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,28 +209,7 @@ func parentMain() int {
 // The same as an ordinary user (uid 65534): ccrun's part and the confined
 // program run as that user, where ptrace needs no privilege.
 func TestProgramCannotTraceCcrunAsUser(t *testing.T) {
-	needLandlock(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become another user")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "ccrun-confine-user-") // t.TempDir's parent is 0700
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "confine.test")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := asUser(t, "ccrun-confine-user-")
 	cmd := exec.Command(bin)
 	cmd.Env = []string{parentEnv + "=1", "TMPDIR=" + dir}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

@@ -182,34 +182,8 @@ func wsUserMain(dir string) int {
 // TestWorkspaceAsUser: the same protection for an ordinary user, whose
 // mount namespace needs a user namespace of its own.
 func TestWorkspaceAsUser(t *testing.T) {
-	needLandlock(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become another user")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "ccrun-ws-user-") // t.TempDir's parent is 0700
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := dir + "/confine.test"
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	work := dir + "/work"
-	mkdir(t, work)
-	write(t, work+"/p", "kept\n")
-	for _, f := range []string{dir, work, work + "/p"} {
-		os.Chown(f, 65534, 65534)
-	}
-	os.Chmod(dir, 0o755)
+	dir, bin := asUser(t, "ccrun-ws-user-")
+	work := userWork(t, dir)
 	cmd := exec.Command(bin)
 	cmd.Env = []string{wsUserEnv + "=" + work, "TMPDIR=" + dir, "XDG_RUNTIME_DIR=" + dir}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

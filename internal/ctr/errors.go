@@ -37,6 +37,7 @@ func NewError(class, cause error, format string, args ...any) error {
 	return &Error{Class: class, Msg: fmt.Sprintf(format, args...), Cause: cause}
 }
 
+// Error is the message, then the cause and the hint when there are.
 func (e *Error) Error() string {
 	switch {
 	case e.Cause == nil && e.Hint == "":

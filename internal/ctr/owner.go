@@ -4,7 +4,9 @@
 // (each engine's Spec is this type, with its own methods) and its
 // PullPolicy, the classed Error they return, the cleanup stack of a
 // half-built sandbox, the owner of what they create (a process named by
-// its pid and start time), and the static helper program Holder.
+// its pid and start time), the static helper program Holder, and the
+// Cluster the Kubernetes engine reports (for the CLI too, whose front
+// links no engine).
 package ctr
 
 import (

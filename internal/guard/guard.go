@@ -250,6 +250,8 @@ type Refusal struct {
 	Hint   string // how to allow it, for the person
 }
 
+// Error says what was refused at execution and why, and how to allow
+// it when there is a way.
 func (r *Refusal) Error() string {
 	s := "refused at execution: " + r.What + ": " + r.Reason
 	if r.Hint != "" {

@@ -70,10 +70,10 @@ func DockerHost(ctx context.Context) (string, error) {
 
 // ClusterInfo connects to the Kubernetes engine of @docker with opts and
 // asks its cluster.
-func ClusterInfo(ctx context.Context, opts ...kube.Option) (Cluster, error) {
+func ClusterInfo(ctx context.Context, opts ...kube.Option) (kube.Cluster, error) {
 	e, err := kube.New(ctx, opts...)
 	if err != nil {
-		return Cluster{}, err
+		return kube.Cluster{}, err
 	}
 	defer e.Close()
 	return e.Info(ctx)
@@ -103,9 +103,6 @@ func CollectPods(ctx context.Context, pool bool, opts ...kube.Option) ([]string,
 // CollectWasmSockets removes the sockets and lock files that killed warm
 // @wasm servers of this user left behind, and returns the sockets removed.
 func CollectWasmSockets() ([]string, error) { return wasm.RemoveStaleSockets() }
-
-// Cluster is what the Kubernetes engine of @docker says of its cluster.
-type Cluster = kube.Cluster
 
 // PodOwnerLabel is the label of a pod of the Kubernetes engine that holds
 // the pid of the ccrun process that owns it (what CollectPods reads).

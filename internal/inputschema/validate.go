@@ -40,6 +40,8 @@ type Error struct {
 	Problems []Problem // at least one, in document order
 }
 
+// Error is one line a problem, each placed as input:line:column with its
+// JSON pointer.
 func (e *Error) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

@@ -37,6 +37,8 @@ const (
 
 var kindNames = [...]string{"null", "boolean", "number", "string", "object", "array"}
 
+// String is the kind's JSON name: null, boolean, number, string, object
+// or array.
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -89,6 +91,7 @@ type Error struct {
 	Pointer string
 }
 
+// Error is the message placed as Place places it.
 func (e *Error) Error() string { return Place("", e.Line, e.Column, e.Pointer, e.Msg) }
 
 // errorAt makes an *Error at byte offset off of data.

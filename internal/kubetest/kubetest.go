@@ -1,6 +1,8 @@
 // Package kubetest is what the tests of the Kubernetes engine and of its
 // front ends (runtime/kube, internal/housekeep, cmd/ccrun) share, so that
-// a test of the CLI, which may not import a backend, need not copy it.
+// a test of the CLI, which may not import a backend, need not copy it:
+// the fake kubeconfig. The registry the cluster's nodes pull from, and its
+// images, are internal/registrytest's.
 package kubetest
 
 import (

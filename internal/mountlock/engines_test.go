@@ -117,10 +117,7 @@ func dockerEngine(t *testing.T) engine {
 		dockerErr = testimage.Ensure(ctx)
 	})
 	if dockerErr != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", dockerErr)
-		}
-		t.Skipf("no docker engine (CCRUN_REQUIRE_DOCKER=1 fails instead): %v", dockerErr)
+		testimage.NoEngine(t, dockerErr)
 	}
 	e, err := docker.New(context.Background(), docker.WithPoolDir(t.TempDir()))
 	if err != nil {

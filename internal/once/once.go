@@ -133,7 +133,10 @@ func sendStdin(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 // did not come up in time). Nothing of the call ran.
 type NotStarted struct{ Err error }
 
+// Error says the program did not start, and why.
 func (n NotStarted) Error() string { return "the program did not start: " + n.Err.Error() }
+
+// Unwrap is the reason it did not start.
 func (n NotStarted) Unwrap() error { return n.Err }
 
 // Call is one call served by once over a Conn.
@@ -393,6 +396,7 @@ func (s *Sink) Set(w io.Writer) {
 	s.mu.Unlock()
 }
 
+// Write writes p to where s points, or discards it when nowhere.
 func (s *Sink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -27,6 +28,28 @@ import (
 
 // Name is the test image's reference.
 const Name = "ccrun-test:busybox"
+
+// Need makes sure Name exists (Ensure, given three minutes), or ends t as
+// NoEngine does.
+func Need(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := Ensure(ctx); err != nil {
+		NoEngine(t, err)
+	}
+}
+
+// NoEngine ends t for err, a Docker Engine that does not answer or an
+// image it cannot build: t is skipped, and fails instead with
+// CCRUN_REQUIRE_DOCKER=1 (CI, where the engine must be there).
+func NoEngine(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
+		t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
+	}
+	t.Skipf("no docker engine (CCRUN_REQUIRE_DOCKER=1 fails instead): %v", err)
+}
 
 // Ensure makes sure Name exists on the engine DOCKER_HOST points at,
 // building it when missing. An error means no engine answers or the image

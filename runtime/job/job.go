@@ -88,9 +88,9 @@ func (l Limits) WithDefaults() Limits {
 // .ccrun/, editor settings, keys...) stay read-only, at any depth, unless
 // Implants names them: the sandbox cannot plant what the host runs later.
 type Mount struct {
-	Host     string `json:"host"`
-	Guest    string `json:"guest"`
-	Writable bool   `json:"rw,omitempty"`
+	Host     string `json:"host"`         // the host directory
+	Guest    string `json:"guest"`        // the absolute path the run sees it at
+	Writable bool   `json:"rw,omitempty"` // the run may write there; default read-only
 	// Implants are the protected paths, relative to Host and slash-
 	// separated (".git/hooks", "sub/.envrc"), that a writable mount may
 	// change all the same: each and everything under it. Default none. A
@@ -244,18 +244,18 @@ func (m Mount) String() string {
 // Streams is where a run reads its input and streams its output. Nil fields
 // mean: no input (an empty stdin), output only kept in the Result.
 type Streams struct {
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
+	Stdin  io.Reader // the run's standard input
+	Stdout io.Writer // where its output is copied as it comes
+	Stderr io.Writer // where its error output is copied as it comes
 }
 
 // Result is how a run ended.
 type Result struct {
-	Reason   Reason        `json:"reason"`
-	ExitCode int           `json:"exit_code"` // the program's code; TimeoutExit or KilledExitCode when ccrun stopped it
-	Stdout   []byte        `json:"-"`         // captured, at most Limits.Output bytes
-	Stderr   []byte        `json:"-"`         // captured, at most Limits.Output bytes
-	Duration time.Duration `json:"duration_ns"`
+	Reason   Reason        `json:"reason"`      // why it ended: Exit, Timeout, Memory, OutputCap…
+	ExitCode int           `json:"exit_code"`   // the program's code; TimeoutExit or KilledExitCode when ccrun stopped it
+	Stdout   []byte        `json:"-"`           // captured, at most Limits.Output bytes
+	Stderr   []byte        `json:"-"`           // captured, at most Limits.Output bytes
+	Duration time.Duration `json:"duration_ns"` // from the start to the end of the run
 	// Truncated is set when either stream went past Limits.Output.
 	Truncated bool `json:"truncated,omitempty"`
 	// Detail says more about an abnormal end, for a person: the trap and

@@ -75,8 +75,8 @@ func (o *Output) Exceeded() bool {
 // Capture is a run's two output streams, each capped at the same limit,
 // and when the run started: what every executor needs to say how it ended.
 type Capture struct {
-	Stdout, Stderr *Output
-	Start          time.Time
+	Stdout, Stderr *Output   // the output streams, each capped
+	Start          time.Time // when the run started
 }
 
 // NewCapture starts capturing a run's output: each stream kept up to limit

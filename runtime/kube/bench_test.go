@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/internal/registrytest"
 	"k8s.io/client-go/rest"
 )
 
@@ -245,7 +245,7 @@ func benchInts(b *testing.B, name, def string) []int {
 // 0.5 of it). Reports ms of each, the ratio, and the registry's requests
 // per call of each.
 func BenchmarkColdRegistryVsKubectl(b *testing.B) {
-	reg := kubetest.StartRegistry(b, registryAddr(b))
+	reg := registrytest.Start(b, registryAddr(b))
 	e := newTest(b)
 	if _, err := e.Run(context.Background(), spec("true")); err != nil { // the ConfigMap, the policy
 		b.Fatal(err)
@@ -253,10 +253,10 @@ func BenchmarkColdRegistryVsKubectl(b *testing.B) {
 	repo := reg.Host + "/ccrun-bench-" + randHex(3)
 	push := func(i int, who string) string {
 		ref := fmt.Sprintf("%s:%s-%d", repo, who, i)
-		reg.Push(b, ref, kubetest.BusyboxImage(b, []string{"PATH=/bin", "CCRUN_BENCH=" + ref}, nil))
+		reg.Push(b, ref, registrytest.BusyboxImage(b, []string{"PATH=/bin", "CCRUN_BENCH=" + ref}, nil))
 		return ref
 	}
-	reg.Push(b, repo+":warmup", kubetest.BusyboxImage(b, nil, nil)) // the layer, on every node after the first pulls
+	reg.Push(b, repo+":warmup", registrytest.BusyboxImage(b, nil, nil)) // the layer, on every node after the first pulls
 	var cold, cli time.Duration
 	var coldReqs, cliReqs int
 	b.ResetTimer()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/internal/registrytest"
 	"github.com/ccrun/ccrun/runtime/job"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -48,8 +49,8 @@ func noPods(http.ResponseWriter, *http.Request, func(int, any)) bool { return fa
 // image's registry by digest; a tag is pinned first, so that the command
 // is the image's that runs; what was read once is not read again.
 func TestEntrypointFromRegistry(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
-	base := kubetest.BusyboxImage(t, nil, nil)
+	reg := registrytest.Start(t, "127.0.0.1:0")
+	base := registrytest.BusyboxImage(t, nil, nil)
 	d := reg.Push(t, reg.Host+"/tool:1", withCommand(t, base, "", []string{"/bin/busybox"}, []string{"echo", "hi"}))
 	dc := reg.Push(t, reg.Host+"/cmdonly:1", withCommand(t, base, "", nil, []string{"/bin/sh", "-c", "exit 3"}))
 	e := fakeAPI(t, []corev1.Node{nodeWith("n1")}, nil, noPods)
@@ -88,8 +89,8 @@ func TestEntrypointFromRegistry(t *testing.T) {
 // TestEntrypointOfIndex: of a multi-platform image, the command is that
 // of the nodes' architecture, the one the pods run.
 func TestEntrypointOfIndex(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
-	base := kubetest.BusyboxImage(t, nil, nil)
+	reg := registrytest.Start(t, "127.0.0.1:0")
+	base := registrytest.BusyboxImage(t, nil, nil)
 	idx := mutate.AppendManifests(empty.Index,
 		mutate.IndexAddendum{Add: withCommand(t, base, "amd64", []string{"/amd64"}, nil), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
 		mutate.IndexAddendum{Add: withCommand(t, base, "arm64", []string{"/arm64"}, nil), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
@@ -116,8 +117,8 @@ func TestEntrypointOfIndex(t *testing.T) {
 // only from the nodes, which report no configuration, is not in the
 // registry; an image that names no command; a registry that refuses.
 func TestEntrypointRefused(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
-	base := kubetest.BusyboxImage(t, nil, nil)
+	reg := registrytest.Start(t, "127.0.0.1:0")
+	base := registrytest.BusyboxImage(t, nil, nil)
 	d := reg.Push(t, reg.Host+"/tool:1", withCommand(t, base, "", []string{"/bin/busybox"}, []string{"true"}))
 	reg.Push(t, reg.Host+"/bare:1", base)
 	loaded := reg.Host + "/loaded@sha256:" + strings.Repeat("c", 64)
@@ -161,8 +162,8 @@ func TestEntrypointRefused(t *testing.T) {
 // image pinned, its command the image's; under pull policy never it makes
 // no pod, and asks no registry.
 func TestRunNoCommand(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
-	d := reg.Push(t, reg.Host+"/tool:1", withCommand(t, kubetest.BusyboxImage(t, nil, nil), "", []string{"/bin/busybox"}, []string{"true"}))
+	reg := registrytest.Start(t, "127.0.0.1:0")
+	d := reg.Push(t, reg.Host+"/tool:1", withCommand(t, registrytest.BusyboxImage(t, nil, nil), "", []string{"/bin/busybox"}, []string{"true"}))
 	srv, pods := podCatcher(t, nil)
 	e, err := New(context.Background(), WithKubeconfig(kubetest.Kubeconfig(t, srv.URL)), WithNamespace("default"))
 	if err != nil {

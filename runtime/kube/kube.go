@@ -788,17 +788,9 @@ func (e *Executor) cutShort(name string, t *corev1.ContainerStateTerminated, str
 	return newError(ErrUnavailable, streamErr, "kube: pod %s/%s: its output stream ended before all the program wrote had come (the program exited %d; stream: %v)", e.namespace, name, t.ExitCode, streamErr)
 }
 
-// Cluster is what Info reports about the cluster an Executor uses.
-type Cluster struct {
-	Server     string `json:"server"`
-	Context    string `json:"context,omitempty"`
-	Namespace  string `json:"namespace"`
-	Version    string `json:"version"`     // the API server's gitVersion
-	Nodes      int    `json:"nodes"`       // nodes listed
-	ReadyNodes int    `json:"ready_nodes"` // nodes whose Ready condition is True
-	// PullSecrets are the pods' imagePullSecrets (WithPullSecrets).
-	PullSecrets []string `json:"pull_secrets,omitempty"`
-}
+// Cluster is what Info reports about the cluster an Executor uses (the
+// type the CLI's engine report shares).
+type Cluster = ctr.Cluster
 
 // Info asks the API server its version and its nodes (a user who may not
 // list nodes gets Nodes 0, not an error).

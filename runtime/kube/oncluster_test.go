@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun/internal/gittest"
-	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/internal/registrytest"
 	"github.com/ccrun/ccrun/runtime/job"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -44,13 +44,13 @@ func registryAddr(t testing.TB) string {
 // configuration names); a tag moved in the registry is another digest,
 // and runs the other image.
 func TestRegistryOnCluster(t *testing.T) {
-	reg := kubetest.StartRegistry(t, registryAddr(t))
+	reg := registrytest.Start(t, registryAddr(t))
 	e := newTest(t)
 	ctx := context.Background()
 	ref := fmt.Sprintf("%s/ccrun-reg-%s:v1", reg.Host, randHex(4)) // a name no node has had
 	env := []string{"PATH=/opt/ccrun-tools:/bin"}
 	hello := map[string]string{"opt/ccrun-tools/hello": "#!/bin/sh\necho hello from $0 on PATH\n"}
-	d1 := reg.Push(t, ref, kubetest.BusyboxImage(t, env, hello))
+	d1 := reg.Push(t, ref, registrytest.BusyboxImage(t, env, hello))
 	reg.Reset()
 
 	_, err := e.Resolve(ctx, ref, PullNever)
@@ -96,7 +96,7 @@ func TestRegistryOnCluster(t *testing.T) {
 	// The tag moved: another digest (a grant bound to the first is asked
 	// again), which runs the other image.
 	moved := map[string]string{"opt/ccrun-tools/hello": "#!/bin/sh\necho moved\n"}
-	d2 := reg.Push(t, ref, kubetest.BusyboxImage(t, env, moved))
+	d2 := reg.Push(t, ref, registrytest.BusyboxImage(t, env, moved))
 	again, err := e.Resolve(ctx, ref, PullMissing)
 	if err != nil || again != strings.TrimSuffix(ref, ":v1")+"@"+d2.String() {
 		t.Fatalf("after the tag moved: %s, %v; want the digest %s", again, err, d2)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/internal/registrytest"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -86,7 +87,7 @@ func privateRegistry(t *testing.T, user, pass string) (host string, ref name.Ref
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, kubetest.BusyboxImage(t, nil, nil), remote.WithAuth(&authn.Basic{Username: user, Password: pass})); err != nil {
+	if err := remote.Write(ref, registrytest.BusyboxImage(t, nil, nil), remote.WithAuth(&authn.Basic{Username: user, Password: pass})); err != nil {
 		t.Fatal(err)
 	}
 	return host, ref

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ccrun/ccrun/internal/ctr"
-	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/internal/registrytest"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -29,9 +29,9 @@ func nodeWith(name string, names ...string) corev1.Node {
 // the registry it would be pulled from, read from the reference alone.
 // The registry is a real one, in process, that logs every request.
 func TestResolveBeforeTheDecision(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
+	reg := registrytest.Start(t, "127.0.0.1:0")
 	ref := reg.Host + "/tool:1"
-	reg.Push(t, ref, kubetest.BusyboxImage(t, nil, nil))
+	reg.Push(t, ref, registrytest.BusyboxImage(t, nil, nil))
 	reg.Reset()
 	e := fakeAPI(t, []corev1.Node{nodeWith("n1", "docker.io/library/other:1", "docker.io/library/other@sha256:"+strings.Repeat("a", 64))}, nil, func(http.ResponseWriter, *http.Request, func(int, any)) bool { return false })
 	for _, r := range []string{ref, "evil.example/exfiltrate-this:latest", "python:3.12"} {
@@ -54,9 +54,9 @@ func TestResolveBeforeTheDecision(t *testing.T) {
 // is the node's digest, the registry not asked; "always" asks the
 // registry whatever the nodes have.
 func TestResolveRegistry(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
+	reg := registrytest.Start(t, "127.0.0.1:0")
 	ref := reg.Host + "/tool:1"
-	d1 := reg.Push(t, ref, kubetest.BusyboxImage(t, []string{"V=1"}, nil))
+	d1 := reg.Push(t, ref, registrytest.BusyboxImage(t, []string{"V=1"}, nil))
 	onNode := reg.Host + "/cached@sha256:" + strings.Repeat("b", 64)
 	e := fakeAPI(t, []corev1.Node{nodeWith("n1", reg.Host+"/cached:2", onNode)}, nil, func(http.ResponseWriter, *http.Request, func(int, any)) bool { return false })
 	ctx := context.Background()
@@ -73,7 +73,7 @@ func TestResolveRegistry(t *testing.T) {
 		t.Fatal("the registry was not asked")
 	}
 
-	d2 := reg.Push(t, ref, kubetest.BusyboxImage(t, []string{"V=2"}, nil))
+	d2 := reg.Push(t, ref, registrytest.BusyboxImage(t, []string{"V=2"}, nil))
 	if got, err := e.Resolve(ctx, ref, ""); err != nil || got != reg.Host+"/tool@"+d2.String() {
 		t.Fatalf("after the tag moved: %s, %v; want %s", got, err, d2)
 	}
@@ -86,7 +86,7 @@ func TestResolveRegistry(t *testing.T) {
 		t.Errorf("a tag a node has asked the registry: %q", r)
 	}
 	// "always": the registry's digest, though a node has another.
-	reg.Push(t, reg.Host+"/cached:2", kubetest.BusyboxImage(t, []string{"V=3"}, nil))
+	reg.Push(t, reg.Host+"/cached:2", registrytest.BusyboxImage(t, []string{"V=3"}, nil))
 	if got, err := e.Resolve(ctx, reg.Host+"/cached:2", PullAlways); err != nil || got == onNode || !strings.HasPrefix(got, reg.Host+"/cached@sha256:") {
 		t.Fatalf("always: %s, %v; want the registry's digest", got, err)
 	}
@@ -98,7 +98,7 @@ func TestResolveRegistry(t *testing.T) {
 // TestResolveRegistryErrors: what the registry says, by class: no such
 // image, credentials refused, no registry there.
 func TestResolveRegistryErrors(t *testing.T) {
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
+	reg := registrytest.Start(t, "127.0.0.1:0")
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)

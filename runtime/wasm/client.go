@@ -117,17 +117,35 @@ var ErrServerGone = remote.ErrServerGone
 // resolveSpec reads the module (Path when Module is nil) and resolves the
 // name and limits as Run does.
 func resolveSpec(s Spec, memory int64) ([]byte, string, job.Limits, error) {
-	bin, name := s.Module, s.Name
+	bin := s.Module
 	if bin == nil {
-		if s.Path == "" {
-			return nil, "", job.Limits{}, fmt.Errorf("wasm: no module and no path: %w", ErrInvalidSpec)
-		}
-		b, err := os.ReadFile(s.Path)
+		b, err := readModule(s)
 		if err != nil {
-			return nil, "", job.Limits{}, fmt.Errorf("wasm: read module: %w", err)
+			return nil, "", job.Limits{}, err
 		}
 		bin = b
 	}
+	name, lim := nameAndLimits(s, memory)
+	return bin, name, lim, nil
+}
+
+// readModule reads the module at s.Path (for a Spec without Module).
+func readModule(s Spec) ([]byte, error) {
+	if s.Path == "" {
+		return nil, fmt.Errorf("wasm: no module and no path: %w", ErrInvalidSpec)
+	}
+	b, err := os.ReadFile(s.Path)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: read module: %w", err)
+	}
+	return b, nil
+}
+
+// nameAndLimits are s's argv[0] (Name, else the base name of Path, else
+// "module.wasm") and its limits with their defaults, Memory's memory (the
+// Executor's) when s sets none.
+func nameAndLimits(s Spec, memory int64) (string, job.Limits) {
+	name := s.Name
 	if name == "" {
 		name = "module.wasm"
 		if s.Path != "" {
@@ -138,7 +156,7 @@ func resolveSpec(s Spec, memory int64) ([]byte, string, job.Limits, error) {
 	if lim.Memory == 0 {
 		lim.Memory = memory
 	}
-	return bin, name, lim.WithDefaults(), nil
+	return name, lim.WithDefaults()
 }
 
 // absMounts makes the host paths absolute (the server's working directory

@@ -330,7 +330,7 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		return nil, fmt.Errorf("wasm: run: a guest was left running: %w", ErrClosed)
 	}
 	left := false // the guest was left running: release nothing
-	bin, name := s.Module, s.Name
+	bin := s.Module
 	var known *compiled // found without hashing: by the file's identity, or its bytes
 	fk := ""
 	if bin == nil && s.Path != "" && e.worker == "" && e.server == "" {
@@ -348,26 +348,13 @@ func (e *Executor) Run(ctx context.Context, s Spec) (res *job.Result, err error)
 		}()
 	}
 	if bin == nil && known == nil {
-		if s.Path == "" {
-			return nil, fmt.Errorf("wasm: no module and no path: %w", ErrInvalidSpec)
-		}
-		b, err := os.ReadFile(s.Path)
+		b, err := readModule(s)
 		if err != nil {
-			return nil, fmt.Errorf("wasm: read module: %w", err)
+			return nil, err
 		}
 		bin = b
 	}
-	if name == "" {
-		name = "module.wasm"
-		if s.Path != "" {
-			name = filepath.Base(s.Path)
-		}
-	}
-	lim := s.Limits
-	if lim.Memory == 0 {
-		lim.Memory = e.memory
-	}
-	lim = lim.WithDefaults()
+	name, lim := nameAndLimits(s, e.memory)
 
 	if e.server != "" && e.worker == "" {
 		if res, ok, err := e.runServer(ctx, s, bin, name, lim, start); ok {

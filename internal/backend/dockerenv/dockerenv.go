@@ -38,6 +38,8 @@ type Engine interface {
 	// errdefs.ErrNotFound when the engine has no such image): Bind's
 	// lookup, before anyone allowed the call.
 	Resolve(ctx context.Context, ref, pull string) (string, error)
+	// Close releases the engine (docker.Executor.Close,
+	// kube.Executor.Close).
 	Close() error
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +29,7 @@ func TestEgressOnDocker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := testimage.Ensure(ctx); err != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("no docker engine: %v", err)
+		testimage.NoEngine(t, err)
 	}
 	port := egresstest.Server(t)
 	sock, p := egresstest.Proxy(t, egress.Policy{Allow: []string{fmt.Sprintf("allowed.test:%d", port)}, AllowInternal: true}, egress.WithResolver(loopback{}))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccrun/ccrun/internal/backend"
 	"github.com/ccrun/ccrun/internal/kubetest"
+	"github.com/ccrun/ccrun/internal/registrytest"
 	"github.com/ccrun/ccrun/runtime/kube"
 )
 
@@ -22,8 +23,8 @@ import (
 // call of the default policy reads the image's command from the registry.
 func TestKubeNoProgramNever(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir()) // the engine record of the fake cluster
-	reg := kubetest.StartRegistry(t, "127.0.0.1:0")
-	d := reg.Push(t, reg.Host+"/tool:1", kubetest.BusyboxImage(t, nil, nil)) // no Entrypoint, no Cmd
+	reg := registrytest.Start(t, "127.0.0.1:0")
+	d := reg.Push(t, reg.Host+"/tool:1", registrytest.BusyboxImage(t, nil, nil)) // no Entrypoint, no Cmd
 	var mu sync.Mutex
 	var pods int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

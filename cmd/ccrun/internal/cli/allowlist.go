@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccrun/ccrun"
 	"github.com/ccrun/ccrun/ceiling"
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/permission/keys"
 )
 
@@ -183,7 +184,7 @@ func (a *app) runAllowlistList(_ context.Context, o *allowlistListOptions) error
 	}
 	defer rt.Close()
 	var r allowlistReport
-	al, _ := rt.Lint() // the problems are shown with the entries
+	al, _ := runtimehook.Lint(rt) // the problems are shown with the entries
 	r.Project.Path = al.File
 	r.Project.Entries = []entryReport{}
 	for _, e := range al.Entries {
@@ -252,7 +253,7 @@ func (a *app) runAllowlistLint(context.Context, *allowlistLintOptions) error {
 		return err
 	}
 	defer rt.Close()
-	al, err := rt.Lint()
+	al, err := runtimehook.Lint(rt)
 	for _, e := range al.Entries {
 		if e.Problem != nil {
 			fmt.Fprintf(a.io.err, "%s: %s: %v\n", al.File, e.Pattern, e.Problem)

@@ -116,7 +116,7 @@ func (a *app) runCheck(ctx context.Context, o *checkOptions) error {
 		return err
 	}
 	defer rt.Close()
-	out, err := rt.CheckContext(ctx, call)
+	out, err := rt.Check(ctx, call)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccrun/ccrun/internal/runtimehook"
 	"github.com/ccrun/ccrun/shellcmd"
 )
 
@@ -78,7 +79,7 @@ func (a *app) completeProjectKeys(_ *cobra.Command, args []string, prefix string
 	}
 	defer rt.Close()
 	var out []string
-	al, _ := rt.Lint()
+	al, _ := runtimehook.Lint(rt)
 	for _, e := range al.Entries {
 		if k := e.Pattern.String(); strings.HasPrefix(k, prefix) {
 			out = append(out, k+"\t"+e.Grant.String())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ccrun/ccrun"
+	"github.com/ccrun/ccrun/internal/ctr"
 	"github.com/ccrun/ccrun/internal/enginerecord"
 	"github.com/ccrun/ccrun/runtime/job"
 )
@@ -91,45 +92,32 @@ type Helpers struct {
 
 // DockerReport is what doctor says of the Docker Engine.
 type DockerReport struct {
-	Reachable  bool   `json:"reachable"`
-	Host       string `json:"host,omitempty"`
-	Version    string `json:"version,omitempty"`
-	APIVersion string `json:"api_version,omitempty"`
-	Error      string `json:"error,omitempty"`
+	Reachable  bool   `json:"reachable"`             // it answered
+	Host       string `json:"host,omitempty"`        // where it is (DOCKER_HOST, or the default socket)
+	Version    string `json:"version,omitempty"`     // the engine's version
+	APIVersion string `json:"api_version,omitempty"` // the API version negotiated
+	Error      string `json:"error,omitempty"`       // why it did not answer
 }
 
 // EngineReport says where a @docker call would run: the engine, what
 // chose it, and for Kubernetes the cluster and whether it answers.
 type EngineReport struct {
-	Engine  string   `json:"engine"` // "docker" or "kubernetes"
-	From    string   `json:"from"`   // "default", "flag" or the settings file
-	Cluster *Cluster `json:"cluster,omitempty"`
-	Answers bool     `json:"answers"`
-	Error   string   `json:"error,omitempty"`
+	Engine  string       `json:"engine"`            // "docker" or "kubernetes"
+	From    string       `json:"from"`              // "default", "flag" or the settings file
+	Cluster *ctr.Cluster `json:"cluster,omitempty"` // for Kubernetes: the cluster, as far as it answered
+	Answers bool         `json:"answers"`           // the engine answered
+	Error   string       `json:"error,omitempty"`   // why it did not, or why it could not be chosen
 	// NetworkPolicy is whether network "none" is enforced; ccrun cannot
 	// tell from the API whether the network plugin enforces policies.
 	NetworkPolicy string `json:"network_policy,omitempty"`
 }
 
-// Cluster is what the Kubernetes engine of @docker says of its cluster.
-type Cluster struct {
-	Server     string `json:"server"`
-	Context    string `json:"context,omitempty"`
-	Namespace  string `json:"namespace"`
-	Version    string `json:"version"`     // the API server's gitVersion
-	Nodes      int    `json:"nodes"`       // nodes listed
-	ReadyNodes int    `json:"ready_nodes"` // nodes whose Ready condition is True
-	// PullSecrets are the pods' imagePullSecrets (the settings'
-	// pull_secrets).
-	PullSecrets []string `json:"pull_secrets,omitempty"`
-}
-
 // MCPOptions are the MCP server's: `ccrun mcp`'s flags.
 type MCPOptions struct {
-	Version        string
-	AllowOrigins   []string
-	SessionTimeout time.Duration
-	MaxSessions    int
+	Version        string        // ccrun's version, told the clients
+	AllowOrigins   []string      // --allow-origin: the Origins served besides loopback ones
+	SessionTimeout time.Duration // --session-timeout
+	MaxSessions    int           // --max-sessions
 }
 
 // MCPServer is the MCP server `ccrun mcp` serves.
@@ -140,6 +128,8 @@ type MCPServer interface {
 	// with the bearer token alone, until ctx is done; then every call in
 	// flight stops, audited, before it returns.
 	ServeHTTP(ctx context.Context, ln net.Listener, token string) error
+	// Close closes the Runtimes a reload gave the server (not the one
+	// it was given, which the caller closes).
 	Close() error
 }
 

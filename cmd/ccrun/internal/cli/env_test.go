@@ -2,14 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ccrun/ccrun/internal/testimage"
 )
@@ -39,14 +37,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // A @docker capability through ccrun exec: a read-only mount, a project
 // grant, and the grant counting in the next run.
 func TestDockerCapability(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testimage.Ensure(ctx); err != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
-	}
+	testimage.Need(t)
 	t.Setenv("CCRUN_SESSION_DIR", filepath.Join(t.TempDir(), "sessions"))
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ccrun/ccrun/internal/housekeep"
+	"github.com/ccrun/ccrun/internal/testimage"
 )
 
 // TestImageNotFoundAdvice: an image the engine does not have, on `ccrun
@@ -18,10 +18,7 @@ func TestImageNotFoundAdvice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := housekeep.DockerHost(ctx); err != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
+		testimage.NoEngine(t, err)
 	}
 	t.Setenv("CCRUN_SESSION_DIR", t.TempDir())
 	dir := t.TempDir()

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,17 +50,7 @@ func TestMCPClientNotes(t *testing.T) {
 		}, true},
 		{"go-sdk/http", "2025-11-25", func(t *testing.T, dir string, env []string) listClient {
 			url, token := mcpHTTP(t, dir, env)
-			return sdkClient(t, func(opts *mcp.ClientOptions) *mcp.ClientSession {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				cs, err := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, opts).Connect(ctx,
-					&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cs.Close() })
-				return cs
-			})
+			return sdkClient(t, func(opts *mcp.ClientOptions) *mcp.ClientSession { return mcpHTTPClient(t, url, token, opts) })
 		}, true},
 		{"mcp-go/stdio/2026-07-28/listen", "2026-07-28", func(t *testing.T, dir string, env []string) listClient {
 			c, _ := markClient(t, dir, env, "2026-07-28", nil)

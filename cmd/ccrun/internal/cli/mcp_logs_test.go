@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,17 +103,7 @@ func sdkStdioLogs(version string, setLevel, meta bool) func(*testing.T, string, 
 func sdkHTTPLogs(setLevel bool) func(*testing.T, string, []string) logClient {
 	return func(t *testing.T, dir string, env []string) logClient {
 		url, token := mcpHTTP(t, dir, env)
-		return sdkLogs(t, setLevel, false, func(opts *mcp.ClientOptions) *mcp.ClientSession {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, opts).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
-			return cs
-		})
+		return sdkLogs(t, setLevel, false, func(opts *mcp.ClientOptions) *mcp.ClientSession { return mcpHTTPClient(t, url, token, opts) })
 	}
 }
 

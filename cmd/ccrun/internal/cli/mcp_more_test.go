@@ -91,14 +91,7 @@ func TestMCPUnixSocket(t *testing.T) {
 // the local engine with the call's command, and its output returned.
 func TestMCPRunDocker(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testimage.Ensure(ctx); err != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
-	}
+	testimage.Need(t)
 	dir, env := mcpProject(t)
 	a := &asker{answer: "once"}
 	cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, "2025-11-25")

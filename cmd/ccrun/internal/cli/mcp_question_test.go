@@ -18,53 +18,46 @@ import (
 // call waits).
 func TestMCPAskCancel(t *testing.T) {
 	t.Parallel()
-	for _, version := range []string{"", "2025-11-25"} {
-		name := version
-		if name == "" {
-			name = "newest"
+	eachProtocol(t, []string{"", "2025-11-25"}, func(t *testing.T, version string) {
+		dir, env := mcpProject(t)
+		a := &asker{action: "cancel"}
+		cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, version)
+
+		res := callTool(t, cs, "run_command", map[string]any{"command": "touch one"})
+		r := structured(t, res)
+		if !res.IsError || r.Outcome != "denied" || a.count() != 1 {
+			t.Fatalf("cancel: isError %v, %+v, %d questions; want denied after 1", res.IsError, r, a.count())
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dir, env := mcpProject(t)
-			a := &asker{action: "cancel"}
-			cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, version)
+		if got := text(res); !strings.Contains(got, "cancelled") || strings.Contains(got, "declined") {
+			t.Errorf("cancel: the result says %q; want cancelled, not declined", got)
+		}
+		if !strings.Contains(r.HowToAllow, "cancelled") {
+			t.Errorf("cancel: how_to_allow %q does not say the question was cancelled", r.HowToAllow)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "one")); err == nil {
+			t.Fatal("cancel: it ran")
+		}
 
-			res := callTool(t, cs, "run_command", map[string]any{"command": "touch one"})
-			r := structured(t, res)
-			if !res.IsError || r.Outcome != "denied" || a.count() != 1 {
-				t.Fatalf("cancel: isError %v, %+v, %d questions; want denied after 1", res.IsError, r, a.count())
-			}
-			if got := text(res); !strings.Contains(got, "cancelled") || strings.Contains(got, "declined") {
-				t.Errorf("cancel: the result says %q; want cancelled, not declined", got)
-			}
-			if !strings.Contains(r.HowToAllow, "cancelled") {
-				t.Errorf("cancel: how_to_allow %q does not say the question was cancelled", r.HowToAllow)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "one")); err == nil {
-				t.Fatal("cancel: it ran")
-			}
+		a.mu.Lock()
+		a.action = "decline"
+		a.mu.Unlock()
+		res = callTool(t, cs, "run_command", map[string]any{"command": "touch two"})
+		if got := text(res); !res.IsError || !strings.Contains(got, "declined") || strings.Contains(got, "cancelled") {
+			t.Errorf("decline: isError %v, %q; want declined, not cancelled", res.IsError, got)
+		}
 
-			a.mu.Lock()
-			a.action = "decline"
-			a.mu.Unlock()
-			res = callTool(t, cs, "run_command", map[string]any{"command": "touch two"})
-			if got := text(res); !res.IsError || !strings.Contains(got, "declined") || strings.Contains(got, "cancelled") {
-				t.Errorf("decline: isError %v, %q; want declined, not cancelled", res.IsError, got)
+		var reasons []string
+		for _, l := range auditLines(t, dir) {
+			if l["kind"] == "decision" {
+				s, _ := l["reason"].(string)
+				reasons = append(reasons, s)
 			}
-
-			var reasons []string
-			for _, l := range auditLines(t, dir) {
-				if l["kind"] == "decision" {
-					s, _ := l["reason"].(string)
-					reasons = append(reasons, s)
-				}
-			}
-			if len(reasons) != 2 || !strings.Contains(reasons[0], "cancelled") || strings.Contains(reasons[1], "cancelled") ||
-				!strings.Contains(reasons[1], "denied by the person") {
-				t.Errorf("audit reasons %q; want the first cancelled, the second denied by the person", reasons)
-			}
-		})
-	}
+		}
+		if len(reasons) != 2 || !strings.Contains(reasons[0], "cancelled") || strings.Contains(reasons[1], "cancelled") ||
+			!strings.Contains(reasons[1], "denied by the person") {
+			t.Errorf("audit reasons %q; want the first cancelled, the second denied by the person", reasons)
+		}
+	})
 }
 
 // TestMCPQuestionFooter: a question's footer and its choice description

@@ -165,6 +165,18 @@ func (a *asker) set(answer string) {
 // offered is the grant enum of the i-th question.
 func (a *asker) offered(t *testing.T, i int) []string {
 	t.Helper()
+	return a.grant(t, i).Enum
+}
+
+// grantChoices are the choices of a question's grant property.
+type grantChoices struct {
+	Enum      []string `json:"enum"`
+	EnumNames []string `json:"enumNames"`
+}
+
+// grant is the grant property of the i-th question's schema.
+func (a *asker) grant(t *testing.T, i int) grantChoices {
+	t.Helper()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if i >= len(a.asked) {
@@ -173,15 +185,28 @@ func (a *asker) offered(t *testing.T, i int) []string {
 	b, _ := json.Marshal(a.asked[i].RequestedSchema)
 	var s struct {
 		Properties struct {
-			Grant struct {
-				Enum []string `json:"enum"`
-			} `json:"grant"`
+			Grant grantChoices `json:"grant"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	return s.Properties.Grant.Enum
+	return s.Properties.Grant
+}
+
+// eachProtocol runs f as a parallel subtest of t for each MCP protocol
+// version of versions ("" for the newest, named so).
+func eachProtocol(t *testing.T, versions []string, f func(t *testing.T, version string)) {
+	for _, version := range versions {
+		name := version
+		if name == "" {
+			name = "newest"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, version)
+		})
+	}
 }
 
 func callTool(t testing.TB, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
@@ -296,75 +321,68 @@ func TestMCPListTools(t *testing.T) {
 // for run_command; a client without elicitation is denied with how to allow.
 func TestMCPAsk(t *testing.T) {
 	t.Parallel()
-	for _, version := range []string{"", "2025-06-18"} {
-		name := version
-		if name == "" {
-			name = "newest"
+	eachProtocol(t, []string{"", "2025-06-18"}, func(t *testing.T, version string) {
+		dir, env := mcpProject(t)
+		a := &asker{answer: "once"}
+		cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, version)
+
+		res := callTool(t, cs, "run_command", map[string]any{"command": "echo hi"})
+		if r := structured(t, res); res.IsError || r.Stdout != "hi\n" || a.count() != 0 {
+			t.Fatalf("read-only: isError %v, %+v, %d questions; want hi and none", res.IsError, r, a.count())
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dir, env := mcpProject(t)
-			a := &asker{answer: "once"}
-			cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, version)
 
-			res := callTool(t, cs, "run_command", map[string]any{"command": "echo hi"})
-			if r := structured(t, res); res.IsError || r.Stdout != "hi\n" || a.count() != 0 {
-				t.Fatalf("read-only: isError %v, %+v, %d questions; want hi and none", res.IsError, r, a.count())
+		res = callTool(t, cs, "run_command", map[string]any{"command": "touch once"})
+		if res.IsError || a.count() != 1 {
+			t.Fatalf("once: isError %v (%s), %d questions, want 1", res.IsError, text(res), a.count())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "once")); err != nil {
+			t.Fatalf("once: did not run: %v", err)
+		}
+		if got := a.offered(t, 0); strings.Join(got, ",") != shellOffer() {
+			t.Errorf("run_command offered %v, want %s (never project)", got, shellOffer())
+		}
+		a.mu.Lock()
+		msg := a.asked[0].Message
+		a.mu.Unlock()
+		for _, want := range []string{"run_command (@shell) asks to run", "touch once", "key:       run_command:touch"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("question does not show %q:\n%s", want, msg)
 			}
+		}
 
-			res = callTool(t, cs, "run_command", map[string]any{"command": "touch once"})
-			if res.IsError || a.count() != 1 {
-				t.Fatalf("once: isError %v (%s), %d questions, want 1", res.IsError, text(res), a.count())
+		a.set("session")
+		for i := range 2 {
+			res = callTool(t, cs, "run_command", map[string]any{"command": "touch session"})
+			if res.IsError {
+				t.Fatalf("session call %d: %s", i, text(res))
 			}
-			if _, err := os.Stat(filepath.Join(dir, "once")); err != nil {
-				t.Fatalf("once: did not run: %v", err)
-			}
-			if got := a.offered(t, 0); strings.Join(got, ",") != shellOffer() {
-				t.Errorf("run_command offered %v, want %s (never project)", got, shellOffer())
-			}
-			a.mu.Lock()
-			msg := a.asked[0].Message
-			a.mu.Unlock()
-			for _, want := range []string{"run_command (@shell) asks to run", "touch once", "key:       run_command:touch"} {
-				if !strings.Contains(msg, want) {
-					t.Errorf("question does not show %q:\n%s", want, msg)
-				}
-			}
+		}
+		if a.count() != 2 {
+			t.Fatalf("after a session grant: %d questions, want 2 (the second call not asked)", a.count())
+		}
 
-			a.set("session")
-			for i := range 2 {
-				res = callTool(t, cs, "run_command", map[string]any{"command": "touch session"})
-				if res.IsError {
-					t.Fatalf("session call %d: %s", i, text(res))
-				}
-			}
-			if a.count() != 2 {
-				t.Fatalf("after a session grant: %d questions, want 2 (the second call not asked)", a.count())
-			}
+		a.set("")
+		res = callTool(t, cs, "run_command", map[string]any{"command": "rm -f once"})
+		r := structured(t, res)
+		if !res.IsError || r.Outcome != "denied" || !strings.Contains(text(res), "declined") {
+			t.Fatalf("deny: isError %v, %+v, %q", res.IsError, r, text(res))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "once")); err != nil {
+			t.Fatalf("deny: it ran: %v", err)
+		}
 
-			a.set("")
-			res = callTool(t, cs, "run_command", map[string]any{"command": "rm -f once"})
-			r := structured(t, res)
-			if !res.IsError || r.Outcome != "denied" || !strings.Contains(text(res), "declined") {
-				t.Fatalf("deny: isError %v, %+v, %q", res.IsError, r, text(res))
-			}
-			if _, err := os.Stat(filepath.Join(dir, "once")); err != nil {
-				t.Fatalf("deny: it ran: %v", err)
-			}
-
-			// A client without elicitation: denied, and told how to allow it.
-			plain := mcpStdio(t, dir, env, nil, version)
-			res = callTool(t, plain, "run_command", map[string]any{"command": "touch plain"})
-			r = structured(t, res)
-			if !res.IsError || r.Outcome != "denied" || !strings.Contains(r.HowToAllow, "permissions") ||
-				!strings.Contains(text(res), "run_command:touch") {
-				t.Fatalf("no elicitation: isError %v, %+v, %q", res.IsError, r, text(res))
-			}
-			if _, err := os.Stat(filepath.Join(dir, "plain")); err == nil {
-				t.Fatal("no elicitation: it ran")
-			}
-		})
-	}
+		// A client without elicitation: denied, and told how to allow it.
+		plain := mcpStdio(t, dir, env, nil, version)
+		res = callTool(t, plain, "run_command", map[string]any{"command": "touch plain"})
+		r = structured(t, res)
+		if !res.IsError || r.Outcome != "denied" || !strings.Contains(r.HowToAllow, "permissions") ||
+			!strings.Contains(text(res), "run_command:touch") {
+			t.Fatalf("no elicitation: isError %v, %+v, %q", res.IsError, r, text(res))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "plain")); err == nil {
+			t.Fatal("no elicitation: it ran")
+		}
+	})
 }
 
 // helloCapability is the manifest of a @wasm capability whose module is the
@@ -695,6 +713,22 @@ func callToolParams(t testing.TB, cs *mcp.ClientSession, p *mcp.CallToolParams) 
 	return res
 }
 
+// mcpHTTPClient connects a go-sdk client with opts to the HTTP server of
+// `ccrun mcp` at url (mcpHTTP), with its bearer token, within a minute;
+// the session is closed when t ends.
+func mcpHTTPClient(t testing.TB, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, opts).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // mcpHTTP starts `ccrun mcp --http` on a free loopback port and returns its
 // URL and token.
 func mcpHTTP(t testing.TB, dir string, env []string) (url, token string) {
@@ -753,14 +787,7 @@ func TestMCPHTTP(t *testing.T) {
 	}
 
 	connect := func(a *asker) *mcp.ClientSession {
-		client := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: a.handle})
-		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return mcpHTTPClient(t, url, token, &mcp.ClientOptions{ElicitationHandler: a.handle})
 	}
 	a1, a2 := &asker{answer: "session"}, &asker{answer: "once"}
 	c1, c2 := connect(a1), connect(a2)

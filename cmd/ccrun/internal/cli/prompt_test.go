@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -234,14 +233,7 @@ func TestPromptWasm(t *testing.T) {
 }
 
 func TestPromptDocker(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testimage.Ensure(ctx); err != nil {
-		if os.Getenv("CCRUN_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("CCRUN_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker engine (set CCRUN_REQUIRE_DOCKER=1 to fail instead): %v", err)
-	}
+	testimage.Need(t)
 	dir := t.TempDir()
 	inSession(t, dir)
 	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,14 +156,7 @@ func TestTourLeavesProjectClean(t *testing.T) {
 	cs.Close()
 	clean("ccrun mcp")
 	url, token := mcpHTTP(t, dir, env)
-	client := mcp.NewClient(&mcp.Implementation{Name: "ccrun-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = mcpHTTPClient(t, url, token, nil)
 	tourMCP(t, cs)
 	cs.Close()
 

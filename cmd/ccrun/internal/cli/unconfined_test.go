@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,88 +173,66 @@ func shellOffer() string {
 func TestMCPUnconfined(t *testing.T) {
 	needKernelSandbox(t)
 	t.Parallel()
-	for _, version := range []string{"", "2025-11-25"} {
-		name := version
-		if name == "" {
-			name = "newest"
+	eachProtocol(t, []string{"", "2025-11-25"}, func(t *testing.T, version string) {
+		dir, env := mcpProject(t)
+		if err := os.WriteFile(filepath.Join(dir, "hello.wasm"), capabilities.HelloWasm(), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dir, env := mcpProject(t)
-			if err := os.WriteFile(filepath.Join(dir, "hello.wasm"), capabilities.HelloWasm(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			a := &asker{answer: "unconfined"}
-			cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, version)
-			outside := filepath.Join(t.TempDir(), "outside")
+		a := &asker{answer: "unconfined"}
+		cs := mcpStdio(t, dir, env, &mcp.ClientOptions{ElicitationHandler: a.handle}, version)
+		outside := filepath.Join(t.TempDir(), "outside")
 
-			res := callTool(t, cs, "run_command", map[string]any{"command": "echo x > " + outside})
-			if res.IsError {
-				t.Fatalf("unconfined: %s", text(res))
-			}
-			if b, err := os.ReadFile(outside); err != nil || string(b) != "x\n" {
-				t.Fatalf("unconfined: the write outside the project did not land: %q %v", b, err)
-			}
-			words, labels := choicesAsked(t, a, 0)
-			if strings.Join(words, ",") != "once,session,unconfined,deny" || labels[2] != "run once outside the sandbox" || labels[0] != "once" {
-				t.Errorf("choices %q labelled %q; want unconfined labelled \"run once outside the sandbox\"", words, labels)
-			}
-			a.mu.Lock()
-			q := a.asked[0]
-			a.mu.Unlock()
-			if !strings.Contains(q.Message, "runs in the workspace sandbox") || !strings.Contains(q.Message, `"unconfined" runs this call alone outside the sandbox`) {
-				t.Errorf("the question does not say what the choice means:\n%s", q.Message)
-			}
+		res := callTool(t, cs, "run_command", map[string]any{"command": "echo x > " + outside})
+		if res.IsError {
+			t.Fatalf("unconfined: %s", text(res))
+		}
+		if b, err := os.ReadFile(outside); err != nil || string(b) != "x\n" {
+			t.Fatalf("unconfined: the write outside the project did not land: %q %v", b, err)
+		}
+		words, labels := choicesAsked(t, a, 0)
+		if strings.Join(words, ",") != "once,session,unconfined,deny" || labels[2] != "run once outside the sandbox" || labels[0] != "once" {
+			t.Errorf("choices %q labelled %q; want unconfined labelled \"run once outside the sandbox\"", words, labels)
+		}
+		a.mu.Lock()
+		q := a.asked[0]
+		a.mu.Unlock()
+		if !strings.Contains(q.Message, "runs in the workspace sandbox") || !strings.Contains(q.Message, `"unconfined" runs this call alone outside the sandbox`) {
+			t.Errorf("the question does not say what the choice means:\n%s", q.Message)
+		}
 
-			a.set("once")
-			inside := filepath.Join(t.TempDir(), "inside")
-			if res := callTool(t, cs, "run_command", map[string]any{"command": "echo y > " + inside}); !res.IsError {
-				t.Errorf("once: %s; want the write refused", text(res))
-			}
-			if _, err := os.Stat(inside); err == nil {
-				t.Fatal("once: an ordinary accept ran the command outside the tier")
-			}
+		a.set("once")
+		inside := filepath.Join(t.TempDir(), "inside")
+		if res := callTool(t, cs, "run_command", map[string]any{"command": "echo y > " + inside}); !res.IsError {
+			t.Errorf("once: %s; want the write refused", text(res))
+		}
+		if _, err := os.Stat(inside); err == nil {
+			t.Fatal("once: an ordinary accept ran the command outside the tier")
+		}
 
-			if res := callTool(t, cs, "run_wasm", map[string]any{"module": "hello.wasm"}); res.IsError {
-				t.Errorf("run_wasm: %s", text(res))
-			}
-			if words, _ := choicesAsked(t, a, 2); strings.Join(words, ",") != "once,session,project,deny" {
-				t.Errorf("run_wasm offered %q; want no unconfined", words)
-			}
+		if res := callTool(t, cs, "run_wasm", map[string]any{"module": "hello.wasm"}); res.IsError {
+			t.Errorf("run_wasm: %s", text(res))
+		}
+		if words, _ := choicesAsked(t, a, 2); strings.Join(words, ",") != "once,session,project,deny" {
+			t.Errorf("run_wasm offered %q; want no unconfined", words)
+		}
 
-			var got []any
-			for _, l := range decisions(t, dir) {
-				got = append(got, l["unconfined"])
-			}
-			if len(got) != 3 || got[0] != true || got[1] != nil || got[2] != nil {
-				t.Errorf("the decisions' unconfined fields %v; want true, then none", got)
-			}
-		})
-	}
+		var got []any
+		for _, l := range decisions(t, dir) {
+			got = append(got, l["unconfined"])
+		}
+		if len(got) != 3 || got[0] != true || got[1] != nil || got[2] != nil {
+			t.Errorf("the decisions' unconfined fields %v; want true, then none", got)
+		}
+	})
 }
 
-// choicesAsked is the enum and the enumNames of the i-th question.
+// choicesAsked is the enum and the enumNames of the i-th question, one
+// label a choice.
 func choicesAsked(t *testing.T, a *asker, i int) (words, labels []string) {
 	t.Helper()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if i >= len(a.asked) {
-		t.Fatalf("question %d was never asked (%d asked)", i, len(a.asked))
+	g := a.grant(t, i)
+	if len(g.EnumNames) != len(g.Enum) {
+		t.Fatalf("enum %q, enumNames %q: not one label a choice", g.Enum, g.EnumNames)
 	}
-	b, _ := json.Marshal(a.asked[i].RequestedSchema)
-	var s struct {
-		Properties struct {
-			Grant struct {
-				Enum      []string `json:"enum"`
-				EnumNames []string `json:"enumNames"`
-			} `json:"grant"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Properties.Grant.EnumNames) != len(s.Properties.Grant.Enum) {
-		t.Fatalf("enum %q, enumNames %q: not one label a choice", s.Properties.Grant.Enum, s.Properties.Grant.EnumNames)
-	}
-	return s.Properties.Grant.Enum, s.Properties.Grant.EnumNames
+	return g.Enum, g.EnumNames
 }

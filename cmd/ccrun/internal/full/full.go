@@ -122,8 +122,7 @@ func engineInfo(ctx context.Context, flag string) cli.EngineReport {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := housekeep.ClusterInfo(ctx, opts...)
-	r.Cluster = &cli.Cluster{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Version: c.Version,
-		Nodes: c.Nodes, ReadyNodes: c.ReadyNodes, PullSecrets: c.PullSecrets}
+	r.Cluster = &c
 	if err != nil {
 		r.Error = err.Error()
 		return r

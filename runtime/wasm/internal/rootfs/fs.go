@@ -643,36 +643,33 @@ func (f *rootFile) Readdir(n int) ([]esys.Dirent, esys.Errno) {
 	return out, 0
 }
 
-func (f *rootFile) Write(buf []byte) (int, esys.Errno) {
-	if f.ro {
-		return 0, esys.EBADF
-	}
-	if f.st.IsDir() {
-		return 0, esys.EBADF
+// writeFirst is what Write and Pwrite check before writing buf: EBADF on
+// a read-only file or a directory; for no bytes, as write(2) of none,
+// EBADF when not open for writing, else done, nothing written.
+func (f *rootFile) writeFirst(buf []byte) (done bool, e esys.Errno) {
+	if f.ro || f.st.IsDir() {
+		return true, esys.EBADF
 	}
 	if len(buf) == 0 {
-		// As write(2) of no bytes: EBADF when not open for writing.
 		if !f.writes {
-			return 0, esys.EBADF
+			return true, esys.EBADF
 		}
-		return 0, 0
+		return true, 0
+	}
+	return false, 0
+}
+
+func (f *rootFile) Write(buf []byte) (int, esys.Errno) {
+	if done, e := f.writeFirst(buf); done {
+		return 0, e
 	}
 	n, err := f.f.Write(buf)
 	return n, errno(err)
 }
 
 func (f *rootFile) Pwrite(buf []byte, off int64) (int, esys.Errno) {
-	if f.ro {
-		return 0, esys.EBADF
-	}
-	if f.st.IsDir() {
-		return 0, esys.EBADF
-	}
-	if len(buf) == 0 {
-		if !f.writes {
-			return 0, esys.EBADF
-		}
-		return 0, 0
+	if done, e := f.writeFirst(buf); done {
+		return 0, e
 	}
 	if off < 0 {
 		return 0, esys.EINVAL
