@@ -309,11 +309,11 @@ func TestNoClientLogs(t *testing.T) {
 // (read from its configuration in the registry), cold and from the warm
 // pool; with a program named, that program runs.
 func TestEntrypointOnCluster(t *testing.T) {
-	reg := kubetest.StartRegistry(t, registryAddr(t))
+	reg := registrytest.Start(t, registryAddr(t))
 	e := newTest(t)
 	ctx := context.Background()
 	ref := fmt.Sprintf("%s/ccrun-entry-%s:v1", reg.Host, randHex(4))
-	img := withCommand(t, kubetest.BusyboxImage(t, nil, nil), "", []string{"/bin/sh", "-c"}, []string{"echo own entrypoint as $0"})
+	img := withCommand(t, registrytest.BusyboxImage(t, nil, nil), "", []string{"/bin/sh", "-c"}, []string{"echo own entrypoint as $0"})
 	reg.Push(t, ref, img)
 	pinned, err := e.Resolve(ctx, ref, PullMissing)
 	if err != nil {
