@@ -305,8 +305,8 @@ func checkOptions(o EnvironmentOptions, env ceiling.Environment) (EnvironmentOpt
 		return nil, nil
 	}
 	if got := o.Environment(); got != env {
-		return nil, fmt.Errorf("call: options of %s (%T) given to a call of %s: they apply to %s calls only; drop them, or give options of %s: %w",
-			got, o, env, got, env, ErrInvalidCall)
+		return nil, fmt.Errorf("call: options of %s given to a call of %s: they apply to %s calls only; drop them, or give options of %s: %w",
+			got, env, got, env, ErrInvalidCall)
 	}
 	return o, nil
 }

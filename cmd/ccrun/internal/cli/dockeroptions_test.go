@@ -19,9 +19,10 @@ func TestDockerOptionsFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"exec", "--network", "host", "--shell", "true"},
 		{"check", "--pull", "always", "--shell", "true"},
+		{"exec", "--approve", "once", "--pull", "never", "--shell", "true"},
 	} {
 		_, stderr, code := ccrunIn(t, dir, args...)
-		if code != exitUsage || !strings.Contains(stderr, "options of @docker") || !strings.Contains(stderr, "a call of @shell") {
+		if code != exitUsage || !strings.Contains(stderr, "apply to @docker calls only") || !strings.Contains(stderr, "a @shell call") {
 			t.Errorf("%q: exit %d, %q; want %d, saying the options are @docker's", args, code, stderr, exitUsage)
 		}
 	}

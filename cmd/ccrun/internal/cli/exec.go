@@ -110,6 +110,13 @@ func (f *callFlags) call(args []string, dash int, stdin io.Reader, a *app) (*ccr
 	call := &ccrun.Call{Command: f.shell, Capability: name, Module: f.wasmFile, Image: f.image, Environment: env, Target: target,
 		Args: rest, Env: f.env, Directive: permission.Directive(f.directive),
 		AllowHosts: f.allowHosts}
+	if (f.network != "" || f.pull != "") && (f.shell != "" || f.wasmFile != "") {
+		kind := "@shell"
+		if f.wasmFile != "" {
+			kind = "@wasm"
+		}
+		return nil, usagef("--network and --pull apply to @docker calls only; this is a %s call: drop them", kind)
+	}
 	var err error
 	if call.Options, err = a.dockerOptions(f.network, f.pull); err != nil {
 		return nil, err
