@@ -27,10 +27,10 @@ type doctorReport struct {
 	// Refusals: what the tiers refuse a command's programs (not only the
 	// script's own redirections) is said, read from Landlock's records
 	Refusals workspaceReport `json:"program_refusals"`
-	Docker    DockerReport    `json:"docker"`
-	Engine    EngineReport    `json:"docker_engine"` // where a @docker call runs
-	Cgroup    string          `json:"cgroup"`        // "2", "1", "hybrid" or "none"
-	Missing   []string        `json:"missing"`
+	Docker   DockerReport    `json:"docker"`
+	Engine   EngineReport    `json:"docker_engine"` // where a @docker call runs
+	Cgroup   string          `json:"cgroup"`        // "2", "1", "hybrid" or "none"
+	Missing  []string        `json:"missing"`
 }
 
 type landlockReport struct {
