@@ -229,7 +229,10 @@ func containsFold(s, sub string) bool {
 
 // benchDecision measures one whole decision: parse and key the command,
 // then run the gate's steps (policy, project and session allowlists).
-func benchDecision(b *testing.B, src string) {
+// The policy's project is the working directory (read every decision),
+// or, inProject, the project allowlist's directory, as a Runtime's policy
+// has it.
+func benchDecision(b *testing.B, src string, inProject bool) {
 	p := project(&testing.T{}, `{"allowlist": {"capability:fmt-json": "AlwaysThisProject"}}`)
 	s := allowlist.NewSessionAllowlist()
 	for _, k := range []string{"run_command:make:test", "run_command:go", "run_command:npm:*"} {
@@ -237,7 +240,11 @@ func benchDecision(b *testing.B, src string) {
 			b.Fatal(err)
 		}
 	}
-	pol, err := permission.NewPolicy(permission.PolicyConfig{Layers: []*permission.Settings{{
+	dir := ""
+	if inProject {
+		dir = filepath.Dir(p.Path())
+	}
+	pol, err := permission.NewPolicy(permission.PolicyConfig{ProjectDir: dir, Layers: []*permission.Settings{{
 		Origin: permission.OriginUser, Deny: []keys.Pattern{keys.MustParsePattern("run_command:git:push")},
 	}}})
 	if err != nil {
@@ -255,5 +262,14 @@ func benchDecision(b *testing.B, src string) {
 	}
 }
 
-func BenchmarkDecisionSimple(b *testing.B)   { benchDecision(b, "make test") }
-func BenchmarkDecisionCompound(b *testing.B) { benchDecision(b, "make test && git push origin main") }
+func BenchmarkDecisionSimple(b *testing.B) { benchDecision(b, "make test", false) }
+func BenchmarkDecisionCompound(b *testing.B) {
+	benchDecision(b, "make test && git push origin main", false)
+}
+
+// The same decisions in a policy that knows its project, as a Runtime's
+// does: no getcwd.
+func BenchmarkDecisionSimpleInProject(b *testing.B) { benchDecision(b, "make test", true) }
+func BenchmarkDecisionCompoundInProject(b *testing.B) {
+	benchDecision(b, "make test && git push origin main", true)
+}

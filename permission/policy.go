@@ -327,11 +327,11 @@ func (p *Policy) denyUnsure(in *inside) (rule, why string, ok bool) {
 // have contained it (a recursive read, a file list: asked in trust mode
 // too, since it would run unconfined).
 func (p *Policy) effectiveClass(in *inside) (c Class, ro bool, why string, kernelOnly bool) {
-	if e := in.class; e != nil && e.pol == p {
+	if e := &in.class; e.pol == p {
 		return e.c, e.ro, e.why, e.kernelOnly
 	}
 	c, ro, why, kernelOnly = p.readClass(in)
-	in.class = &effective{pol: p, c: c, ro: ro, why: why, kernelOnly: kernelOnly}
+	in.class = effective{pol: p, c: c, ro: ro, why: why, kernelOnly: kernelOnly}
 	return c, ro, why, kernelOnly
 }
 

@@ -29,7 +29,7 @@ type inside struct {
 	warnDone bool
 	warnings []string
 
-	class *effective // effectiveClass's answer for class.pol
+	class effective // effectiveClass's answer for class.pol (nil: none yet)
 }
 
 // effective is effectiveClass's answer for one policy.

@@ -240,7 +240,8 @@ func (d *dangerScan) recursive(segs []Segment) {
 		if !lit {
 			continue
 		}
-		var args []string
+		var buf [8]string // on the stack: most commands have no more words
+		args := buf[:0]
 		for _, a := range seg.Argv[1:] {
 			args = append(args, a.Val)
 		}

@@ -126,7 +126,7 @@ type Parsed struct {
 }
 
 var (
-	parsers  = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(Variant)) }}
+	parsers  = sync.Pool{New: func() any { return &pooledParser{p: syntax.NewParser(syntax.Variant(Variant))} }}
 	printers = sync.Pool{New: func() any { return syntax.NewPrinter() }}
 )
 
@@ -246,19 +246,28 @@ func shorten(s string) string {
 	return Escape(s)
 }
 
+// pooledParser is a parser and the reader it reads from, reused
+// together.
+type pooledParser struct {
+	p *syntax.Parser
+	r strings.Reader
+}
+
 // parse parses src with a pooled parser. A panic in the parser is an
 // error (the command is then keyed as unparsed), and that parser is not
 // reused.
 func parse(src string) (f *syntax.File, err error) {
-	p := parsers.Get().(*syntax.Parser)
+	pp := parsers.Get().(*pooledParser)
 	defer func() {
 		if r := recover(); r != nil {
 			f, err = nil, fmt.Errorf("parser panicked: %v", r)
 			return
 		}
-		parsers.Put(p)
+		pp.r.Reset("") // the pool holds no command's text
+		parsers.Put(pp)
 	}()
-	return p.Parse(strings.NewReader(src), "")
+	pp.r.Reset(src)
+	return pp.p.Parse(&pp.r, "")
 }
 
 // printNode prints n with a pooled printer, without a final newline. A

@@ -244,16 +244,19 @@ func (c *classifier) callExpr(x *syntax.CallExpr) (string, bool) {
 			}
 		}
 	}
-	var argv []string
+	argv := make([]string, 0, len(x.Args))
 	globs, risky := false, false
 	for i, w := range x.Args {
 		if hasBraces(w) {
 			return "has a brace expansion", false
 		}
-		vals, why, ok := c.expand(w)
-		if !ok {
+		n := len(argv)
+		var why string
+		var ok bool
+		if argv, why, ok = c.expand(argv, w); !ok {
 			return why, false
 		}
+		vals := argv[n:]
 		for _, v := range vals {
 			if hasControl(v) {
 				return "has control characters", false
@@ -272,7 +275,6 @@ func (c *classifier) callExpr(x *syntax.CallExpr) (string, bool) {
 		if i == 0 && len(vals) != 1 {
 			return "the program word is not one word", false
 		}
-		argv = append(argv, vals...)
 	}
 	if risky && !readers[argv[0]].any {
 		return "has a glob that could expand to an option of " + argv[0], false
@@ -289,9 +291,13 @@ func (c *classifier) callExpr(x *syntax.CallExpr) (string, bool) {
 // of it ({}, -I{} and {a} stay one word, themselves).
 func hasBraces(w *syntax.Word) bool {
 	cp, ok := splitBraces(w)
-	if !ok {
-		return false
-	}
+	return ok && manyBraces(cp)
+}
+
+// manyBraces reports whether expand.BracesSeq makes more than one word of
+// cp. (Apart from hasBraces, so that the state of the range over a
+// function, which goes to the heap, is made only for a word with braces.)
+func manyBraces(cp *syntax.Word) bool {
 	n := 0
 	for _, err := range expand.BracesSeq(nil, cp) {
 		if n++; n > 1 || err != nil {
@@ -333,17 +339,18 @@ func positional(p *syntax.ParamExp) string {
 	return ""
 }
 
-// expand returns the words w is when run with the call's positional
-// parameters, or why that cannot be known. A literal word is its value.
-func (c *classifier) expand(w *syntax.Word) ([]string, string, bool) {
+// expand appends to dst the words w is when run with the call's
+// positional parameters, or says why that cannot be known. A literal word
+// is its value.
+func (c *classifier) expand(dst []string, w *syntax.Word) ([]string, string, bool) {
 	if lw := WordOf(w); lw.Lit {
-		return []string{lw.Val}, "", true
+		return append(dst, lw.Val), "", true
 	}
 	// "$@" alone: one word per argument
 	if len(w.Parts) == 1 {
 		if dq, ok := w.Parts[0].(*syntax.DblQuoted); ok && !dq.Dollar && len(dq.Parts) == 1 {
 			if pe, ok := dq.Parts[0].(*syntax.ParamExp); ok && positional(pe) == "@" {
-				return slices.Clone(c.call.Args), "", true
+				return append(dst, c.call.Args...), "", true
 			}
 		}
 	}
@@ -387,14 +394,14 @@ func (c *classifier) expand(w *syntax.Word) ([]string, string, bool) {
 	}
 	for _, p := range w.Parts {
 		if why, ok := part(p, false); !ok {
-			return nil, why, false
+			return dst, why, false
 		}
 	}
 	v := b.String()
 	if unquoted && (v == "" || strings.ContainsAny(v, " \t\n*?[")) {
-		return nil, "an unquoted positional parameter would be split or globbed", false
+		return dst, "an unquoted positional parameter would be split or globbed", false
 	}
-	return []string{v}, "", true
+	return append(dst, v), "", true
 }
 
 // param is the value of a positional parameter.

@@ -24,17 +24,12 @@ func Warnings(f *syntax.File, source string) []string {
 // WarningsWith is Warnings for a caller that has Segments(f) already:
 // segs; nil, and Warnings computes them.
 func WarningsWith(f *syntax.File, source string, segs []Segment) []string {
-	var out []string
-	add := func(s string) {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
+	var notes warnings
 	if f == nil {
 		if mayDrop(source) {
-			add("may drop database objects")
+			notes.add("may drop database objects")
 		}
-		return out
+		return notes
 	}
 	download, shell := false, false
 	if segs == nil {
@@ -45,7 +40,7 @@ func WarningsWith(f *syntax.File, source string, segs []Segment) []string {
 			continue
 		}
 		if w := segmentWarning(seg); w != "" {
-			add(w)
+			notes.add(w)
 		}
 		prog, _ := seg.Program()
 		switch path.Base(prog) {
@@ -57,22 +52,35 @@ func WarningsWith(f *syntax.File, source string, segs []Segment) []string {
 		}
 	}
 	if download && shell {
-		add("may run a downloaded script (curl … | sh)")
+		notes.add("may run a downloaded script (curl … | sh)")
 	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.FuncDecl:
-			if n.Name != nil && calls(n.Body, n.Name.Value) {
-				add("defines a function that calls itself (a fork bomb?)")
-			}
-		case *syntax.Word:
-			if w := WordOf(n); mayDrop(w.Val) {
-				add("may drop database objects")
-			}
+	syntax.Walk(f, notes.node)
+	return notes
+}
+
+// warnings are the notes of WarningsWith, each once.
+type warnings []string
+
+func (ws *warnings) add(s string) {
+	if !slices.Contains(*ws, s) {
+		*ws = append(*ws, s)
+	}
+}
+
+// node adds the notes of one node of the tree: a fork bomb, SQL that
+// drops.
+func (ws *warnings) node(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.FuncDecl:
+		if n.Name != nil && calls(n.Body, n.Name.Value) {
+			ws.add("defines a function that calls itself (a fork bomb?)")
 		}
-		return true
-	})
-	return out
+	case *syntax.Word:
+		if w := WordOf(n); mayDrop(w.Val) {
+			ws.add("may drop database objects")
+		}
+	}
+	return true
 }
 
 // mayDrop reports whether s holds SQL that drops (sqlDrop). Every match
