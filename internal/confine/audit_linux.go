@@ -100,7 +100,7 @@ var (
 // the next call (someone may enable it); a missing capability is not.
 func auditFor(abi int) (*auditor, error) {
 	if abi < 7 {
-		return nil, fmt.Errorf("Landlock's denial records need ABI 7 (Linux 6.15), this kernel has %d", abi)
+		return nil, fmt.Errorf("confine: Landlock's denial records need ABI 7 (Linux 6.15), this kernel has %d", abi)
 	}
 	auditOnce.Lock()
 	defer auditOnce.Unlock()
