@@ -182,6 +182,19 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if _, err := helperFiles(); err != nil {
 		return nil, err
 	}
+	// Whether the programs' refusals can be read is asked of the kernel
+	// (an audit request, a kernel thread for its reply) while the ruleset
+	// comes: a new process's first Prepare waits for the longer of the
+	// two, not for both.
+	var (
+		audit    *auditor
+		auditWhy error
+		asked    = make(chan struct{})
+	)
+	go func() {
+		defer close(asked)
+		audit, auditWhy = auditFor(abi)
+	}()
 	fd, rules, ok := fromServer(p, abi)
 	if !ok {
 		if fd, rules, err = cachedDup(p, abi); err != nil {
@@ -190,7 +203,8 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
 		withSeccomp: withSeccomp && hasSeccomp, network: p.Network, writable: len(p.Writable) > 0}
-	rs.audit, rs.auditWhy = auditFor(abi)
+	<-asked
+	rs.audit, rs.auditWhy = audit, auditWhy
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
 			rs.ruleset.Close()
