@@ -73,6 +73,19 @@ func scoped(abi int) uint64 {
 	return 0
 }
 
+// noLinks reports whether the clean absolute path p names a directory
+// reached with no symbolic link in any component (openat2 with
+// RESOLVE_NO_SYMLINKS); false when it cannot tell.
+func noLinks(p string) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
+
 // Available reports the kernel's Landlock ABI version, or ErrUnavailable
 // when EnvVar is "off", when Landlock is missing or disabled, or when its
 // ABI is below MinABI.
