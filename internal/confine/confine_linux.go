@@ -192,13 +192,16 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := helperFiles(); err != nil {
+	h, err := helperFiles()
+	if err != nil {
 		return nil, err
 	}
-	// Whether the programs' refusals can be read is asked of the kernel
-	// (an audit request, a kernel thread for its reply) while the ruleset
-	// comes: a new process's first Prepare waits for the longer of the
-	// two, not for both.
+	withSeccomp = withSeccomp && hasSeccomp
+	// While the ruleset comes: whether the programs' refusals can be read
+	// is asked of the kernel (an audit request, a kernel thread for its
+	// reply), and the seccomp program the helper reads is made (once a
+	// process), so that a new process's first Prepare waits for the
+	// longer of the two, not for both, and its first Start for neither.
 	var (
 		audit    *auditor
 		auditWhy error
@@ -206,6 +209,9 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	)
 	go func() {
 		defer close(asked)
+		if withSeccomp {
+			_, _ = h.filter(p.Network, len(p.Writable) > 0) // an error is Start's to report
+		}
 		audit, auditWhy = auditFor(abi)
 	}()
 	fd, rules, ok := fromServer(p, abi)
@@ -215,7 +221,7 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		}
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
-		withSeccomp: withSeccomp && hasSeccomp, network: p.Network, writable: len(p.Writable) > 0}
+		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0}
 	<-asked
 	rs.audit, rs.auditWhy = audit, auditWhy
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
