@@ -192,24 +192,27 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := helperFiles()
-	if err != nil {
+	if len(helperBin) == 0 {
+		_, err := helperFiles() // why not
 		return nil, err
 	}
 	withSeccomp = withSeccomp && hasSeccomp
-	// While the ruleset comes: whether the programs' refusals can be read
-	// is asked of the kernel (an audit request, a kernel thread for its
-	// reply), and the seccomp program the helper reads is made (once a
-	// process), so that a new process's first Prepare waits for the
-	// longer of the two, not for both, and its first Start for neither.
+	// While the ruleset comes: the helper and the seccomp program it
+	// reads are sealed in memfds (once a process), and whether the
+	// programs' refusals can be read is asked of the kernel (an audit
+	// request, a kernel thread for its reply), so that a new process's
+	// first Prepare waits for the longer of the two, not for both, and
+	// its first Start for neither.
 	var (
-		audit    *auditor
-		auditWhy error
-		asked    = make(chan struct{})
+		helperErr error
+		audit     *auditor
+		auditWhy  error
+		asked     = make(chan struct{})
 	)
 	go func() {
 		defer close(asked)
-		if withSeccomp {
+		h, err := helperFiles()
+		if helperErr = err; err == nil && withSeccomp {
 			_, _ = h.filter(p.Network, len(p.Writable) > 0) // an error is Start's to report
 		}
 		audit, auditWhy = auditFor(abi)
@@ -217,12 +220,17 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	fd, rules, ok := fromServer(p, abi)
 	if !ok {
 		if fd, rules, err = cachedDup(p, abi); err != nil {
+			<-asked
 			return nil, err
 		}
 	}
+	<-asked
+	if helperErr != nil {
+		unix.Close(fd)
+		return nil, helperErr
+	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
 		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0}
-	<-asked
 	rs.audit, rs.auditWhy = audit, auditWhy
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
