@@ -398,7 +398,14 @@ func programDirs(private []string) []string {
 	return out
 }
 
+// evalOr is the clean absolute path p with its symbolic links resolved,
+// or p when they cannot be. A path in which the kernel meets no link
+// (noLinks: one system call) is its own resolution; EvalSymlinks walks
+// the others a component at a time.
 func evalOr(p string) string {
+	if noLinks(p) {
+		return p
+	}
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
 	}

@@ -73,6 +73,19 @@ func scoped(abi int) uint64 {
 	return 0
 }
 
+// noLinks reports whether the clean absolute path p names a directory
+// reached with no symbolic link in any component (openat2 with
+// RESOLVE_NO_SYMLINKS); false when it cannot tell.
+func noLinks(p string) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
+
 // Available reports the kernel's Landlock ABI version, or ErrUnavailable
 // when EnvVar is "off", when Landlock is missing or disabled, or when its
 // ABI is below MinABI.
@@ -179,18 +192,46 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := helperFiles(); err != nil {
+	if len(helperBin) == 0 {
+		_, err := helperFiles() // why not
 		return nil, err
 	}
+	withSeccomp = withSeccomp && hasSeccomp
+	// While the ruleset comes: the helper and the seccomp program it
+	// reads are sealed in memfds (once a process), and whether the
+	// programs' refusals can be read is asked of the kernel (an audit
+	// request, a kernel thread for its reply), so that a new process's
+	// first Prepare waits for the longer of the two, not for both, and
+	// its first Start for neither.
+	var (
+		helperErr error
+		audit     *auditor
+		auditWhy  error
+		asked     = make(chan struct{})
+	)
+	go func() {
+		defer close(asked)
+		h, err := helperFiles()
+		if helperErr = err; err == nil && withSeccomp {
+			_, _ = h.filter(p.Network, len(p.Writable) > 0) // an error is Start's to report
+		}
+		audit, auditWhy = auditFor(abi)
+	}()
 	fd, rules, ok := fromServer(p, abi)
 	if !ok {
 		if fd, rules, err = cachedDup(p, abi); err != nil {
+			<-asked
 			return nil, err
 		}
 	}
+	<-asked
+	if helperErr != nil {
+		unix.Close(fd)
+		return nil, helperErr
+	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
-		withSeccomp: withSeccomp && hasSeccomp, network: p.Network, writable: len(p.Writable) > 0}
-	rs.audit, rs.auditWhy = auditFor(abi)
+		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0}
+	rs.audit, rs.auditWhy = audit, auditWhy
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
 			rs.ruleset.Close()

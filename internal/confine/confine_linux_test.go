@@ -546,6 +546,33 @@ func TestReadOnlyPolicy(t *testing.T) {
 	}
 }
 
+// TestReadOnlyPathLinks: a $PATH directory that leads into the home
+// through a symbolic link, at its end or in a component on the way, is
+// searched where it really is; one with no link is searched as written.
+func TestReadOnlyPathLinks(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", "")
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	mkdir(t, home+"/tools/bin")
+	mkdir(t, home+"/.local/bin")
+	if err := os.Symlink(home+"/tools/bin", base+"/bin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(home+"/tools", base+"/tools"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{base + "/bin", home + "/tools/bin"},
+		{base + "/tools/bin", home + "/tools/bin"},
+		{home + "/.local/bin", home + "/.local/bin"},
+	} {
+		t.Setenv("PATH", "/usr/bin:"+c.path)
+		if p := ReadOnly(home, base+"/proj"); !slices.Contains(p.Search, c.want) {
+			t.Errorf("PATH %s: Search %q, want %s in it", c.path, p.Search, c.want)
+		}
+	}
+}
+
 // TestHomeByOtherPaths: a home named through a symlink, or with glob
 // characters in its name, is hidden where it really is.
 func TestHomeByOtherPaths(t *testing.T) {

@@ -14,6 +14,9 @@ func Available() (abi int, err error) {
 	return 0, fmt.Errorf("confine: no landlock on %s: %w", runtime.GOOS, ErrUnavailable)
 }
 
+// noLinks reports false: the path is walked by EvalSymlinks.
+func noLinks(string) bool { return false }
+
 // Seccomp reports false: seccomp is Linux's.
 func Seccomp() bool { return false }
 

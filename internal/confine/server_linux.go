@@ -3,11 +3,9 @@
 package confine
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -107,11 +105,11 @@ func ServeMain() int {
 }
 
 // request is what a client asks; reply what the server answers, with the
-// ruleset's fd beside it.
+// ruleset's fd beside it. On the socket each is a frame (wire_linux.go).
 type request struct {
-	ABI    int    `json:"abi"`
-	Exe    exeID  `json:"exe"`
-	Policy Policy `json:"policy"`
+	ABI    int
+	Exe    exeID
+	Policy Policy
 }
 
 // exeID identifies an executable file: a client is served only by a
@@ -141,18 +139,18 @@ func exeNow() (exeID, bool) {
 var startedExe = sync.OnceValues(exeNow)
 
 type reply struct {
-	ABI   int    `json:"abi"`
-	Rules int    `json:"rules"`
-	Where place  `json:"where"`
-	Error string `json:"error,omitempty"`
+	ABI   int
+	Rules int
+	Where place
+	Error string
 }
 
 // place is where a process sees the file system from: paths name the
 // same files for two processes of the same place.
 type place struct {
-	MountNS uint64 `json:"mntns"`
-	RootDev uint64 `json:"rootdev"`
-	RootIno uint64 `json:"rootino"`
+	MountNS uint64
+	RootDev uint64
+	RootIno uint64
 }
 
 func here() (place, error) {
@@ -238,32 +236,38 @@ func Serve(ctx context.Context, socket string, idle time.Duration) error {
 // serveOne answers one request on c.
 func serveOne(c *net.UnixConn, abi int, where place) {
 	_ = c.SetDeadline(time.Now().Add(serverTimeout))
-	line, err := bufio.NewReaderSize(c, 64<<10).ReadSlice('\n')
+	frame, err := readFrame(c)
 	if err != nil {
 		return
 	}
-	var req request
 	rep := reply{ABI: abi, Where: where}
 	fd := -1
-	switch err := json.Unmarshal(line, &req); {
+	switch req, err := decodeRequest(frame); {
 	case err != nil:
 		rep.Error = err.Error()
 	case req.ABI != abi:
 		rep.Error = fmt.Sprintf("landlock ABI %d asked, %d here", req.ABI, abi)
-	case !sameExe(req.Exe):
+	case !servedExe(req.Exe):
 		rep.Error = "another ccrun executable serves here"
 	default:
 		if fd, rep.Rules, err = cachedDup(req.Policy, abi); err != nil {
 			rep.Error = err.Error()
 		}
 	}
-	b, _ := json.Marshal(rep)
 	var oob []byte
 	if fd >= 0 {
 		defer unix.Close(fd)
 		oob = unix.UnixRights(fd)
 	}
-	_, _, _ = c.WriteMsgUnix(append(b, '\n'), oob, nil)
+	_, _, _ = c.WriteMsgUnix(encodeReply(rep), oob, nil)
+}
+
+// servedExe reports whether a client's executable is this server's. That
+// this server's file was not replaced since it started, the accept loop
+// has just checked (sameExe).
+func servedExe(client exeID) bool {
+	started, ok := startedExe()
+	return ok && client == started
 }
 
 // sameExe reports whether a client's executable is this server's, and
@@ -320,12 +324,12 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 	if !ok {
 		return -1, 0, errors.New("confine server: this executable cannot be told")
 	}
-	_ = c.SetDeadline(time.Now().Add(serverTimeout))
-	b, err := json.Marshal(request{ABI: abi, Exe: exe, Policy: p})
+	req, err := encodeRequest(request{ABI: abi, Exe: exe, Policy: p})
 	if err != nil {
 		return -1, 0, err
 	}
-	if _, err := c.Write(append(b, '\n')); err != nil {
+	_ = c.SetDeadline(time.Now().Add(serverTimeout))
+	if _, err := c.Write(req); err != nil {
 		return -1, 0, err
 	}
 	buf := make([]byte, 4<<10)
@@ -343,8 +347,8 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 			unix.Close(f)
 		}
 	}
-	var rep reply
-	if err := json.Unmarshal(buf[:n], &rep); err != nil {
+	rep, err := decodeReply(c, buf[:n])
+	if err != nil {
 		closeAll()
 		return -1, 0, fmt.Errorf("confine server: reply: %w", err)
 	}

@@ -3,7 +3,6 @@
 package confine
 
 import (
-	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -77,10 +76,12 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(request{ABI: abi, Exe: exeID{Ino: 1}, Policy: p})
-	c.Write(append(b, '\n'))
-	var rep reply
-	if err := json.NewDecoder(c).Decode(&rep); err != nil || !strings.Contains(rep.Error, "another ccrun") {
+	b, err := encodeRequest(request{ABI: abi, Exe: exeID{Ino: 1}, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(b)
+	if rep, err := decodeReply(c, nil); err != nil || !strings.Contains(rep.Error, "another ccrun") {
 		t.Errorf("a request of another executable: %+v %v", rep, err)
 	}
 	c.Close()
@@ -100,4 +101,45 @@ func waitFor(t *testing.T, ok func() bool, what string) {
 		}
 	}
 	t.Fatalf("waited 15 s for %s", what)
+}
+
+// TestWire: a request and a reply read back as they were sent; a frame
+// cut short, with a field too many or a count past its end is refused,
+// and so is a path that holds a NUL.
+func TestWire(t *testing.T) {
+	p := Policy{Hide: []string{"/etc/shadow", "/home/u/.ssh"}, Read: []string{"/dev/null"}, Private: []string{"/home/u"},
+		Search: []string{"/home/u/p"}, Writable: []string{"/home/u/p", "/tmp/x"}, Protect: []string{"/home/u/p/.git/config"},
+		Mask: []string{"/home/u/p/.env"}, HideProcesses: true, Network: true}
+	q := request{ABI: 7, Exe: exeID{Dev: 1, Ino: 2, Size: 3, Mtime: -4}, Policy: p}
+	b, err := encodeRequest(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := readFrame(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeRequest(frame)
+	if err != nil || got.ABI != q.ABI || got.Exe != q.Exe || !got.Policy.Equal(p) {
+		t.Errorf("request: got %+v, %v; want %+v", got, err, q)
+	}
+	for _, bad := range [][]byte{frame[:len(frame)-1], append(frame[:len(frame):len(frame)], "1\x00"...), []byte("7\x00")} {
+		if _, err := decodeRequest(bad); err == nil {
+			t.Errorf("decodeRequest(%q): no error", bad)
+		}
+	}
+	huge := []byte("7\x001\x002\x003\x004\x0099999\x00/a\x00")
+	if _, err := decodeRequest(huge); err == nil {
+		t.Errorf("a list longer than the frame: no error")
+	}
+	q.Policy.Hide = []string{"/a\x00/b"}
+	if _, err := encodeRequest(q); err == nil {
+		t.Errorf("a path holding a NUL was encoded")
+	}
+	rep := reply{ABI: 7, Rules: 250, Where: place{1, 2, 3}, Error: "no"}
+	enc := encodeReply(rep)
+	// the reply's first bytes come with its fd, the rest from the socket
+	if got, err := decodeReply(strings.NewReader(string(enc[5:])), enc[:5]); err != nil || got != rep {
+		t.Errorf("reply: got %+v, %v; want %+v", got, err, rep)
+	}
 }

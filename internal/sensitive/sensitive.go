@@ -512,13 +512,15 @@ func Above(rel string) bool {
 	if rel == "" {
 		return false
 	}
-	comps := strings.Split(rel, "/")
+	comps := lower(strings.Split(rel, "/")) // once, not for every row
 	for _, r := range Table() {
 		if r.Abs {
 			continue
 		}
 		for k := 1; k < len(r.Seq) && k <= len(comps); k++ {
-			if (Row{Seq: r.Seq[:k]}).MatchComps(comps[len(comps)-k:]) {
+			// the row's first k components, as compiled with the table
+			prefix := Row{Seq: r.Seq[:k], names: r.names[:min(k, len(r.names))]}
+			if prefix.matchLower(comps[len(comps)-k:]) {
 				return true
 			}
 		}

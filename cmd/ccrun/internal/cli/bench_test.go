@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,4 +227,104 @@ func BenchmarkWorkspace(b *testing.B) {
 	}
 	b.ReportMetric(ms(diff(0, 1)), "true-cost-ms")
 	b.ReportMetric(ms(diff(2, 3)), "make-cost-ms")
+}
+
+// BenchmarkWorkspaceGoBuild measures what the workspace tier costs a build:
+// `ccrun exec --approve once --shell 'go build -o /dev/null .'` of a
+// module of 50 files (one package, 20 functions each) in the tier, with
+// the Go build cache named writable in the user's settings ("shell":
+// {"writable": [CACHE]}), against the same with "shell": {"sandbox":
+// "off"}, side by side in a rotating order. Before each build a file of
+// the package changes, so that every build compiles the package and
+// links (the standard library comes from the cache, warmed first). ratio
+// is the median of tier / off over the iterations (goal: at most 1.03),
+// tier-ms and off-ms the medians of each, and …-cpu-ms the CPU time,
+// children included. Skipped where no go command is found.
+func BenchmarkWorkspaceGoBuild(b *testing.B) {
+	bin, _ := benchPair(b)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go command on PATH")
+	}
+	dir := b.TempDir()
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v: %s", err, out)
+	}
+	files := map[string]string{"go.mod": "module example.com/m\n\ngo 1.22\n"}
+	for i := range 50 {
+		var src strings.Builder
+		src.WriteString("package main\n\n")
+		for j := range 20 {
+			fmt.Fprintf(&src, "func f%d_%d(x int) int {\n\ts := 0\n\tfor k := 0; k < x; k++ {\n\t\ts += k * %d\n\t}\n\treturn s + %d\n}\n\n", i, j, j, i)
+		}
+		if i == 0 {
+			src.WriteString("func main() { println(f0_1(3), v) }\n")
+		}
+		files[fmt.Sprintf("p%d.go", i)] = src.String()
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cache := b.TempDir()
+	settings := map[string]string{
+		"tier": fmt.Sprintf(`{"shell": {"writable": [%q]}}`, cache),
+		"off":  `{"shell": {"sandbox": "off"}}`,
+	}
+	config := map[string]string{}
+	for name, s := range settings {
+		config[name] = b.TempDir()
+		if err := os.MkdirAll(filepath.Join(config[name], "ccrun"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(config[name], "ccrun", "config.json"), []byte(s), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		// no telemetry counters written beside the settings in one
+		// variant and refused in the other
+		tel := exec.Command(goCmd, "telemetry", "off")
+		tel.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config[name])
+		_ = tel.Run()
+	}
+	names := []string{"tier", "off"}
+	build := 0
+	run := func(name string) (wall, cpu time.Duration) {
+		build++
+		if err := os.WriteFile(filepath.Join(dir, "v.go"), fmt.Appendf(nil, "package main\n\nconst v = %d\n", build), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(bin, "exec", "--approve", "once", "--shell", "go build -o /dev/null .")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config[name], "XDG_CACHE_HOME="+cache)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	for _, name := range names {
+		run(name) // the standard library into the cache
+	}
+	wall := map[string][]time.Duration{}
+	cpu := map[string][]time.Duration{}
+	var ratios []float64
+	for i := 0; i < b.N; i++ {
+		got := map[string]time.Duration{}
+		for j := range names {
+			name := names[(i+j)%len(names)]
+			w, c := run(name)
+			got[name] = w
+			wall[name] = append(wall[name], w)
+			cpu[name] = append(cpu[name], c)
+		}
+		ratios = append(ratios, float64(got["tier"])/float64(got["off"]))
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for _, name := range names {
+		b.ReportMetric(ms(median(wall[name])), name+"-ms")
+		b.ReportMetric(ms(median(cpu[name])), name+"-cpu-ms")
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 }
