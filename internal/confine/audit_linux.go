@@ -579,19 +579,5 @@ func (a *auditor) takeAll(starts map[int]uint64) ([]Refusal, error) {
 // take returns, and forgets, what the domains pid made after since were
 // refused since the last take, after a barrier.
 func (a *auditor) take(pid int, since uint64) ([]Refusal, error) {
-	err := a.barrier()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []Refusal
-	for d, n := range a.creator {
-		if n.pid == pid && n.gen > since {
-			out = append(out, a.denials[d]...)
-			delete(a.denials, d)
-		}
-	}
-	if err == nil && a.lost {
-		err = errors.New("some of audit's records were lost (the reading socket overflowed)")
-		a.lost = false
-	}
-	return out, err
+	return a.takeAll(map[int]uint64{pid: since})
 }
