@@ -224,6 +224,11 @@ func newNetWorld(t *testing.T) netWorld {
 	t.Helper()
 	w := newConfineWorld(t)
 	if ns, err := confine.NewNetNS(); err != nil {
+		if os.Getenv("CCRUN_REQUIRE_LANDLOCK") == "1" {
+			// where the kernel layer is required, so is its network
+			// namespace (as root, or in a user namespace of its own)
+			t.Fatalf("no network namespace here: %v", err)
+		}
 		t.Skipf("no network namespace here: %v", err)
 	} else {
 		ns.Close()
