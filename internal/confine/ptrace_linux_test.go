@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		os.Exit(netProbeMain(os.Args[1:]))
 	case os.Getenv(netUserEnv) != "":
 		os.Exit(netUserMain(os.Getenv(netUserEnv)))
+	case os.Getenv(leaveEnv) != "":
+		os.Exit(leaveMain(os.Getenv(leaveEnv)))
 	}
 	// Tests build their own rulesets (some with a lowered search
 	// budget): TestServer turns the server on for itself.
