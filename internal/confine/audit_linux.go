@@ -44,7 +44,6 @@ const (
 	auditGet            = 1000
 	auditSet            = 1001
 	auditUser           = 1005
-	auditUserMsg        = auditUser // as the group sees it
 	auditLandlockAccess = 1423
 	auditLandlockDomain = 1424
 	auditNlgrpReadlog   = 1
@@ -378,7 +377,7 @@ func (a *auditor) read() {
 
 // record takes one record: "audit(SEC.MS:SERIAL): FIELDS".
 func (a *auditor) record(typ uint16, text string) {
-	if typ != auditLandlockAccess && typ != auditLandlockDomain && typ != auditUserMsg {
+	if typ != auditLandlockAccess && typ != auditLandlockDomain && typ != auditUser {
 		return
 	}
 	text = strings.TrimRight(text, "\x00\n")
@@ -392,7 +391,7 @@ func (a *auditor) record(typ uint16, text string) {
 		a.pending, a.event = nil, serial // a denial's domain is named in its own event
 	}
 	switch typ {
-	case auditUserMsg:
+	case auditUser:
 		if !strings.HasPrefix(fields, "pid="+strconv.Itoa(os.Getpid())+" ") {
 			return
 		}

@@ -143,14 +143,14 @@ func TestAuditRecordsHostile(t *testing.T) {
 		"audit(1.1:3): pid=" + me + " uid=0 msg='" + token + " more'",
 		"audit(1.1:4): pid=" + me + " uid=0 msg='x' msg2='" + token + "'x",
 	} {
-		a.record(auditUserMsg, rec)
+		a.record(auditUser, rec)
 		select {
 		case <-ch:
 			t.Fatalf("%q ended the barrier", rec)
 		default:
 		}
 	}
-	a.record(auditUserMsg, "audit(1.1:5): pid="+me+" uid=0 auid=1 ses=1 msg='"+token+"'")
+	a.record(auditUser, "audit(1.1:5): pid="+me+" uid=0 auid=1 ses=1 msg='"+token+"'")
 	select {
 	case <-ch:
 	default:

@@ -376,12 +376,12 @@ func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result
 			if killed > 0 && detail == "" {
 				detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", killed)
 			}
-			// what the workspace tier's binds could not hold: names made
-			// where none existed (nothing of the run is left to make more)
 			r.restRefused(stderr) // what leftovers were refused after their programs ended
 			if m := r.refusals(); m != "" {
 				detail = strings.TrimPrefix(detail+"; "+m, "; ") // each said on stderr as it came
 			}
+			// what the workspace tier's binds could not hold: names made
+			// where none existed (nothing of the run is left to make more)
 			note, problem := s.Confine.sweep()
 			for _, m := range append([]string{note, problem}, r.net.lines()...) {
 				if m != "" {
