@@ -60,13 +60,16 @@ type auditor struct {
 	getMu sync.Mutex
 	seq   atomic.Uint64
 
-	mu       sync.Mutex
-	gen      uint64               // domains named so far
-	creator  map[uint64]named     // domain -> the pid that made it
-	denials  map[uint64][]Refusal // domain -> what it was refused, not yet taken
-	order    []uint64             // the domains, oldest first: at most maxDomains kept
-	event    string               // the serial of the records in pending
-	pending  []pendingDenial      // denials of a domain not yet named in this event
+	mu      sync.Mutex
+	gen     uint64               // domains named so far
+	creator map[uint64]named     // domain -> the pid that made it
+	denials map[uint64][]Refusal // domain -> what it was refused, not yet taken
+	order   []uint64             // the domains, oldest first: at most maxDomains kept
+	// pending are denials of a domain not yet named, each with its
+	// event's serial: a domain is named in the event of its first
+	// denial, and another event's records may come between the two
+	// (programs on other CPUs); the oldest go first past maxPending
+	pending  []pendingDenial
 	barriers map[string]chan struct{}
 	lost     bool // the group's buffer overflowed: something may be missing
 	broken   error
@@ -79,12 +82,14 @@ type named struct {
 }
 
 type pendingDenial struct {
+	serial string // "audit(SEC.MS:SERIAL": its event
 	domain uint64
 	r      Refusal
 }
 
 const (
 	maxDomains = 1024
+	maxPending = 64
 	maxPerRun  = 20
 )
 
@@ -387,9 +392,6 @@ func (a *auditor) record(typ uint16, text string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if serial != a.event {
-		a.pending, a.event = nil, serial // a denial's domain is named in its own event
-	}
 	switch typ {
 	case auditUser:
 		if !strings.HasPrefix(fields, "pid="+strconv.Itoa(os.Getpid())+" ") {
@@ -423,7 +425,7 @@ func (a *auditor) record(typ uint16, text string) {
 		a.creator[d] = named{pid, a.gen}
 		rest := a.pending[:0]
 		for _, p := range a.pending {
-			if p.domain == d {
+			if p.domain == d && p.serial == serial {
 				a.add(d, p.r)
 			} else {
 				rest = append(rest, p)
@@ -442,8 +444,11 @@ func (a *auditor) record(typ uint16, text string) {
 		}
 		if _, known := a.creator[d]; known {
 			a.add(d, r)
-		} else if len(a.pending) < 64 {
-			a.pending = append(a.pending, pendingDenial{d, r})
+		} else {
+			if len(a.pending) >= maxPending {
+				a.pending = append(a.pending[:0], a.pending[1:]...)
+			}
+			a.pending = append(a.pending, pendingDenial{serial, d, r})
 		}
 	}
 }

@@ -185,3 +185,20 @@ func TestAuditRecordsHostile(t *testing.T) {
 		t.Errorf("after the mark: %v, want only the later domain's", mine)
 	}
 }
+
+// TestAuditRecordsInterleaved: a denial and the naming of its domain
+// are one event, but another event's records (another program's, on
+// another CPU) may come between them: the denial is still the domain's.
+func TestAuditRecordsInterleaved(t *testing.T) {
+	a := &auditor{creator: map[uint64]named{}, denials: map[uint64][]Refusal{}, barriers: map[string]chan struct{}{}}
+	a.record(auditLandlockAccess, `audit(2.1:40): domain=123 blockers=fs.read_file path="/secret"`)
+	a.record(auditLandlockAccess, `audit(2.1:41): domain=456 blockers=fs.write_file path="/other"`)
+	a.record(auditUser, `audit(2.1:42): pid=1 uid=0 msg='x'`)
+	a.record(auditLandlockDomain, `audit(2.1:40): domain=123 status=allocated mode=enforcing pid=88 uid=0 exe="/x" comm="x"`)
+	a.mu.Lock()
+	got := a.denials[0x123]
+	a.mu.Unlock()
+	if len(got) != 1 || got[0].String() != "read /secret" {
+		t.Errorf("domain 123: %v, want its denial of event 40", got)
+	}
+}
