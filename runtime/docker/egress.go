@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -119,7 +120,12 @@ func (e *Executor) RunBehind(ctx context.Context, s Spec, eg Egress) (*job.Resul
 	b := &behind{relay: r.id, env: eg.Env("127.0.0.1:" + relayPort)}
 	res, err := e.Run(context.WithValue(ctx, behindKey{}, b), s)
 	if link != "" {
-		_ = os.Remove(link)
+		if rmErr := os.Remove(link); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			// the call's proxy would stay reachable through it: this
+			// relay serves no other call
+			e.dropRelay(r)
+			return res, err
+		}
 	}
 	e.putRelay(r, b.id)
 	return res, err

@@ -289,8 +289,9 @@ func (e *Executor) startRelay(ctx context.Context, s Spec, src, target, sock str
 		SecurityOpt: []string{"no-new-privileges"}, AutoRemove: true, LogConfig: container.LogConfig{Type: "none"},
 		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"},
 		DNS:     []string{unreachableDNS},
-		// The relay is PID 1 of its container (no init): a reset kills
-		// every other process there.
+		// The relay is PID 1 of its container (no init, whatever the
+		// engine's default): a reset kills every other process there.
+		Init:      new(bool),
 		Resources: container.Resources{Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids},
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: path, Target: relayPath, ReadOnly: true},
