@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ccrun/ccrun/internal/ctr"
@@ -118,7 +120,8 @@ func dockerAuths(sec *corev1.Secret) ([]registryAuth, error) {
 		return nil, newError(ErrInvalidArgument, nil, "type %q: want %s (kubectl create secret docker-registry)", sec.Type, corev1.SecretTypeDockerConfigJson)
 	}
 	var out []registryAuth
-	for key, a := range auths {
+	for _, key := range slices.Sorted(maps.Keys(auths)) { // in one order, call after call
+		a := auths[key]
 		c := authn.AuthConfig{Username: a.Username, Password: a.Password, IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}
 		if c.Username == "" && c.Password == "" && a.Auth != "" {
 			b, err := base64.StdEncoding.DecodeString(a.Auth)
@@ -159,13 +162,14 @@ func hubHost(h string) string {
 type secretKeychain []registryAuth
 
 // Resolve is the credentials of the most specific entry for r (the
-// longest path prefix of its repository; of equal ones the first), else
-// anonymous (the next keychain's turn).
+// longest path prefix of its repository; of equal ones an exact host
+// before a wildcard, then the first), else anonymous (the next
+// keychain's turn).
 func (kc secretKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	host := hubHost(strings.ToLower(r.RegistryStr()))
 	repo := strings.TrimPrefix(r.String(), r.RegistryStr())
 	repo = strings.Trim(repo, "/")
-	best, bestLen := -1, -1
+	best, bestLen, bestExact := -1, -1, false
 	for i, a := range kc {
 		if !hostMatch(a.host, host) {
 			continue
@@ -173,8 +177,9 @@ func (kc secretKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) 
 		if a.path != "" && repo != a.path && !strings.HasPrefix(repo, a.path+"/") {
 			continue
 		}
-		if len(a.path) > bestLen {
-			best, bestLen = i, len(a.path)
+		exact := a.host == host
+		if len(a.path) > bestLen || len(a.path) == bestLen && exact && !bestExact {
+			best, bestLen, bestExact = i, len(a.path), exact
 		}
 	}
 	if best < 0 {

@@ -280,3 +280,30 @@ func TestSecretKeychain(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretKeychainTie: of two entries as specific as each other, an
+// exact host is taken before a wildcard, in either order.
+func TestSecretKeychainTie(t *testing.T) {
+	r, err := name.ParseReference("reg.example.com/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keys := range [][]string{{"*.example.com", "reg.example.com"}, {"reg.example.com", "*.example.com"}} {
+		kc := secretKeychain{}
+		for _, k := range keys {
+			host, path := authKey(k)
+			kc = append(kc, registryAuth{host: host, path: path, cfg: authn.AuthConfig{Username: k}})
+		}
+		a, err := kc.Resolve(r.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := a.Authorization()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Username != "reg.example.com" {
+			t.Errorf("%q: entry %q, want the exact host's", keys, c.Username)
+		}
+	}
+}
