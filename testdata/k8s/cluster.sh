@@ -254,7 +254,22 @@ wait_for() { # what seconds command...
 		if "$@" >/dev/null 2>&1; then return 0; fi
 		sleep 0.2
 	done
-	die "$what did not come up within ${secs}s (logs in $ST/logs)"
+	diagnose
+	die "$what did not come up within ${secs}s (logs in $ST/logs, their ends above)"
+}
+
+# diagnose prints, for a wait that ran out, what the cluster says of
+# itself and the end of each daemon's log: CI keeps only the output.
+diagnose() {
+	local f
+	log "what the cluster says of itself:"
+	$KUBECTL get nodes -o wide 2>&1 | sed 's/^/  /' >&2 || true
+	$KUBECTL get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{range .status.conditions[*]}{"  "}{.type}={.status} {.reason}: {.message}{"\n"}{end}{end}' 2>&1 | sed 's/^/  /' >&2 || true
+	for f in "$ST"/logs/*.log; do
+		[[ -f $f ]] || continue
+		log "the end of $(basename "$f"):"
+		tail -n 15 "$f" | cut -c1-400 | sed 's/^/  /' >&2
+	done
 }
 
 start_etcd() {
