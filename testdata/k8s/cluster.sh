@@ -258,6 +258,30 @@ wait_for() { # what seconds command...
 	die "$what did not come up within ${secs}s (logs in $ST/logs, their ends above)"
 }
 
+# wait_nodes SECS: every node Ready within SECS. A kubelet that exited
+# (a start-up error: it does not retry) is started again, once, with the
+# end of its log said, so that one bad start does not fail the cluster.
+wait_nodes() {
+	local secs=$1 i n restarted=()
+	for n in $(seq 1 $((secs * 2))); do
+		if [[ $($KUBECTL get nodes --no-headers 2>/dev/null | grep -cw Ready) == "$NODES" ]]; then return 0; fi
+		for i in $(seq 1 "$NODES"); do
+			running "kubelet-$i" && continue
+			if [[ " ${restarted[*]} " == *" $i "* ]]; then
+				diagnose
+				die "the kubelet of node $i exited twice (logs in $ST/logs, their ends above)"
+			fi
+			log "the kubelet of node $i exited; the end of its log, then starting it again:"
+			tail -n 15 "$ST/logs/kubelet-$i.log" | cut -c1-400 | sed 's/^/  /' >&2
+			restarted+=("$i")
+			start_kubelet "$i"
+		done
+		sleep 0.5
+	done
+	diagnose
+	die "$NODES ready nodes did not come up within ${secs}s (logs in $ST/logs, their ends above)"
+}
+
 # diagnose prints, for a wait that ran out, what the cluster says of
 # itself and the end of each daemon's log: CI keeps only the output.
 diagnose() {
@@ -539,7 +563,7 @@ up() {
 	local images=($PAUSE)
 	if docker image inspect ccrun-test:busybox >/dev/null 2>&1; then images+=(ccrun-test:busybox); fi
 	load "${images[@]}"
-	wait_for "$NODES ready nodes" 120 bash -c "[[ \$($KUBECTL get nodes --no-headers 2>/dev/null | grep -cw Ready) == $NODES ]]"
+	wait_nodes 240
 	# The nodes report their images in their status within seconds: the
 	# tests resolve tags through it.
 	wait_for "the nodes to report their images" 60 bash -c "[[ \$($KUBECTL get nodes -o jsonpath='{.items[*].status.images[*].names}' | grep -o '${images[-1]//./\\.}' | wc -l) -ge $NODES ]]"
