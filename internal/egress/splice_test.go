@@ -1,0 +1,170 @@
+package egress
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// payload is n bytes of a stream seeded by seed.
+func payload(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
+	return b
+}
+
+// TestTunnelRelay: a tunnel carries 16 MiB each way at once, byte for
+// byte, the client's first bytes sent with its CONNECT request (before
+// the answer: they wait in the proxy's reader), each side's end passed on
+// as a half-close; for a client on TCP and on a unix socket.
+func TestTunnelRelay(t *testing.T) {
+	t.Parallel()
+	const size = 16 << 20
+	up, down := payload(1, size), payload(2, size)
+	ul, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ul.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				go func() {
+					c.Write(down)
+					c.(*net.TCPConn).CloseWrite()
+				}()
+				b, _ := io.ReadAll(c)
+				got <- b
+			}()
+		}
+	}()
+	port := portOf(t, ul.Addr().String())
+	pol := Policy{Allow: []string{hostPort("allowed.test", port)}, AllowInternal: true}
+	_, tcpAddr := startProxy(t, pol, WithResolver(newResolver("allowed.test")))
+	p, err := New(pol, WithResolver(newResolver("allowed.test")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	for _, tc := range []struct{ network, addr string }{{"tcp", tcpAddr}, {"unix", sock}} {
+		t.Run(tc.network, func(t *testing.T) {
+			c, err := net.DialTimeout(tc.network, tc.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			sent := make(chan error, 1)
+			go func() {
+				req := connectReq(hostPort("allowed.test", port))
+				_, err := c.Write(append([]byte(req), up[:1000]...))
+				if err == nil {
+					_, err = c.Write(up[1000:])
+				}
+				if err == nil {
+					err = c.(interface{ CloseWrite() error }).CloseWrite()
+				}
+				sent <- err
+			}()
+			b, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			const ok = "HTTP/1.1 200 Connection established\r\n\r\n"
+			if !bytes.HasPrefix(b, []byte(ok)) || !bytes.Equal(b[len(ok):], down) {
+				t.Errorf("the client got %d bytes, not the answer and the upstream's %d", len(b), size)
+			}
+			if b := <-got; !bytes.Equal(b, up) {
+				t.Errorf("the upstream got %d bytes, not the client's %d", len(b), size)
+			}
+		})
+	}
+}
+
+// TestSpliceData: between two sockets, TCP or unix, spliceData moves
+// everything in the kernel, and each move counts for the idle timeout of
+// both connections.
+func TestSpliceData(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("splice(2) is Linux's")
+	}
+	t.Parallel()
+	p, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	pair := func(network string) (net.Conn, net.Conn) {
+		addr := "127.0.0.1:0"
+		if network == "unix" {
+			addr = filepath.Join(t.TempDir(), "s")
+		}
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		a, err := net.Dial(network, l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}
+	data := payload(3, 4<<20)
+	for _, from := range []string{"tcp", "unix"} {
+		for _, to := range []string{"tcp", "unix"} {
+			t.Run(from+" to "+to, func(t *testing.T) {
+				in, src := pair(from)
+				dst, out := pair(to)
+				s, d := p.track(src, false), p.track(dst, false)
+				s.last.Store(-1)
+				d.last.Store(-1)
+				go func() {
+					in.Write(data)
+					in.Close()
+				}()
+				res := make(chan []byte, 1)
+				go func() {
+					b, _ := io.ReadAll(out)
+					res <- b
+				}()
+				handled, err := spliceData(d, s)
+				if !handled || err != nil {
+					t.Fatalf("spliceData: handled %v, %v", handled, err)
+				}
+				d.closeWrite()
+				if b := <-res; !bytes.Equal(b, data) {
+					t.Errorf("got %d bytes, not the %d sent", len(b), len(data))
+				}
+				if s.last.Load() < 0 || d.last.Load() < 0 {
+					t.Errorf("a connection's last move was not noted: %d, %d", s.last.Load(), d.last.Load())
+				}
+			})
+		}
+	}
+}
