@@ -3,4 +3,4 @@
 package egress
 
 // spliceData splices nowhere but on Linux: the caller copies.
-func spliceData(dst, src *conn) (handled bool, err error) { return false, nil }
+func spliceData(dst, src *conn) (ok bool, err error) { return false, nil }

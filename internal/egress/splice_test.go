@@ -153,9 +153,9 @@ func TestSpliceData(t *testing.T) {
 					b, _ := io.ReadAll(out)
 					res <- b
 				}()
-				handled, err := spliceData(d, s)
-				if !handled || err != nil {
-					t.Fatalf("spliceData: handled %v, %v", handled, err)
+				ok, err := spliceData(d, s)
+				if !ok || err != nil {
+					t.Fatalf("spliceData: ok %v, %v", ok, err)
 				}
 				d.closeWrite()
 				if b := <-res; !bytes.Equal(b, data) {

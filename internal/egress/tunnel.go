@@ -66,7 +66,7 @@ func relay(dst, src *conn, br *bufio.Reader) {
 		}
 		src.prefix = nil
 	}
-	if handled, _ := spliceData(dst, src); !handled {
+	if ok, _ := spliceData(dst, src); !ok {
 		copyData(dst, src)
 	}
 }
