@@ -161,13 +161,17 @@ func rawConn(c *conn) (syscall.RawConn, bool) {
 	case *net.TCPConn:
 		sc = nc
 	case *net.UnixConn:
-		if nc.LocalAddr().Network() != "unix" {
-			return nil, false
-		}
 		sc = nc
 	default:
 		return nil, false
 	}
 	rc, err := sc.SyscallConn()
-	return rc, err == nil
+	if err != nil {
+		return nil, false
+	}
+	typ, serr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { typ, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TYPE) }); err != nil || serr != nil {
+		return nil, false
+	}
+	return rc, typ == unix.SOCK_STREAM
 }

@@ -168,3 +168,53 @@ func TestSpliceData(t *testing.T) {
 		}
 	}
 }
+
+// TestSpliceNotStream: a unix socket of datagrams or of packets is not
+// spliced (their messages' bounds would be lost): the caller copies.
+func TestSpliceNotStream(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("splice(2) is Linux's")
+	}
+	t.Parallel()
+	p, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	pl, err := net.Listen("unixpacket", filepath.Join(dir, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	pc, err := net.Dial("unixpacket", pl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	gc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(dir, "g"), Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	stream := p.track(tc, false)
+	for _, nc := range []net.Conn{pc, gc} {
+		c := p.track(nc, false)
+		if ok, err := spliceData(stream, c); ok || err != nil {
+			t.Errorf("%T from: ok %v, %v; want false, nil", nc, ok, err)
+		}
+		if ok, err := spliceData(c, stream); ok || err != nil {
+			t.Errorf("%T to: ok %v, %v; want false, nil", nc, ok, err)
+		}
+	}
+}
