@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,6 +230,24 @@ func listenProxy(t testing.TB, pol Policy, opts ...Option) (p *Proxy, addr strin
 	done = make(chan error, 1)
 	go func() { done <- p.Serve(l) }()
 	return p, l.Addr().String(), done
+}
+
+// unixProxy serves a Proxy on a unix socket until the test ends, and
+// returns the socket's path.
+func unixProxy(t testing.TB, pol Policy, opts ...Option) string {
+	t.Helper()
+	p, err := New(pol, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	return sock
 }
 
 // startProxy is listenProxy, the Proxy closed at the end of the test.

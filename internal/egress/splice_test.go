@@ -52,17 +52,7 @@ func TestTunnelRelay(t *testing.T) {
 	port := portOf(t, ul.Addr().String())
 	pol := Policy{Allow: []string{hostPort("allowed.test", port)}, AllowInternal: true}
 	_, tcpAddr := startProxy(t, pol, WithResolver(newResolver("allowed.test")))
-	p, err := New(pol, WithResolver(newResolver("allowed.test")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	sock := filepath.Join(t.TempDir(), "egress.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(l)
+	sock := unixProxy(t, pol, WithResolver(newResolver("allowed.test")))
 	for _, tc := range []struct{ network, addr string }{{"tcp", tcpAddr}, {"unix", sock}} {
 		t.Run(tc.network, func(t *testing.T) {
 			c, err := net.DialTimeout(tc.network, tc.addr, 5*time.Second)
@@ -105,15 +95,8 @@ func TestTunnelRelay(t *testing.T) {
 // everything in the kernel, and each move counts for the idle timeout of
 // both connections.
 func TestSpliceData(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("splice(2) is Linux's")
-	}
 	t.Parallel()
-	p, err := New(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := spliceProxy(t)
 	pair := func(network string) (net.Conn, net.Conn) {
 		addr := "127.0.0.1:0"
 		if network == "unix" {
@@ -172,15 +155,8 @@ func TestSpliceData(t *testing.T) {
 // TestSpliceNotStream: a unix socket of datagrams or of packets is not
 // spliced (their messages' bounds would be lost): the caller copies.
 func TestSpliceNotStream(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("splice(2) is Linux's")
-	}
 	t.Parallel()
-	p, err := New(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := spliceProxy(t)
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -217,4 +193,19 @@ func TestSpliceNotStream(t *testing.T) {
 			t.Errorf("%T to: ok %v, %v; want false, nil", nc, ok, err)
 		}
 	}
+}
+
+// spliceProxy is a Proxy for the test to track connections of, closed at
+// its end; the test is skipped where there is no splice(2).
+func spliceProxy(t *testing.T) *Proxy {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("splice(2) is Linux's")
+	}
+	p, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
