@@ -40,11 +40,14 @@ func TestTunnelRelay(t *testing.T) {
 			}
 			go func() {
 				defer c.Close()
+				wrote := make(chan struct{})
 				go func() {
+					defer close(wrote)
 					c.Write(down)
 					c.(*net.TCPConn).CloseWrite()
 				}()
 				b, _ := io.ReadAll(c)
+				<-wrote
 				got <- b
 			}()
 		}
