@@ -2,11 +2,13 @@ package egress
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -211,4 +213,53 @@ func spliceProxy(t *testing.T) *Proxy {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// TestCloseMidSplice: Close ends a tunnel whose bytes are on their way in
+// both directions, with the client reading none of them and the upstream
+// none of what it is sent: Close returns, and the client's connection
+// ends.
+func TestCloseMidSplice(t *testing.T) {
+	t.Parallel()
+	ul, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ul.Close() })
+	block := payload(4, 1<<20)
+	go func() {
+		c, err := ul.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			if _, err := c.Write(block); err != nil {
+				return
+			}
+		}
+	}()
+	port := portOf(t, ul.Addr().String())
+	p, addr, done := listenProxy(t, Policy{Allow: []string{hostPort("allowed.test", port)}, AllowInternal: true}, WithResolver(newResolver("allowed.test")))
+	st, c, br := rawRequest(t, addr, connectReq(hostPort("allowed.test", port)))
+	if st != 200 {
+		t.Fatalf("CONNECT: got %d", st)
+	}
+	go func() {
+		for {
+			if _, err := c.Write(block); err != nil {
+				return
+			}
+		}
+	}()
+	if _, err := io.ReadFull(br, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err) // the tunnel carries bytes
+	}
+	p.Close()
+	if err := <-done; err != ErrClosed {
+		t.Errorf("Serve: got %v, want ErrClosed", err)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("the client's connection: %v, want its end", err)
+	}
 }
