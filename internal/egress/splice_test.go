@@ -102,33 +102,12 @@ func TestTunnelRelay(t *testing.T) {
 func TestSpliceData(t *testing.T) {
 	t.Parallel()
 	p := spliceProxy(t)
-	pair := func(network string) (net.Conn, net.Conn) {
-		addr := "127.0.0.1:0"
-		if network == "unix" {
-			addr = filepath.Join(t.TempDir(), "s")
-		}
-		l, err := net.Listen(network, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		a, err := net.Dial(network, l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close(); b.Close() })
-		return a, b
-	}
 	data := payload(3, 4<<20)
 	for _, from := range []string{"tcp", "unix"} {
 		for _, to := range []string{"tcp", "unix"} {
 			t.Run(from+" to "+to, func(t *testing.T) {
-				in, src := pair(from)
-				dst, out := pair(to)
+				in, src := connPair(t, from)
+				dst, out := connPair(t, to)
 				s, d := p.track(src, false), p.track(dst, false)
 				s.last.Store(-1)
 				d.last.Store(-1)
@@ -162,28 +141,9 @@ func TestSpliceData(t *testing.T) {
 func TestSpliceNotStream(t *testing.T) {
 	t.Parallel()
 	p := spliceProxy(t)
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	tc, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	pl, err := net.Listen("unixpacket", filepath.Join(dir, "p"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
-	pc, err := net.Dial("unixpacket", pl.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	gc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(dir, "g"), Net: "unixgram"})
+	tc, _ := connPair(t, "tcp")
+	pc, _ := connPair(t, "unixpacket")
+	gc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(t.TempDir(), "g"), Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +222,30 @@ func TestCloseMidSplice(t *testing.T) {
 	if _, err := io.Copy(io.Discard, br); err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("the client's connection: %v, want its end", err)
 	}
+}
+
+// connPair is the two ends of a connection of network ("tcp", "unix",
+// "unixpacket"), on loopback or in the test's directory, closed at the
+// end of the test.
+func connPair(t *testing.T, network string) (net.Conn, net.Conn) {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network != "tcp" {
+		addr = filepath.Join(t.TempDir(), "s")
+	}
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a, err := net.Dial(network, l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
 }
