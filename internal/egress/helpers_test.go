@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,11 +219,17 @@ func portOf(t testing.TB, addr string) uint16 {
 // listenProxy serves a Proxy on 127.0.0.1; done has what Serve returned.
 func listenProxy(t testing.TB, pol Policy, opts ...Option) (p *Proxy, addr string, done chan error) {
 	t.Helper()
+	return listenOn(t, "tcp", "127.0.0.1:0", pol, opts...)
+}
+
+// listenOn is listenProxy on network's address.
+func listenOn(t testing.TB, network, address string, pol Policy, opts ...Option) (p *Proxy, addr string, done chan error) {
+	t.Helper()
 	p, err := New(pol, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen(network, address)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +241,20 @@ func listenProxy(t testing.TB, pol Policy, opts ...Option) (p *Proxy, addr strin
 // startProxy is listenProxy, the Proxy closed at the end of the test.
 func startProxy(t testing.TB, pol Policy, opts ...Option) (*Proxy, string) {
 	t.Helper()
-	p, addr, done := listenProxy(t, pol, opts...)
+	return startOn(t, "tcp", "127.0.0.1:0", pol, opts...)
+}
+
+// unixProxy is startProxy on a unix socket; it returns the socket's path.
+func unixProxy(t testing.TB, pol Policy, opts ...Option) string {
+	t.Helper()
+	_, sock := startOn(t, "unix", filepath.Join(t.TempDir(), "egress.sock"), pol, opts...)
+	return sock
+}
+
+// startOn is listenOn, the Proxy closed at the end of the test.
+func startOn(t testing.TB, network, address string, pol Policy, opts ...Option) (*Proxy, string) {
+	t.Helper()
+	p, addr, done := listenOn(t, network, address, pol, opts...)
 	t.Cleanup(func() {
 		p.Close()
 		if err := <-done; err != ErrClosed {

@@ -783,17 +783,7 @@ func TestAsk(t *testing.T) {
 func TestUnixSocket(t *testing.T) {
 	t.Parallel()
 	s := newServers(t)
-	p, err := New(Policy{Allow: []string{hostPort("allowed.test", s.tlsPort)}, AllowInternal: true}, WithResolver(newResolver("allowed.test")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(t.TempDir(), "egress.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(l)
-	t.Cleanup(func() { p.Close() })
+	sock := unixProxy(t, Policy{Allow: []string{hostPort("allowed.test", s.tlsPort)}, AllowInternal: true}, WithResolver(newResolver("allowed.test")))
 	tr := &http.Transport{
 		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "egress"}),
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -42,12 +42,33 @@ func (p *Proxy) tunnel(c *conn, br *bufio.Reader, up *conn, host string, port ui
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyData(up, br)
-		up.closeWrite()
+		relay(up, c, br)
 	}()
-	copyData(c, up)
-	c.closeWrite()
+	relay(c, up, nil)
 	<-done
+}
+
+// relay sends what br holds of src (br may be nil), then the rest of src,
+// to dst until src's end, then shuts dst's write side. Between two sockets
+// the rest moves in the kernel (spliceData), else through a buffer.
+func relay(dst, src *conn, br *bufio.Reader) {
+	defer dst.closeWrite()
+	if br != nil && br.Buffered() > 0 {
+		b, _ := br.Peek(br.Buffered())
+		if _, err := dst.Write(b); err != nil {
+			return
+		}
+		br.Discard(len(b))
+	}
+	if len(src.prefix) > 0 {
+		if _, err := dst.Write(src.prefix); err != nil {
+			return
+		}
+		src.prefix = nil
+	}
+	if ok, _ := spliceData(dst, src); !ok {
+		copyData(dst, src)
+	}
 }
 
 // recordTypeHandshake begins a TLS handshake record.
