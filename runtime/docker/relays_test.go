@@ -426,17 +426,9 @@ func TestBehindRelayWaitsForRun(t *testing.T) {
 // run gets a relay of its own, bound to the socket, reaches its proxy
 // through it, and the relay is removed after the run.
 func TestBehindOtherFS(t *testing.T) {
-	var tmp, shm syscall.Stat_t
-	if syscall.Stat(os.TempDir(), &tmp) != nil || syscall.Stat("/dev/shm", &shm) != nil || tmp.Dev == shm.Dev {
-		t.Skip("no /dev/shm on another file system than " + os.TempDir())
-	}
 	e := executor(t)
+	dir := otherFS(t)
 	port := egresstest.Server(t)
-	dir, err := os.MkdirTemp("/dev/shm", "ccrun-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	lo := netip.MustParseAddr("127.0.0.1")
 	p, err := egress.New(egress.Policy{Allow: []string{fmt.Sprintf("a.test:%d", port)}, AllowInternal: true}, egress.WithResolver(names{"a.test": lo}))
 	if err != nil {
@@ -470,4 +462,33 @@ func TestBehindOtherFS(t *testing.T) {
 			t.Errorf("relay %s left after the run", c.ID)
 		}
 	}
+}
+
+// otherFS is a new directory on another file system than the temporary
+// directory: under /dev/shm where that is one, else a tmpfs of its own
+// (as root); the test is skipped only where neither can be had.
+func otherFS(t *testing.T) string {
+	t.Helper()
+	var tmp, shm syscall.Stat_t
+	if syscall.Stat(os.TempDir(), &tmp) != nil {
+		t.Fatal("no temporary directory")
+	}
+	if syscall.Stat("/dev/shm", &shm) == nil && shm.Dev != tmp.Dev {
+		dir, err := os.MkdirTemp("/dev/shm", "ccrun-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "ccrun-test-fs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m,mode=0755"); err != nil {
+		t.Skipf("no /dev/shm on another file system than %s, and no tmpfs of the test's own: %v", os.TempDir(), err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
 }
