@@ -250,7 +250,7 @@ func (wp *warmPool) wasClaimed(name string) bool {
 // time in this process: one asked for while another runs runs after it,
 // so that no claim's deficit waits for the next claim.
 func (e *Executor) refill(wp *warmPool) {
-	if e.bg.Err() != nil {
+	if e.closing.Load() || e.bg.Err() != nil {
 		return
 	}
 	wp.mu.Lock()
