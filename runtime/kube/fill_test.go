@@ -156,6 +156,21 @@ func TestFillSurge(t *testing.T) {
 	}
 }
 
+// TestFillNoSurgeWhenReady: with half of the pool ready or more, claims
+// add no pod past the size.
+func TestFillNoSurgeWhenReady(t *testing.T) {
+	e, wp, ps := poolExecutor(t, 4, 2, 0) // 2 of 4 ready
+	for i := range 3 {
+		wp.noteClaimed("ccrun-warm-gone" + string(rune('a'+i)))
+	}
+	if err := e.fill(context.Background(), wp); err != nil {
+		t.Fatal(err)
+	}
+	if created, _ := ps.seen(); len(created) != 2 {
+		t.Errorf("created %d pods, want the 2 the size lacks", len(created))
+	}
+}
+
 // TestFillTrims: with no claim in the surge's window, fill deletes the
 // pods past the pool's size that this Executor made, each only if it is
 // still as the cache showed it (the precondition): never another

@@ -51,10 +51,10 @@ type poolConfig struct {
 // call with Spec.Pool claims one of its template's warm pods (its image,
 // memory and CPU limits, network, user and working directory), runs its
 // program there, and the pod ends with it; each claim starts a refill in
-// the background. While calls claim pods, the pool creates up to size
-// more, as many as were claimed in the time a pod takes to start, so
-// that size stay ready, and it shrinks back to size when the claims
-// stop. An Executor holds an attach session to each warm pod it
+// the background. While calls claim pods faster than they start (fewer
+// than half ready), the pool creates up to size more, as many as were
+// claimed in the time a pod takes to start, and it shrinks back to size
+// when the claims stop. An Executor holds an attach session to each warm pod it
 // made, so that its own calls need no stream set up; a pod another process
 // made is attached to when claimed.
 func WithPool(size int) Option {
@@ -321,10 +321,10 @@ func (wp *warmPool) recentClaims(now time.Time) int {
 }
 
 // fill deletes the warm pods of wp that can serve no one (failed, ended)
-// and creates, all at once, as many as the pool lacks: its size, plus as
-// many as this Executor claimed in the time a pod takes to start (the
-// surge, at most pool.surge), so that size stay ready while calls claim
-// them. It counts from the cache, plus the pods this Executor created that
+// and creates, all at once, as many as the pool lacks: its size, plus,
+// when fewer than half of it are ready, as many as this Executor claimed
+// in the time a pod takes to start (the surge, at most pool.surge), so
+// that pods stay ready while calls claim them faster than one starts. It counts from the cache, plus the pods this Executor created that
 // the cache does not show yet, minus those it claimed that the cache still
 // shows warm. With no claim in that time, it deletes the warm pods this
 // Executor made past the size, none that was claimed meanwhile (the
@@ -339,7 +339,7 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 	wp.mu.Lock()
 	now := time.Now()
 	seen := map[string]bool{}
-	live := 0
+	live, readyNow := 0, 0
 	for _, p := range pc.template(wp.t.key) {
 		seen[p.Name] = true
 		if p.Labels[LabelPool] != poolWarm || p.DeletionTimestamp != nil {
@@ -353,6 +353,9 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 			continue
 		}
 		live++
+		if ready(p) {
+			readyNow++
+		}
 		if _, mine := e.made.Load(p.Name); mine {
 			v := victim{p.Name, p.ResourceVersion}
 			if ready(p) && e.connected(p.Name) {
@@ -377,7 +380,11 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 		}
 	}
 	recent := wp.recentClaims(now)
-	target := e.pool.size + min(recent, e.pool.surge)
+	target := e.pool.size
+	if readyNow < (e.pool.size+1)/2 {
+		// Fewer than half ready: the claims outrun the pods' start.
+		target += min(recent, e.pool.surge)
+	}
 	var pods []*corev1.Pod
 	for ; live < target; live++ {
 		p := e.warmPod(wp)
@@ -671,8 +678,9 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		return nil, false, nil
 	}
 	wp := e.warmPool(s, lim)
+	// After the call: a pod starting on the nodes meanwhile would slow it.
+	defer e.refill(wp)
 	p, ok, err := e.claim(ctx, wp)
-	e.refill(wp) // at once: the pod claimed, or the pool found short
 	if err != nil || !ok {
 		return nil, false, err
 	}
