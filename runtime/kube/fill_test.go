@@ -180,6 +180,7 @@ func TestFillTrims(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
 		// 5 listed, 3 of them mine, a pool of 2: 3 past the size, all mine.
 		e, wp, ps := poolExecutor(t, 2, 5, 3)
+		wp.surplus = 3 // a surge made them
 		claimedMeanwhile := ps.listed[0].Name
 		ps.rv[claimedMeanwhile] = "2" // a claim relabelled it after the cache saw it
 		if err := e.fill(context.Background(), wp); err != nil {
@@ -207,8 +208,20 @@ func TestFillTrims(t *testing.T) {
 			t.Error("a pod being trimmed is still claimable in this process")
 		}
 	})
+	t.Run("no surge", func(t *testing.T) {
+		// Past the size because two processes filled the pool at once:
+		// no surge of this one's made them, none is deleted.
+		e, wp, ps := poolExecutor(t, 2, 5, 3)
+		if err := e.fill(context.Background(), wp); err != nil {
+			t.Fatal(err)
+		}
+		if _, deletes := ps.seen(); len(deletes) != 0 {
+			t.Errorf("deleted %v, no surge's", deletes)
+		}
+	})
 	t.Run("claims recent", func(t *testing.T) {
 		e, wp, ps := poolExecutor(t, 2, 5, 3)
+		wp.surplus = 3
 		wp.noteClaimed("ccrun-warm-elsewhere")
 		if err := e.fill(context.Background(), wp); err != nil {
 			t.Fatal(err)
@@ -219,6 +232,7 @@ func TestFillTrims(t *testing.T) {
 	})
 	t.Run("none mine", func(t *testing.T) {
 		e, wp, ps := poolExecutor(t, 2, 5, 0)
+		wp.surplus = 3
 		if err := e.fill(context.Background(), wp); err != nil {
 			t.Fatal(err)
 		}

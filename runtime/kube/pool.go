@@ -103,6 +103,7 @@ type warmPool struct {
 	claimed map[string]time.Time
 	claims  []time.Time   // this Executor's recent claims, oldest first (surge)
 	start   time.Duration // how long its pods take to be servable, averaged (0: none yet)
+	surplus int           // pods the surge made past the size, at most (what a trim may delete)
 	filling bool          // a refill runs
 	again   bool          // and another was asked for
 	trimmer *time.Timer   // a refill when the surge is over
@@ -327,8 +328,10 @@ func (wp *warmPool) recentClaims(now time.Time) int {
 // that pods stay ready while calls claim them faster than one starts. It counts from the cache, plus the pods this Executor created that
 // the cache does not show yet, minus those it claimed that the cache still
 // shows warm. With no claim in that time, it deletes the warm pods this
-// Executor made past the size, none that was claimed meanwhile (the
-// delete's precondition is the resourceVersion it saw warm).
+// Executor made past the size, as many as its surge made at most (two
+// processes that filled one pool at once trim nothing), none that was
+// claimed meanwhile (the delete's precondition is the resourceVersion it
+// saw warm).
 func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 	pc, err := e.warmCache(ctx)
 	if err != nil {
@@ -390,13 +393,18 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 		p := e.warmPod(wp)
 		wp.created[p.Name] = now // counted by a fill meanwhile
 		pods = append(pods, p)
+		if live >= e.pool.size {
+			wp.surplus++
+		}
 	}
-	// Trimmed: past the size, with no claim in the window.
-	n := live - e.pool.size
-	if recent > 0 || n < 0 {
-		n = 0
+	// Trimmed: past the size, with no claim in the window, what the surge
+	// made (not what other processes' fills made at the same time).
+	n := 0
+	if recent == 0 {
+		n = min(live-e.pool.size, wp.surplus)
+		wp.surplus = 0
 	}
-	extra = extra[:min(n, len(extra))]
+	extra = extra[:max(0, min(n, len(extra)))]
 	for _, v := range extra {
 		wp.claimed[v.name] = now // neither claimed nor counted meanwhile
 	}
