@@ -208,38 +208,31 @@ func TestFillTrims(t *testing.T) {
 			t.Error("a pod being trimmed is still claimable in this process")
 		}
 	})
-	t.Run("no surge", func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		mine, surplus int
+		claim         bool
+	}{
 		// Past the size because two processes filled the pool at once:
-		// no surge of this one's made them, none is deleted.
-		e, wp, ps := poolExecutor(t, 2, 5, 3)
-		if err := e.fill(context.Background(), wp); err != nil {
-			t.Fatal(err)
-		}
-		if _, deletes := ps.seen(); len(deletes) != 0 {
-			t.Errorf("deleted %v, no surge's", deletes)
-		}
-	})
-	t.Run("claims recent", func(t *testing.T) {
-		e, wp, ps := poolExecutor(t, 2, 5, 3)
-		wp.surplus = 3
-		wp.noteClaimed("ccrun-warm-elsewhere")
-		if err := e.fill(context.Background(), wp); err != nil {
-			t.Fatal(err)
-		}
-		if _, deletes := ps.seen(); len(deletes) != 0 {
-			t.Errorf("deleted %v while calls claim pods", deletes)
-		}
-	})
-	t.Run("none mine", func(t *testing.T) {
-		e, wp, ps := poolExecutor(t, 2, 5, 0)
-		wp.surplus = 3
-		if err := e.fill(context.Background(), wp); err != nil {
-			t.Fatal(err)
-		}
-		if _, deletes := ps.seen(); len(deletes) != 0 {
-			t.Errorf("deleted %v: other processes' pods", deletes)
-		}
-	})
+		// no surge of this one's made them.
+		{name: "no surge", mine: 3},
+		{name: "claims recent", mine: 3, surplus: 3, claim: true},
+		{name: "none mine", surplus: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, wp, ps := poolExecutor(t, 2, 5, tc.mine)
+			wp.surplus = tc.surplus
+			if tc.claim {
+				wp.noteClaimed("ccrun-warm-elsewhere")
+			}
+			if err := e.fill(context.Background(), wp); err != nil {
+				t.Fatal(err)
+			}
+			if _, deletes := ps.seen(); len(deletes) != 0 {
+				t.Errorf("deleted %v", deletes)
+			}
+		})
+	}
 }
 
 func (e *Executor) isMine(name string) bool { _, ok := e.made.Load(name); return ok }
