@@ -128,10 +128,11 @@ type Executor struct {
 	setup   bool   // the helpers ConfigMap and the NetworkPolicy exist
 	arch    string // the architecture of the pods (nodeArch), set with setup
 
-	bg     context.Context
-	stop   context.CancelFunc
-	bgWork sync.WaitGroup
-	pools  sync.Map // template key -> *warmPool
+	bg      context.Context
+	stop    context.CancelFunc
+	bgWork  sync.WaitGroup
+	closing atomic.Bool // Close was called
+	pools   sync.Map    // template key -> *warmPool
 
 	cacheMu sync.Mutex
 	pods    *podCache // the warm pods of the namespace (started by the first pooled call)
@@ -337,6 +338,7 @@ func (e *Executor) Namespace() string { return e.namespace }
 // used pods) at most 3 s, then cancels what is left; warm pods stay for the
 // next process (DrainPool removes them). Run must not be called after.
 func (e *Executor) Close() error {
+	e.closing.Store(true) // no refill starts any more
 	ctr.WaitAtMost(&e.bgWork, 3*time.Second)
 	e.stop()
 	return nil

@@ -42,7 +42,8 @@ const (
 
 // poolConfig is the warm pool's configuration (WithPool).
 type poolConfig struct {
-	size int
+	size  int
+	surge int // at most this many pods besides size while calls claim them (size)
 }
 
 // WithPool sets how many warm pods each template keeps ready (default 0:
@@ -50,7 +51,10 @@ type poolConfig struct {
 // call with Spec.Pool claims one of its template's warm pods (its image,
 // memory and CPU limits, network, user and working directory), runs its
 // program there, and the pod ends with it; each claim starts a refill in
-// the background. An Executor holds an attach session to each warm pod it
+// the background. While calls claim pods faster than they start (fewer
+// than half ready), the pool creates up to size more, as many as were
+// claimed in the time a pod takes to start, and it shrinks back to size
+// when the claims stop. An Executor holds an attach session to each warm pod it
 // made, so that its own calls need no stream set up; a pod another process
 // made is attached to when claimed.
 func WithPool(size int) Option {
@@ -58,7 +62,7 @@ func WithPool(size int) Option {
 		if size < 0 {
 			return newError(ErrInvalidArgument, nil, "kube: pool size %d: want 0 or more", size)
 		}
-		e.pool.size = size
+		e.pool.size, e.pool.surge = size, size
 		return nil
 	}
 }
@@ -87,16 +91,22 @@ func newTemplate(s Spec, lim job.Limits, arch string, pullSecrets []string) *tem
 	return &template{key: hex.EncodeToString(sum[:8]), spec: t, lim: lim, arch: arch}
 }
 
-// warmPool is the pool of one template in this process: it refills one
-// pod set at a time.
+// warmPool is the pool of one template in this process: one refill of it
+// runs at a time (another asked for meanwhile runs after it), creating its
+// pods at once.
 type warmPool struct {
-	t         *template
-	refilling atomic.Bool
-	mu        sync.Mutex
+	t  *template
+	mu sync.Mutex
 	// What this Executor did that the cache may not show yet: pods it
-	// created and pods it claimed, with when.
+	// created (or is creating) and pods it claimed or trimmed, with when.
 	created map[string]time.Time
 	claimed map[string]time.Time
+	claims  []time.Time   // this Executor's recent claims, oldest first (surge)
+	start   time.Duration // how long its pods take to be servable, averaged (0: none yet)
+	surplus int           // pods the surge made past the size, at most (what a trim may delete)
+	filling bool          // a refill runs
+	again   bool          // and another was asked for
+	trimmer *time.Timer   // a refill when the surge is over
 }
 
 func (e *Executor) warmPool(s Spec, lim job.Limits) *warmPool {
@@ -223,7 +233,9 @@ func (e *Executor) claim(ctx context.Context, wp *warmPool) (*corev1.Pod, bool, 
 
 func (wp *warmPool) noteClaimed(name string) {
 	wp.mu.Lock()
-	wp.claimed[name] = time.Now()
+	now := time.Now()
+	wp.claimed[name] = now
+	wp.claims = append(wp.claims, now)
 	delete(wp.created, name) // claimed: it fills the pool no more
 	wp.mu.Unlock()
 }
@@ -235,36 +247,102 @@ func (wp *warmPool) wasClaimed(name string) bool {
 	return ok
 }
 
-// refill tops wp up to the pool size in the background, one refill of a
-// template at a time in this process.
+// refill tops wp up in the background, one refill of a template at a
+// time in this process: one asked for while another runs runs after it,
+// so that no claim's deficit waits for the next claim.
 func (e *Executor) refill(wp *warmPool) {
-	if !wp.refilling.CompareAndSwap(false, true) {
+	if e.closing.Load() || e.bg.Err() != nil {
 		return
 	}
+	wp.mu.Lock()
+	if wp.filling {
+		wp.again = true
+		wp.mu.Unlock()
+		return
+	}
+	wp.filling = true
+	wp.mu.Unlock()
 	e.bgWork.Add(1)
 	go func() {
 		defer e.bgWork.Done()
-		defer wp.refilling.Store(false)
-		_ = e.fill(e.bg, wp)
+		for {
+			_ = e.fill(e.bg, wp)
+			wp.mu.Lock()
+			if !wp.again || e.bg.Err() != nil {
+				wp.filling, wp.again = false, false
+				wp.mu.Unlock()
+				return
+			}
+			wp.again = false
+			wp.mu.Unlock()
+		}
 	}()
 }
 
 // notedFor is how long fill trusts its own notes over the cache.
 const notedFor = time.Minute
 
+// Bounds of the surge's window: claims within it are pods on their way.
+const (
+	surgeMinWindow = time.Second
+	surgeMaxWindow = 10 * time.Second
+	// createsAtOnce bounds the pods one refill creates at once.
+	createsAtOnce = 8
+)
+
+// surgeWindow is how far back claims count for the surge: one and a half
+// times a pod's start, as measured (the warm pods' variance), within
+// bounds. wp.mu held.
+func (wp *warmPool) surgeWindow() time.Duration {
+	return min(max(wp.start*3/2, surgeMinWindow), surgeMaxWindow)
+}
+
+// noteStart averages how long a pod of wp took to be servable. wp.mu not
+// held.
+func (wp *warmPool) noteStart(d time.Duration) {
+	wp.mu.Lock()
+	if wp.start == 0 {
+		wp.start = d
+	} else {
+		wp.start += (d - wp.start) / 4
+	}
+	wp.mu.Unlock()
+}
+
+// recentClaims forgets the claims older than the surge's window and says
+// how many are left. wp.mu held.
+func (wp *warmPool) recentClaims(now time.Time) int {
+	w := wp.surgeWindow()
+	i := 0
+	for i < len(wp.claims) && now.Sub(wp.claims[i]) > w {
+		i++
+	}
+	wp.claims = wp.claims[i:]
+	return len(wp.claims)
+}
+
 // fill deletes the warm pods of wp that can serve no one (failed, ended)
-// and creates as many as the pool lacks. It counts from the cache, plus
-// the pods this Executor created that the cache does not show yet, minus
-// those it claimed that the cache still shows warm.
+// and creates, all at once, as many as the pool lacks: its size, plus,
+// when fewer than half of it are ready, as many as this Executor claimed
+// in the time a pod takes to start (the surge, at most pool.surge), so
+// that pods stay ready while calls claim them faster than one starts. It counts from the cache, plus the pods this Executor created that
+// the cache does not show yet, minus those it claimed that the cache still
+// shows warm. With no claim in that time, it deletes the warm pods this
+// Executor made past the size, as many as its surge made at most (two
+// processes that filled one pool at once trim nothing), none that was
+// claimed meanwhile (the delete's precondition is the resourceVersion it
+// saw warm).
 func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 	pc, err := e.warmCache(ctx)
 	if err != nil {
 		return err
 	}
+	type victim struct{ name, rv string }
+	var gone, extra []victim // failed; beyond the size (this Executor's)
 	wp.mu.Lock()
-	defer wp.mu.Unlock()
+	now := time.Now()
 	seen := map[string]bool{}
-	live := 0
+	live, readyNow := 0, 0
 	for _, p := range pc.template(wp.t.key) {
 		seen[p.Name] = true
 		if p.Labels[LabelPool] != poolWarm || p.DeletionTimestamp != nil {
@@ -274,12 +352,22 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 			continue
 		}
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || failed(p) != nil {
-			e.deletePod(ctx, p.Name)
+			gone = append(gone, victim{p.Name, p.ResourceVersion})
 			continue
 		}
 		live++
+		if ready(p) {
+			readyNow++
+		}
+		if _, mine := e.made.Load(p.Name); mine {
+			v := victim{p.Name, p.ResourceVersion}
+			if ready(p) && e.connected(p.Name) {
+				extra = append(extra, v) // the servable last
+			} else {
+				extra = append([]victim{v}, extra...)
+			}
+		}
 	}
-	now := time.Now()
 	for name, t := range wp.created {
 		_, claimed := wp.claimed[name]
 		switch {
@@ -294,17 +382,86 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 			delete(wp.claimed, name)
 		}
 	}
-	for ; live < e.pool.size; live++ {
-		name, err := e.createWarm(ctx, wp)
-		if err != nil {
-			return err
-		}
-		wp.created[name] = now
+	recent := wp.recentClaims(now)
+	target := e.pool.size
+	if readyNow < (e.pool.size+1)/2 {
+		// Fewer than half ready: the claims outrun the pods' start.
+		target += min(recent, e.pool.surge)
 	}
-	return nil
+	var pods []*corev1.Pod
+	for ; live < target; live++ {
+		p := e.warmPod(wp)
+		wp.created[p.Name] = now // counted by a fill meanwhile
+		pods = append(pods, p)
+		if live >= e.pool.size {
+			wp.surplus++
+		}
+	}
+	// Trimmed: past the size, with no claim in the window, what the surge
+	// made (not what other processes' fills made at the same time).
+	n := 0
+	if recent == 0 {
+		n = min(live-e.pool.size, wp.surplus)
+		wp.surplus = 0
+	}
+	extra = extra[:max(0, min(n, len(extra)))]
+	for _, v := range extra {
+		wp.claimed[v.name] = now // neither claimed nor counted meanwhile
+	}
+	if recent > 0 && e.pool.surge > 0 {
+		// The surge ends a window after the last claim: look again then.
+		if wp.trimmer != nil {
+			wp.trimmer.Stop()
+		}
+		wp.trimmer = time.AfterFunc(wp.surgeWindow()+100*time.Millisecond, func() { e.refill(wp) })
+	}
+	wp.mu.Unlock()
+
+	for _, v := range gone {
+		e.deletePod(ctx, v.name)
+	}
+	for _, v := range extra {
+		e.deleteWarm(ctx, v.name, v.rv)
+	}
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, createsAtOnce)
+	for _, p := range pods {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := e.createWarm(ctx, p); err != nil {
+				wp.mu.Lock()
+				delete(wp.created, p.Name)
+				wp.mu.Unlock()
+				errMu.Lock()
+				first = cmp.Or(first, err)
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
-func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error) {
+// deleteWarm deletes the warm pod name if it is still as the cache showed
+// it (resourceVersion rv): not if a claim relabelled it since.
+func (e *Executor) deleteWarm(ctx context.Context, name, rv string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	_ = e.api.Pods(e.namespace).Delete(dctx, name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr(int64(0)),
+		Preconditions:      &metav1.Preconditions{ResourceVersion: &rv},
+	})
+}
+
+// warmPod is a new warm pod of wp, not created yet.
+func (e *Executor) warmPod(wp *warmPool) *corev1.Pod {
 	labels := e.labels(wp.t.spec.Network)
 	labels[LabelTemplate] = wp.t.key
 	labels[LabelPool] = poolWarm
@@ -313,15 +470,20 @@ func (e *Executor) createWarm(ctx context.Context, wp *warmPool) (string, error)
 	lim.Timeout = warmTTL - startMargin
 	pod := wp.t.spec.pod(lim, podOptions{name: name, labels: labels, helpers: helpersName(), arch: wp.t.arch, program: []string{oncePath}, stdin: true, stdinKept: true, mountMax: e.mountMax, pullSecrets: e.pullSecretRefs()})
 	pod.Annotations = map[string]string{AnnotationExpires: time.Now().Add(warmTTL).UTC().Format(time.RFC3339)}
-	e.made.Store(name, true)
+	return pod
+}
+
+// createWarm creates the warm pod (warmPod).
+func (e *Executor) createWarm(ctx context.Context, pod *corev1.Pod) error {
+	e.made.Store(pod.Name, time.Now())
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if _, err := e.api.Pods(e.namespace).Create(cctx, pod, metav1.CreateOptions{}); err != nil {
-		e.made.Delete(name)
-		return "", classify(e.server, "create warm pod", err)
+		e.made.Delete(pod.Name)
+		return classify(e.server, "create warm pod", err)
 	}
 	e.warmMade.Add(1)
-	return name, nil
+	return nil
 }
 
 // DrainPool deletes every warm pod (claimed or not) of ccrun in the
@@ -421,7 +583,8 @@ func (e *Executor) warmChanged(obj any) {
 	if !ok || p.Labels[LabelPool] != poolWarm || !ready(p) {
 		return
 	}
-	if _, mine := e.made.Load(p.Name); !mine {
+	made, mine := e.made.Load(p.Name)
+	if !mine {
 		return
 	}
 	if _, loaded := e.conns.LoadOrStore(p.Name, (*warmConn)(nil)); loaded {
@@ -429,6 +592,17 @@ func (e *Executor) warmChanged(obj any) {
 	}
 	c := e.connect(e.bg, p.Name)
 	e.conns.Store(p.Name, c)
+	if v, ok := e.pools.Load(p.Labels[LabelTemplate]); ok {
+		go func() {
+			// How long the pod took from its create to servable: the
+			// surge's window.
+			select {
+			case <-c.connected:
+				v.(*warmPool).noteStart(time.Since(made.(time.Time)))
+			case <-c.done:
+			}
+		}()
+	}
 	go func() {
 		<-c.done
 		e.conns.CompareAndDelete(p.Name, c)
@@ -512,6 +686,7 @@ func (e *Executor) runPooled(ctx context.Context, s Spec, lim job.Limits, begin 
 		return nil, false, nil
 	}
 	wp := e.warmPool(s, lim)
+	// After the call: a pod starting on the nodes meanwhile would slow it.
 	defer e.refill(wp)
 	p, ok, err := e.claim(ctx, wp)
 	if err != nil || !ok {

@@ -47,7 +47,7 @@ func TestPullSecretsOnPods(t *testing.T) {
 	if p := <-pods; !slices.Equal(p.Spec.ImagePullSecrets, want) {
 		t.Errorf("cold pod: imagePullSecrets %v, want %v", p.Spec.ImagePullSecrets, want)
 	}
-	if _, err := e.createWarm(context.Background(), e.warmPool(s, s.Limits.WithDefaults())); !errors.Is(err, ctr.ErrRefused) {
+	if err := e.createWarm(context.Background(), e.warmPod(e.warmPool(s, s.Limits.WithDefaults()))); !errors.Is(err, ctr.ErrRefused) {
 		t.Fatalf("createWarm = %v, want the test's refusal", err)
 	}
 	if p := <-pods; !slices.Equal(p.Spec.ImagePullSecrets, want) || p.Labels[LabelPool] != poolWarm {
