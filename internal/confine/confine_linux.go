@@ -11,8 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -165,6 +167,11 @@ type Ruleset struct {
 
 	mu     sync.RWMutex
 	closed bool
+	// unbound is the Policy rs was prepared from, Protect and Mask aside,
+	// which Bind compares; used is set by the first Start or Open, after
+	// which Bind refuses
+	unbound Policy
+	used    atomic.Bool
 
 	opener     sync.Once
 	openerErr  error
@@ -230,7 +237,7 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		return nil, helperErr
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
-		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0}
+		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0, unbound: p.Unbound()}
 	rs.audit, rs.auditWhy = audit, auditWhy
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
@@ -239,6 +246,44 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		}
 	}
 	return rs, nil
+}
+
+// Bind makes rs bind p's Protect and Mask for every program it starts,
+// and for the files it opens, as a Ruleset prepared from p would: the
+// Landlock ruleset holds neither (Policy.Unbound), so a ruleset prepared
+// from p.Unbound() beforehand, beside the search that finds them, is p's
+// once bound. It replaces what rs bound before. It fails with
+// ErrInvalidPolicy when p is not the policy rs was prepared from, Protect
+// and Mask aside, and once rs has started a program or opened a file (or
+// after Close, with ErrClosed): what runs is never bound twice over.
+func (rs *Ruleset) Bind(p Policy) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case rs.closed:
+		return fmt.Errorf("confine: bind: %w", ErrClosed)
+	case rs.used.Load():
+		return fmt.Errorf("confine: bind: the ruleset has started a program or opened a file: %w", ErrInvalidPolicy)
+	case !p.Unbound().Equal(rs.unbound):
+		return fmt.Errorf("confine: bind: not the policy the ruleset was prepared from: %w", ErrInvalidPolicy)
+	}
+	for _, x := range append(slices.Clip(p.Protect), p.Mask...) {
+		if !filepath.IsAbs(x) {
+			return fmt.Errorf("confine: bind %q: not absolute: %w", x, ErrInvalidPolicy)
+		}
+	}
+	var mounts *os.File
+	if len(p.Protect) > 0 || len(p.Mask) > 0 {
+		var err error
+		if mounts, err = mountList(p); err != nil {
+			return err
+		}
+	}
+	if rs.mounts != nil {
+		rs.mounts.Close()
+	}
+	rs.mounts = mounts
+	return nil
 }
 
 // mountList is the helper's list of mounts for p's Mask and Protect (see
@@ -392,6 +437,7 @@ func (rs *Ruleset) Start(cmd *exec.Cmd) error {
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
+	rs.used.Store(true)
 	return startHelper(cmd, rs, nil, nil)
 }
 
@@ -448,6 +494,7 @@ func (rs *Ruleset) do(f func()) (bool, error) {
 		rs.mu.RUnlock()
 		return false, nil
 	}
+	rs.used.Store(true)
 	if err := rs.startOpener(); err != nil {
 		rs.mu.RUnlock()
 		return false, err
