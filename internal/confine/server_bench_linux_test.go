@@ -2,18 +2,35 @@ package confine
 
 import (
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
+// benchRuntimeDir is the runtime directory of BenchmarkServerRoundTrip's
+// server, the same for every run in the process.
+var benchRuntimeDir = func() func(b *testing.B) string {
+	var once sync.Once
+	var dir string
+	return func(b *testing.B) string {
+		once.Do(func() {
+			var err error
+			if dir, err = os.MkdirTemp("", "ccrun-bench-"); err != nil {
+				b.Fatal(err)
+			}
+		})
+		return dir
+	}
+}()
+
 // BenchmarkServerRoundTrip: one ruleset from a running confinement
 // server (the workspace tier's, as a one-call ccrun asks for it).
 func BenchmarkServerRoundTrip(b *testing.B) {
 	needLandlockB(b)
 	b.Setenv(ServerEnv, "")
-	b.Setenv("XDG_RUNTIME_DIR", b.TempDir())
+	b.Setenv("XDG_RUNTIME_DIR", benchRuntimeDir(b)) // one server a process: startServer starts one
 	b.Setenv(ServerIdleEnv, "30s")
 	exe, err := os.Executable()
 	if err != nil {

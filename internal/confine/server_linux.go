@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -307,17 +308,38 @@ func fromServer(p Policy, abi int) (fd, rules int, ok bool) {
 	return fd, rules, true
 }
 
+// askServer asks the server at socket for the ruleset of p. The exchange
+// is made with blocking system calls on a socket of its own, bounded by
+// the socket's timeouts (SO_SNDTIMEO bounds the connect too): a one-call
+// ccrun whose first socket this is would otherwise start Go's network
+// poller for it, a good part of the round trip.
 func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 	if err := usersock.CheckDir(filepath.Dir(socket)); err != nil {
 		return -1, 0, err
 	}
-	nc, err := net.DialTimeout("unix", socket, dialTimeout)
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, 0, err
 	}
-	c := nc.(*net.UnixConn)
-	defer c.Close()
-	if peer, err := usersock.PeerUID(c); err != nil || peer != os.Getuid() {
+	defer unix.Close(s)
+	timeout := func(d time.Duration) error {
+		tv := unix.NsecToTimeval(d.Nanoseconds())
+		if err := unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return err
+		}
+		return unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err := timeout(dialTimeout); err != nil {
+		return -1, 0, err
+	}
+	if err := ignoringEINTR(func() error { return unix.Connect(s, &unix.SockaddrUnix{Name: socket}) }); err != nil {
+		return -1, 0, &os.SyscallError{Syscall: "connect", Err: err}
+	}
+	if cred, err := unix.GetsockoptUcred(s, unix.SOL_SOCKET, unix.SO_PEERCRED); err != nil || int(cred.Uid) != os.Getuid() {
+		peer := -1
+		if err == nil {
+			peer = int(cred.Uid)
+		}
 		return -1, 0, fmt.Errorf("confine server: peer uid %d (%v): %w", peer, err, usersock.ErrUnsafe)
 	}
 	exe, ok := startedExe()
@@ -328,15 +350,22 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 	if err != nil {
 		return -1, 0, err
 	}
-	_ = c.SetDeadline(time.Now().Add(serverTimeout))
+	if err := timeout(serverTimeout); err != nil {
+		return -1, 0, err
+	}
+	c := sockConn(s)
 	if _, err := c.Write(req); err != nil {
 		return -1, 0, err
 	}
 	buf := make([]byte, 4<<10)
 	oob := make([]byte, unix.CmsgSpace(4*4))
-	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	var n, oobn int
+	err = ignoringEINTR(func() (err error) {
+		n, oobn, _, _, err = unix.Recvmsg(s, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return err
+	})
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, &os.SyscallError{Syscall: "recvmsg", Err: err}
 	}
 	fds, err := receivedFds(oob[:oobn])
 	if err != nil {
@@ -367,6 +396,44 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 		return -1, 0, err
 	}
 	return fds[0], rep.Rules, nil
+}
+
+// sockConn reads and writes a blocking socket (askServer's).
+type sockConn int
+
+func (c sockConn) Read(b []byte) (int, error) {
+	var n int
+	err := ignoringEINTR(func() (err error) { n, err = unix.Read(int(c), b); return err })
+	switch {
+	case err != nil:
+		return 0, &os.SyscallError{Syscall: "read", Err: err}
+	case n == 0 && len(b) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c sockConn) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		var n int
+		err := ignoringEINTR(func() (err error) { n, err = unix.Write(int(c), b[done:]); return err })
+		if err != nil {
+			return done, &os.SyscallError{Syscall: "write", Err: err}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// ignoringEINTR calls f again while it fails with EINTR (a signal Go's
+// runtime sent the thread).
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // receivedFds returns the fds of a message's SCM_RIGHTS, close-on-exec.
