@@ -208,13 +208,16 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	// reads are sealed in memfds (once a process), and whether the
 	// programs' refusals can be read is asked of the kernel (an audit
 	// request, a kernel thread for its reply), so that a new process's
-	// first Prepare waits for the longer of the two, not for both, and
-	// its first Start for neither.
+	// first Prepare waits for the longest of the three, not for all, and
+	// its first Start for none; a server that found audit disabled says
+	// so with the ruleset, and the kernel's answer is then not waited
+	// for (serverAudit).
 	var (
 		helperErr error
 		audit     *auditor
 		auditWhy  error
 		asked     = make(chan struct{})
+		audited   = make(chan struct{})
 	)
 	go func() {
 		defer close(asked)
@@ -222,9 +225,12 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		if helperErr = err; err == nil && withSeccomp {
 			_, _ = h.filter(p.Network, len(p.Writable) > 0) // an error is Start's to report
 		}
+	}()
+	go func() {
+		defer close(audited)
 		audit, auditWhy = auditFor(abi)
 	}()
-	fd, rules, ok := fromServer(p, abi)
+	fd, rules, auditOff, ok := fromServer(p, abi)
 	if !ok {
 		if fd, rules, err = cachedDup(p, abi); err != nil {
 			<-asked
@@ -238,7 +244,12 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
 		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0, unbound: p.Unbound()}
-	rs.audit, rs.auditWhy = audit, auditWhy
+	if auditOff && abi >= 7 {
+		rs.auditWhy = errDisabled // the kernel's answer comes to auditFor's state, for a later Prepare
+	} else {
+		<-audited
+		rs.audit, rs.auditWhy = audit, auditWhy
+	}
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
 			rs.ruleset.Close()

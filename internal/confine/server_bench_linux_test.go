@@ -44,7 +44,7 @@ func BenchmarkServerRoundTrip(b *testing.B) {
 	fromServer(p, abi) // starts it
 	sock := ServerSocket()
 	for i := 0; ; i++ {
-		fd, _, err := askServer(sock, p, abi)
+		fd, _, _, err := askServer(sock, p, abi)
 		if err == nil {
 			unix.Close(fd)
 			break
@@ -55,7 +55,7 @@ func BenchmarkServerRoundTrip(b *testing.B) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for b.Loop() {
-		fd, _, err := askServer(sock, p, abi)
+		fd, _, _, err := askServer(sock, p, abi)
 		if err != nil {
 			b.Fatal(err)
 		}
