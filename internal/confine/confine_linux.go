@@ -204,20 +204,16 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		return nil, err
 	}
 	withSeccomp = withSeccomp && hasSeccomp
-	// While the ruleset comes: the helper and the seccomp program it
-	// reads are sealed in memfds (once a process), and whether the
-	// programs' refusals can be read is asked of the kernel (an audit
-	// request, a kernel thread for its reply), so that a new process's
-	// first Prepare waits for the longest of the three, not for all, and
-	// its first Start for none; a server that found audit disabled says
-	// so with the ruleset, and the kernel's answer is then not waited
-	// for (serverAudit).
+	// While the ruleset comes, the helper and the seccomp program it
+	// reads are sealed in memfds (once a process), so that a new
+	// process's first Start does not wait for them. Whether the programs'
+	// refusals can be read is asked of the kernel after (an audit request,
+	// a kernel thread for its reply: not beside the server's answer, which
+	// it would slow on two cores), unless the server found audit disabled
+	// and says so with the ruleset (serverAudit).
 	var (
 		helperErr error
-		audit     *auditor
-		auditWhy  error
 		asked     = make(chan struct{})
-		audited   = make(chan struct{})
 	)
 	go func() {
 		defer close(asked)
@@ -225,10 +221,6 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		if helperErr = err; err == nil && withSeccomp {
 			_, _ = h.filter(p.Network, len(p.Writable) > 0) // an error is Start's to report
 		}
-	}()
-	go func() {
-		defer close(audited)
-		audit, auditWhy = auditFor(abi)
 	}()
 	fd, rules, auditOff, ok := fromServer(p, abi)
 	if !ok {
@@ -245,10 +237,9 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
 		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0, unbound: p.Unbound()}
 	if auditOff && abi >= 7 {
-		rs.auditWhy = errDisabled // the kernel's answer comes to auditFor's state, for a later Prepare
+		rs.auditWhy = errDisabled
 	} else {
-		<-audited
-		rs.audit, rs.auditWhy = audit, auditWhy
+		rs.audit, rs.auditWhy = auditFor(abi)
 	}
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {

@@ -266,14 +266,16 @@ func serveOne(c *net.UnixConn, abi int, where place) {
 		oob = unix.UnixRights(fd)
 	}
 	_, _, _ = c.WriteMsgUnix(encodeReply(rep), oob, nil)
-	serverAudit.refresh(abi) // after the reply: for the next client
+	// for the next client, once this one's call is likely past its start
+	// (the kernel thread of the question would take a core from it)
+	time.AfterFunc(auditRefreshAfter, func() { serverAudit.refresh(abi) })
 }
 
 // serverAudit is what the server last read of audit's state, which it
 // hands its clients with each ruleset: audit_enabled is read from the
 // kernel with a request whose reply comes from a kernel thread made for
 // it (a few hundred µs of a one-call ccrun), and a client told that it is
-// disabled does not ask again. Read again after each reply (at most every
+// disabled does not ask. Read again shortly after each reply (at most every
 // auditRefresh), so that a machine whose audit was just enabled has its
 // programs' refusals reported from the next call on, at the latest once
 // auditRefresh has passed; a word older than auditWordFor is not given.
@@ -282,8 +284,9 @@ func serveOne(c *net.UnixConn, abi int, where place) {
 var serverAudit auditWord
 
 const (
-	auditRefresh = 100 * time.Millisecond
-	auditWordFor = time.Minute
+	auditRefresh      = 100 * time.Millisecond
+	auditRefreshAfter = 20 * time.Millisecond
+	auditWordFor      = time.Minute
 )
 
 type auditWord struct {
