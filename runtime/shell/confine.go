@@ -506,6 +506,17 @@ func (r *run) closeConfined() {
 	r.net.close()
 }
 
+// tempSwept reports whether c's Temp lies in the tree its sweep walks (a
+// TMPDIR in the project): it is then removed after the sweep, which would
+// otherwise see its tree change as it walks and fail.
+func (c *Confinement) tempSwept() bool {
+	if c == nil || c.Temp == "" || c.Sweep == "" {
+		return false
+	}
+	rel, err := filepath.Rel(c.Sweep, c.Temp)
+	return err != nil || (rel != ".." && !strings.HasPrefix(rel, "../"))
+}
+
 // dropTemp starts removing the run's temporary directory, once, in the
 // background: called once the run's processes are gone, so that the
 // removal overlaps the sweep; closeConfined waits for it.

@@ -612,3 +612,41 @@ echo ok > out.txt; cat out.txt`
 		t.Errorf(".vscode/settings.json, protected after the ruleset started, changed: %q", b)
 	}
 }
+
+// TestWorkspaceTempInProject: a call's TMPDIR in the project (TMPDIR
+// itself there) is removed after the sweep, not beside it: the sweep
+// would see the tree change as it walks and fail the run.
+func TestWorkspaceTempInProject(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", w.project+"/.tmp")
+	if err := os.Mkdir(w.project+"/.tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.tempSwept() {
+			t.Fatalf("TMPDIR %s in the project %s: not taken for swept", c.Temp, c.Sweep)
+		}
+		// many names to remove, so that a removal beside the sweep would
+		// still be under way as it walks
+		s := w.spec(t, `mkdir "$TMPDIR/d" && cd "$TMPDIR/d" && touch $(seq 1 400) && echo t > "$TMPDIR/f" && cat "$TMPDIR/f"`)
+		s.Confine = c
+		res, err := newExecutor(t).Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 || string(res.Stdout) != "t\n" {
+			t.Fatalf("exit %d, stdout %q, detail %q", res.ExitCode, res.Stdout, res.Detail)
+		}
+		if _, err := os.Stat(c.Temp); !os.IsNotExist(err) {
+			t.Fatalf("TMPDIR left: %v", err)
+		}
+	}
+	if (&Confinement{Temp: "/tmp/..x/call-1", Sweep: "/tmp/..x"}).tempSwept() != true ||
+		(&Confinement{Temp: "/tmp/ccrun-calls-0/call-1", Sweep: "/work/p"}).tempSwept() != false {
+		t.Error("tempSwept misjudges a path")
+	}
+}
