@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/ccrun/ccrun/ceiling"
 	"github.com/ccrun/ccrun/internal/dotccrun"
 	"github.com/ccrun/ccrun/internal/guard"
@@ -103,7 +105,7 @@ func (r *Runtime) shellConfinement(pol *permission.Policy, req *permission.Reque
 	c := pre
 	if c == nil || c.Sweep == "" { // none, or the read-only tier's
 		var err error
-		if c, _, err = r.workspaceConfinement(inv, writable); err != nil {
+		if c, _, err = r.workspaceConfinement(inv, writable, nil); err != nil {
 			// not the kernel's lack but the project's shape (a protected
 			// path that is a symbolic link, which a committed file can be):
 			// running unconfined would let a repository turn the tier off
@@ -140,13 +142,15 @@ func (r *Runtime) ShellSandboxNotes(o *Outcome) []string {
 	return shell.MissingGuarantees(true)
 }
 
-// workspaceConfinement is shell.WorkspaceConfinement for inv's project.
+// workspaceConfinement is shell.WorkspaceConfinement for inv's project,
+// its ruleset preparing beside the search when script may need it
+// (shell.WarmWorkspace; nil: none).
 //
 // A project's .ccrun is made first (as the audit log would make it): it
 // is a protected path, so it must exist to be bound read-only, and what
 // ccrun itself writes there during the call (the audit log) is then no
 // path the command made, for the sweep to remove.
-func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*shell.Confinement, bool, error) {
+func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string, script *syntax.File) (*shell.Confinement, bool, error) {
 	home, _ := os.UserHomeDir()
 	project := r.dir
 	if project == "" {
@@ -157,7 +161,7 @@ func (r *Runtime) workspaceConfinement(inv *Invocation, writable []string) (*she
 			return nil, false, err
 		}
 	}
-	return shell.WorkspaceConfinement(home, project, writable)
+	return shell.WarmWorkspace(home, project, writable, script)
 }
 
 // prewarmConfinement returns the confinement a @shell call gets if the
@@ -176,11 +180,11 @@ func (r *Runtime) prewarmConfinement(inv *Invocation) *shell.Confinement {
 		return nil
 	}
 	if _, ro := shellcmd.ReadOnly(inv.Command.File); !ro {
-		// likely to run in the workspace tier, once approved: its search
-		// and ruleset start now, beside the gate (Discard if not taken)
+		// likely to run in the workspace tier, once approved: its ruleset
+		// starts now, beside the search of the project and the gate
+		// (Discard if not taken)
 		if sandbox, _, writable := r.shellSandbox(); sandbox != permission.SandboxOff && shell.MayOpen(inv.Command.File) {
-			if c, _, err := r.workspaceConfinement(inv, writable); err == nil {
-				c.Warm(inv.Command.File)
+			if c, _, err := r.workspaceConfinement(inv, writable, inv.Command.File); err == nil {
 				return c
 			}
 		}

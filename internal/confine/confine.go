@@ -237,6 +237,14 @@ func (p Policy) Clone() Policy {
 	return p
 }
 
+// Unbound is p without its Protect and Mask: what its Landlock ruleset
+// holds (the binds are the helper's, Ruleset.Bind).
+func (p Policy) Unbound() Policy {
+	p = p.Clone()
+	p.Protect, p.Mask = nil, nil
+	return p
+}
+
 // Equal reports whether p and q grant the same.
 func (p Policy) Equal(q Policy) bool {
 	return slices.Equal(p.Hide, q.Hide) && slices.Equal(p.Read, q.Read) && slices.Equal(p.Write, q.Write) &&
@@ -327,6 +335,20 @@ func ReadOnly(home string, dirs ...string) Policy {
 // protected path is a symbolic link, the project cannot be listed, or on
 // another OS.
 func Workspace(home, project, tmp string, writable ...string) (p Policy, complete bool, err error) {
+	p = WorkspaceUnbound(home, project, tmp, writable...)
+	leaks, implants, complete, err := findRows(path.Clean(project), searchLimit)
+	if err != nil {
+		return Policy{}, false, err
+	}
+	p.Mask, p.Protect = leaks, implants
+	return p, complete, nil
+}
+
+// WorkspaceUnbound is Workspace's policy without the search of project:
+// no Protect, no Mask, the rest the same, and so the same Landlock
+// ruleset (Policy.Unbound), which can then be prepared beside the search
+// and bound once it ends (Ruleset.Bind). It reads nothing of project.
+func WorkspaceUnbound(home, project, tmp string, writable ...string) (p Policy) {
 	for _, r := range sensitive.Table() {
 		if r.Kind != sensitive.Leak || (r.Abs && r.Seq[0] == "proc") {
 			continue
@@ -339,11 +361,6 @@ func Workspace(home, project, tmp string, writable ...string) (p Policy, complet
 		}
 	}
 	p.Hide = append(p.Hide, "/dev")
-	leaks, implants, complete, err := findRows(path.Clean(project), searchLimit)
-	if err != nil {
-		return Policy{}, false, err
-	}
-	p.Mask, p.Protect = leaks, implants
 	for _, d := range append([]string{project, tmp}, writable...) {
 		if d != "" && filepath.IsAbs(d) && !slices.Contains(p.Writable, path.Clean(d)) {
 			p.Writable = append(p.Writable, path.Clean(d))
@@ -352,7 +369,7 @@ func Workspace(home, project, tmp string, writable ...string) (p Policy, complet
 	p.HideProcesses, p.Network = true, true
 	p.Read = append(p.Read, devRead...)
 	p.Write = append(p.Write, devWrite...)
-	return p, complete, nil
+	return p
 }
 
 // globEscape quotes the glob characters of a directory name.

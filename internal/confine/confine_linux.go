@@ -11,8 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -165,6 +167,11 @@ type Ruleset struct {
 
 	mu     sync.RWMutex
 	closed bool
+	// unbound is the Policy rs was prepared from, Protect and Mask aside,
+	// which Bind compares; used is set by the first Start or Open, after
+	// which Bind refuses
+	unbound Policy
+	used    atomic.Bool
 
 	opener     sync.Once
 	openerErr  error
@@ -197,16 +204,15 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		return nil, err
 	}
 	withSeccomp = withSeccomp && hasSeccomp
-	// While the ruleset comes: the helper and the seccomp program it
-	// reads are sealed in memfds (once a process), and whether the
-	// programs' refusals can be read is asked of the kernel (an audit
-	// request, a kernel thread for its reply), so that a new process's
-	// first Prepare waits for the longer of the two, not for both, and
-	// its first Start for neither.
+	// While the ruleset comes, the helper and the seccomp program it
+	// reads are sealed in memfds (once a process), so that a new
+	// process's first Start does not wait for them. Whether the programs'
+	// refusals can be read is asked of the kernel after (an audit request,
+	// a kernel thread for its reply: not beside the server's answer, which
+	// it would slow on two cores), unless the server found audit disabled
+	// and says so with the ruleset (serverAudit).
 	var (
 		helperErr error
-		audit     *auditor
-		auditWhy  error
 		asked     = make(chan struct{})
 	)
 	go func() {
@@ -215,9 +221,8 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		if helperErr = err; err == nil && withSeccomp {
 			_, _ = h.filter(p.Network, len(p.Writable) > 0) // an error is Start's to report
 		}
-		audit, auditWhy = auditFor(abi)
 	}()
-	fd, rules, ok := fromServer(p, abi)
+	fd, rules, auditOff, ok := fromServer(p, abi)
 	if !ok {
 		if fd, rules, err = cachedDup(p, abi); err != nil {
 			<-asked
@@ -230,8 +235,12 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		return nil, helperErr
 	}
 	rs := &Ruleset{abi: abi, rules: rules, ruleset: os.NewFile(uintptr(fd), "landlock-ruleset"),
-		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0}
-	rs.audit, rs.auditWhy = audit, auditWhy
+		withSeccomp: withSeccomp, network: p.Network, writable: len(p.Writable) > 0, unbound: p.Unbound()}
+	if auditOff && abi >= 7 {
+		rs.auditWhy = errDisabled
+	} else {
+		rs.audit, rs.auditWhy = auditFor(abi)
+	}
 	if len(p.Protect) > 0 || len(p.Mask) > 0 {
 		if rs.mounts, err = mountList(p); err != nil {
 			rs.ruleset.Close()
@@ -239,6 +248,44 @@ func prepare(p Policy, withSeccomp bool) (*Ruleset, error) {
 		}
 	}
 	return rs, nil
+}
+
+// Bind makes rs bind p's Protect and Mask for every program it starts,
+// and for the files it opens, as a Ruleset prepared from p would: the
+// Landlock ruleset holds neither (Policy.Unbound), so a ruleset prepared
+// from p.Unbound() beforehand, beside the search that finds them, is p's
+// once bound. It replaces what rs bound before. It fails with
+// ErrInvalidPolicy when p is not the policy rs was prepared from, Protect
+// and Mask aside, and once rs has started a program or opened a file (or
+// after Close, with ErrClosed): what runs is never bound twice over.
+func (rs *Ruleset) Bind(p Policy) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case rs.closed:
+		return fmt.Errorf("confine: bind: %w", ErrClosed)
+	case rs.used.Load():
+		return fmt.Errorf("confine: bind: the ruleset has started a program or opened a file: %w", ErrInvalidPolicy)
+	case !p.Unbound().Equal(rs.unbound):
+		return fmt.Errorf("confine: bind: not the policy the ruleset was prepared from: %w", ErrInvalidPolicy)
+	}
+	for _, x := range append(slices.Clip(p.Protect), p.Mask...) {
+		if !filepath.IsAbs(x) {
+			return fmt.Errorf("confine: bind %q: not absolute: %w", x, ErrInvalidPolicy)
+		}
+	}
+	var mounts *os.File
+	if len(p.Protect) > 0 || len(p.Mask) > 0 {
+		var err error
+		if mounts, err = mountList(p); err != nil {
+			return err
+		}
+	}
+	if rs.mounts != nil {
+		rs.mounts.Close()
+	}
+	rs.mounts = mounts
+	return nil
 }
 
 // mountList is the helper's list of mounts for p's Mask and Protect (see
@@ -392,6 +439,7 @@ func (rs *Ruleset) Start(cmd *exec.Cmd) error {
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
+	rs.used.Store(true)
 	return startHelper(cmd, rs, nil, nil)
 }
 
@@ -448,6 +496,7 @@ func (rs *Ruleset) do(f func()) (bool, error) {
 		rs.mu.RUnlock()
 		return false, nil
 	}
+	rs.used.Store(true)
 	if err := rs.startOpener(); err != nil {
 		rs.mu.RUnlock()
 		return false, err

@@ -41,6 +41,9 @@ func (rs *Ruleset) Open(name string, flag int, perm os.FileMode) (*os.File, erro
 	return nil, err
 }
 
+// Bind fails with ErrUnavailable on this OS.
+func (rs *Ruleset) Bind(p Policy) error { return ErrUnavailable }
+
 // ABI is 0 on this OS.
 func (rs *Ruleset) ABI() int { return 0 }
 

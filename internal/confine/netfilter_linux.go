@@ -84,6 +84,7 @@ func (rs *Ruleset) startLimited(cmd *exec.Cmd, ns *nsFiles) error {
 	if rs.closed {
 		return fmt.Errorf("confine: start %s: %w", cmd.Path, ErrClosed)
 	}
+	rs.used.Store(true)
 	if !rs.network {
 		return startHelper(cmd, rs, nil, ns) // no socket at all already
 	}

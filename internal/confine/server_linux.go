@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -143,6 +144,9 @@ type reply struct {
 	Rules int
 	Where place
 	Error string
+	// AuditOff: the server found audit disabled when it last asked
+	// (serverAudit), so the client need not ask the kernel itself
+	AuditOff bool
 }
 
 // place is where a process sees the file system from: paths name the
@@ -201,6 +205,7 @@ func Serve(ctx context.Context, socket string, idle time.Duration) error {
 	}
 	uid := os.Getuid()
 	startedExe()
+	serverAudit.refresh(abi)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	go func() {
@@ -254,12 +259,74 @@ func serveOne(c *net.UnixConn, abi int, where place) {
 			rep.Error = err.Error()
 		}
 	}
+	rep.AuditOff = serverAudit.off()
 	var oob []byte
 	if fd >= 0 {
 		defer unix.Close(fd)
 		oob = unix.UnixRights(fd)
 	}
 	_, _, _ = c.WriteMsgUnix(encodeReply(rep), oob, nil)
+	// for the next client, once this one's call is likely past its start
+	// (the kernel thread of the question would take a core from it)
+	time.AfterFunc(auditRefreshAfter, func() { serverAudit.refresh(abi) })
+}
+
+// serverAudit is what the server last read of audit's state, which it
+// hands its clients with each ruleset: audit_enabled is read from the
+// kernel with a request whose reply comes from a kernel thread made for
+// it (a few hundred µs of a one-call ccrun), and a client told that it is
+// disabled does not ask. Read again shortly after each reply (at most every
+// auditRefresh), so that a machine whose audit was just enabled has its
+// programs' refusals reported from the next call on, at the latest once
+// auditRefresh has passed; a word older than auditWordFor is not given.
+// Only "disabled" is vouched for: a client that hears nothing of it asks
+// the kernel itself, and reading the records is reporting only.
+var serverAudit auditWord
+
+const (
+	auditRefresh      = 100 * time.Millisecond
+	auditRefreshAfter = 20 * time.Millisecond
+	auditWordFor      = time.Minute
+)
+
+type auditWord struct {
+	mu       sync.Mutex
+	disabled bool
+	at       time.Time // when disabled was read; zero: never
+	busy     bool      // a refresh under way
+}
+
+// off reports whether audit was disabled when last read, not too long ago.
+func (w *auditWord) off() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.disabled && !w.at.IsZero() && time.Since(w.at) < auditWordFor
+}
+
+// refresh reads audit's state again in the background, unless it was
+// read less than auditRefresh ago or is being read.
+func (w *auditWord) refresh(abi int) {
+	if abi < 7 { // no Landlock records to read: clients do not ask
+		return
+	}
+	w.mu.Lock()
+	if w.busy || (!w.at.IsZero() && time.Since(w.at) < auditRefresh) {
+		w.mu.Unlock()
+		return
+	}
+	w.busy = true
+	w.mu.Unlock()
+	go func() {
+		disabled := false
+		if fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT); err == nil {
+			on, err := auditEnabled(fd)
+			unix.Close(fd)
+			disabled = err == nil && on == 0
+		}
+		w.mu.Lock()
+		w.disabled, w.at, w.busy = disabled, time.Now(), false
+		w.mu.Unlock()
+	}()
 }
 
 // servedExe reports whether a client's executable is this server's. That
@@ -287,60 +354,89 @@ const serverTimeout = 5 * time.Second
 const dialTimeout = 100 * time.Millisecond
 
 // fromServer asks this user's server for the ruleset of p: its fd and
-// rule count, or false (then the caller builds its own, and a server is
+// rule count, and whether the server found audit disabled (reply's
+// AuditOff), or false (then the caller builds its own, and a server is
 // started for the next call).
-func fromServer(p Policy, abi int) (fd, rules int, ok bool) {
+func fromServer(p Policy, abi int) (fd, rules int, auditOff, ok bool) {
 	if os.Getenv(ServerEnv) == "off" {
-		return -1, 0, false
+		return -1, 0, false, false
 	}
 	socket := ServerSocket()
 	if socket == "" {
-		return -1, 0, false
+		return -1, 0, false, false
 	}
-	fd, rules, err := askServer(socket, p, abi)
+	fd, rules, auditOff, err := askServer(socket, p, abi)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			startServer(socket)
 		}
-		return -1, 0, false
+		return -1, 0, false, false
 	}
-	return fd, rules, true
+	return fd, rules, auditOff, true
 }
 
-func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
+// askServer asks the server at socket for the ruleset of p. The exchange
+// is made with blocking system calls on a socket of its own, bounded by
+// the socket's timeouts (SO_SNDTIMEO bounds the connect too): a one-call
+// ccrun whose first socket this is would otherwise start Go's network
+// poller for it, a good part of the round trip.
+func askServer(socket string, p Policy, abi int) (fd, rules int, auditOff bool, err error) {
 	if err := usersock.CheckDir(filepath.Dir(socket)); err != nil {
-		return -1, 0, err
+		return -1, 0, false, err
 	}
-	nc, err := net.DialTimeout("unix", socket, dialTimeout)
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, false, err
 	}
-	c := nc.(*net.UnixConn)
-	defer c.Close()
-	if peer, err := usersock.PeerUID(c); err != nil || peer != os.Getuid() {
-		return -1, 0, fmt.Errorf("confine server: peer uid %d (%v): %w", peer, err, usersock.ErrUnsafe)
+	defer unix.Close(s)
+	timeout := func(d time.Duration) error {
+		tv := unix.NsecToTimeval(d.Nanoseconds())
+		if err := unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return err
+		}
+		return unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err := timeout(dialTimeout); err != nil {
+		return -1, 0, false, err
+	}
+	if err := ignoringEINTR(func() error { return unix.Connect(s, &unix.SockaddrUnix{Name: socket}) }); err != nil {
+		return -1, 0, false, &os.SyscallError{Syscall: "connect", Err: err}
+	}
+	if cred, err := unix.GetsockoptUcred(s, unix.SOL_SOCKET, unix.SO_PEERCRED); err != nil || int(cred.Uid) != os.Getuid() {
+		peer := -1
+		if err == nil {
+			peer = int(cred.Uid)
+		}
+		return -1, 0, false, fmt.Errorf("confine server: peer uid %d (%v): %w", peer, err, usersock.ErrUnsafe)
 	}
 	exe, ok := startedExe()
 	if !ok {
-		return -1, 0, errors.New("confine server: this executable cannot be told")
+		return -1, 0, false, errors.New("confine server: this executable cannot be told")
 	}
 	req, err := encodeRequest(request{ABI: abi, Exe: exe, Policy: p})
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, false, err
 	}
-	_ = c.SetDeadline(time.Now().Add(serverTimeout))
+	if err := timeout(serverTimeout); err != nil {
+		return -1, 0, false, err
+	}
+	c := sockConn(s)
 	if _, err := c.Write(req); err != nil {
-		return -1, 0, err
+		return -1, 0, false, err
 	}
 	buf := make([]byte, 4<<10)
 	oob := make([]byte, unix.CmsgSpace(4*4))
-	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	var n, oobn int
+	err = ignoringEINTR(func() (err error) {
+		n, oobn, _, _, err = unix.Recvmsg(s, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return err
+	})
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, false, &os.SyscallError{Syscall: "recvmsg", Err: err}
 	}
 	fds, err := receivedFds(oob[:oobn])
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, false, err
 	}
 	closeAll := func() {
 		for _, f := range fds {
@@ -350,7 +446,7 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 	rep, err := decodeReply(c, buf[:n])
 	if err != nil {
 		closeAll()
-		return -1, 0, fmt.Errorf("confine server: reply: %w", err)
+		return -1, 0, false, fmt.Errorf("confine server: reply: %w", err)
 	}
 	where, err := here()
 	switch {
@@ -364,9 +460,47 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, err error) {
 	}
 	if err != nil {
 		closeAll()
-		return -1, 0, err
+		return -1, 0, false, err
 	}
-	return fds[0], rep.Rules, nil
+	return fds[0], rep.Rules, rep.AuditOff, nil
+}
+
+// sockConn reads and writes a blocking socket (askServer's).
+type sockConn int
+
+func (c sockConn) Read(b []byte) (int, error) {
+	var n int
+	err := ignoringEINTR(func() (err error) { n, err = unix.Read(int(c), b); return err })
+	switch {
+	case err != nil:
+		return 0, &os.SyscallError{Syscall: "read", Err: err}
+	case n == 0 && len(b) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c sockConn) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		var n int
+		err := ignoringEINTR(func() (err error) { n, err = unix.Write(int(c), b[done:]); return err })
+		if err != nil {
+			return done, &os.SyscallError{Syscall: "write", Err: err}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// ignoringEINTR calls f again while it fails with EINTR (a signal Go's
+// runtime sent the thread).
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // receivedFds returns the fds of a message's SCM_RIGHTS, close-on-exec.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestServer: the first Prepare with no server builds its own ruleset and
@@ -33,7 +35,7 @@ func TestServer(t *testing.T) {
 	p := ReadOnly(w.home, w.project)
 	abi, _ := Available()
 
-	if _, _, ok := fromServer(p, abi); ok {
+	if _, _, _, ok := fromServer(p, abi); ok {
 		t.Fatal("a server answered before one was started")
 	}
 	// the socket is there before the server listens on it: ask until it
@@ -41,7 +43,7 @@ func TestServer(t *testing.T) {
 	var fd, rules int
 	waitFor(t, func() bool {
 		var err error
-		fd, rules, err = askServer(sock, p, abi)
+		fd, rules, _, err = askServer(sock, p, abi)
 		return err == nil
 	}, "the server to answer")
 	if rules == 0 {
@@ -61,7 +63,7 @@ func TestServer(t *testing.T) {
 	// A secret made since: the server's kept ruleset is rebuilt.
 	mkdir(t, w.project+"/sub/.gnupg")
 	write(t, w.project+"/sub/.gnupg/secring", canary+"\n")
-	fd, rules, ok := fromServer(p, abi)
+	fd, rules, _, ok := fromServer(p, abi)
 	if !ok {
 		t.Fatal("no ruleset from the server the second time")
 	}
@@ -136,10 +138,41 @@ func TestWire(t *testing.T) {
 	if _, err := encodeRequest(q); err == nil {
 		t.Errorf("a path holding a NUL was encoded")
 	}
-	rep := reply{ABI: 7, Rules: 250, Where: place{1, 2, 3}, Error: "no"}
+	rep := reply{ABI: 7, Rules: 250, Where: place{1, 2, 3}, Error: "no", AuditOff: true}
 	enc := encodeReply(rep)
 	// the reply's first bytes come with its fd, the rest from the socket
 	if got, err := decodeReply(strings.NewReader(string(enc[5:])), enc[:5]); err != nil || got != rep {
 		t.Errorf("reply: got %+v, %v; want %+v", got, err, rep)
+	}
+}
+
+// TestAuditWord: the server vouches that audit is disabled only as the
+// kernel said so when it last asked, and not once that word is old; it
+// never vouches where it cannot ask (a client then asks itself).
+func TestAuditWord(t *testing.T) {
+	abi, err := Available()
+	if err != nil || abi < 7 {
+		t.Skip("no Landlock denial records here")
+	}
+	var w auditWord
+	if w.off() {
+		t.Fatal("vouched before asking")
+	}
+	w.refresh(abi)
+	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return !w.busy && !w.at.IsZero() }, "the audit state read")
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
+	if err != nil {
+		t.Skip(err)
+	}
+	on, err := auditEnabled(fd)
+	unix.Close(fd)
+	if want := err == nil && on == 0; w.off() != want {
+		t.Errorf("off %v; the kernel says enabled=%d (%v)", w.off(), on, err)
+	}
+	w.mu.Lock()
+	w.at = time.Now().Add(-auditWordFor - time.Second)
+	w.mu.Unlock()
+	if w.off() {
+		t.Error("an old word vouched for")
 	}
 }

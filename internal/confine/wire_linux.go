@@ -176,6 +176,7 @@ func encodeReply(p reply) []byte {
 	w.uint(p.Where.RootDev)
 	w.uint(p.Where.RootIno)
 	w.str(p.Error)
+	w.bool(p.AuditOff)
 	b, err := w.bytes()
 	if err != nil { // an error text holding a NUL
 		w = newFrame()
@@ -185,6 +186,7 @@ func encodeReply(p reply) []byte {
 		w.uint(0)
 		w.uint(0)
 		w.str("confine server: an unprintable error")
+		w.bool(false)
 		b, _ = w.bytes()
 	}
 	return b
@@ -203,5 +205,6 @@ func decodeReply(c io.Reader, got []byte) (reply, error) {
 	p.Rules = int(r.int())
 	p.Where = place{MountNS: r.uint(), RootDev: r.uint(), RootIno: r.uint()}
 	p.Error = r.str()
+	p.AuditOff = r.bool()
 	return p, r.done()
 }

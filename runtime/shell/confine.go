@@ -176,8 +176,11 @@ func (c *Confinement) policy() confine.Policy {
 // of what the run may do: the ruleset is the one the run would build, from
 // c's fields as they are when Warm is called, its directories listed a
 // little earlier (an entry made since is refused, as one made during the
-// run is); a run whose Confinement was changed since builds its own, and
-// so does every run after the first that is given c. A ruleset no run took
+// run is), and bound when the run takes it to c's Protect and Mask as they
+// are then (after a search made again, for a run that waited for the
+// project's lock); a run whose Confinement was otherwise changed since
+// builds its own, and so does every run after the first that is given c.
+// A ruleset no run took
 // is closed when the first run given c ends, or once c is garbage. Call
 // Warm before giving c to a run, not during one; it does nothing on a nil
 // c or a second call.
@@ -185,36 +188,50 @@ func (c *Confinement) Warm(script *syntax.File) {
 	if c == nil || c.warm != nil || !MayOpen(script) {
 		return
 	}
-	w := &warmRuleset{policy: c.policy().Clone(), done: make(chan struct{})} // c's own may change: compare with a copy
+	c.warm = warm(c.policy())
+	runtime.AddCleanup(c, (*warmRuleset).discard, c.warm)
+}
+
+// warm starts preparing the ruleset of p, Protect and Mask aside (the
+// Landlock ruleset holds neither: take binds the run's own).
+func warm(p confine.Policy) *warmRuleset {
+	w := &warmRuleset{policy: p.Unbound(), done: make(chan struct{})} // a copy: the Confinement's own may change
 	go func() {
 		w.rs, w.err = confine.Prepare(w.policy)
 		close(w.done)
 	}()
-	c.warm = w
-	runtime.AddCleanup(c, (*warmRuleset).discard, w)
+	return w
 }
 
-// warmRuleset is a ruleset prepared ahead of its run (Warm).
+// warmRuleset is a ruleset prepared ahead of its run (Warm), without the
+// binds.
 type warmRuleset struct {
-	policy confine.Policy
-	done   chan struct{} // closed once rs and err are set
+	policy confine.Policy // Unbound
+	done   chan struct{}  // closed once rs and err are set
 	rs     *confine.Ruleset
 	err    error
 	taken  atomic.Bool
 }
 
 // take hands the ruleset (or why it could not be built) to the caller,
-// once, if it was prepared for p; ok is false when there is none to take.
+// once, if it was prepared for p, bound to p's Protect and Mask; ok is
+// false when there is none to take.
 func (w *warmRuleset) take(p confine.Policy) (rs *confine.Ruleset, ok bool, err error) {
 	if w == nil || !w.taken.CompareAndSwap(false, true) {
 		return nil, false, nil
 	}
 	<-w.done
-	if !w.policy.Equal(p) {
+	if !w.policy.Equal(p.Unbound()) {
 		if w.rs != nil {
 			w.rs.Close()
 		}
 		return nil, false, nil
+	}
+	if w.err == nil {
+		if err := w.rs.Bind(p); err != nil {
+			w.rs.Close()
+			return nil, true, err
+		}
 	}
 	return w.rs, true, w.err
 }
@@ -343,6 +360,19 @@ func ReadOnlyConfinement(home string, dirs ...string) *Confinement {
 // when a protected path is a symbolic link, the project cannot be
 // listed, or where nothing can be confined.
 func WorkspaceConfinement(home, project string, writable []string) (c *Confinement, complete bool, err error) {
+	return workspaceConfinement(home, project, writable, nil)
+}
+
+// WarmWorkspace is WorkspaceConfinement and Warm(script) in one, sooner:
+// the ruleset starts preparing before the search of project, which it does
+// not depend on (its binds are made from what the search found when the
+// run takes it), so that the two overlap. A nil script: no ruleset is
+// prepared (WorkspaceConfinement).
+func WarmWorkspace(home, project string, writable []string, script *syntax.File) (c *Confinement, complete bool, err error) {
+	return workspaceConfinement(home, project, writable, script)
+}
+
+func workspaceConfinement(home, project string, writable []string, script *syntax.File) (c *Confinement, complete bool, err error) {
 	// The calls' temporary directories share one parent, which the
 	// ruleset grants: a ruleset that named each call's own would be built
 	// anew for every call, where one kept (in process, or by the
@@ -356,22 +386,32 @@ func WorkspaceConfinement(home, project string, writable []string) (c *Confineme
 	if fi, err := os.Lstat(parent); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
 		return nil, false, fmt.Errorf("workspace: temporary directory %s: not a directory of this user's alone", parent)
 	}
-	tmp, err := os.MkdirTemp(parent, "call-")
-	if err != nil {
-		return nil, false, fmt.Errorf("workspace: temporary directory: %w", err)
-	}
 	for _, w := range writable {
 		_ = os.MkdirAll(w, 0o755) // a cache not made yet: Landlock can only grant what exists
+	}
+	var w *warmRuleset
+	if MayOpen(script) {
+		w = warm(confine.WorkspaceUnbound(home, project, parent, writable...))
+	}
+	tmp, err := os.MkdirTemp(parent, "call-")
+	if err != nil {
+		w.discard()
+		return nil, false, fmt.Errorf("workspace: temporary directory: %w", err)
 	}
 	plan := func() (confine.Policy, bool, error) { return confine.Workspace(home, project, parent, writable...) }
 	p, complete, err := plan()
 	if err != nil {
+		w.discard()
 		os.RemoveAll(tmp)
 		return nil, false, err
 	}
-	return &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
+	c = &Confinement{Hide: p.Hide, Read: p.Read, Write: p.Write, HideProcesses: p.HideProcesses,
 		Writable: p.Writable, Protect: p.Protect, Mask: p.Mask, Network: p.Network, Temp: tmp, Sweep: project,
-		partial: !complete, replan: plan}, complete, nil
+		partial: !complete, replan: plan, warm: w}
+	if w != nil {
+		runtime.AddCleanup(c, (*warmRuleset).discard, w)
+	}
+	return c, complete, nil
 }
 
 // protectedNote names the project's protected paths, which a program's
@@ -459,10 +499,38 @@ func (r *run) closeConfined() {
 		r.confined.Close()
 	}
 	r.confine.warm.discard()
-	if r.confine.Temp != "" {
-		os.RemoveAll(r.confine.Temp)
+	r.dropTemp()
+	if r.tempGone != nil {
+		<-r.tempGone
 	}
 	r.net.close()
+}
+
+// tempSwept reports whether c's Temp lies in the tree its sweep walks (a
+// TMPDIR in the project): it is then removed after the sweep, which would
+// otherwise see its tree change as it walks and fail.
+func (c *Confinement) tempSwept() bool {
+	if c == nil || c.Temp == "" || c.Sweep == "" {
+		return false
+	}
+	rel, err := filepath.Rel(c.Sweep, c.Temp)
+	return err != nil || (rel != ".." && !strings.HasPrefix(rel, "../"))
+}
+
+// dropTemp starts removing the run's temporary directory, once, in the
+// background: called once the run's processes are gone, so that the
+// removal overlaps the sweep; closeConfined waits for it.
+func (r *run) dropTemp() {
+	r.tempOnce.Do(func() {
+		if r.confine == nil || r.confine.Temp == "" {
+			return
+		}
+		r.tempGone = make(chan struct{})
+		go func() {
+			defer close(r.tempGone)
+			os.RemoveAll(r.confine.Temp)
+		}()
+	})
 }
 
 // start starts cmd, from the run's confined thread when the run is

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -555,5 +556,97 @@ func TestSandboxRefusedSaid(t *testing.T) {
 	}
 	if strings.Contains(res.Detail, "missing") {
 		t.Errorf("detail %q: a missing file is no refusal", res.Detail)
+	}
+}
+
+// TestWarmWorkspaceBinds: the workspace ruleset WarmWorkspace prepares
+// before the search of the project holds no bind of its own: the run
+// that takes it binds the protected paths the Confinement names then,
+// the ones found after the ruleset started and the ones a search made
+// again adds (a run that waited for the project's lock), for its programs
+// and its own redirections alike.
+func TestWarmWorkspaceBinds(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	if err := os.WriteFile(w.project+"/.envrc", []byte("export X=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config, _ := os.ReadFile(w.project + "/.git/config")
+	src := `echo evil >> .git/config; echo evil > .envrc; sh -c 'echo evil >> .git/config; echo evil > .envrc; echo evil > .vscode/settings.json'
+echo ok > out.txt; cat out.txt`
+	c, _, err := WarmWorkspace(w.home, w.project, nil, parse(t, src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// made after the search: found by the one the run makes again
+	if err := os.MkdirAll(w.project+"/.vscode", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.project+"/.vscode/settings.json", []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := c.replan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Protect, w.project+"/.vscode") && !slices.Contains(p.Protect, w.project+"/.vscode/settings.json") {
+		t.Fatalf("the search again does not protect .vscode: %q", p.Protect)
+	}
+	c.Protect, c.Mask = p.Protect, p.Mask
+	s := w.spec(t, src)
+	s.Confine = c
+	res, err := newExecutor(t).Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "ok\n" {
+		t.Errorf("control: %q (stderr %q)", res.Stdout, res.Stderr)
+	}
+	if b, _ := os.ReadFile(w.project + "/.git/config"); string(b) != string(config) {
+		t.Errorf(".git/config changed: %q", b)
+	}
+	if b, _ := os.ReadFile(w.project + "/.envrc"); string(b) != "export X=1\n" {
+		t.Errorf(".envrc changed: %q", b)
+	}
+	if b, _ := os.ReadFile(w.project + "/.vscode/settings.json"); string(b) != "{}\n" {
+		t.Errorf(".vscode/settings.json, protected after the ruleset started, changed: %q", b)
+	}
+}
+
+// TestWorkspaceTempInProject: a call's TMPDIR in the project (TMPDIR
+// itself there) is removed after the sweep, not beside it: the sweep
+// would see the tree change as it walks and fail the run.
+func TestWorkspaceTempInProject(t *testing.T) {
+	w := newConfineWorld(t)
+	t.Setenv("TMPDIR", w.project+"/.tmp")
+	if err := os.Mkdir(w.project+"/.tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		c, _, err := WorkspaceConfinement(w.home, w.project, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.tempSwept() {
+			t.Fatalf("TMPDIR %s in the project %s: not taken for swept", c.Temp, c.Sweep)
+		}
+		// many names to remove, so that a removal beside the sweep would
+		// still be under way as it walks
+		s := w.spec(t, `mkdir "$TMPDIR/d" && cd "$TMPDIR/d" && touch $(seq 1 400) && echo t > "$TMPDIR/f" && cat "$TMPDIR/f"`)
+		s.Confine = c
+		res, err := newExecutor(t).Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 || string(res.Stdout) != "t\n" {
+			t.Fatalf("exit %d, stdout %q, detail %q", res.ExitCode, res.Stdout, res.Detail)
+		}
+		if _, err := os.Stat(c.Temp); !os.IsNotExist(err) {
+			t.Fatalf("TMPDIR left: %v", err)
+		}
+	}
+	if (&Confinement{Temp: "/tmp/..x/call-1", Sweep: "/tmp/..x"}).tempSwept() != true ||
+		(&Confinement{Temp: "/tmp/ccrun-calls-0/call-1", Sweep: "/work/p"}).tempSwept() != false {
+		t.Error("tempSwept misjudges a path")
 	}
 }

@@ -56,6 +56,8 @@ type run struct {
 	confined    *confine.Ruleset // confine's ruleset, once built
 	confineErr  error            // why it could not be built
 	net         *netRun          // Confinement.Net's namespace and proxy; nil: none
+	tempOnce    sync.Once        // dropTemp's
+	tempGone    chan struct{}    // closed once the Temp directory is removed; nil: not being removed
 	refusedMu   sync.Mutex
 	refused     []string // what the sandbox was seen to refuse ("write PATH")
 	auditErr    string   // why what programs were refused may be incomplete

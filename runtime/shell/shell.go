@@ -372,6 +372,9 @@ func (e *Executor) run(ctx context.Context, s Spec, lim job.Limits) (*job.Result
 		Wait: func() (job.Status, error) {
 			runErr := <-done
 			killed := r.shutdown() // nothing the run started may outlive it
+			if !s.Confine.tempSwept() {
+				r.dropTemp() // nothing is left to write it; beside the sweep
+			}
 			code, detail := exitCode(runErr)
 			if killed > 0 && detail == "" {
 				detail = fmt.Sprintf("killed %d leftover process(es) after the script ended", killed)
