@@ -23,6 +23,13 @@ func BenchmarkWorkspaceBeforeAfter(b *testing.B) {
 	if bins["new"] == "" || bins["base"] == "" {
 		b.Skip("CCRUN_BENCH_BIN and CCRUN_BENCH_BASE name the two builds")
 	}
+	for k, bin := range bins { // a relative path is the repository's: the commands run elsewhere
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bins[k] = abs
+	}
 	dir := b.TempDir()
 	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
 		b.Fatalf("git init: %v: %s", err, out)
