@@ -227,7 +227,9 @@ pidsof() {
 	local cmd=$ST/pids/$1.cmd pid
 	[[ -f $cmd && -f $TRACK/daemons/cgroup.procs ]] || return 0
 	while read -r pid; do
-		cmp -s "/proc/$pid/cmdline" "$cmd" 2>/dev/null && echo "$pid"
+		# Not cmp -s: it takes files of different sizes for different
+		# unread, and /proc/PID/cmdline says it has none.
+		cmp "/proc/$pid/cmdline" "$cmd" >/dev/null 2>&1 && echo "$pid"
 	done <"$TRACK/daemons/cgroup.procs"
 	return 0
 }
@@ -262,8 +264,8 @@ wait_for() { # what seconds command...
 # (a start-up error: it does not retry) is started again, once, with the
 # end of its log said, so that one bad start does not fail the cluster.
 wait_nodes() {
-	local secs=$1 i n restarted=()
-	for n in $(seq 1 $((secs * 2))); do
+	local secs=$1 i end=$((SECONDS + $1)) restarted=()
+	while ((SECONDS < end)); do
 		if [[ $($KUBECTL get nodes --no-headers 2>/dev/null | grep -cw Ready) == "$NODES" ]]; then return 0; fi
 		for i in $(seq 1 "$NODES"); do
 			running "kubelet-$i" && continue
