@@ -153,12 +153,10 @@ func newUserNetNS() (*NetNS, error) {
 	var msg [8]byte
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	var m, oobn int
-	for {
+	err = ignoringEINTR(func() (err error) {
 		m, oobn, _, _, err = unix.Recvmsg(int(mine.Fd()), msg[:], oob, unix.MSG_CMSG_CLOEXEC)
-		if err != unix.EINTR {
-			break
-		}
-	}
+		return err
+	})
 	if err != nil || m != len(msg) {
 		return nil, fmt.Errorf("confine: the namespace's holder ended without a word (%v): %w", err, ErrUnavailable)
 	}

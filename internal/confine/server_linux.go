@@ -402,11 +402,7 @@ func askServer(socket string, p Policy, abi int) (fd, rules int, auditOff bool, 
 	if err := ignoringEINTR(func() error { return unix.Connect(s, &unix.SockaddrUnix{Name: socket}) }); err != nil {
 		return -1, 0, false, &os.SyscallError{Syscall: "connect", Err: err}
 	}
-	if cred, err := unix.GetsockoptUcred(s, unix.SOL_SOCKET, unix.SO_PEERCRED); err != nil || int(cred.Uid) != os.Getuid() {
-		peer := -1
-		if err == nil {
-			peer = int(cred.Uid)
-		}
+	if peer, err := usersock.PeerUIDFD(s); err != nil || peer != os.Getuid() {
 		return -1, 0, false, fmt.Errorf("confine server: peer uid %d (%v): %w", peer, err, usersock.ErrUnsafe)
 	}
 	exe, ok := startedExe()
