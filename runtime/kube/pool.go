@@ -42,8 +42,7 @@ const (
 
 // poolConfig is the warm pool's configuration (WithPool).
 type poolConfig struct {
-	size  int
-	surge int // at most this many pods besides size while calls claim them (size)
+	size int // also the most pods the surge adds while calls claim them
 }
 
 // WithPool sets how many warm pods each template keeps ready (default 0:
@@ -62,7 +61,7 @@ func WithPool(size int) Option {
 		if size < 0 {
 			return newError(ErrInvalidArgument, nil, "kube: pool size %d: want 0 or more", size)
 		}
-		e.pool.size, e.pool.surge = size, size
+		e.pool.size = size
 		return nil
 	}
 }
@@ -386,7 +385,7 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 	target := e.pool.size
 	if readyNow < (e.pool.size+1)/2 {
 		// Fewer than half ready: the claims outrun the pods' start.
-		target += min(recent, e.pool.surge)
+		target += min(recent, e.pool.size)
 	}
 	var pods []*corev1.Pod
 	for ; live < target; live++ {
@@ -408,7 +407,7 @@ func (e *Executor) fill(ctx context.Context, wp *warmPool) error {
 	for _, v := range extra {
 		wp.claimed[v.name] = now // neither claimed nor counted meanwhile
 	}
-	if recent > 0 && e.pool.surge > 0 {
+	if recent > 0 && e.pool.size > 0 {
 		// The surge ends a window after the last claim: look again then.
 		if wp.trimmer != nil {
 			wp.trimmer.Stop()
